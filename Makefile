@@ -1,0 +1,42 @@
+# Two commands do everything, each with its own set-up on a fresh machine:
+#   make course   create .venv, install, open JupyterLab on notebooks/
+#   make test     create .venv, install, run the whole test suite
+#
+# torch is installed first and on its own, so that no open version range pulls a multi-GB CUDA build
+# onto a CPU machine. Choose the build with TORCH_SPEC / TORCH_PIP_ARGS, e.g. on a laptop:
+#   make course TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu"
+# and for an NVIDIA GPU (CUDA 12.8 wheels):
+#   make course TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cu128"
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TORCH_SPEC ?= torch==2.13.0
+TORCH_PIP_ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: install course test test-fast benchmarks html clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install "$(TORCH_SPEC)" $(TORCH_PIP_ARGS)
+	$(BIN)/python -m pip install -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+course: install
+	$(BIN)/jupyter lab notebooks/
+
+test: install
+	TC_FAST=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: install
+	TC_FAST=1 $(BIN)/python -m pytest -m "not slow and not notebooks and not browser" $(PYTEST_ARGS)
+
+benchmarks: install
+	$(BIN)/python benchmarks/model_vs_nn_transformer.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

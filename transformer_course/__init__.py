@@ -1,0 +1,12 @@
+"""transformer_course: the tested package behind the notebooks of the course.
+
+"Attention Is All You Need" (Vaswani et al., 2017), built step by step.
+"""
+
+from .attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
+from .config import PRESETS, Config, get_preset
+from .layers import Embeddings, LayerNorm, PositionalEncoding, PositionwiseFeedForward, ResidualConnection, sinusoidal_table
+from .masks import padding_mask, subsequent_mask, target_mask
+from .model import DecoderCache, Transformer, build_model, count_parameters, make_model
+
+__version__ = "0.1.0"

@@ -1,0 +1,63 @@
+"""Masks: which positions may attend to which (notebook 01; paper §3.2.3).
+
+Every mask in this package is a boolean tensor where **True means "may attend"**
+and whose shape broadcasts to ``(batch, heads, q_len, k_len)``:
+
+- padding mask of the source:     ``(batch, 1, 1, src_len)``
+- subsequent (causal) mask:       ``(1, 1, tgt_len, tgt_len)``
+- target mask (padding & causal): ``(batch, 1, tgt_len, tgt_len)``
+
+This is the convention of ``torch.nn.functional.scaled_dot_product_attention``
+(boolean ``attn_mask``: True = take part in attention). Note that
+``nn.MultiheadAttention``'s ``key_padding_mask`` uses the opposite meaning.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def padding_mask(tokens: Tensor, pad_idx: int) -> Tensor:
+    """True where ``tokens`` is a real token, as keys for every query: (batch, 1, 1, len)."""
+    if tokens.dim() != 2:
+        raise ValueError(
+            f"padding_mask expects token ids of shape (batch, len), got shape {tuple(tokens.shape)}; "
+            "add a batch dimension with tokens.unsqueeze(0)"
+        )
+    return (tokens != pad_idx)[:, None, None, :]  # (B, 1, 1, S)
+
+
+def subsequent_mask(size: int, device: torch.device | str | None = None) -> Tensor:
+    """True on and below the diagonal: position i may attend to positions 0..i. Shape (1, 1, size, size)."""
+    if size <= 0:
+        raise ValueError(f"subsequent_mask needs a positive size, got size={size}")
+    mask = torch.ones(size, size, dtype=torch.bool, device=device).tril()  # (T, T)
+    return mask[None, None]  # (1, 1, T, T)
+
+
+def target_mask(tgt: Tensor, pad_idx: int) -> Tensor:
+    """Decoder self-attention mask: no padding keys and no future keys. Shape (batch, 1, len, len)."""
+    return padding_mask(tgt, pad_idx) & subsequent_mask(tgt.size(-1), tgt.device)  # (B, 1, T, T)
+
+
+def check_mask(mask: Tensor, batch: int, q_len: int, k_len: int, name: str = "mask") -> None:
+    """Raise a ValueError a learner can act on if ``mask`` is not a boolean mask for these sizes."""
+    if mask.dtype != torch.bool:
+        raise ValueError(
+            f"{name} must be a boolean tensor (True = may attend), got dtype {mask.dtype}; "
+            f"build it with a comparison such as tokens != pad_idx, or call .bool()"
+        )
+    expected = (batch, "heads", q_len, k_len)
+    if mask.dim() != 4:
+        raise ValueError(
+            f"{name} must have 4 dimensions broadcastable to (batch, heads, q_len, k_len) = {expected}, "
+            f"got shape {tuple(mask.shape)}; a padding mask is (batch, 1, 1, k_len), "
+            "see transformer_course.masks.padding_mask"
+        )
+    b, _, q, k = mask.shape
+    if b not in (1, batch) or q not in (1, q_len) or k != k_len:
+        raise ValueError(
+            f"{name} of shape {tuple(mask.shape)} does not broadcast to (batch, heads, q_len, k_len) = "
+            f"{expected}; its batch must be 1 or {batch}, its q_len 1 or {q_len}, its k_len {k_len}"
+        )
