@@ -4,7 +4,7 @@
 """
 
 from .attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
-from .config import PRESETS, Config, get_preset
+from .config import PRESETS, Config, fast_mode, get_preset
 from .layers import Embeddings, LayerNorm, PositionalEncoding, PositionwiseFeedForward, ResidualConnection, sinusoidal_table
 from .masks import padding_mask, subsequent_mask, target_mask
 from .model import DecoderCache, Transformer, build_model, count_parameters, make_model

@@ -6,6 +6,7 @@ The defaults are the paper's base model (Table 3): N=6, d_model=512, d_ff=2048, 
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, fields, replace
 
 
@@ -83,3 +84,8 @@ def get_preset(name: str) -> Config:
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
     return PRESETS[name]
+
+
+def fast_mode() -> bool:
+    """True when ``TC_FAST=1``: notebooks and examples use tiny sizes and few steps (CI sets it)."""
+    return os.environ.get("TC_FAST", "") not in ("", "0")
