@@ -10,8 +10,9 @@ from transformer_course.layers import (
 )
 
 
-def test_layernorm_equals_nn_layernorm():
-    ours, ref = LayerNorm(16), nn.LayerNorm(16)
+@pytest.mark.parametrize("fast", [True, False])
+def test_layernorm_equals_nn_layernorm(fast):
+    ours, ref = LayerNorm(16, fast=fast), nn.LayerNorm(16)
     with torch.no_grad():
         for p in (ours.weight, ours.bias):
             p.normal_()
@@ -21,9 +22,10 @@ def test_layernorm_equals_nn_layernorm():
     assert_close(ours(x), ref(x))
 
 
-def test_layernorm_normalises_each_row_of_the_course_example():
+@pytest.mark.parametrize("fast", [True, False])
+def test_layernorm_normalises_each_row_of_the_course_example(fast):
     x = torch.tensor([[1.0, 2, 3], [8, 9, 10], [15, 16, 17]])
-    y = LayerNorm(3)(x)
+    y = LayerNorm(3, fast=fast)(x)
     expected_row = torch.tensor([-1.0, 0.0, 1.0]) / math.sqrt(2 / 3 + 1e-5)
     assert_close(y, expected_row.expand(3, 3))
 

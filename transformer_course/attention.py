@@ -100,7 +100,8 @@ class MultiHeadAttention(nn.Module):
         """(batch, len, 3·d_model) → three (batch, heads, len, d_k) tensors for Q, K, V."""
         batch, length, _ = qkv.shape
         qkv = qkv.view(batch, length, 3, self.heads, self.d_k).permute(2, 0, 3, 1, 4)  # (3, B, h, L, d_k)
-        return qkv[0], qkv[1], qkv[2]
+        q, k, v = qkv.unbind(0)  # unbind, not qkv[0], qkv[1], qkv[2]: its backward is one stack, not 3 zero-fills
+        return q, k, v
 
     def merge_heads(self, x: Tensor) -> Tensor:
         """(batch, heads, len, d_k) → (batch, len, d_model): the Concat of the formula."""
