@@ -240,3 +240,19 @@ def test_presets_are_configs_and_build_models():
 def test_config_round_trips_through_a_dict():
     config = tc.get_preset("multi30k-cpu")
     assert tc.Config.from_dict(config.to_dict()) == config
+
+
+def test_dropout_sits_where_the_paper_puts_it_by_default():
+    # §5.4: on each sub-layer output and on the embedding + position sums; nowhere else.
+    model = tc.make_model(20, 20, N=2, d_model=16, d_ff=32, h=2, dropout=0.1)
+    active = [name for name, m in model.named_modules() if isinstance(m, nn.Dropout) and m.p > 0]
+    expected_count = 2 + 2 * 2 + 2 * 3  # two position encodings, 2 sub-layers per encoder layer, 3 per decoder layer
+    assert len(active) == expected_count
+    assert all(name.endswith(("pos.dropout", "sublayer.0.dropout", "sublayer.1.dropout", "sublayer.2.dropout"))
+               for name in active)
+
+
+def test_attention_and_ffn_dropout_can_match_nn_transformer():
+    model = tc.make_model(20, 20, N=1, d_model=16, d_ff=32, h=2, attention_dropout=0.1, ffn_dropout=0.1)
+    assert model.decoder.layers[0].cross_attn.dropout.p == 0.1
+    assert model.encoder.layers[0].feed_forward.dropout.p == 0.1

@@ -18,7 +18,9 @@ class Config:
     d_model: int = 512
     d_ff: int = 2048
     h: int = 8  # attention heads
-    dropout: float = 0.1
+    dropout: float = 0.1  # P_drop: on every sub-layer output and on embeddings + positions (§5.4)
+    attention_dropout: float = 0.0  # on attention weights: not in the paper (nn.Transformer uses P_drop)
+    ffn_dropout: float = 0.0  # on the FFN's hidden layer: not in the paper (nn.Transformer uses P_drop)
     norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN
     positional: str = "sinusoidal"  # or "learned"
     max_len: int = 512  # longest sequence the positional table holds

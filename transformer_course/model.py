@@ -18,12 +18,20 @@ from .masks import check_mask
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention, then the feed-forward network, each inside a residual connection."""
+    """Self-attention, then the feed-forward network, each inside a residual connection.
 
-    def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float, norm_first: bool = False) -> None:
+    ``dropout`` is the paper's P_drop on each sub-layer's output (§5.4); ``attention_dropout`` (on the
+    attention weights) and ``ffn_dropout`` (on the FFN's hidden layer) are not in the paper but in
+    tensor2tensor and ``nn.Transformer``, which use ``dropout`` for both.
+    """
+
+    def __init__(
+        self, d_model: int, heads: int, d_ff: int, dropout: float, norm_first: bool = False,
+        attention_dropout: float = 0.0, ffn_dropout: float = 0.0,
+    ) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, heads, dropout)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout)
+        self.self_attn = MultiHeadAttention(d_model, heads, attention_dropout)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, ffn_dropout)
         self.sublayer = nn.ModuleList([ResidualConnection(d_model, dropout, norm_first) for _ in range(2)])
 
     def forward(self, x: Tensor, src_mask: Tensor | None) -> Tensor:
@@ -70,13 +78,19 @@ class DecoderCache:
 
 
 class DecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention over the encoder output (memory), then the FFN."""
+    """Masked self-attention, cross-attention over the encoder output (memory), then the FFN.
 
-    def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float, norm_first: bool = False) -> None:
+    The dropout arguments mean what they mean in :class:`EncoderLayer`.
+    """
+
+    def __init__(
+        self, d_model: int, heads: int, d_ff: int, dropout: float, norm_first: bool = False,
+        attention_dropout: float = 0.0, ffn_dropout: float = 0.0,
+    ) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, heads, dropout)
-        self.cross_attn = MultiHeadAttention(d_model, heads, dropout)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout)
+        self.self_attn = MultiHeadAttention(d_model, heads, attention_dropout)
+        self.cross_attn = MultiHeadAttention(d_model, heads, attention_dropout)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, ffn_dropout)
         self.sublayer = nn.ModuleList([ResidualConnection(d_model, dropout, norm_first) for _ in range(3)])
 
     def forward(
@@ -138,10 +152,9 @@ class Transformer(nn.Module):
         self.tgt_embed = Embeddings(tgt_vocab, c.d_model)
         self.src_pos = PositionalEncoding(c.d_model, c.dropout, c.max_len, c.positional)
         self.tgt_pos = PositionalEncoding(c.d_model, c.dropout, c.max_len, c.positional)
-        self.encoder = Encoder([EncoderLayer(c.d_model, c.h, c.d_ff, c.dropout, c.norm_first) for _ in range(c.N)],
-                               c.d_model, c.norm_first)
-        self.decoder = Decoder([DecoderLayer(c.d_model, c.h, c.d_ff, c.dropout, c.norm_first) for _ in range(c.N)],
-                               c.d_model, c.norm_first)
+        sizes = (c.d_model, c.h, c.d_ff, c.dropout, c.norm_first, c.attention_dropout, c.ffn_dropout)
+        self.encoder = Encoder([EncoderLayer(*sizes) for _ in range(c.N)], c.d_model, c.norm_first)
+        self.decoder = Decoder([DecoderLayer(*sizes) for _ in range(c.N)], c.d_model, c.norm_first)
         self.generator = Generator(c.d_model, tgt_vocab)
         # Xavier/Glorot uniform for every matrix, as in the reference implementations.
         for p in self.parameters():
@@ -195,7 +208,7 @@ def make_model(
 
     ``options`` are other :class:`Config` fields: ``norm_first`` (False = post-LN, the paper),
     ``positional`` ("sinusoidal" or "learned"), ``max_len``, ``tie_embeddings`` ("none", "decoder",
-    "all").
+    "all"), ``attention_dropout`` and ``ffn_dropout`` (0 in the paper; ``nn.Transformer`` uses ``dropout``).
     """
     config = Config.from_dict(dict(N=N, d_model=d_model, d_ff=d_ff, h=h, dropout=dropout, **options))
     return Transformer(config, src_vocab, tgt_vocab)
