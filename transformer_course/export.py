@@ -1,0 +1,240 @@
+"""Offline HTML: executed notebooks and chart pages that draw their charts with no network (the course's HTML edition).
+
+Plain ``jupyter nbconvert --to html`` shows no chart offline: it writes the Vega-Lite output of Altair's
+``mimetype`` renderer as the text "<VegaLite 5 object>", and its page loads require.js and MathJax from a
+CDN. This module writes pages that need nothing from the internet:
+
+- one Vega / Vega-Lite / vega-embed bundle (the JavaScript ``vl-convert-python`` ships) inlined in the
+  page head, once per page;
+- each Vega-Lite output replaced by a ``<div>`` and a ``vegaEmbed`` call on its spec (SVG renderer), so
+  charts draw and their dropdowns work;
+- no CDN scripts: require.js, MathJax and the widget manager are left out (formulas show as TeX source;
+  ipywidgets, which need a live kernel, show their text).
+
+Entry points: :func:`charts_to_html` (a page of charts; ``viz.save_chart(chart, "x.html")`` uses it),
+:func:`notebook_to_html` (one executed notebook), :func:`build_contents_page` (an index of a folder of
+pages, in course order) and :func:`build_html_edition` (execute every notebook, export, index), also on
+the command line: ``python -m transformer_course.export notebooks/ html/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import functools
+import html
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Iterable
+
+VEGA_MIMETYPE = re.compile(r"^application/vnd\.vega(lite)?\.v\d+\+json$")
+WIDGET_MIMETYPE = "application/vnd.jupyter.widget-view+json"
+BUNDLE_PLACEHOLDER = "<!-- tc-vega-bundle -->"
+EMBED_OPTIONS = {"renderer": "svg", "actions": {"export": True, "source": False, "compiled": False, "editor": False}}
+
+# nbconvert's JupyterLab template, minus every script it would fetch from a CDN.
+OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js -%}""" + BUNDLE_PLACEHOLDER + """{%- endblock html_head_js -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+"""
+
+PAGE_CSS = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; padding: 0 1rem; color: #1a202c; }
+.tc-vega { margin: 0.5rem 0 1rem; }
+.tc-vega-error { color: #c53030; white-space: pre-wrap; }
+li { margin: 0.3rem 0; }
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def vega_bundle() -> str:
+    """Vega, Vega-Lite (the version Altair writes) and vega-embed as one script, safe inside ``<script>``."""
+    import vl_convert as vlc
+
+    from .viz import vegalite_version
+
+    js = vlc.javascript_bundle(vl_version=vegalite_version())  # ≈ 0.9 MB, sets window.vegaEmbed
+    return js.replace("</script", "<\\/script")
+
+
+def bundle_script() -> str:
+    return f"<script>{vega_bundle()}</script>"
+
+
+def embed_html(spec: dict, element_id: str) -> str:
+    """A ``<div>`` and the script that draws ``spec`` into it; a failure is written into the page."""
+    spec_json = json.dumps(spec, ensure_ascii=False).replace("</", "<\\/")
+    return (
+        f'<div id="{element_id}" class="tc-vega"></div>\n'
+        f"<script>(function () {{\n"
+        f'  var el = document.getElementById("{element_id}");\n'
+        f"  vegaEmbed(el, {spec_json}, {json.dumps(EMBED_OPTIONS)}).catch(function (err) {{\n"
+        f'    el.innerHTML = "<pre class=\\"tc-vega-error\\"></pre>"; el.firstChild.textContent = String(err);\n'
+        f"    console.error(err);\n"
+        f"  }});\n"
+        f"}})();</script>"
+    )
+
+
+def charts_to_html(specs: Iterable[Any], title: str = "", intro: str = "") -> str:
+    """One self-contained HTML page showing each chart (an Altair chart or a Vega-Lite dict), offline."""
+    parts = []
+    for n, spec in enumerate(specs):
+        spec = spec.to_dict() if hasattr(spec, "to_dict") else spec
+        parts.append(embed_html(spec, f"tc-vega-{n}"))
+    heading = f"<h1>{html.escape(title)}</h1>\n" if title else ""
+    return (
+        "<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n"
+        f"<title>{html.escape(title or 'charts')}</title>\n<style>{PAGE_CSS}</style>\n{bundle_script()}\n</head>\n"
+        f"<body>\n{heading}{intro}\n" + "\n".join(parts) + "\n</body>\n</html>\n"
+    )
+
+
+def offline_outputs(nb: Any) -> int:
+    """Rewrite a notebook's outputs in place for offline HTML; returns how many charts it holds.
+
+    Vega-Lite/Vega outputs become ``text/html`` with a ``vegaEmbed`` call; widget views become a note
+    (they need a running kernel); the widget state, whose viewer comes from a CDN, is dropped.
+    """
+    charts = 0
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        for output in cell.get("outputs", []):
+            data = output.get("data")
+            if not data:
+                continue
+            vega = [mime for mime in data if VEGA_MIMETYPE.match(mime)]
+            if vega:
+                spec = data[vega[0]]
+                spec = json.loads(spec) if isinstance(spec, str) else spec
+                output["data"] = {"text/html": embed_html(spec, f"tc-vega-{charts}")}
+                charts += 1
+            elif WIDGET_MIMETYPE in data:
+                text = data.get("text/plain", "")
+                text = "".join(text) if isinstance(text, list) else text
+                output["data"] = {"text/html": '<p class="tc-widget"><em>An interactive widget: run this notebook '
+                                               f"in JupyterLab to use it.</em> {html.escape(text)}</p>"}
+    nb.metadata.pop("widgets", None)
+    return charts
+
+
+def notebook_to_html(notebook: Any, out_path: str | Path, title: str | None = None) -> Path:
+    """Write an executed notebook (a path or an ``nbformat`` node) as one offline HTML file.
+
+    The notebook itself is not changed. Charts from Altair's mimetype renderer draw with no network;
+    the page holds the Vega bundle once (≈ 0.9 MB) plus each chart's spec.
+    """
+    import jinja2
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    if isinstance(notebook, (str, Path)):
+        path = Path(notebook)
+        if not path.is_file():
+            raise FileNotFoundError(f"no notebook at {path}; give the path of an executed .ipynb file")
+        nb = nbformat.read(path, as_version=4)
+        title = title or path.stem
+    else:
+        nb = copy.deepcopy(notebook)
+    if "cells" not in nb:
+        raise ValueError("notebook_to_html needs a notebook (nbformat node or .ipynb path)")
+    offline_outputs(nb)
+    exporter = HTMLExporter(
+        template_name="lab",
+        extra_loaders=[jinja2.DictLoader({"tc_offline.html.j2": OFFLINE_TEMPLATE})],
+        template_file="tc_offline.html.j2",
+    )
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title or "notebook"}})
+    if BUNDLE_PLACEHOLDER not in body:
+        raise RuntimeError("the nbconvert template changed: no place for the Vega bundle in the page head")
+    body = body.replace(BUNDLE_PLACEHOLDER, bundle_script(), 1)
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(body, encoding="utf-8")
+    return out_path
+
+
+def page_title(path: Path) -> str:
+    """The first ``<h1>`` of an HTML page (nbconvert adds a "¶" anchor; it is dropped), else its file name."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    match = re.search(r"<h1[^>]*>(.*?)</h1>", text, flags=re.S)
+    if not match:
+        return path.stem
+    title = re.sub(r"<[^>]+>", "", match.group(1)).replace("¶", "").strip()
+    return html.unescape(title) or path.stem
+
+
+def build_contents_page(folder: str | Path, out_path: str | Path | None = None, title: str = "Transformer course") -> Path:
+    """An ``index.html`` linking every other page of ``folder`` in course order (file names 00_… to 11_…)."""
+    folder = Path(folder)
+    pages = sorted(p for p in folder.glob("*.html") if p.name != "index.html")
+    if not pages:
+        raise FileNotFoundError(f"no .html pages in {folder}; export the notebooks first (notebook_to_html)")
+    out_path = Path(out_path) if out_path is not None else folder / "index.html"
+    items = "\n".join(
+        f'<li><a href="{html.escape(os.path.relpath(p, out_path.parent))}">{html.escape(p.stem)}</a>: '
+        f"{html.escape(page_title(p))}</li>"
+        for p in pages
+    )
+    out_path.write_text(
+        "<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n"
+        f"<title>{html.escape(title)}</title>\n<style>{PAGE_CSS}</style>\n</head>\n<body>\n"
+        f"<h1>{html.escape(title)}</h1>\n<p>The notebooks of the course, executed, in order. Every page works "
+        f"offline; charts are interactive.</p>\n<ol start=\"0\">\n{items}\n</ol>\n</body>\n</html>\n",
+        encoding="utf-8",
+    )
+    return out_path
+
+
+def execute_notebook(path: str | Path, timeout: int = 900, kernel_name: str = "python3") -> Any:
+    """Run a notebook top to bottom in its own folder and return the executed node (the file is not changed)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = Path(path)
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, resources={"metadata": {"path": str(path.parent)}}).execute()
+    return nb
+
+
+def build_html_edition(
+    notebooks: str | Path = "notebooks", out_dir: str | Path = "html", execute: bool = True, timeout: int = 900,
+) -> list[Path]:
+    """Execute every course notebook (``NN_*.ipynb``, in order), export each to ``out_dir`` and write a
+    contents page; returns the pages, ``index.html`` first. ``TC_FAST=1`` in the environment reaches the
+    kernels, so the fast edition is ``TC_FAST=1 python -m transformer_course.export``."""
+    notebooks, out_dir = Path(notebooks), Path(out_dir)
+    paths = sorted(p for p in notebooks.glob("*.ipynb") if re.match(r"\d\d_", p.name))
+    if not paths:
+        raise FileNotFoundError(f"no course notebooks (00_….ipynb) in {notebooks}")
+    pages = []
+    for path in paths:
+        print(f"{'executing' if execute else 'exporting'} {path.name} …", file=sys.stderr, flush=True)
+        nb = execute_notebook(path, timeout) if execute else path
+        pages.append(notebook_to_html(nb, out_dir / f"{path.stem}.html", title=path.stem))
+    return [build_contents_page(out_dir), *pages]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer_course.export",
+        description="Build the offline HTML edition: execute the notebooks, export them, write a contents page.",
+    )
+    parser.add_argument("notebooks", nargs="?", default="notebooks", help="folder of the course notebooks")
+    parser.add_argument("out_dir", nargs="?", default="html", help="where the pages go (git-ignored html/)")
+    parser.add_argument("--no-execute", action="store_true", help="export the saved outputs as they are")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per cell")
+    args = parser.parse_args(argv)
+    pages = build_html_edition(args.notebooks, args.out_dir, execute=not args.no_execute, timeout=args.timeout)
+    print(f"wrote {len(pages)} pages; open {pages[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
