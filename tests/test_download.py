@@ -1,0 +1,225 @@
+"""Downloading Multi30k: real HTTP against a server on 127.0.0.1, checksums, mirrors, clear failures.
+
+The served files are copies of the real ones, taken from the mirror folder (TC_DATA_MIRROR, which CI points
+at ../shared/data/multi30k) or from data/; without them these tests are skipped.
+"""
+
+import functools
+import gzip
+import hashlib
+import http.server
+import os
+import shutil
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from transformer_course.data import (
+    MIRROR_ENV,
+    MULTI30K_SHA256,
+    ChecksumError,
+    DownloadError,
+    download_multi30k,
+    load_pairs,
+    read_lines,
+)
+
+SHARED_DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
+
+
+def find_real_files() -> Path | None:
+    for folder in (os.environ.get(MIRROR_ENV, ""), "data", str(SHARED_DEFAULT)):
+        if folder and not folder.startswith(("http://", "https://")) and all((Path(folder) / n).exists() for n in MULTI30K_SHA256):
+            return Path(folder)
+    return None
+
+
+REAL = find_real_files()
+needs_files = pytest.mark.skipif(
+    REAL is None,
+    reason=f"the Multi30k files are in neither ${MIRROR_ENV} nor data/; set {MIRROR_ENV}=/path/to/multi30k",
+)
+
+
+class TruncatingHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves files from a folder; for names listed in ``truncate`` it promises the full length but
+    sends half and closes the connection (a dropped download)."""
+
+    truncate: set = set()
+
+    def do_GET(self):
+        name = self.path.rsplit("/", 1)[-1]
+        if name in self.truncate:
+            data = (Path(self.directory) / name).read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            self.close_connection = True
+            return
+        super().do_GET()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server(tmp_path):
+    """An HTTP server on 127.0.0.1 serving tmp_path/served: yields (base URL, served folder, handler class)."""
+    served = tmp_path / "served"
+    served.mkdir()
+    handler = type("Handler", (TruncatingHandler,), {"truncate": set()})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(served)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", served, handler
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def copy_real(names, to: Path):
+    for name in names:
+        shutil.copy(REAL / name, to / name)
+
+
+def corrupt(path: Path):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def leftovers(root: Path):
+    return sorted(p.name for p in root.iterdir())
+
+
+@needs_files
+def test_the_shared_files_have_the_published_checksums():
+    sums = dict(line.split()[::-1] for line in (REAL / "SHA256SUMS").read_text().splitlines() if line.strip()) \
+        if (REAL / "SHA256SUMS").exists() else {}
+    for name, expected in MULTI30K_SHA256.items():
+        assert hashlib.sha256((REAL / name).read_bytes()).hexdigest() == expected
+        if sums:
+            assert sums[name] == expected
+
+
+@needs_files
+def test_a_good_file_is_downloaded_over_http_and_verified(server, tmp_path, monkeypatch):
+    url, served, _ = server
+    copy_real(["val.de.gz", "val.en.gz"], served)
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
+    root = tmp_path / "data"
+    download_multi30k(root, splits=["val"], url=url, verbose=False)
+    assert leftovers(root) == ["val.de.gz", "val.en.gz"]
+    assert (root / "val.de.gz").read_bytes() == (REAL / "val.de.gz").read_bytes()
+    assert len(load_pairs("val", root, download=False)) == 1014
+
+
+@needs_files
+def test_a_corrupted_file_raises_a_checksum_error_and_leaves_nothing(server, tmp_path, monkeypatch):
+    url, served, _ = server
+    copy_real(["val.de.gz"], served)
+    corrupt(served / "val.de.gz")
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
+    root = tmp_path / "data"
+    with pytest.raises(ChecksumError, match="SHA-256"):
+        download_multi30k(root, splits=["val"], langs=["de"], url=url, verbose=False)
+    assert leftovers(root) == []
+
+
+@needs_files
+def test_a_dropped_connection_raises_a_checksum_error_and_leaves_nothing(server, tmp_path, monkeypatch):
+    url, served, handler = server
+    copy_real(["val.en.gz"], served)
+    handler.truncate.add("val.en.gz")
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
+    root = tmp_path / "data"
+    with pytest.raises(ChecksumError, match="not kept"):
+        download_multi30k(root, splits=["val"], langs=["en"], url=url, verbose=False)
+    assert leftovers(root) == []
+
+
+def test_a_missing_file_raises_a_clear_error(server, tmp_path, monkeypatch):
+    url, _, _ = server  # serves an empty folder: 404 for every file
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
+    root = tmp_path / "data"
+    with pytest.raises(DownloadError, match="404") as info:
+        download_multi30k(root, splits=["test"], langs=["en"], url=url, verbose=False)
+    assert "test_2016_flickr.en.gz" in str(info.value) and MIRROR_ENV in str(info.value)
+    assert not isinstance(info.value, ChecksumError)
+    assert leftovers(root) == []
+
+
+def test_offline_without_a_mirror_says_how_to_get_the_files(tmp_path, monkeypatch):
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
+    with socket.socket() as s:  # a port nobody listens on: the connection is refused, as offline
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}/"
+    with pytest.raises(DownloadError) as info:
+        download_multi30k(tmp_path / "data", splits=["val"], url=closed, timeout=5, verbose=False)
+    message = str(info.value)
+    assert "python -m transformer_course download" in message and f"export {MIRROR_ENV}=" in message
+    assert leftovers(tmp_path / "data") == []
+
+
+@needs_files
+def test_a_local_folder_mirror_from_the_environment_is_used_without_network(tmp_path, monkeypatch):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    copy_real(["test_2016_flickr.de.gz", "test_2016_flickr.en.gz"], mirror)
+    monkeypatch.setenv(MIRROR_ENV, str(mirror))
+    root = tmp_path / "data"
+    download_multi30k(root, splits=["test"], url=None, verbose=False)
+    assert leftovers(root) == ["test_2016_flickr.de.gz", "test_2016_flickr.en.gz"]
+
+
+@needs_files
+def test_a_url_mirror_is_tried_first_and_the_official_url_after_it(server, tmp_path, monkeypatch):
+    url, served, _ = server
+    (served / "official").mkdir()
+    copy_real(["val.de.gz"], served / "official")
+    copy_real(["val.de.gz"], served)
+    corrupt(served / "val.de.gz")  # the mirror holds a corrupt copy: fall back to the official location
+    monkeypatch.setenv(MIRROR_ENV, url)
+    root = tmp_path / "data"
+    download_multi30k(root, splits=["val"], langs=["de"], url=url + "/official", verbose=False)
+    assert (root / "val.de.gz").read_bytes() == (REAL / "val.de.gz").read_bytes()
+
+
+@needs_files
+def test_a_corrupt_file_already_in_data_is_replaced(tmp_path, monkeypatch):
+    root = tmp_path / "data"
+    root.mkdir()
+    copy_real(["val.en.gz"], root)
+    corrupt(root / "val.en.gz")
+    monkeypatch.setenv(MIRROR_ENV, str(REAL))
+    download_multi30k(root, splits=["val"], langs=["en"], url=None, verbose=False)
+    assert (root / "val.en.gz").read_bytes() == (REAL / "val.en.gz").read_bytes()
+
+
+def test_unknown_split_or_language_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown split 'dev'"):
+        download_multi30k(tmp_path, splits=["dev"], url=None, verbose=False)
+    with pytest.raises(ValueError, match="unknown language 'fr'"):
+        load_pairs("val", tmp_path, src_lang="fr")
+
+
+def test_mismatched_line_counts_are_refused(tmp_path):
+    for name, lines in (("val.de.gz", ["eins", "zwei", "drei"]), ("val.en.gz", ["one", "two"])):
+        with gzip.open(tmp_path / name, "wt", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match="has 3 lines but .* has 2"):
+        load_pairs("val", tmp_path, download=False)
+
+
+def test_an_empty_file_is_refused(tmp_path):
+    with gzip.open(tmp_path / "val.de.gz", "wt", encoding="utf-8"):
+        pass
+    with pytest.raises(ValueError, match="is empty"):
+        read_lines(tmp_path / "val.de.gz")
+
+
+def test_a_missing_file_without_download_says_how_to_get_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match="python -m transformer_course download"):
+        load_pairs("train", tmp_path, download=False)
