@@ -1,24 +1,41 @@
-"""Specifications of transformer_course.data: vocabulary, batches, toy tasks, Multi30k pipeline."""
+"""Specifications of transformer_course.data: vocabulary, batches, toy tasks, tokenization, batching by
+length and the Multi30k pipeline. The tests on the real corpus skip when its files are absent."""
 
+import gzip
 import json
+import os
 from collections import Counter
+from pathlib import Path
 
 import pytest
+import spacy
 import torch
 from torch.utils.data import DataLoader
 
+from transformer_course import data as data_module
 from transformer_course.data import (
     BOS,
     EOS,
+    MIRROR_ENV,
+    MULTI30K_SHA256,
     PAD,
     SPECIALS,
     UNK,
     Batch,
+    Multi30k,
     PairDataset,
+    TokenBatchSampler,
     Vocab,
     VocabMismatchError,
     collate,
+    detokenize,
     pad_sequences,
+    padding_fraction,
+    prepare_multi30k,
+    read_lines,
+    tokenize,
+    tokenize_file,
+    tokenize_many,
     toy_batches,
     toy_dataset,
     toy_pairs,
@@ -227,3 +244,303 @@ def test_toy_dataset_works_with_a_dataloader():
     for i, (src, tgt) in enumerate(toy_pairs("copy", 10, seed=0)):
         assert batch.src[i, : len(src)].tolist() == src
         assert batch.tgt_out[i, : len(tgt) + 1].tolist() == tgt + [EOS]
+
+
+# --- Tokenization -------------------------------------------------------------------------------------------
+
+SENTENCES_EN = [
+    "A dog's toy isn't red.",
+    "Two men (one in a T-shirt) play \"Pullman\" at 5:30!",
+    "A woman, smiling, holds 50% of a cake; a child watches?",
+    "People aren't going to the well-known café they'll like.",
+]
+SENTENCES_DE = ["Ein Mann in einem T-Shirt spielt Gitarre.", "Zwei Hunde (braun) rennen über die Wiese!"]
+
+
+def test_tokenize_splits_words_punctuation_and_clitics():
+    assert tokenize("A dog's toy isn't red.", "en") == ["A", "dog", "'s", "toy", "is", "n't", "red", "."]
+    assert tokenize("Ein Mann (alt) läuft.", "de") == ["Ein", "Mann", "(", "alt", ")", "läuft", "."]
+
+
+def test_tokenize_many_equals_spacy_blank_sentence_by_sentence():
+    for lang, sentences in (("en", SENTENCES_EN), ("de", SENTENCES_DE)):
+        nlp = spacy.blank(lang)
+        expected = [[t.text for t in nlp(s) if not t.is_space] for s in sentences]
+        assert tokenize_many(sentences, lang) == expected
+        assert [tokenize(s, lang) for s in sentences] == expected
+
+
+def test_tokenize_drops_whitespace_tokens():
+    assert tokenize("  A   dog  runs \n", "en") == ["A", "dog", "runs"]
+
+
+def test_tokenize_refuses_unknown_languages_and_lists():
+    with pytest.raises(ValueError, match="unknown language 'qq'"):
+        tokenize("hello", "qq")
+    with pytest.raises(TypeError, match="tokenize_many"):
+        tokenize(["a", "b"], "en")
+
+
+@pytest.mark.parametrize("sentence", SENTENCES_EN + ['She said "hi" (twice).'])
+def test_detokenize_undoes_tokenize(sentence):
+    assert detokenize(tokenize(sentence, "en")) == sentence
+
+
+def test_detokenize_spacing_rules():
+    assert detokenize(["T", "-", "shirt", ",", "(", "red", ")", "do", "n't", "!"]) == "T-shirt, (red) don't!"
+    assert detokenize(["a", '"', "b", '"', "and", '"', "c", '"', "."]) == 'a "b" and "c".'
+    assert detokenize([]) == ""
+
+
+def _write_gz(path: Path, lines):
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in lines))
+
+
+def test_tokenize_file_reads_its_cache_instead_of_tokenizing_again(tmp_path, monkeypatch):
+    _write_gz(tmp_path / "val.en.gz", ["A dog runs.", "A cat sleeps."])
+    first = tokenize_file(tmp_path / "val.en.gz", "en", tmp_path / "cache")
+    assert first == [["A", "dog", "runs", "."], ["A", "cat", "sleeps", "."]]
+    cached = list((tmp_path / "cache").iterdir())
+    assert len(cached) == 1 and spacy.__version__ in cached[0].name
+
+    def no_tokenizing(*args, **kwargs):
+        raise AssertionError("tokenized again although a cache exists")
+
+    monkeypatch.setattr(data_module, "tokenize_many", no_tokenizing)
+    assert tokenize_file(tmp_path / "val.en.gz", "en", tmp_path / "cache") == first
+
+
+def test_tokenize_cache_is_keyed_by_the_file_content(tmp_path):
+    _write_gz(tmp_path / "val.en.gz", ["A dog runs."])
+    tokenize_file(tmp_path / "val.en.gz", "en", tmp_path / "cache")
+    _write_gz(tmp_path / "val.en.gz", ["Two cats sleep."])
+    assert tokenize_file(tmp_path / "val.en.gz", "en", tmp_path / "cache") == [["Two", "cats", "sleep", "."]]
+    assert len(list((tmp_path / "cache").iterdir())) == 2
+
+
+# --- TokenBatchSampler ----------------------------------------------------------------------------------------
+
+
+def random_lengths(n=500, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(1, 30, (n,), generator=g)
+    tgt = (src + torch.randint(-3, 4, (n,), generator=g)).clamp(min=1)
+    return list(zip(src.tolist(), tgt.tolist()))
+
+
+def padded_size(lengths, batch):
+    """Brute force: positions of the padded src and of the padded tgt_in/tgt_out of one batch."""
+    return len(batch) * max(lengths[i][0] for i in batch), len(batch) * (max(lengths[i][1] for i in batch) + 1)
+
+
+def test_sampler_yields_every_pair_exactly_once_per_epoch():
+    lengths = random_lengths()
+    sampler = TokenBatchSampler(lengths, tokens_per_batch=200, seed=0)
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        seen = [i for batch in sampler for i in batch]
+        assert sorted(seen) == list(range(len(lengths)))
+
+
+def test_sampler_batches_respect_tokens_per_batch_and_are_filled():
+    lengths = random_lengths()
+    sampler = TokenBatchSampler(lengths, tokens_per_batch=200, seed=0)
+    batches = list(sampler)
+    for batch in batches:
+        assert max(padded_size(lengths, batch)) <= 200
+    # greedy packing: on average at least half the budget is used
+    assert sum(max(padded_size(lengths, b)) for b in batches) / len(batches) > 100
+
+
+def test_sampler_is_deterministic_under_a_seed_and_reshuffles_each_epoch():
+    lengths = random_lengths()
+    a = TokenBatchSampler(lengths, 200, seed=1)
+    b = TokenBatchSampler(lengths, 200, seed=1)
+    assert list(a) == list(b)
+    first = list(a)
+    a.set_epoch(1)
+    assert list(a) != first and sorted(map(sorted, a)) != sorted(map(sorted, first))
+    assert list(TokenBatchSampler(lengths, 200, seed=2)) != first
+
+
+def test_sampler_without_shuffle_goes_in_length_order():
+    lengths = random_lengths()
+    sampler = TokenBatchSampler(lengths, 200, shuffle=False, seed=5)
+    order = [i for batch in sampler for i in batch]
+    keys = [(lengths[i][1], lengths[i][0]) for i in order]
+    assert keys == sorted(keys)
+    assert list(sampler) == list(TokenBatchSampler(lengths, 200, shuffle=False, seed=6))
+
+
+@pytest.mark.parametrize("num_replicas", [2, 3])
+def test_sampler_gives_every_rank_the_same_number_of_disjoint_batches(num_replicas):
+    lengths = random_lengths()
+    single = TokenBatchSampler(lengths, 200, seed=3)
+    single.set_epoch(4)
+    ranks = []
+    for rank in range(num_replicas):
+        s = TokenBatchSampler(lengths, 200, seed=3, num_replicas=num_replicas, rank=rank)
+        s.set_epoch(4)
+        ranks.append(list(s))
+        assert len(s) == len(ranks[-1])
+    assert len({len(r) for r in ranks}) == 1
+    seen = [i for r in ranks for batch in r for i in batch]
+    assert len(seen) == len(set(seen))  # disjoint
+    everything = list(single)
+    kept = len(everything) - len(everything) % num_replicas
+    assert sorted(map(tuple, (b for r in ranks for b in r))) == sorted(map(tuple, everything[:kept]))
+
+
+def test_sampler_refuses_bad_tokens_per_batch():
+    lengths = [(5, 6), (40, 30)]
+    for bad in (0, -100, 2.5, "4000", True):
+        with pytest.raises(ValueError, match="positive integer"):
+            TokenBatchSampler(lengths, tokens_per_batch=bad)
+    with pytest.raises(ValueError, match="at least 40"):
+        TokenBatchSampler(lengths, tokens_per_batch=39)
+    with pytest.raises(ValueError, match="rank"):
+        TokenBatchSampler(lengths, 100, num_replicas=2, rank=2)
+    with pytest.raises(ValueError, match="processes"):
+        len(TokenBatchSampler(lengths, 100, num_replicas=4))
+
+
+def test_padding_fraction_counts_pad_positions():
+    batch = collate([([5, 6, 7], [8]), ([9], [10, 11, 12])])  # src 2 pads of 6; tgt_out 2 pads of 8
+    assert padding_fraction([batch]) == {"src": 2 / 6, "tgt": 2 / 8, "both": 4 / 14}
+
+
+# --- prepare_multi30k on a tiny hand-made corpus ------------------------------------------------------------
+
+TINY = {
+    "train": (["Ein Hund rennt .", "Ein Hund schläft .", "Eine Katze rennt ."],
+              ["A dog runs .", "A dog sleeps .", "A cat runs ."]),
+    "val": (["Ein Pferd rennt .", "Ein Hund ."], ["A horse runs .", "A dog ."]),
+    "test_2016_flickr": (["Eine Katze schläft .", "Ein Vogel ."], ["A cat sleeps .", "A bird ."]),
+}
+
+
+@pytest.fixture
+def tiny_root(tmp_path):
+    for split, (de, en) in TINY.items():
+        _write_gz(tmp_path / f"{split}.de.gz", de)
+        _write_gz(tmp_path / f"{split}.en.gz", en)
+    return tmp_path
+
+
+def test_prepare_builds_vocabularies_on_train_only(tiny_root):
+    m = prepare_multi30k(tiny_root, min_freq=1, download=False)
+    assert isinstance(m, Multi30k)
+    assert m.src_vocab == Vocab.build(tokenize_many(TINY["train"][0], "de"), min_freq=1)
+    assert m.tgt_vocab == Vocab.build(tokenize_many(TINY["train"][1], "en"), min_freq=1)
+    assert "horse" not in m.tgt_vocab and "bird" not in m.tgt_vocab  # only in val / test
+    assert m.val[0][1] == [m.tgt_vocab.stoi["A"], UNK, m.tgt_vocab.stoi["runs"], m.tgt_vocab.stoi["."]]
+    assert m.test.tgt_text == TINY["test_2016_flickr"][1] and m.test.tgt_tokens[1] == ["A", "bird", "."]
+
+
+def test_prepare_min_freq_and_limit(tiny_root):
+    m = prepare_multi30k(tiny_root, min_freq=2, limit=2, download=False)
+    assert len(m.train) == len(m.val) == len(m.test) == 2
+    assert m.tgt_vocab.itos[4:] == [".", "A", "dog"]  # counted on the first 2 train pairs only
+
+
+def test_prepare_shared_vocab_covers_both_languages(tiny_root):
+    m = prepare_multi30k(tiny_root, min_freq=1, shared_vocab=True, download=False)
+    assert m.src_vocab is m.tgt_vocab
+    assert {"Hund", "dog", "Katze", "cat"} <= set(m.src_vocab.itos)
+
+
+def test_prepare_reuses_given_vocabularies(tiny_root):
+    src_vocab, tgt_vocab = Vocab(SPECIALS + ["Hund"]), Vocab(SPECIALS + ["dog"])
+    m = prepare_multi30k(tiny_root, src_vocab=src_vocab, tgt_vocab=tgt_vocab, download=False)
+    assert m.src_vocab is src_vocab and m.train[0] == ([UNK, 4, UNK, UNK], [UNK, 4, UNK, UNK])
+
+
+def test_prepare_refuses_mismatched_line_counts_and_empty_files(tiny_root):
+    _write_gz(tiny_root / "val.en.gz", ["A horse runs ."])
+    with pytest.raises(ValueError, match="val.de has 2 lines but val.en has 1"):
+        prepare_multi30k(tiny_root, download=False)
+    _write_gz(tiny_root / "val.en.gz", [])
+    with pytest.raises(ValueError, match="is empty"):
+        prepare_multi30k(tiny_root, download=False)
+
+
+def test_prepare_refuses_bad_arguments(tiny_root):
+    with pytest.raises(ValueError, match="limit"):
+        prepare_multi30k(tiny_root, limit=0, download=False)
+    with pytest.raises(ValueError, match="two languages"):
+        prepare_multi30k(tiny_root, src_lang="en", tgt_lang="en", download=False)
+    with pytest.raises(ValueError, match="unknown language 'fr'"):
+        prepare_multi30k(tiny_root, src_lang="fr", download=False)
+
+
+def test_loader_yields_batches_and_refuses_unknown_splits(tiny_root):
+    m = prepare_multi30k(tiny_root, min_freq=1, download=False)
+    batches = list(m.loader("train", tokens_per_batch=10))
+    assert all(isinstance(b, Batch) for b in batches)
+    assert sum(len(b) for b in batches) == 3
+    with pytest.raises(ValueError, match="unknown split 'dev'"):
+        m.loader("dev")
+
+
+# --- The real Multi30k (skipped without the files) ------------------------------------------------------------
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
+
+
+def _real_source():
+    for folder in (os.environ.get(MIRROR_ENV, ""), "data", str(SHARED)):
+        if folder and all((Path(folder) / n).exists() for n in MULTI30K_SHA256):
+            return folder
+    return None
+
+
+@pytest.fixture(scope="module")
+def multi30k(tmp_path_factory):
+    source = _real_source()
+    if source is None:
+        pytest.skip(f"the Multi30k files are in neither ${MIRROR_ENV} nor data/; set {MIRROR_ENV}=/path/to/multi30k")
+    root = tmp_path_factory.mktemp("data")
+    old = os.environ.get(MIRROR_ENV)
+    os.environ[MIRROR_ENV] = str(Path(source).resolve())
+    try:
+        data_module.download_multi30k(root, url=None, verbose=False)
+        return root, prepare_multi30k(root)
+    finally:
+        if old is None:
+            del os.environ[MIRROR_ENV]
+        else:
+            os.environ[MIRROR_ENV] = old
+
+
+def test_multi30k_has_the_published_sizes(multi30k):
+    _, m = multi30k
+    assert (len(m.train), len(m.val), len(m.test)) == (29000, 1014, 1000)
+    # de 8,012 and en 6,190 words with min_freq 2, as measured independently in COURSE.md
+    assert (len(m.src_vocab), len(m.tgt_vocab)) == (8012, 6190)
+
+
+def test_detokenize_restores_at_least_99_percent_of_the_english_test_set(multi30k):
+    root, _ = multi30k
+    lines = read_lines(root / "test_2016_flickr.en.gz")
+    restored = sum(detokenize(tokens) == line for line, tokens in zip(lines, tokenize_many(lines, "en")))
+    print(f"detokenize(tokenize(s)) == s for {restored}/{len(lines)} English test sentences")
+    assert restored / len(lines) >= 0.99
+
+
+def test_length_bucketing_pads_at_most_10_percent_of_multi30k_train(multi30k):
+    _, m = multi30k
+    sampler = TokenBatchSampler(m.train, tokens_per_batch=4000, seed=0)
+    fractions = padding_fraction(collate([m.train[i] for i in batch]) for batch in sampler)
+    assert fractions["both"] <= 0.10
+
+
+def test_a_second_prepare_reads_the_token_cache(multi30k, monkeypatch):
+    root, m = multi30k
+
+    def no_tokenizing(*args, **kwargs):
+        raise AssertionError("tokenized again although a cache exists")
+
+    monkeypatch.setattr(data_module, "tokenize_many", no_tokenizing)
+    again = prepare_multi30k(root)
+    assert again.src_vocab == m.src_vocab and again.train.tgt_ids == m.train.tgt_ids
