@@ -5,7 +5,7 @@
 Prints the padded fraction of source, target and both for
 - TokenBatchSampler (sorted pools, ~tokens_per_batch tokens per batch; the project's loader),
 - random batches of the same average number of sentences, each padded to its own longest sentence,
-- pad-to-max: every sentence padded to the longest sentence of the corpus (the "pad to 72" approach).
+- pad-to-max: every sentence padded to the longest sentence of the corpus, and to 72 (the "pad to 72" approach).
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ def main() -> None:
     parser.add_argument("--root", default="data")
     parser.add_argument("--tokens-per-batch", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pad-to", type=int, action="append", default=None,
+                        help="also show padding every sentence to this length (default: 72, a common tutorial setting)")
     args = parser.parse_args()
 
     train = prepare_multi30k(args.root).train
@@ -53,6 +55,7 @@ def main() -> None:
         (f"random batches of {size} sentences", fractions_of(random_batches)),
         (f"pad everything to the longest ({longest})", fractions_of(random_batches, pad_to=longest)),
     ]
+    rows += [(f"pad everything to {n}", fractions_of(random_batches, pad_to=n)) for n in args.pad_to or [72]]
     print(f"Multi30k train: {len(train)} pairs, {len(batches)} batches, {per_batch:.1f} sentences per batch on average")
     print(f"{'padding fraction':44s} {'src':>7s} {'tgt':>7s} {'both':>7s}")
     for name, f in rows:

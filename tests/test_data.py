@@ -485,11 +485,12 @@ def test_loader_yields_batches_and_refuses_unknown_splits(tiny_root):
 
 # --- The real Multi30k (skipped without the files) ------------------------------------------------------------
 
+REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
 
 
 def _real_source():
-    for folder in (os.environ.get(MIRROR_ENV, ""), "data", str(SHARED)):
+    for folder in (os.environ.get(MIRROR_ENV, ""), str(REPO / "data"), str(SHARED)):
         if folder and all((Path(folder) / n).exists() for n in MULTI30K_SHA256):
             return folder
     return None

@@ -23,6 +23,7 @@ import gzip
 import hashlib
 import http.client
 import json
+import numbers
 import os
 import random
 import tempfile
@@ -661,7 +662,7 @@ class TokenBatchSampler(Sampler[list[int]]):
         self.lengths = [(int(s), int(t)) for s, t in lengths]
         if not self.lengths:
             raise ValueError("TokenBatchSampler got an empty dataset; there is nothing to batch")
-        if not isinstance(tokens_per_batch, int) or isinstance(tokens_per_batch, bool) or tokens_per_batch <= 0:
+        if not isinstance(tokens_per_batch, numbers.Integral) or isinstance(tokens_per_batch, bool) or tokens_per_batch <= 0:
             raise ValueError(f"tokens_per_batch must be a positive integer, got tokens_per_batch={tokens_per_batch!r}")
         longest = max(self._cost(s, t) for s, t in self.lengths)
         if tokens_per_batch < longest:
@@ -674,7 +675,7 @@ class TokenBatchSampler(Sampler[list[int]]):
             raise ValueError(f"need num_replicas >= 1 and 0 <= rank < num_replicas, got num_replicas={num_replicas}, rank={rank}")
         if pool_size is not None and pool_size < 1:
             raise ValueError(f"pool_size must be a positive number of pairs or None (one pool), got {pool_size}")
-        self.tokens_per_batch = tokens_per_batch
+        self.tokens_per_batch = int(tokens_per_batch)
         self.shuffle = shuffle
         self.seed = seed
         self.num_replicas = num_replicas
