@@ -203,14 +203,15 @@ def test_a_url_mirror_is_tried_first_and_the_official_url_after_it(server, origi
     assert (root / "val.de.gz").read_bytes() == (originals / "val.de.gz").read_bytes()
 
 
-def test_a_corrupt_file_already_in_data_is_replaced(originals, tmp_path, monkeypatch):
+def test_load_pairs_replaces_a_corrupt_file_already_in_data(originals, tmp_path, monkeypatch):
     root = tmp_path / "data"
     root.mkdir()
     copy(["val.en.gz"], originals, root)
     corrupt(root / "val.en.gz")
     monkeypatch.setenv(MIRROR_ENV, str(originals))
-    download_multi30k(root, splits=["val"], langs=["en"], url=None, verbose=False)
+    pairs = load_pairs("val", root)
     assert (root / "val.en.gz").read_bytes() == (originals / "val.en.gz").read_bytes()
+    assert [en for _, en in pairs] == read_lines(originals / "val.en.gz")
 
 
 def test_unknown_split_or_language_is_refused(tmp_path):
@@ -238,3 +239,14 @@ def test_an_empty_file_is_refused(tmp_path):
 def test_a_missing_file_without_download_says_how_to_get_it(tmp_path):
     with pytest.raises(FileNotFoundError, match="python -m transformer_course download"):
         load_pairs("train", tmp_path, download=False)
+
+
+def test_a_corrupt_file_in_data_is_removed_even_when_no_source_can_replace_it(originals, tmp_path, monkeypatch):
+    root = tmp_path / "data"
+    root.mkdir()
+    copy(["val.de.gz"], originals, root)
+    corrupt(root / "val.de.gz")
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
+    with pytest.raises(DownloadError):
+        download_multi30k(root, splits=["val"], langs=["de"], url=None, verbose=False)
+    assert leftovers(root) == []

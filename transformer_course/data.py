@@ -475,8 +475,9 @@ def download_multi30k(
         if dest.exists():
             if sha256_file(dest) == expected:
                 continue
+            dest.unlink()  # a corrupt or edited file must never be read
             if verbose:
-                print(f"{dest} does not match its SHA-256; fetching it again", flush=True)
+                print(f"{dest} did not match its SHA-256 and was removed; fetching it again", flush=True)
         sources = []
         if mirror:
             sources.append(mirror.rstrip("/") + "/" + name if _is_url(mirror) else str(Path(mirror) / name))
@@ -504,14 +505,15 @@ def download_multi30k(
 
 
 def multi30k_path(split: str, lang: str, root: str | os.PathLike = "data", download: bool = True) -> Path:
-    """Path of one verified Multi30k file under ``root`` (downloaded first when missing and ``download``)."""
+    """Path of one Multi30k file under ``root``. With ``download`` (the default) the file is checked against
+    its SHA-256 and fetched when missing or corrupt; without, it is used as it is (hand-made test corpora)."""
     path = Path(root) / multi30k_filename(split, lang)
-    if not path.exists():
-        if not download:
-            raise FileNotFoundError(
-                f"{path} is missing; get it with `python -m transformer_course download` or download_multi30k()"
-            )
+    if download:
         download_multi30k(root, splits=[split], langs=[lang])
+    elif not path.exists():
+        raise FileNotFoundError(
+            f"{path} is missing; get it with `python -m transformer_course download` or download_multi30k()"
+        )
     return path
 
 
