@@ -311,6 +311,15 @@ def test_tokenize_file_reads_its_cache_instead_of_tokenizing_again(tmp_path, mon
     assert tokenize_file(tmp_path / "val.en.gz", "en", tmp_path / "cache") == first
 
 
+def test_tokenize_file_with_a_limit_reads_only_the_first_lines(tmp_path):
+    _write_gz(tmp_path / "val.en.gz", ["A dog runs.", "A cat sleeps.", "Birds fly."])
+    assert tokenize_file(tmp_path / "val.en.gz", "en", tmp_path / "cache", limit=2) == tokenize_many(
+        ["A dog runs.", "A cat sleeps."], "en")
+    assert not (tmp_path / "cache").exists()  # a partial result is not cached
+    full = tokenize_file(tmp_path / "val.en.gz", "en", tmp_path / "cache")
+    assert tokenize_file(tmp_path / "val.en.gz", "en", tmp_path / "cache", limit=1) == full[:1]
+
+
 def test_tokenize_cache_is_keyed_by_the_file_content(tmp_path):
     _write_gz(tmp_path / "val.en.gz", ["A dog runs."])
     tokenize_file(tmp_path / "val.en.gz", "en", tmp_path / "cache")

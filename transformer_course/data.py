@@ -582,9 +582,12 @@ def tokenize(text: str, lang: str) -> list[str]:
     return tokenize_many([text], lang)[0]
 
 
-def tokenize_file(path: str | os.PathLike, lang: str, cache_dir: str | os.PathLike | None = None) -> list[list[str]]:
+def tokenize_file(
+    path: str | os.PathLike, lang: str, cache_dir: str | os.PathLike | None = None, limit: int | None = None
+) -> list[list[str]]:
     """Tokens of every line of ``path``; with ``cache_dir`` the result is kept on disk as JSON, keyed by
-    the file's SHA-256, the spaCy version and :data:`TOKENIZER_VERSION`, so a second run reads it back."""
+    the file's SHA-256, the spaCy version and :data:`TOKENIZER_VERSION`, so a second run reads it back.
+    ``limit``: only the first ``limit`` lines (tokenized without writing a cache, unless one exists)."""
     path = Path(path)
     cache = None
     if cache_dir is not None:
@@ -593,9 +596,9 @@ def tokenize_file(path: str | os.PathLike, lang: str, cache_dir: str | os.PathLi
         key = f"{sha256_file(path)[:16]}.spacy-{spacy.__version__}.v{TOKENIZER_VERSION}"
         cache = Path(cache_dir) / f"{path.name}.{lang}.{key}.tokens.json"
         if cache.exists():
-            return json.loads(cache.read_text(encoding="utf-8"))
-    tokens = tokenize_many(read_lines(path), lang)
-    if cache is not None:
+            return json.loads(cache.read_text(encoding="utf-8"))[:limit]
+    tokens = tokenize_many(read_lines(path)[:limit], lang)
+    if cache is not None and limit is None:
         _write_atomic(cache, json.dumps(tokens, ensure_ascii=False).encode("utf-8"))
     return tokens
 
@@ -806,7 +809,7 @@ def prepare_multi30k(
         for lang in (src_lang, tgt_lang):
             path = multi30k_path(split, lang, root, download)
             side_texts.append(read_lines(path))
-            side_tokens.append(tokenize_file(path, lang, cache_dir))
+            side_tokens.append(tokenize_file(path, lang, cache_dir, limit))  # only the first `limit` lines
         check_aligned(side_texts[0], side_texts[1], f"{split}.{src_lang}", f"{split}.{tgt_lang}")
         keep = [i for i, (s, t) in enumerate(zip(*side_tokens)) if s and t][:limit]
         texts[split] = [[lines[i] for i in keep] for lines in side_texts]
