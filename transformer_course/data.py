@@ -647,6 +647,10 @@ class TokenBatchSampler(Sampler[list[int]]):
     of the batches. Similar lengths share a batch, so little is padding; the shuffles keep batches and their
     order different every epoch. Call :meth:`set_epoch` before each epoch.
 
+    ``pool_size=None`` (one pool, the whole dataset; ties in length fall in random order) pads least: on
+    Multi30k train with 4000 tokens per batch 6.3 % of all positions are padding (pools of 8,000 pairs:
+    14.8 %; random batches: 57 %; every sentence padded to 72: 82 %; see ``benchmarks/padding.py``).
+
     With several processes (DDP), every rank builds the same batch list, keeps a multiple of
     ``num_replicas`` batches and takes every ``num_replicas``-th from ``rank``: all ranks get the same
     number of batches and no pair is seen by two ranks in one epoch.
