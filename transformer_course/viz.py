@@ -529,9 +529,11 @@ def translate_and_capture(
     """
     from . import data, decode
 
-    model = getattr(model_or_checkpoint, "model", model_or_checkpoint)
-    src_vocab = src_vocab if src_vocab is not None else getattr(model_or_checkpoint, "src_vocab", None)
-    tgt_vocab = tgt_vocab if tgt_vocab is not None else getattr(model_or_checkpoint, "tgt_vocab", None)
+    checkpoint = model_or_checkpoint if isinstance(getattr(model_or_checkpoint, "model", None), nn.Module) else None
+    model = checkpoint.model if checkpoint is not None else model_or_checkpoint
+    if checkpoint is not None:  # the checkpoint's vocabularies, unless others are given
+        src_vocab = src_vocab if src_vocab is not None else checkpoint.src_vocab
+        tgt_vocab = tgt_vocab if tgt_vocab is not None else checkpoint.tgt_vocab
     if src_vocab is None or tgt_vocab is None:
         raise ValueError("give src_vocab and tgt_vocab, or a checkpoint (train.load_checkpoint) that holds them")
     words = data.tokenize(sentence, "de")

@@ -1,0 +1,375 @@
+"""Attention capture, head statistics, chart data and offline export (transformer_course.viz, .export)."""
+
+import json
+import math
+import re
+
+import nbformat
+import pytest
+import torch
+import torch.nn.functional as F
+
+from transformer_course import export, make_model, padding_mask, subsequent_mask, viz
+from transformer_course.data import PAD, SPECIALS, Vocab, collate, toy_pairs
+
+
+@pytest.fixture(autouse=True)
+def _mpl_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path_factory.getbasetemp() / "mpl"))
+
+
+def small_model(dropout=0.1):
+    return make_model(12, 12, N=2, d_model=32, d_ff=64, h=4, dropout=dropout)
+
+
+def manual_attention(module, query, memory, mask):
+    """softmax(Q Kᵀ / √d_k) per head, from the module's weights, written out independently: (B, h, q, k)."""
+    d, h = module.d_model, module.heads
+    w, b = module.in_proj.weight, module.in_proj.bias
+    source = query if memory is None else memory
+    q = query @ w[:d].T + b[:d]  # (B, q, d_model)
+    k = source @ w[d:2 * d].T + b[d:2 * d]  # (B, k, d_model)
+    q = q.view(q.size(0), q.size(1), h, d // h).transpose(1, 2)  # (B, h, q, d_k)
+    k = k.view(k.size(0), k.size(1), h, d // h).transpose(1, 2)  # (B, h, k, d_k)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(d // h)  # (B, h, q, k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return scores.softmax(-1)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Capture
+# ---------------------------------------------------------------------------------------------------------
+
+def test_capture_shapes_per_kind_and_layer():
+    model = small_model()
+    capture = viz.capture_attention(model, [4, 5, 6, 7, 8], [9, 10, 11])  # S = 5, T = 3 + <s>
+    assert capture.layers == 2 and capture.heads == 4
+    assert [tuple(w.shape) for w in capture.encoder] == [(4, 5, 5)] * 2
+    assert [tuple(w.shape) for w in capture.decoder] == [(4, 4, 4)] * 2
+    assert [tuple(w.shape) for w in capture.cross] == [(4, 4, 5)] * 2
+    assert capture.src_tokens == ["4", "5", "6", "7", "8"]
+    assert capture.tgt_tokens == ["<s>", "9", "10", "11"]
+
+
+def test_rows_sum_to_one_over_allowed_keys_and_zero_on_masked_keys():
+    model = small_model()
+    capture = viz.capture_attention(model, [4, 5, 6, PAD, PAD], [7, 8, 9, 10])  # two padded source positions
+    real = torch.tensor([True, True, True, False, False])  # source keys that may be attended
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()  # decoder key j ≤ query i
+    for layer in range(2):
+        for w, allowed in [(capture.encoder[layer], real.expand(5, 5)), (capture.cross[layer], real.expand(5, 5)),
+                           (capture.decoder[layer], causal)]:
+            torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:2]))
+            assert torch.all(w[:, ~allowed] == 0)
+            assert torch.all(w[:, allowed] > 0)
+
+
+def test_captured_weights_equal_the_written_out_formula():
+    model = small_model(dropout=0.3).eval()
+    src, tgt = torch.tensor([[4, 5, 6, 7, PAD]]), torch.tensor([[2, 8, 9, 10]])
+    inputs = {}
+
+    def keep_inputs(name):
+        def hook(module, args, kwargs):
+            inputs[name] = (args[0], args[1] if len(args) > 1 else None, kwargs.get("mask"))
+        return hook
+
+    handles = []
+    for i, layer in enumerate(model.encoder.layers):
+        handles.append(layer.self_attn.register_forward_pre_hook(keep_inputs(("encoder", i)), with_kwargs=True))
+    for i, layer in enumerate(model.decoder.layers):
+        handles.append(layer.self_attn.register_forward_pre_hook(keep_inputs(("decoder", i)), with_kwargs=True))
+        handles.append(layer.cross_attn.register_forward_pre_hook(keep_inputs(("cross", i)), with_kwargs=True))
+    with torch.no_grad():  # the ordinary fast path, inputs recorded
+        src_mask = src != PAD  # (1, S)
+        tgt_mask = torch.ones(4, 4, dtype=torch.bool).tril()  # (T, T)
+        model(src, tgt, src_mask[:, None, None, :], tgt_mask[None, None])
+    for h in handles:
+        h.remove()
+    model.train()  # capture must switch dropout off itself
+    capture = viz.capture_attention(model, src[0], tgt[0])
+    for (kind, layer), (query, memory, mask) in inputs.items():
+        module = getattr(model.encoder.layers[layer], "self_attn") if kind == "encoder" else \
+            getattr(model.decoder.layers[layer], "self_attn" if kind == "decoder" else "cross_attn")
+        with torch.no_grad():
+            expected = manual_attention(module, query, memory, mask)[0]  # (h, q, k)
+        torch.testing.assert_close(getattr(capture, kind)[layer], expected)
+
+
+def test_capture_restores_the_fast_path_and_the_train_mode():
+    model = small_model().train()
+    viz.capture_attention(model, [4, 5, 6], [7, 8])
+    assert model.training
+    assert all(not m.keep_weights and m.weights is None for m in model.attention_modules())
+    src, tgt = torch.tensor([[4, 5, 6]]), torch.tensor([[2, 7, 8]])
+    model(src, tgt, padding_mask(src, PAD), subsequent_mask(3))
+    assert all(m.weights is None for m in model.attention_modules())  # nothing kept outside a capture
+
+
+def test_capture_takes_token_strings_with_their_vocabulary():
+    vocab = Vocab(SPECIALS + list("abcdefgh"))  # a → 4, b → 5, …
+    model = small_model()
+    by_words = viz.capture_attention(model, ["a", "b", "c"], ["d", "e"], vocab, vocab)
+    by_ids = viz.capture_attention(model, [4, 5, 6], [7, 8], vocab, vocab)
+    assert by_words.src_tokens == by_ids.src_tokens == ["a", "b", "c"]
+    assert by_words.tgt_tokens == by_ids.tgt_tokens == ["<s>", "d", "e"]
+    for kind in viz.KINDS:
+        for a, b in zip(getattr(by_words, kind), getattr(by_ids, kind)):
+            torch.testing.assert_close(a, b)
+
+
+def test_capture_bad_input_says_what_to_change():
+    model = small_model()
+    with pytest.raises(ValueError, match="pass its vocabulary"):
+        viz.capture_attention(model, ["ein", "Hund"], [4, 5])
+    with pytest.raises(ValueError, match="is empty"):
+        viz.capture_attention(model, [], [4, 5])
+    with pytest.raises(ValueError, match="one sentence"):
+        viz.capture_attention(model, torch.tensor([[4, 5]]), [4, 5])
+    capture = viz.capture_attention(model, [4, 5], [6])
+    with pytest.raises(IndexError, match=r"layer=2 is out of range: this model has 2 layers"):
+        capture.weights("cross", 2, 0)
+    with pytest.raises(IndexError, match=r"head=4 is out of range: this model has 4 heads"):
+        viz.attention_heatmap(capture, "encoder", 0, 4)
+    with pytest.raises(IndexError, match="head=-2"):
+        viz.attention_explorer(capture, head=-2)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        viz.attention_grid(capture, "self")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Head statistics against known values
+# ---------------------------------------------------------------------------------------------------------
+
+def test_entropy_is_zero_for_one_hot_rows_and_log_k_for_uniform_rows():
+    one_hot, uniform = torch.eye(5), torch.full((5, 5), 0.2)
+    causal_uniform = torch.ones(4, 4).tril() / torch.arange(1, 5)[:, None]  # row i uniform over i + 1 keys
+    entropy = viz.attention_entropy(torch.stack([one_hot, uniform]))
+    torch.testing.assert_close(entropy, torch.tensor([0.0, math.log(5)]))
+    expected = sum(math.log(n) for n in range(1, 5)) / 4
+    torch.testing.assert_close(viz.attention_entropy(causal_uniform), torch.tensor([expected]))
+
+
+def test_diagonality_and_alignment_of_identity_and_flipped_identity():
+    eye = torch.eye(4)
+    flipped = eye.flip(-1)
+    torch.testing.assert_close(viz.diagonality(torch.stack([eye, flipped])), torch.tensor([1.0, 0.0]))
+    torch.testing.assert_close(viz.diagonality(flipped, anti=True), torch.tensor([1.0]))
+    torch.testing.assert_close(viz.diagonality(torch.full((3, 3), 1 / 3)), torch.tensor([1 / 3]))
+    torch.testing.assert_close(viz.argmax_alignment(torch.stack([eye, flipped])), torch.tensor([1.0, 0.0]))
+    shifted = torch.eye(5)[[4, 0, 1, 2, 3]]  # query i attends to key i − 1 (and query 0 to key 4)
+    torch.testing.assert_close(viz.argmax_alignment(shifted, offset=-1), torch.tensor([1.0]))  # rows 1–4
+
+
+def test_head_statistics_one_row_per_kind_layer_head():
+    capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
+    rows = viz.head_statistics(capture)
+    assert len(rows) == 3 * 2 * 4
+    row = next(r for r in rows if (r["kind"], r["layer"], r["head"]) == ("cross", 1, 3))
+    assert row["entropy"] == pytest.approx(float(viz.attention_entropy(capture.cross[1][3])), abs=1e-4)
+    assert row["diagonality"] == pytest.approx(float(viz.diagonality(capture.cross[1][3])), abs=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Chart data
+# ---------------------------------------------------------------------------------------------------------
+
+def test_heatmap_spec_carries_tokens_and_weights_of_each_cell():
+    capture = viz.capture_attention(small_model(), [4, 5, 6, 5], [7, 8, 9])  # a repeated source token
+    spec = viz.attention_heatmap(capture, "cross", layer=1, head=2).to_dict()
+    rows = spec["data"]["values"]
+    w = capture.cross[1][2]  # (T, S)
+    assert len(rows) == w.numel()
+    for row in rows:
+        assert row["query"] == capture.tgt_tokens[row["i"]]
+        assert row["key"] == capture.src_tokens[row["j"]]
+        assert row["weight"] == pytest.approx(float(w[row["i"], row["j"]]), abs=1e-4)
+    assert spec["encoding"]["x"]["field"] == "j" and spec["encoding"]["y"]["field"] == "i"  # positions: repeats stay apart
+    assert json.dumps(capture.src_tokens) in spec["encoding"]["x"]["axis"]["labelExpr"]
+    assert {t["field"] for t in spec["encoding"]["tooltip"]} == {"query", "key", "weight"}
+
+
+def test_heatmap_rejects_token_lists_of_the_wrong_length():
+    with pytest.raises(ValueError, match=r"2 × 3 .* got 2 y_tokens \(rows\) and 2 x_tokens"):
+        viz.heatmap(torch.rand(2, 3), ["a", "b"], ["c", "d"])
+    with pytest.raises(ValueError, match="must be 2-D"):
+        viz.heatmap(torch.rand(2, 2, 2))
+
+
+def test_explorer_spec_has_dropdowns_and_every_head_with_its_mean():
+    capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
+    spec = viz.attention_explorer(capture).to_dict()
+    params = {p["name"]: p for p in spec["params"]}
+    assert params["kind"]["bind"]["options"] == ["encoder", "decoder", "cross"]
+    assert params["layer"]["bind"]["options"] == [0, 1]
+    assert params["head"]["bind"]["options"] == [-1, 0, 1, 2, 3]
+    assert {"filter": "datum.kind == kind && datum.layer == layer && datum.head == head"} in spec["transform"]
+    rows = {(r["kind"], r["layer"], r["head"], r["i"]): r["weight"] for r in spec["data"]["values"]}
+    assert len(rows) == 2 * 5 * (3 + 3 + 3)  # layers × (mean + 4 heads) × (S + T + T) query rows
+    for i in range(3):
+        assert rows[("decoder", 1, 2, i)] == pytest.approx(capture.decoder[1][2][i].tolist(), abs=1e-3)
+        assert rows[("cross", 0, -1, i)] == pytest.approx(capture.cross[0].mean(0)[i].tolist(), abs=1e-3)
+
+
+def test_grid_facets_every_layer_and_head():
+    capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
+    spec = viz.attention_grid(capture, "encoder").to_dict()
+    rows = spec["data"]["values"]
+    assert {(r["layer"], r["head"]) for r in rows} == {(l, h) for l in range(2) for h in range(4)}
+    assert spec["facet"]["row"]["field"] == "layer" and spec["facet"]["column"]["field"] == "head"
+
+
+def test_mask_plot_shows_true_where_a_query_may_attend():
+    spec = viz.plot_mask(subsequent_mask(4), list("abcd"), list("abcd")).to_dict()
+    assert {(r["i"], r["j"]): r["may_attend"] for r in spec["data"]["values"]} == \
+        {(i, j): j <= i for i in range(4) for j in range(4)}
+    padding = viz.plot_mask(padding_mask(torch.tensor([[4, 5, PAD]]), PAD)).to_dict()["data"]["values"]
+    assert [r["may_attend"] for r in padding] == [True, True, False]
+    with pytest.raises(ValueError, match=r"pick one sentence and head, e.g. mask\[0, 0\]"):
+        viz.plot_mask(torch.ones(2, 1, 3, 3, dtype=torch.bool))
+    with pytest.raises(ValueError, match="must be boolean"):
+        viz.plot_mask(torch.ones(3, 3))
+
+
+def test_positional_encoding_plot_holds_the_papers_sinusoids():
+    rows = viz.plot_positional_encoding(max_len=20, d_model=8).to_dict()["data"]["values"]
+    for r in rows:
+        pos, k = r["position"], r["dimension"]
+        angle = pos / 10000 ** ((k - k % 2) / 8)
+        assert r["value"] == pytest.approx(math.sin(angle) if k % 2 == 0 else math.cos(angle), abs=1e-3)
+    lines = viz.plot_positional_encoding(max_len=20, d_model=8, dims=[2, 3]).to_dict()["data"]["values"]
+    assert {r["dimension"] for r in lines} == {"dim 2", "dim 3"} and len(lines) == 40
+    with pytest.raises(ValueError, match="outside the table's 8 dimensions"):
+        viz.plot_positional_encoding(max_len=20, d_model=8, dims=[8])
+
+
+def test_lr_schedule_plot_thins_long_schedules_but_keeps_the_peak():
+    def noam(step, warmup=100):
+        return 32 ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+
+    spec = viz.plot_lr_schedule({"warmup 100": noam}, steps=range(1, 5001), max_points=50).to_dict()
+    rows = spec["data"]["values"]
+    assert len(rows) <= 52
+    assert {r["step"]: r["lr"] for r in rows}[100] == pytest.approx(noam(100))
+    assert all(r["lr"] == pytest.approx(noam(r["step"])) for r in rows)
+    with pytest.raises(ValueError, match="give steps too"):
+        viz.plot_lr_schedule(noam)
+    with pytest.raises(ValueError, match="3 values but steps has 2"):
+        viz.plot_lr_schedule([1.0, 2.0, 3.0], steps=[1, 2])
+
+
+def test_matplotlib_backend_draws_the_same_matrices():
+    capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
+    fig = viz.attention_heatmap(capture, "cross", 0, 1, backend="matplotlib")
+    image = fig.axes[0].images[0].get_array()
+    torch.testing.assert_close(torch.as_tensor(image.data), capture.cross[0][1])
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == capture.src_tokens
+    grid = viz.attention_grid(capture, "decoder", backend="matplotlib")
+    assert len([ax for ax in grid.axes if ax.images]) == 2 * 4
+    with pytest.raises(ValueError, match="backend must be one of"):
+        viz.plot_mask(subsequent_mask(3), backend="plotly")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A trained toy model shows the expected pattern
+# ---------------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def copy_model():
+    """A one-layer model trained on the copy task: ≈ 4 CPU seconds of Adam on random sequences."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(0)
+        model = make_model(12, 12, N=1, d_model=32, d_ff=64, h=2, dropout=0.0, tie_embeddings="all")
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98))
+        pairs = toy_pairs("copy", 300 * 32, vocab_size=12, min_len=4, max_len=8, seed=0)
+        for step in range(300):
+            batch = collate(pairs[step * 32:(step + 1) * 32])
+            logits = model.generator(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask))  # (B, T, V)
+            loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    finally:
+        torch.set_num_threads(threads)
+    return model.eval()
+
+
+def test_copy_model_cross_attention_lies_on_the_diagonal_and_the_heatmap_shows_it(copy_model):
+    """Decoder step i (reading <s> y_1 … y_i) must write source token i, so it should look at source position i."""
+    on_diagonal, rows = 0, 0
+    for src, tgt in toy_pairs("copy", 20, vocab_size=12, min_len=6, max_len=8, seed=1):
+        capture = viz.capture_attention(copy_model, src, tgt)
+        best = int(viz.argmax_alignment(capture.cross[0][:, : len(src)]).argmax())  # the most diagonal head
+        cells = viz.attention_heatmap(capture, "cross", 0, best).to_dict()["data"]["values"]
+        for i in range(len(src)):  # the last query (after y_S) predicts </s>, it has no source position
+            row = [c for c in cells if c["i"] == i]
+            on_diagonal += max(row, key=lambda c: c["weight"])["j"] == i
+            rows += 1
+    assert on_diagonal / rows >= 0.9
+
+
+def test_translate_and_capture_types_a_sentence_through_the_model(copy_model):
+    pytest.importorskip("transformer_course.decode")
+    vocab = Vocab(SPECIALS + list("abcdefgh"))  # toy ids 4 … 11 as letters
+    translation, capture = viz.translate_and_capture(copy_model, "c a f e b", vocab, vocab)
+    assert translation.split() == list("cafeb")
+    assert capture.src_tokens == list("cafeb") and capture.tgt_tokens == ["<s>", *"cafeb"]
+    with pytest.raises(ValueError, match="give src_vocab and tgt_vocab"):
+        viz.translate_and_capture(copy_model, "c a f")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Saving and exporting
+# ---------------------------------------------------------------------------------------------------------
+
+def test_save_chart_writes_png_svg_and_an_offline_html_page(tmp_path):
+    chart = viz.plot_mask(subsequent_mask(3))
+    assert viz.save_chart(chart, tmp_path / "m.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<svg" in viz.save_chart(chart, tmp_path / "m.svg").read_text()
+    page = viz.save_chart(chart, tmp_path / "m.html").read_text()
+    assert page.count("vegaEmbed(") >= 1 and '"may_attend"' in page
+    assert not re.search(r"<script[^>]+src=", page)  # everything inline: nothing to fetch
+    with pytest.raises(ValueError, match=r"\.png, \.svg, \.pdf, \.html or \.json"):
+        viz.save_chart(chart, tmp_path / "m.gif")
+
+
+def vegalite_output(chart):
+    return nbformat.v4.new_output("display_data", data={"application/vnd.vegalite.v5+json": chart.to_dict(),
+                                                        "text/plain": "<VegaLite 5 object>"})
+
+
+def test_notebook_export_turns_each_vegalite_output_into_an_embed_with_no_cdn(tmp_path):
+    capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
+    cell = nbformat.v4.new_code_cell("viz.attention_explorer(capture)")
+    cell.outputs = [vegalite_output(viz.attention_explorer(capture)), vegalite_output(viz.plot_mask(subsequent_mask(3)))]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Heatmaps"), cell])
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    page = export.notebook_to_html(nb, tmp_path / "10_heatmaps.html").read_text()
+    assert page.count('class="tc-vega"') == 2 and "<VegaLite 5 object>" not in page
+    assert '"may_attend"' in page and '"attention "' in page  # the specs themselves
+    assert not re.search(r"<script[^>]+src=[\"']?(https?:)?//", page)
+    assert "application/vnd.vegalite.v5+json" in nb.cells[1].outputs[0]["data"]  # the notebook is left as it was
+    index = export.build_contents_page(tmp_path).read_text()
+    assert '<a href="10_heatmaps.html">10_heatmaps</a>: Heatmaps' in index
+
+
+def test_contents_page_lists_pages_in_course_order(tmp_path):
+    for name, title in [("10_viz", "Ten"), ("02_attention", "Two"), ("00_intro", "Zero")]:
+        (tmp_path / f"{name}.html").write_text(f"<html><body><h1 id='t'>{title}<a href='#t'>¶</a></h1></body></html>")
+    index = export.build_contents_page(tmp_path).read_text()
+    assert [m for m in re.findall(r'href="([^"]+)"', index)] == ["00_intro.html", "02_attention.html", "10_viz.html"]
+    assert "Zero</li>" in index
+    with pytest.raises(FileNotFoundError, match="export the notebooks first"):
+        export.build_contents_page(tmp_path / "empty")
+
+
+def test_bertviz_inputs_are_per_layer_batches_of_one():
+    capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
+    args = viz.to_bertviz(capture)
+    assert [tuple(t.shape) for t in args["cross_attention"]] == [(1, 4, 3, 3)] * 2
+    assert [tuple(t.shape) for t in args["encoder_attention"]] == [(1, 4, 3, 3)] * 2
+    torch.testing.assert_close(args["decoder_attention"][1][0], capture.decoder[1])
+    assert args["encoder_tokens"] == capture.src_tokens and args["decoder_tokens"] == capture.tgt_tokens
