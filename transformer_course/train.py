@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import os
@@ -315,6 +316,39 @@ def toy_data(task: str = "copy", n_train: int = 2000, n_val: int = 200, vocab_si
 
     vocab = toy_vocab(vocab_size)
     return TrainingData(vocab, vocab, train_batches, val_batches, lambda epoch: n_batches)
+
+
+def multi30k_data(config: Config, root: str | Path = "data", rank: int = 0, world_size: int = 1,
+                  limit: int | None = None, progress: bool = True) -> TrainingData:
+    """Multi30k de→en as :class:`TrainingData`: the data module's ``prepare_multi30k`` (download, verify,
+    tokenize, vocabularies from train only) and its length-bucketed ``TokenBatchSampler`` with
+    ``config.tokens_per_batch``, shuffled per (seed, epoch) and shared between DDP ranks."""
+    from .data import TokenBatchSampler, prepare_multi30k
+
+    if progress:
+        print(f"preparing Multi30k in {root}/ (download, verify, tokenize, vocabularies) …", flush=True)
+    m = prepare_multi30k(root, min_freq=config.min_freq, shared_vocab=config.shared_vocab, limit=limit)
+    train_sampler = TokenBatchSampler(m.train, config.tokens_per_batch, shuffle=True, seed=config.seed,
+                                      num_replicas=world_size, rank=rank)
+    val_sampler = TokenBatchSampler(m.val, config.tokens_per_batch, shuffle=False, num_replicas=world_size, rank=rank)
+    if progress:
+        print(f"Multi30k: {len(m.train):,} training pairs, vocabularies de {len(m.src_vocab):,} / "
+              f"en {len(m.tgt_vocab):,}, {len(train_sampler)} batches per epoch per process", flush=True)
+
+    def train_batches(epoch: int, start: int = 0) -> Iterator[Batch]:
+        train_sampler.set_epoch(epoch)
+        for indices in itertools.islice(iter(train_sampler), start, None):
+            yield collate([m.train[i] for i in indices])
+
+    def val_batches() -> Iterator[Batch]:
+        for indices in val_sampler:
+            yield collate([m.val[i] for i in indices])
+
+    def batches_per_epoch(epoch: int) -> int:
+        train_sampler.set_epoch(epoch)
+        return len(train_sampler)
+
+    return TrainingData(m.src_vocab, m.tgt_vocab, train_batches, val_batches, batches_per_epoch)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -1,0 +1,167 @@
+"""The command line: ``python -m transformer_course download | train | evaluate | translate | average``
+(notebook 11). A teacher trains a model before class with it; every command has ``--help``.
+
+    python -m transformer_course download
+    python -m transformer_course train --preset multi30k-cpu --max-minutes 45 --out runs/multi30k-cpu
+    python -m transformer_course evaluate --checkpoint runs/multi30k-cpu/best.pt --split test --beam 4
+    python -m transformer_course translate --checkpoint runs/multi30k-cpu/best.pt "Ein Mann fährt Fahrrad."
+
+Bad input ends the program with exit code 1 (2 for unknown options) and one line saying what to change.
+Multi-GPU: ``torchrun --nproc_per_node=N -m transformer_course train --preset multi30k-base``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .config import PRESETS, get_preset
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer_course",
+        description="Train, evaluate and use the Transformer of 'Attention Is All You Need' (Multi30k de→en).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = commands.add_parser("download", help="download Multi30k (de→en) and verify its SHA-256 checksums",
+                            description="Fetch the six Multi30k task-1 files into --root, checking each SHA-256. "
+                                        "The TC_DATA_MIRROR environment variable (a folder or base URL) is tried first.")
+    p.add_argument("--root", default="data", help="folder for the data files (default: data)")
+
+    p = commands.add_parser("train", help="train a model from a preset",
+                            description="Train a preset; checkpoints, history.json/.csv and loss.png go to --out.")
+    p.add_argument("--preset", required=True, help=f"one of: {', '.join(PRESETS)}")
+    p.add_argument("--epochs", type=int, help="number of epochs (default: the preset's)")
+    p.add_argument("--max-minutes", type=float, help="stop after this many minutes of training")
+    p.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
+    p.add_argument("--out", help="run folder (default: runs/PRESET)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt")
+    p.add_argument("--root", default="data", help="data folder (default: data)")
+    p.add_argument("--device", help="cpu, cuda, cuda:1 … (default: cuda when available)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--save-every", type=int, default=100, help="write last.pt every N steps (default: 100)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+    p = commands.add_parser("evaluate", help="BLEU of a checkpoint on a Multi30k split",
+                            description="Translate a split and print sacreBLEU (detokenized, cased, with its "
+                                        "signature) and tokenized lowercase BLEU.")
+    p.add_argument("--checkpoint", required=True, help="a .pt file written by train")
+    p.add_argument("--split", default="test", help="train, val, test or test_2016_flickr (default: test)")
+    p.add_argument("--beam", type=int, default=1, help="beam size; 1 = greedy (default: 1)")
+    p.add_argument("--limit", type=int, help="only the first N sentences")
+    p.add_argument("--root", default="data", help="data folder (default: data)")
+    p.add_argument("--samples", type=int, default=5, help="print this many sample translations (default: 5)")
+    p.add_argument("--json", help="also write the scores and translations to this JSON file")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+    p = commands.add_parser("translate", help="translate German sentences",
+                            description="Translate each SENTENCE (German) to English.")
+    p.add_argument("--checkpoint", required=True, help="a .pt file written by train")
+    p.add_argument("--beam", type=int, default=1, help="beam size; 1 = greedy (default: 1)")
+    p.add_argument("sentences", nargs="+", metavar="SENTENCE")
+
+    p = commands.add_parser("average", help="average the parameters of the last N epoch checkpoints of a run",
+                            description="Average epoch-NNN.pt checkpoints of --run (the paper averages the last 5).")
+    p.add_argument("--run", required=True, help="a run folder written by train")
+    p.add_argument("--last", type=int, default=5, help="how many of the last epoch checkpoints (default: 5)")
+    p.add_argument("--out", help="output file (default: RUN/averaged-last-N.pt)")
+    return parser
+
+
+def cmd_download(args) -> None:
+    from .data import download_multi30k
+
+    root = download_multi30k(args.root)
+    print(f"Multi30k is in {root}/ (SHA-256 verified)")
+
+
+def cmd_train(args) -> None:
+    from .train import fit, multi30k_data, setup_distributed, toy_data
+
+    config = get_preset(args.preset)
+    for name in ("epochs", "max_minutes", "max_steps", "save_every"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be positive, got {value}")
+    out = Path(args.out or f"runs/{config.name}")
+    if not args.resume and (out / "last.pt").exists():
+        raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out")
+    if args.resume and not (out / "last.pt").exists():
+        raise ValueError(f"nothing to resume: {out / 'last.pt'} does not exist; drop --resume to start a new run")
+    dist = setup_distributed()
+    if config.task in ("copy", "reverse"):
+        data = toy_data(config.task, rank=dist.rank, world_size=dist.world_size, seed=config.seed)
+    else:
+        data = multi30k_data(config, args.root, rank=dist.rank, world_size=dist.world_size,
+                             progress=not args.no_progress and dist.is_main)
+    result = fit(config, data, out, epochs=args.epochs, max_minutes=args.max_minutes, max_steps=args.max_steps,
+                 resume=args.resume, device=args.device, compile=args.compile, save_every=args.save_every,
+                 progress=not args.no_progress, dist=dist)
+    if dist.is_main:
+        print(f"done ({result.stopped_by}): {result.step} steps, {result.epoch} full epochs, "
+              f"{result.train_seconds / 60:.1f} min of training; checkpoints in {out}/")
+
+
+def cmd_evaluate(args) -> None:
+    from .evaluate import evaluate_checkpoint
+
+    if args.beam < 1:
+        raise ValueError(f"--beam must be at least 1 (1 = greedy), got {args.beam}")
+    result = evaluate_checkpoint(args.checkpoint, args.split, args.beam, args.root, args.limit,
+                                 progress=not args.no_progress)
+    print(result.summary())
+    for src, ref, hyp in list(zip(result.sources, result.references, result.hypotheses))[: args.samples]:
+        print(f"\n  source:     {src}\n  reference:  {ref}\n  model:      {hyp}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "checkpoint": args.checkpoint, "split": args.split, "beam_size": args.beam, "bleu": result.bleu,
+            "signature": result.signature, "tokenized_bleu": result.tokenized_bleu, "seconds": result.seconds,
+            "sources": result.sources, "references": result.references, "hypotheses": result.hypotheses,
+        }, ensure_ascii=False, indent=1))
+
+
+def cmd_translate(args) -> None:
+    from .decode import translate
+    from .train import load_checkpoint
+
+    if args.beam < 1:
+        raise ValueError(f"--beam must be at least 1 (1 = greedy), got {args.beam}")
+    checkpoint = load_checkpoint(args.checkpoint)
+    for sentence in translate(checkpoint, args.sentences, beam_size=args.beam):
+        print(sentence)
+
+
+def cmd_average(args) -> None:
+    from .train import average_checkpoints, epoch_checkpoints
+
+    paths = epoch_checkpoints(args.run)
+    if not paths:
+        raise ValueError(f"{args.run} holds no epoch-NNN.pt checkpoints; train with --out {args.run} first")
+    if args.last < 1:
+        raise ValueError(f"--last must be at least 1, got {args.last}")
+    chosen = paths[-args.last:]
+    out = Path(args.out or Path(args.run) / f"averaged-last-{len(chosen)}.pt")
+    average_checkpoints(chosen, out)
+    print(f"averaged {', '.join(p.name for p in chosen)} → {out}")
+
+
+COMMANDS = {"download": cmd_download, "train": cmd_train, "evaluate": cmd_evaluate,
+            "translate": cmd_translate, "average": cmd_average}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError, FileNotFoundError, RuntimeError, OSError) as err:
+        message = " ".join(str(err).split()) or type(err).__name__
+        print(f"error: {message}", file=sys.stderr)
+        return 1
+    return 0
