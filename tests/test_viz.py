@@ -373,3 +373,16 @@ def test_bertviz_inputs_are_per_layer_batches_of_one():
     assert [tuple(t.shape) for t in args["encoder_attention"]] == [(1, 4, 3, 3)] * 2
     torch.testing.assert_close(args["decoder_attention"][1][0], capture.decoder[1])
     assert args["encoder_tokens"] == capture.src_tokens and args["decoder_tokens"] == capture.tgt_tokens
+
+
+def test_bertviz_head_view_receives_the_capture():
+    pytest.importorskip("bertviz")  # optional: pip install --no-deps bertviz
+    capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
+    page = viz.bertviz_view(capture, "head").data
+    start = page.index("const params = ") + len("const params = ")
+    attention = json.JSONDecoder().raw_decode(page, start)[0]["attention"]
+    cross = next(a for a in attention if a["name"] == "Cross")
+    assert cross["left_text"] == capture.tgt_tokens and cross["right_text"] == capture.src_tokens
+    torch.testing.assert_close(torch.tensor(cross["attn"]), torch.stack(capture.cross))  # (layers, heads, T, S)
+    with pytest.raises(ValueError, match="'head' or 'model'"):
+        viz.bertviz_view(capture, "neuron")
