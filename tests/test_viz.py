@@ -386,3 +386,13 @@ def test_bertviz_head_view_receives_the_capture():
     torch.testing.assert_close(torch.tensor(cross["attn"]), torch.stack(capture.cross))  # (layers, heads, T, S)
     with pytest.raises(ValueError, match="'head' or 'model'"):
         viz.bertviz_view(capture, "neuron")
+
+
+def test_exported_formulas_become_mathml_but_code_and_prices_stay(tmp_path):
+    md = ("# Formulas\n\n$\\frac{QK^\\top}{\\sqrt{d_k}}$ costs $5 and $6.\n\n$$PE_{(pos, 2i)}$$\n\n"
+          "Code `x = $a$` and\n\n```python\ns = \"$b$\"\n```\n")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(md)])
+    page = export.notebook_to_html(nb, tmp_path / "f.html").read_text()
+    assert page.count("<math") == 2 and '<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">' in page
+    assert "<msqrt>" in page and "TCMATH" not in page
+    assert "$5 and $6" in page and "$a$" in page and "$b$" in page

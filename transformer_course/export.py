@@ -8,8 +8,10 @@ CDN. This module writes pages that need nothing from the internet:
   page head, once per page;
 - each Vega-Lite output replaced by a ``<div>`` and a ``vegaEmbed`` call on its spec (SVG renderer), so
   charts draw and their dropdowns work;
-- no CDN scripts: require.js, MathJax and the widget manager are left out (formulas show as TeX source;
-  ipywidgets, which need a live kernel, show their text).
+- formulas (``$…$``, ``$$…$$`` in markdown) turned into MathML by ``latex2mathml``, which browsers draw
+  themselves, instead of MathJax from a CDN; a formula it cannot convert stays as its TeX source;
+- no CDN scripts: require.js, MathJax and the widget manager are left out (ipywidgets, which need a live
+  kernel, show a note and their text).
 
 Entry points: :func:`charts_to_html` (a page of charts; ``viz.save_chart(chart, "x.html")`` uses it),
 :func:`notebook_to_html` (one executed notebook), :func:`build_contents_page` (an index of a folder of
@@ -124,6 +126,47 @@ def offline_outputs(nb: Any) -> int:
     return charts
 
 
+CODE_OR_MATH = re.compile(
+    r"(?P<fence>^(```|~~~).*?^\2)"  # a fenced code block: left as it is
+    r"|(?P<code>`+)(?:.+?)(?P=code)"  # inline code: left as it is
+    r"|\$\$(?P<display>.+?)\$\$"  # $$ display math $$
+    r"|(?<![\\$])\$(?P<inline>[^$\s](?:[^$]*?[^$\s\\])?)\$(?!\d)",  # $inline math$ (not "$5 and $6")
+    flags=re.S | re.M,
+)
+
+
+def math_to_mathml(nb: Any) -> dict[str, str]:
+    """Replace each formula of the markdown cells by a placeholder; return {placeholder: MathML}.
+
+    The placeholders pass through the markdown renderer untouched and are swapped for MathML in the
+    finished page. A formula ``latex2mathml`` cannot convert becomes its escaped TeX source.
+    """
+    try:
+        from latex2mathml.converter import convert
+    except ImportError:  # formulas stay as TeX source
+        return {}
+    formulas: dict[str, str] = {}
+
+    def replace(match: re.Match) -> str:
+        if match.group("display") is None and match.group("inline") is None:
+            return match.group(0)  # code
+        display = match.group("display") is not None
+        tex = match.group("display") if display else match.group("inline")
+        try:
+            mathml = convert(tex.strip(), display="block" if display else "inline")
+        except Exception:  # noqa: BLE001 - any LaTeX it does not know
+            mathml = f"<code>{html.escape(match.group(0))}</code>"
+        key = f"TCMATH{len(formulas):05d}X"
+        formulas[key] = mathml
+        return key
+
+    for cell in nb.cells:
+        if cell.get("cell_type") == "markdown":
+            source = "".join(cell.source) if isinstance(cell.source, list) else cell.source
+            cell.source = CODE_OR_MATH.sub(replace, source)
+    return formulas
+
+
 def notebook_to_html(notebook: Any, out_path: str | Path, title: str | None = None) -> Path:
     """Write an executed notebook (a path or an ``nbformat`` node) as one offline HTML file.
 
@@ -145,6 +188,7 @@ def notebook_to_html(notebook: Any, out_path: str | Path, title: str | None = No
     if "cells" not in nb:
         raise ValueError("notebook_to_html needs a notebook (nbformat node or .ipynb path)")
     offline_outputs(nb)
+    formulas = math_to_mathml(nb)
     exporter = HTMLExporter(
         template_name="lab",
         extra_loaders=[jinja2.DictLoader({"tc_offline.html.j2": OFFLINE_TEMPLATE})],
@@ -154,6 +198,7 @@ def notebook_to_html(notebook: Any, out_path: str | Path, title: str | None = No
     if BUNDLE_PLACEHOLDER not in body:
         raise RuntimeError("the nbconvert template changed: no place for the Vega bundle in the page head")
     body = body.replace(BUNDLE_PLACEHOLDER, bundle_script(), 1)
+    body = re.sub(r"TCMATH\d{5}X", lambda m: formulas.get(m.group(0), m.group(0)), body)
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(body, encoding="utf-8")
