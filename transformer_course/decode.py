@@ -1,0 +1,375 @@
+"""Decoding: turning the model's next-word distributions into sentences (notebook 09; paper §6.1).
+
+The model gives, for a source sentence and the target words so far, a distribution over the next
+target word. Decoding chooses the words. This module does it three ways, in the order notebook 09
+teaches them:
+
+1. :func:`greedy_decode` with ``use_cache=False`` — take the most likely word, append it, run the
+   whole decoder again on the longer prefix (what the Annotated Transformer does);
+2. :func:`greedy_decode` with ``use_cache=True`` (the default) — *incremental decoding*: each decoder
+   layer keeps the keys/values of the positions already decoded (a :class:`~transformer_course.model.
+   DecoderCache`), so each step runs the decoder on the one new position only. Same words, same
+   scores, far fewer operations;
+3. :func:`beam_search` — keep the ``beam_size`` most likely prefixes instead of one, score finished
+   sentences with the GNMT length penalty (Wu et al., 2016, §7), batched over sentences × beams.
+   The paper (§6.1): "we used beam search with a beam size of 4 and length penalty α = 0.6 …
+   We set the maximum output length during inference to input length + 50, but terminate early
+   when possible."
+
+and :func:`translate`, text in and text out.
+
+Conventions used throughout:
+
+- ``src`` (batch, src_len) token ids with ``src_mask`` (batch, 1, 1, src_len), True = real token;
+- outputs are (batch, length) LongTensors that start with ``start_symbol`` (``<s>``), end with
+  ``end_symbol`` (``</s>``) where the sentence ended, and are padded with ``PAD`` after it;
+- ``max_len`` counts every output position, ``<s>`` included: at most ``max_len - 1`` words are generated;
+- scores are natural-log probabilities; |Y| is the number of generated tokens, ``</s>`` included.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+from torch import Tensor, nn
+
+from .data import PAD
+from .masks import padding_mask, subsequent_mask
+
+# ---------------------------------------------------------------------------------------------------
+# Checks shared by the decoders
+
+
+def check_decode_args(model: nn.Module, src: Tensor, src_mask: Tensor | None, max_len: int,
+                      start_symbol: int, end_symbol: int | None) -> None:
+    """Raise a ValueError a learner can act on before any decoding work is done."""
+    if src.dim() != 2:
+        raise ValueError(
+            f"src must be token ids of shape (batch, src_len), got shape {tuple(src.shape)}; "
+            "for one sentence use src.unsqueeze(0)"
+        )
+    if src_mask is not None and src_mask.dtype != torch.bool:
+        raise ValueError(f"src_mask must be boolean (True = real token), got dtype {src_mask.dtype}; "
+                         "build it with padding_mask(src, PAD)")
+    if not isinstance(max_len, int) or max_len < 2:
+        raise ValueError(f"max_len counts <s> too, so it must be an integer >= 2 to generate a word, got {max_len!r}")
+    table = getattr(getattr(model, "config", None), "max_len", None)
+    if table is not None and max_len > table:
+        raise ValueError(
+            f"max_len={max_len} is longer than the model's positional table (max_len={table}); "
+            f"use max_len <= {table} or build the model with a larger max_len"
+        )
+    vocab = getattr(model, "tgt_vocab", None)
+    for name, symbol in (("start_symbol", start_symbol), ("end_symbol", end_symbol)):
+        if symbol is not None and vocab is not None and not 0 <= symbol < vocab:
+            raise ValueError(f"{name}={symbol} is not a target word id (the target vocabulary has {vocab} words)")
+    if model.training:
+        warnings.warn("decoding a model in training mode: dropout is on and results are random; "
+                      "call model.eval() first", stacklevel=3)
+
+
+def gnmt_length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
+    """lp(Y) = ((5 + |Y|) / 6)^α (Wu et al., 2016, eq. 14). α = 0 gives 1: plain log-probabilities."""
+    return ((5 + length) / 6) ** alpha
+
+
+# ---------------------------------------------------------------------------------------------------
+# 1 and 2. Greedy decoding, without and with the key/value cache
+
+
+@dataclass
+class GreedyResult:
+    """What :func:`greedy_decode` returns with ``return_result=True``."""
+
+    tokens: Tensor  # (batch, length): <s> w1 w2 … </s> PAD …
+    log_probs: Tensor  # (batch,): log P(Y | X), the sum over the generated tokens (</s> included)
+    lengths: Tensor  # (batch,): |Y|, the generated tokens (</s> included, <s> and PAD not)
+    logits: Tensor  # (batch, length - 1, vocab): the generator's logits at each step
+
+
+@torch.no_grad()
+def greedy_decode(
+    model: nn.Module, src: Tensor, src_mask: Tensor | None, max_len: int, start_symbol: int,
+    end_symbol: int | None = None, use_cache: bool = True, return_result: bool = False,
+) -> Tensor | GreedyResult:
+    """Greedy decoding: at each step append the most likely next word, for a whole batch at once.
+
+    A sentence stops at ``end_symbol`` (its later positions are PAD); the loop stops when every
+    sentence has stopped or after ``max_len - 1`` words. With ``end_symbol=None`` every sentence gets
+    ``max_len - 1`` words.
+
+    ``use_cache=False`` re-runs the decoder over the whole prefix at every step: step t costs t
+    positions, O(T²) in all. ``use_cache=True`` feeds only the newest word and lets every layer read
+    the earlier keys/values from a cache (cross-attention projects the memory once): O(T) in all,
+    the same numbers up to float rounding. Either way only the last position is projected to the
+    vocabulary, since only its distribution is used.
+
+    Returns ``tokens`` (batch, ≤ max_len), or a :class:`GreedyResult` with ``return_result=True``.
+    """
+    check_decode_args(model, src, src_mask, max_len, start_symbol, end_symbol)
+    batch = src.size(0)
+    memory = model.encode(src, src_mask)  # (B, S, d_model), computed once
+    ys = torch.full((batch, 1), start_symbol, dtype=torch.long, device=src.device)  # (B, 1): <s>
+    log_probs = torch.zeros(batch, device=src.device)  # (B,)
+    lengths = torch.zeros(batch, dtype=torch.long, device=src.device)  # (B,)
+    finished = torch.zeros(batch, dtype=torch.bool, device=src.device)  # (B,)
+    cache = model.new_cache() if use_cache else None
+    step_logits = []
+    for _ in range(max_len - 1):
+        if use_cache:  # the newest word only; the cache holds the keys/values of the others
+            hidden = model.decode(memory, src_mask, ys[:, -1:], None, cache)  # (B, 1, d_model)
+        else:  # the whole prefix again, with the causal mask
+            hidden = model.decode(memory, src_mask, ys, subsequent_mask(ys.size(1), ys.device))  # (B, t, d_model)
+        logits = model.generator(hidden[:, -1])  # (B, vocab): the last position only
+        step_log_probs = logits.log_softmax(dim=-1)  # (B, vocab)
+        next_word = step_log_probs.argmax(dim=-1)  # (B,)
+        next_word = next_word.masked_fill(finished, PAD)  # stopped sentences get padding
+        word_log_prob = step_log_probs.gather(1, next_word[:, None]).squeeze(1)  # (B,)
+        log_probs += word_log_prob.masked_fill(finished, 0.0)
+        lengths += (~finished).long()
+        ys = torch.cat([ys, next_word[:, None]], dim=1)  # (B, t + 1)
+        step_logits.append(logits)
+        if end_symbol is not None:
+            finished |= next_word == end_symbol
+            if finished.all():
+                break
+    if not return_result:
+        return ys
+    return GreedyResult(ys, log_probs, lengths, torch.stack(step_logits, dim=1))  # logits (B, T, vocab)
+
+
+@torch.no_grad()
+def score_sequences(model: nn.Module, src: Tensor, src_mask: Tensor | None, tokens: Tensor,
+                    end_symbol: int | None) -> tuple[Tensor, Tensor]:
+    """log P(Y | X) and |Y| of given outputs, by one teacher-forced pass (no decoding, no cache).
+
+    ``tokens`` (batch, length) as the decoders return them: <s> first, PAD after ``end_symbol``.
+    Returns ``log_probs`` (batch,) and ``lengths`` (batch,). Used to compare decoders under one scoring.
+    """
+    tgt_in, tgt_out = tokens[:, :-1], tokens[:, 1:]  # (B, T), (B, T)
+    memory = model.encode(src, src_mask)  # (B, S, d_model)
+    hidden = model.decode(memory, src_mask, tgt_in, subsequent_mask(tgt_in.size(1), tokens.device))  # (B, T, d_model)
+    log_p = model.generator(hidden).log_softmax(dim=-1)  # (B, T, vocab)
+    word_log_p = log_p.gather(2, tgt_out[..., None]).squeeze(2)  # (B, T)
+    # A position counts if no end_symbol came before it and it is not padding.
+    ended_before = torch.zeros_like(tgt_out, dtype=torch.bool)  # (B, T)
+    if end_symbol is not None:
+        is_end = (tgt_out == end_symbol).long()  # (B, T)
+        ended_before = (is_end.cumsum(dim=1) - is_end) > 0
+    counts = ~ended_before & (tgt_out != PAD)  # (B, T)
+    return (word_log_p * counts).sum(dim=1), counts.sum(dim=1)
+
+
+# ---------------------------------------------------------------------------------------------------
+# 3. Beam search (paper §6.1; GNMT length penalty, Wu et al. 2016 §7)
+
+
+@dataclass
+class BeamResult:
+    """What :func:`beam_search` returns with ``return_result=True``; the n best of each sentence, best first."""
+
+    tokens: Tensor  # (batch, n_best, length): <s> w1 … </s> PAD …
+    scores: Tensor  # (batch, n_best): log P(Y | X) / lp(Y), what the search ranks by
+    log_probs: Tensor  # (batch, n_best): log P(Y | X)
+    lengths: Tensor  # (batch, n_best): |Y|, </s> included
+
+    @property
+    def best(self) -> Tensor:
+        return self.tokens[:, 0]  # (batch, length)
+
+
+@torch.no_grad()
+def beam_search(
+    model: nn.Module, src: Tensor, src_mask: Tensor | None, max_len: int, start_symbol: int, end_symbol: int,
+    beam_size: int = 4, length_penalty: float = 0.6, n_best: int = 1, return_result: bool = False,
+) -> Tensor | BeamResult:
+    """Beam search over a batch: sentences × beams decode together, one decoder call per step.
+
+    Each sentence keeps ``beam_size`` *open* hypotheses (prefixes without ``</s>``), ranked by
+    log P. At each step every open hypothesis is extended by every word; of those candidates:
+
+    - the ``beam_size`` best (by log P) are the beam's choices; a choice that ends in ``</s>``
+      becomes a *finished* hypothesis, scored log P / lp(Y) with lp(Y) = ((5 + |Y|) / 6)^α;
+    - the ``beam_size`` best that do not end in ``</s>`` are the next open hypotheses (so the beam
+      stays full), and the cache rows are reordered to follow them;
+    - at ``max_len`` every extension ends, and all of them are candidates.
+
+    The ``n_best`` best finished hypotheses are kept. A sentence is done when none of its open
+    hypotheses can beat them any more: log P only falls as words are added, so an open hypothesis
+    can at best reach log P_now / max lp over the lengths still allowed. Done sentences no longer
+    change, so a sentence's result does not depend on the others in the batch.
+
+    With ``beam_size=1`` and ``length_penalty=0`` this is greedy decoding. (With α > 0 a beam of one
+    can go on after greedy would stop, since a longer sentence may score higher; its best score is then
+    at least greedy's.)
+
+    Returns the best ``tokens`` (batch, ≤ max_len), or a :class:`BeamResult` with ``return_result=True``.
+    """
+    check_decode_args(model, src, src_mask, max_len, start_symbol, end_symbol)
+    if end_symbol is None:
+        raise ValueError("beam_search needs an end_symbol (the id of </s>) to know when a hypothesis is finished")
+    if not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}; the paper uses 4")
+    if not isinstance(n_best, int) or not 1 <= n_best <= beam_size:
+        raise ValueError(f"n_best must be an integer between 1 and beam_size={beam_size}, got {n_best!r}")
+    B, k, n, device = src.size(0), beam_size, n_best, src.device
+    neg_inf = float("-inf")
+
+    # Encode once, then give every beam its own copy of the memory: row b·k + j is beam j of sentence b.
+    memory = model.encode(src, src_mask).repeat_interleave(k, dim=0)  # (B·k, S, d_model)
+    if src_mask is not None and src_mask.size(0) == B:
+        src_mask = src_mask.repeat_interleave(k, dim=0)  # (B·k, 1, 1, S)
+    cache = model.new_cache()
+
+    alive = torch.full((B, k, 1), start_symbol, dtype=torch.long, device=device)  # (B, k, t): open prefixes
+    alive_log_probs = torch.full((B, k), neg_inf, device=device)  # (B, k)
+    alive_log_probs[:, 0] = 0.0  # at the start only beam 0 is real, so the first choices are distinct words
+
+    fin_tokens = torch.full((B, n, max_len), PAD, dtype=torch.long, device=device)  # (B, n, max_len)
+    fin_scores = torch.full((B, n), neg_inf, device=device)  # (B, n), best first
+    fin_log_probs = torch.full((B, n), neg_inf, device=device)  # (B, n)
+    fin_lengths = torch.zeros((B, n), dtype=torch.long, device=device)  # (B, n)
+    done = torch.zeros(B, dtype=torch.bool, device=device)  # (B,)
+    rows = torch.arange(B, device=device)[:, None]  # (B, 1): for gathering per sentence
+    longest = max_len - 1  # the most words a hypothesis may have
+
+    for t in range(1, max_len):  # t = |Y| of the hypotheses made at this step
+        hidden = model.decode(memory, src_mask, alive[:, :, -1].reshape(B * k, 1), None, cache)  # (B·k, 1, d_model)
+        log_p = model.generator(hidden[:, -1]).log_softmax(dim=-1)  # (B·k, V)
+        V = log_p.size(-1)
+        candidates = alive_log_probs[:, :, None] + log_p.view(B, k, V)  # (B, k, V): log P of each extension
+        flat = candidates.view(B, k * V)  # (B, k·V); index = beam · V + word
+
+        # Hypotheses that end at this step.
+        if t == longest:  # the last step: every extension ends here
+            end_log_probs, end_index = flat, torch.arange(k * V, device=device).expand(B, -1)  # (B, k·V)
+        else:  # the beam's k choices; those that chose </s> end
+            end_log_probs, end_index = flat.topk(k, dim=1)  # (B, k)
+            end_log_probs = end_log_probs.masked_fill(end_index % V != end_symbol, neg_inf)
+        end_scores = end_log_probs / gnmt_length_penalty(t, length_penalty)  # (B, ·)
+        end_scores = end_scores.masked_fill(done[:, None], neg_inf)  # done sentences stay as they are
+        new_scores, pick = end_scores.topk(n, dim=1)  # (B, n): at most n new ones can enter the n best
+        new_index = end_index.gather(1, pick)  # (B, n)
+        new_log_probs = flat.gather(1, new_index).masked_fill(new_scores == neg_inf, neg_inf)  # (B, n)
+        new_beam, new_word = new_index // V, new_index % V  # (B, n), (B, n)
+        new_tokens = torch.cat([alive[rows, new_beam], new_word[..., None]], dim=2)  # (B, n, t + 1)
+        new_tokens = nn.functional.pad(new_tokens, (0, max_len - t - 1), value=PAD)  # (B, n, max_len)
+
+        # Merge them with the finished ones: the n best of the 2n.
+        all_scores = torch.cat([fin_scores, new_scores], dim=1)  # (B, 2n)
+        fin_scores, keep = all_scores.topk(n, dim=1)  # (B, n)
+        fin_tokens = torch.cat([fin_tokens, new_tokens], dim=1)[rows, keep]  # (B, n, max_len)
+        fin_log_probs = torch.cat([fin_log_probs, new_log_probs], dim=1)[rows, keep]  # (B, n)
+        fin_lengths = torch.cat([fin_lengths, torch.full_like(fin_lengths, t)], dim=1)[rows, keep]  # (B, n)
+        if t == longest:
+            break
+
+        # Hypotheses that go on: the k best extensions that are not </s>.
+        open_candidates = candidates.clone()  # (B, k, V)
+        open_candidates[:, :, end_symbol] = neg_inf
+        alive_log_probs, index = open_candidates.view(B, k * V).topk(k, dim=1)  # (B, k)
+        beam, word = index // V, index % V  # (B, k), (B, k): which prefix each new hypothesis extends
+        alive = torch.cat([alive[rows, beam], word[..., None]], dim=2)  # (B, k, t + 1)
+        cache.reorder((rows * k + beam).view(-1))  # (B·k,): each new row reads its prefix's keys/values
+
+        # Done when no open hypothesis can beat the n-th finished one (log P can only fall).
+        best_future = max(gnmt_length_penalty(t + 1, length_penalty), gnmt_length_penalty(longest, length_penalty))
+        bound = alive_log_probs.max(dim=1).values / best_future  # (B,)
+        done |= fin_scores[:, -1] >= bound
+        if done.all():
+            break
+
+    length = int(fin_lengths.max()) + 1  # <s> + the longest hypothesis kept
+    result = BeamResult(fin_tokens[:, :, :length], fin_scores, fin_log_probs, fin_lengths)
+    return result if return_result else result.best
+
+
+# ---------------------------------------------------------------------------------------------------
+# 4. Text in, text out
+
+
+@torch.no_grad()
+def translate(
+    model_or_checkpoint, sentences: Sequence[str], beam_size: int = 1, max_len: int | None = None,
+    length_penalty: float = 0.6, *, src_vocab=None, tgt_vocab=None, src_lang: str = "de", tgt_lang: str = "en",
+    batch_size: int = 64,
+) -> list[str]:
+    """Translate sentences: tokenize, map to ids, decode (greedy for ``beam_size=1``, else beam search), detokenize.
+
+    ``model_or_checkpoint``: a checkpoint path, a loaded :class:`~transformer_course.train.Checkpoint`
+    (its vocabularies are used), or a model together with ``src_vocab`` and ``tgt_vocab``.
+
+    - ``max_len``: the most output tokens per sentence, ``</s>`` included. The default is the paper's
+      rule, source length + 50. It is cut to what the positional table holds (``config.max_len - 1``).
+    - Sentences are decoded in batches of equal source length (up to ``batch_size``), so each
+      sentence gets its own length limit and its result does not depend on the other sentences.
+    - An empty (or all-space) sentence gives ``""``; unknown words become ``<unk>``.
+    - A sentence with more tokens than the positional table holds is a ValueError that names it.
+    """
+    from .data import BOS, EOS, detokenize, tokenize_many
+
+    if isinstance(sentences, str):
+        raise TypeError("translate expects a list of sentences, got one string; use translate(model, [text])[0]")
+    model, src_vocab, tgt_vocab = _model_and_vocabs(model_or_checkpoint, src_vocab, tgt_vocab)
+    if not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(f"beam_size must be a positive integer (1 = greedy), got {beam_size!r}")
+    if max_len is not None and (not isinstance(max_len, int) or max_len < 1):
+        raise ValueError(f"max_len is the most output tokens per sentence and must be a positive integer, got {max_len!r}")
+    sentences = list(sentences)
+    if not sentences:
+        return []
+    table = model.config.max_len  # positions the model can encode or decode
+    device = next(model.parameters()).device
+    ids = [src_vocab.encode(tokens) for tokens in tokenize_many(sentences, src_lang)]
+    for i, sentence_ids in enumerate(ids):
+        if len(sentence_ids) > table:
+            raise ValueError(
+                f"sentence {i} has {len(sentence_ids)} tokens but the model's positional table holds {table} "
+                f"(config.max_len); split it into shorter sentences, or use a model built with max_len >= {len(sentence_ids)}"
+            )
+
+    was_training = model.training
+    model.eval()
+    outputs = [""] * len(sentences)
+    by_length: dict[int, list[int]] = {}
+    for i, sentence_ids in enumerate(ids):
+        if sentence_ids:  # empty sentences stay ""
+            by_length.setdefault(len(sentence_ids), []).append(i)
+    try:
+        for src_len, members in sorted(by_length.items()):
+            limit = min((max_len if max_len is not None else src_len + 50) + 1, table)  # + 1 for <s>
+            for start in range(0, len(members), batch_size):
+                chunk = members[start : start + batch_size]
+                src = torch.tensor([ids[i] for i in chunk], dtype=torch.long, device=device)  # (b, src_len)
+                src_mask = padding_mask(src, PAD)  # (b, 1, 1, src_len): all True, equal lengths
+                if beam_size == 1:
+                    out = greedy_decode(model, src, src_mask, limit, BOS, EOS)  # (b, ≤ limit)
+                else:
+                    out = beam_search(model, src, src_mask, limit, BOS, EOS, beam_size, length_penalty)  # (b, ≤ limit)
+                for i, row in zip(chunk, out.tolist()):
+                    outputs[i] = detokenize(tgt_vocab.decode(row, strip_specials=True))
+    finally:
+        model.train(was_training)
+    return outputs
+
+
+def _model_and_vocabs(model_or_checkpoint, src_vocab, tgt_vocab):
+    """A path, a Checkpoint, or a model with both vocabularies → (model, src_vocab, tgt_vocab)."""
+    if isinstance(model_or_checkpoint, (str, os.PathLike)):
+        from .train import load_checkpoint
+
+        model_or_checkpoint = load_checkpoint(model_or_checkpoint)
+    if hasattr(model_or_checkpoint, "model") and hasattr(model_or_checkpoint, "src_vocab"):  # a Checkpoint
+        checkpoint = model_or_checkpoint
+        return checkpoint.model, src_vocab or checkpoint.src_vocab, tgt_vocab or checkpoint.tgt_vocab
+    if isinstance(model_or_checkpoint, nn.Module):
+        if src_vocab is None or tgt_vocab is None:
+            raise ValueError("translate got a model without vocabularies; pass src_vocab= and tgt_vocab=, "
+                             "or pass the checkpoint (path or load_checkpoint(...)) that stores them")
+        return model_or_checkpoint, src_vocab, tgt_vocab
+    raise TypeError(f"translate expects a checkpoint path, a Checkpoint or a model, got {type(model_or_checkpoint).__name__}")
