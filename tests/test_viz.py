@@ -396,3 +396,22 @@ def test_exported_formulas_become_mathml_but_code_and_prices_stay(tmp_path):
     assert page.count("<math") == 2 and '<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">' in page
     assert "<msqrt>" in page and "TCMATH" not in page
     assert "$5 and $6" in page and "$a$" in page and "$b$" in page
+
+
+def test_sentence_explorer_translates_what_is_typed(copy_model, monkeypatch):
+    pytest.importorskip("transformer_course.decode")
+    widgets = pytest.importorskip("ipywidgets")
+    typed, real = [], viz.translate_and_capture
+
+    def recording(model, sentence, *args):
+        typed.append(sentence)
+        return real(model, sentence, *args)
+
+    monkeypatch.setattr(viz, "translate_and_capture", recording)
+    vocab = Vocab(SPECIALS + list("abcdefgh"))
+    box = viz.sentence_explorer(copy_model, vocab, vocab, sentence="c a f")
+    text, button = box.children[0].children
+    assert isinstance(text, widgets.Text) and isinstance(button, widgets.Button)
+    text.value = "b a d"  # typing (Enter) re-runs
+    button.click()
+    assert typed == ["c a f", "b a d", "b a d"]
