@@ -393,3 +393,81 @@ def test_decoding_a_model_in_training_mode_warns():
     src, src_mask = random_src([3])
     with pytest.warns(UserWarning, match="call model.eval"):
         greedy_decode(model, src, src_mask, 5, BOS, EOS)
+
+
+# ---------------------------------------------------------------------------------------------------
+# translate: text in, text out
+
+
+WORDS = Vocab(["<pad>", "<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(4, 12)])  # the copy model's words
+
+
+def as_text(ids):
+    return " ".join(f"w{i}" for i in ids)
+
+
+def reference_translation(model, ids, beam_size=1):
+    """The decoders called directly on ids, mapped back to words by hand."""
+    src = torch.tensor([ids])  # (1, S)
+    max_len = min(len(ids) + 50 + 1, model.config.max_len)  # <s> + source length + 50, within the table
+    if beam_size == 1:
+        out = greedy_decode(model, src, None, max_len, BOS, EOS)[0].tolist()
+    else:
+        out = beam_search(model, src, None, max_len, BOS, EOS, beam_size, 0.6)[0].tolist()
+    words = out[1 : out.index(EOS)] if EOS in out else out[1:]
+    return " ".join(WORDS.itos[i] for i in words)
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_translate_equals_the_decoders_on_ids_and_copies(copy_model, beam_size):
+    _, _, sources = copy_batch(12, seed=9)
+    texts = [as_text(s) for s in sources]
+    out = translate(copy_model, texts, beam_size=beam_size, src_vocab=WORDS, tgt_vocab=WORDS)
+    assert out == [reference_translation(copy_model, s, beam_size) for s in sources]
+    assert sum(o == t for o, t in zip(out, texts)) >= 10
+
+
+def test_translate_of_a_list_equals_one_sentence_at_a_time(copy_model):
+    _, _, sources = copy_batch(8, seed=10)
+    texts = [as_text(s) for s in sources]
+    together = translate(copy_model, texts, beam_size=3, src_vocab=WORDS, tgt_vocab=WORDS, batch_size=3)
+    assert together == [translate(copy_model, [t], beam_size=3, src_vocab=WORDS, tgt_vocab=WORDS)[0] for t in texts]
+
+
+def test_translate_empty_input_gives_empty_output(copy_model):
+    assert translate(copy_model, [], src_vocab=WORDS, tgt_vocab=WORDS) == []
+    out = translate(copy_model, ["", "w4 w5", "   "], src_vocab=WORDS, tgt_vocab=WORDS)
+    assert out[0] == "" and out[2] == "" and out[1] == reference_translation(copy_model, [4, 5])
+
+
+def test_translate_maps_unknown_words_to_unk(copy_model):
+    out = translate(copy_model, ["w4 zebra w6 w7"], src_vocab=WORDS, tgt_vocab=WORDS)
+    assert out == [reference_translation(copy_model, [4, UNK, 6, 7])]
+
+
+def test_translate_max_len_limits_the_output_tokens(copy_model):
+    out = translate(copy_model, ["w4 w5 w6 w7 w8 w9"], max_len=3, src_vocab=WORDS, tgt_vocab=WORDS)
+    assert out == ["w4 w5 w6"]  # three tokens and no room for </s>
+
+
+def test_translate_input_longer_than_the_positional_table_is_a_clear_error(copy_model):
+    too_long = as_text([4] * 41)  # the copy model's table holds 40 positions
+    with pytest.raises(ValueError, match="sentence 1 has 41 tokens but the model's positional table holds 40"):
+        translate(copy_model, ["w4", too_long], src_vocab=WORDS, tgt_vocab=WORDS)
+
+
+def test_translate_a_model_without_vocabularies_is_a_clear_error(copy_model):
+    with pytest.raises(ValueError, match="pass src_vocab= and tgt_vocab="):
+        translate(copy_model, ["w4"])
+    with pytest.raises(TypeError, match=r"translate\(model, \[text\]\)"):
+        translate(copy_model, "w4 w5", src_vocab=WORDS, tgt_vocab=WORDS)
+
+
+def test_translate_from_a_checkpoint_uses_its_vocabularies(copy_model, tmp_path):
+    from transformer_course.train import load_checkpoint, save_checkpoint
+
+    path = save_checkpoint(tmp_path / "copy.pt", copy_model, copy_model.config, WORDS, WORDS)
+    texts = ["w4 w5 w6", "w7 w8", "w9 w10 w11 w4"]
+    expected = translate(copy_model, texts, beam_size=2, src_vocab=WORDS, tgt_vocab=WORDS)
+    assert translate(path, texts, beam_size=2) == expected
+    assert translate(load_checkpoint(path), texts, beam_size=2) == expected

@@ -296,7 +296,7 @@ def beam_search(
 @torch.no_grad()
 def translate(
     model_or_checkpoint, sentences: Sequence[str], beam_size: int = 1, max_len: int | None = None,
-    length_penalty: float = 0.6, *, src_vocab=None, tgt_vocab=None, src_lang: str = "de", tgt_lang: str = "en",
+    length_penalty: float | None = None, *, src_vocab=None, tgt_vocab=None, src_lang: str = "de", tgt_lang: str = "en",
     batch_size: int = 64,
 ) -> list[str]:
     """Translate sentences: tokenize, map to ids, decode (greedy for ``beam_size=1``, else beam search), detokenize.
@@ -304,6 +304,7 @@ def translate(
     ``model_or_checkpoint``: a checkpoint path, a loaded :class:`~transformer_course.train.Checkpoint`
     (its vocabularies are used), or a model together with ``src_vocab`` and ``tgt_vocab``.
 
+    - ``length_penalty``: α of the beam's GNMT length penalty; None takes ``config.length_penalty`` (0.6, the paper's).
     - ``max_len``: the most output tokens per sentence, ``</s>`` included. The default is the paper's
       rule, source length + 50. It is cut to what the positional table holds (``config.max_len - 1``).
     - Sentences are decoded in batches of equal source length (up to ``batch_size``), so each
@@ -324,6 +325,8 @@ def translate(
     if not sentences:
         return []
     table = model.config.max_len  # positions the model can encode or decode
+    if length_penalty is None:
+        length_penalty = model.config.length_penalty
     device = next(model.parameters()).device
     ids = [src_vocab.encode(tokens) for tokens in tokenize_many(sentences, src_lang)]
     for i, sentence_ids in enumerate(ids):
