@@ -44,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="cpu, cuda, cuda:1 … (default: cuda when available)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--save-every", type=int, default=100, help="write last.pt every N steps (default: 100)")
+    p.add_argument("--limit", type=int, help="Multi30k: only the first N pairs of each split (quick checks)")
+    p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
     p = commands.add_parser("evaluate", help="BLEU of a checkpoint on a Multi30k split",
@@ -80,10 +82,12 @@ def cmd_download(args) -> None:
 
 
 def cmd_train(args) -> None:
+    import torch
+
     from .train import fit, multi30k_data, setup_distributed, toy_data
 
     config = get_preset(args.preset)
-    for name in ("epochs", "max_minutes", "max_steps", "save_every"):
+    for name in ("epochs", "max_minutes", "max_steps", "save_every", "limit", "threads"):
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, got {value}")
@@ -92,11 +96,13 @@ def cmd_train(args) -> None:
         raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out")
     if args.resume and not (out / "last.pt").exists():
         raise ValueError(f"nothing to resume: {out / 'last.pt'} does not exist; drop --resume to start a new run")
+    if args.threads:
+        torch.set_num_threads(args.threads)
     dist = setup_distributed()
     if config.task in ("copy", "reverse"):
         data = toy_data(config.task, rank=dist.rank, world_size=dist.world_size, seed=config.seed)
     else:
-        data = multi30k_data(config, args.root, rank=dist.rank, world_size=dist.world_size,
+        data = multi30k_data(config, args.root, rank=dist.rank, world_size=dist.world_size, limit=args.limit,
                              progress=not args.no_progress and dist.is_main)
     result = fit(config, data, out, epochs=args.epochs, max_minutes=args.max_minutes, max_steps=args.max_steps,
                  resume=args.resume, device=args.device, compile=args.compile, save_every=args.save_every,

@@ -1,0 +1,71 @@
+"""BLEU on a tiny hand-made corpus, against BLEU computed by hand (Papineni et al., 2002)."""
+
+import math
+from collections import Counter
+
+import pytest
+
+from transformer_course.evaluate import sacre_bleu, tokenized_bleu
+
+HYPOTHESES = ["the cat sat on the mat", "a dog runs in the park today"]
+REFERENCES = ["the cat sat on a mat", "a dog runs in the green park"]
+
+
+def bleu_by_hand(hypotheses: list[str], references: list[str]) -> float:
+    """Corpus BLEU-4 with one reference, whitespace tokens, no smoothing: clipped n-gram precisions summed
+    over the corpus, geometric mean, brevity penalty exp(1 − r/c) when the output is shorter."""
+    matches, totals = [0] * 4, [0] * 4
+    hyp_len = ref_len = 0
+    for hyp, ref in zip(hypotheses, references):
+        h, r = hyp.split(), ref.split()
+        hyp_len, ref_len = hyp_len + len(h), ref_len + len(r)
+        for n in range(1, 5):
+            h_grams = Counter(tuple(h[i:i + n]) for i in range(len(h) - n + 1))
+            r_grams = Counter(tuple(r[i:i + n]) for i in range(len(r) - n + 1))
+            matches[n - 1] += sum(min(c, r_grams[g]) for g, c in h_grams.items())
+            totals[n - 1] += max(len(h) - n + 1, 0)
+    log_precision = sum(math.log(m / t) for m, t in zip(matches, totals)) / 4
+    brevity = 1.0 if hyp_len > ref_len else math.exp(1 - ref_len / hyp_len)
+    return 100 * brevity * math.exp(log_precision)
+
+
+def test_the_hand_made_corpus_has_the_score_computed_by_hand():
+    # 1-grams 11/13, 2-grams 7/11, 3-grams 5/9, 4-grams 3/7; 13 output words against 13 reference words
+    expected = 100 * (11 / 13 * 7 / 11 * 5 / 9 * 3 / 7) ** 0.25
+    assert bleu_by_hand(HYPOTHESES, REFERENCES) == pytest.approx(expected)
+    assert sacre_bleu(HYPOTHESES, REFERENCES)[0].score == pytest.approx(expected, abs=1e-6)
+    assert tokenized_bleu(HYPOTHESES, REFERENCES).score == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_short_output_pays_the_brevity_penalty():
+    hypotheses = ["the cat sat on the", "a dog runs in the park"]
+    assert sacre_bleu(hypotheses, REFERENCES)[0].score == pytest.approx(bleu_by_hand(hypotheses, REFERENCES), abs=1e-6)
+
+
+def test_identical_output_scores_100():
+    assert sacre_bleu(REFERENCES, REFERENCES)[0].score == pytest.approx(100.0)
+
+
+def test_sacrebleu_is_cased_and_the_tokenized_score_is_lowercase():
+    hypotheses = ["The Cat sat on a mat", "A dog runs in the green park"]
+    assert sacre_bleu(hypotheses, REFERENCES)[0].score < 100
+    assert tokenized_bleu(hypotheses, REFERENCES).score == pytest.approx(100.0)
+
+
+def test_the_tokenized_score_splits_punctuation_with_spacy_and_sacrebleu_with_13a():
+    # "mat." is one whitespace token but two spaCy tokens ("mat", "."): both scores see the split
+    hypotheses, references = ["the cat sat on the mat."], ["the cat sat on the mat ."]
+    assert tokenized_bleu(hypotheses, references).score == pytest.approx(100.0)
+    assert sacre_bleu(hypotheses, references)[0].score == pytest.approx(100.0)
+
+
+def test_the_signature_says_how_sacrebleu_scored():
+    _, signature = sacre_bleu(HYPOTHESES, REFERENCES)
+    assert "case:mixed" in signature and "tok:13a" in signature and "nrefs:1" in signature
+
+
+def test_bleu_refuses_lists_of_different_lengths():
+    with pytest.raises(ValueError, match="2 translations but 1 references"):
+        sacre_bleu(HYPOTHESES, REFERENCES[:1])
+    with pytest.raises(TypeError, match="lists of sentences"):
+        tokenized_bleu("the cat", "the cat")
