@@ -91,6 +91,23 @@ def test_target_mask_checker_catches_or_instead_of_and():
     assert not result.passed and "&" in result.message
 
 
+def test_local_mask_checker_passes_the_solution():
+    assert ex01.check_local_mask(sol01.local_mask).passed
+
+
+def test_local_mask_checker_catches_an_off_by_one_window():
+    result = ex01.check_local_mask(lambda size, window: sol01.local_mask(size, window + 1))
+    assert not result.passed and "keys before it" in result.message
+
+
+def test_local_mask_checker_catches_a_window_that_sees_the_future():
+    def symmetric(size, window):
+        i, j = torch.arange(size)[:, None], torch.arange(size)[None, :]
+        return ((i - j).abs() < window)[None, None]
+    result = ex01.check_local_mask(symmetric)
+    assert not result.passed and "after it" in result.message
+
+
 # --- notebook 02 --------------------------------------------------------------------------------------
 
 def attention_with(scale=None, dim=-1, invert_mask=False, use_mask=True):

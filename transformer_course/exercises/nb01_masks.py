@@ -4,6 +4,7 @@
     ex.check_padding_mask(padding_mask)
     ex.check_subsequent_mask(subsequent_mask)
     ex.check_target_mask(target_mask)
+    ex.check_local_mask(local_mask)
 """
 
 from __future__ import annotations
@@ -91,3 +92,33 @@ def check_target_mask(target_mask) -> Result:
         expect_tensor(got, expected, "target_mask(tgt, pad_idx)")
 
     return run_check("target mask", check, "passed: no padding keys and no future keys")
+
+
+def _expected_local(size: int, window: int) -> torch.Tensor:
+    mask = torch.zeros(1, 1, size, size, dtype=torch.bool)
+    for i in range(size):
+        for j in range(size):
+            mask[0, 0, i, j] = 0 <= i - j < window  # itself and the window - 1 positions before it
+    return mask
+
+
+def check_local_mask(local_mask) -> Result:
+    """``local_mask(size, window)``: (1, 1, size, size), query i may see keys i - window + 1 … i."""
+
+    def check():
+        for size, window in ((6, 3), (5, 1), (4, 4), (7, 2)):
+            expected = _expected_local(size, window)
+            got = local_mask(size, window)
+            what = f"local_mask({size}, window={window})"
+            _shape_hint(got, expected, what, "(1, 1, size, size)")
+            if isinstance(got, torch.Tensor) and got.shape == expected.shape and got.dtype == torch.bool \
+                    and not torch.equal(got, expected):
+                if torch.equal(got, _expected_local(size, window + 1)):
+                    raise Hint(f"{what} lets each query see {window + 1} keys: with window={window} a query sees "
+                               f"itself and the {window - 1} keys before it")
+                if torch.equal(got, _expected_local(size, window) | _expected_local(size, window).transpose(-2, -1)):
+                    raise Hint(f"{what} lets a query see keys after it: keep it causal (combine with the "
+                               "lower triangle, torch.tril)")
+            expect_tensor(got, expected, what)
+
+    return run_check("local mask", check, "passed: each position sees itself and the window − 1 positions before it")

@@ -13,3 +13,8 @@ def subsequent_mask(size: int) -> torch.Tensor:
 
 def target_mask(tgt: torch.Tensor, pad_idx: int) -> torch.Tensor:
     return padding_mask(tgt, pad_idx) & subsequent_mask(tgt.size(1))  # (batch, 1, len, len)
+
+
+def local_mask(size: int, window: int) -> torch.Tensor:
+    ones = torch.ones(size, size, dtype=torch.bool)
+    return (ones.tril() & ones.triu(-(window - 1)))[None, None]  # (1, 1, size, size): 0 <= i - j < window
