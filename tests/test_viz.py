@@ -415,3 +415,12 @@ def test_sentence_explorer_translates_what_is_typed(copy_model, monkeypatch):
     text.value = "b a d"  # typing (Enter) re-runs
     button.click()
     assert typed == ["c a f", "b a d", "b a d"]
+
+
+def test_exported_page_carries_the_notebooks_own_images(tmp_path):
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "dot.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>')
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("![a dot](figures/dot.svg)")]),
+                   tmp_path / "00_dot.ipynb")
+    page = export.notebook_to_html(tmp_path / "00_dot.ipynb", tmp_path / "html" / "00_dot.html").read_text()
+    assert '<img alt="a dot" src="data:image/svg+xml;base64,' in page  # the page works from any folder

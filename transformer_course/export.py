@@ -181,14 +181,17 @@ def notebook_to_html(notebook: Any, out_path: str | Path, title: str | None = No
     import nbformat
     from nbconvert import HTMLExporter
 
+    folder = None  # where the notebook's own images (![…](figures/…)) are found
     if isinstance(notebook, (str, Path)):
         path = Path(notebook)
         if not path.is_file():
             raise FileNotFoundError(f"no notebook at {path}; give the path of an executed .ipynb file")
         nb = nbformat.read(path, as_version=4)
-        title = title or path.stem
+        title, folder = title or path.stem, str(path.parent)
     else:
         nb = copy.deepcopy(notebook)
+        folder = nb.metadata.get("tc_folder")  # set by execute_notebook
+        nb.metadata.pop("tc_folder", None)
     if "cells" not in nb:
         raise ValueError("notebook_to_html needs a notebook (nbformat node or .ipynb path)")
     offline_outputs(nb)
@@ -197,8 +200,10 @@ def notebook_to_html(notebook: Any, out_path: str | Path, title: str | None = No
         template_name="lab",
         extra_loaders=[jinja2.DictLoader({"tc_offline.html.j2": OFFLINE_TEMPLATE})],
         template_file="tc_offline.html.j2",
+        embed_images=True,  # markdown images go into the page, so it can move to another folder
     )
-    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title or "notebook"}})
+    metadata = {"name": title or "notebook", **({"path": folder} if folder else {})}
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": metadata})
     if BUNDLE_PLACEHOLDER not in body:
         raise RuntimeError("the nbconvert template changed: no place for the Vega bundle in the page head")
     body = body.replace(BUNDLE_PLACEHOLDER, bundle_script(), 1)
@@ -249,6 +254,7 @@ def execute_notebook(path: str | Path, timeout: int = 900, kernel_name: str = "p
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, resources={"metadata": {"path": str(path.parent)}}).execute()
+    nb.metadata["tc_folder"] = str(path.parent)  # for notebook_to_html's images; not written to any file
     return nb
 
 
