@@ -7,6 +7,7 @@ from .attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
 from .config import PRESETS, Config, fast_mode, get_preset
 from .data import (BOS, EOS, PAD, SPECIALS, UNK, Batch, PairDataset, TokenBatchSampler, Vocab, collate, detokenize,
                    download_multi30k, load_pairs, prepare_multi30k, tokenize, tokenize_many, toy_batches, toy_pairs)
+from .decode import BeamResult, GreedyResult, beam_search, greedy_decode, score_sequences, translate
 from .layers import Embeddings, LayerNorm, PositionalEncoding, PositionwiseFeedForward, ResidualConnection, sinusoidal_table
 from .masks import padding_mask, subsequent_mask, target_mask
 from .model import DecoderCache, Transformer, build_model, count_parameters, make_model
