@@ -11,5 +11,7 @@ from .decode import BeamResult, GreedyResult, beam_search, greedy_decode, score_
 from .layers import Embeddings, LayerNorm, PositionalEncoding, PositionwiseFeedForward, ResidualConnection, sinusoidal_table
 from .masks import padding_mask, subsequent_mask, target_mask
 from .model import DecoderCache, Transformer, build_model, count_parameters, make_model
+from .train import (Checkpoint, LabelSmoothingLoss, average_checkpoints, fit, load_checkpoint, make_optimizer,
+                    make_scheduler, noam_lambda, noam_rate, save_checkpoint, train_toy_model)
 
 __version__ = "0.1.0"
