@@ -424,3 +424,14 @@ def test_exported_page_carries_the_notebooks_own_images(tmp_path):
                    tmp_path / "00_dot.ipynb")
     page = export.notebook_to_html(tmp_path / "00_dot.ipynb", tmp_path / "html" / "00_dot.html").read_text()
     assert '<img alt="a dot" src="data:image/svg+xml;base64,' in page  # the page works from any folder
+
+
+def test_charts_draw_with_an_older_vega_lite_like_jupyterlabs():
+    """JupyterLab 4 renders with its own Vega-Lite 5.6; vl-convert's oldest, 5.8, must draw every chart too."""
+    import vl_convert as vlc
+
+    capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
+    for chart in [viz.attention_explorer(capture), viz.attention_grid(capture), viz.plot_head_statistics(capture),
+                  viz.plot_mask(subsequent_mask(3)), viz.plot_lr_schedule([1.0, 2.0])]:
+        svg = vlc.vegalite_to_svg(chart.to_dict(), vl_version="5.8")
+        assert 'class="mark-rect role-mark' in svg or 'class="mark-line role-mark' in svg

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -151,7 +152,8 @@ def to_ids(tokens: Any, vocab: Any, lang: str, name: str) -> tuple[list[int], li
         if vocab is None:
             raise ValueError(f"{name} holds token strings, so pass its vocabulary too ({name[:3]}_vocab=...) to turn them into ids")
         return vocab.encode(tokens), tokens
-    if all(isinstance(t, int) for t in tokens):
+    if all(isinstance(t, numbers.Integral) for t in tokens):
+        tokens = [int(t) for t in tokens]  # also numpy integers
         labels = [vocab.itos[i] if vocab is not None and 0 <= i < len(vocab) else str(i) for i in tokens]
         return tokens, labels
     raise ValueError(f"{name} must be a sentence, a list of token strings or a list of token ids, not a mix: {tokens[:5]}")
