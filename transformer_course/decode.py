@@ -29,7 +29,6 @@ Conventions used throughout:
 
 from __future__ import annotations
 
-import math
 import os
 import warnings
 from dataclasses import dataclass
@@ -70,7 +69,7 @@ def check_decode_args(model: nn.Module, src: Tensor, src_mask: Tensor | None, ma
             raise ValueError(f"{name}={symbol} is not a target word id (the target vocabulary has {vocab} words)")
     if model.training:
         warnings.warn("decoding a model in training mode: dropout is on and results are random; "
-                      "call model.eval() first", stacklevel=3)
+                      "call model.eval() first", stacklevel=4)
 
 
 def gnmt_length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
@@ -296,7 +295,7 @@ def beam_search(
 @torch.no_grad()
 def translate(
     model_or_checkpoint, sentences: Sequence[str], beam_size: int = 1, max_len: int | None = None,
-    length_penalty: float | None = None, *, src_vocab=None, tgt_vocab=None, src_lang: str = "de", tgt_lang: str = "en",
+    length_penalty: float | None = None, *, src_vocab=None, tgt_vocab=None, src_lang: str = "de",
     batch_size: int = 64,
 ) -> list[str]:
     """Translate sentences: tokenize, map to ids, decode (greedy for ``beam_size=1``, else beam search), detokenize.
@@ -304,6 +303,7 @@ def translate(
     ``model_or_checkpoint``: a checkpoint path, a loaded :class:`~transformer_course.train.Checkpoint`
     (its vocabularies are used), or a model together with ``src_vocab`` and ``tgt_vocab``.
 
+    - ``src_lang``: the language of the spaCy tokenizer for the source (Multi30k: German → English).
     - ``length_penalty``: α of the beam's GNMT length penalty; None takes ``config.length_penalty`` (0.6, the paper's).
     - ``max_len``: the most output tokens per sentence, ``</s>`` included. The default is the paper's
       rule, source length + 50. It is cut to what the positional table holds (``config.max_len - 1``).
