@@ -34,7 +34,7 @@ def run_notebook(path: Path, fast: bool, cell_timeout: int) -> tuple[float, str 
     else:
         os.environ.pop("TC_FAST", None)
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=cell_timeout,
+    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=cell_timeout, startup_timeout=180,
                                      resources={"metadata": {"path": str(NOTEBOOKS_DIR)}})
     start = time.perf_counter()
     try:
@@ -43,6 +43,8 @@ def run_notebook(path: Path, fast: bool, cell_timeout: int) -> tuple[float, str 
         return time.perf_counter() - start, f"a cell ran past {cell_timeout} s"
     except nbclient.exceptions.CellExecutionError as error:
         return time.perf_counter() - start, str(error).strip().splitlines()[-1][:200]
+    except RuntimeError as error:  # e.g. the kernel did not start
+        return time.perf_counter() - start, f"{type(error).__name__}: {error}"[:200]
     return time.perf_counter() - start, None
 
 

@@ -20,6 +20,7 @@ nbclient = pytest.importorskip("nbclient")
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
 CELL_TIMEOUT_S = 300  # per cell; a whole notebook in fast mode takes seconds to a few minutes
+KERNEL_STARTUP_S = 180  # nbclient's default, 60 s, is too short on a busy 2-core CI machine
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -41,7 +42,8 @@ def test_notebook_runs_top_to_bottom_in_fast_mode(path: Path, monkeypatch, tmp_p
     monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
-        nb, kernel_name="python3", timeout=CELL_TIMEOUT_S, resources={"metadata": {"path": str(NOTEBOOKS_DIR)}}
+        nb, kernel_name="python3", timeout=CELL_TIMEOUT_S, startup_timeout=KERNEL_STARTUP_S,
+        resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
     )
     try:
         client.execute()
