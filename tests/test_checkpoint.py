@@ -1,0 +1,153 @@
+"""Checkpoints: what they hold, safe loading, atomic writes, exact resume (also after SIGKILL), averaging."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import torch
+
+from transformer_course import train
+from transformer_course.config import get_preset
+from transformer_course.train import (
+    CheckpointError, average_checkpoints, fit, load_checkpoint, make_optimizer, make_scheduler, save_checkpoint,
+    toy_data, toy_vocab,
+)
+from transformer_course.model import build_model
+
+# dropout > 0, so that exact resume also needs the random number generator states
+CONFIG = get_preset("toy-copy").replace(dropout=0.1)
+
+
+def data():
+    return toy_data(n_train=1600, batch_size=32)  # 50 batches per epoch
+
+
+def assert_same_parameters(a, b):
+    for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.equal(x, y), name
+
+
+def test_checkpoint_holds_model_config_vocabularies_optimizer_scheduler_step_epoch_and_rng(tmp_path):
+    vocab = toy_vocab(14)
+    model = build_model(CONFIG, len(vocab), len(vocab))
+    optimizer = make_optimizer(model)
+    scheduler = make_scheduler(optimizer, CONFIG)
+    save_checkpoint(tmp_path / "c.pt", model, CONFIG, vocab, vocab, optimizer, scheduler, step=7, epoch=2)
+    raw = torch.load(tmp_path / "c.pt", weights_only=True)
+    assert {"model", "config", "src_vocab", "tgt_vocab", "optimizer", "scheduler", "step", "epoch", "rng"} <= set(raw)
+    loaded = load_checkpoint(tmp_path / "c.pt")
+    assert_same_parameters(loaded.model, model)
+    assert not loaded.model.training
+    assert loaded.config == CONFIG and loaded.src_vocab == vocab and loaded.tgt_vocab == vocab
+    assert (loaded.step, loaded.epoch) == (7, 2)
+
+
+def test_a_checkpoint_holding_an_arbitrary_pickled_object_is_refused(tmp_path):
+    class Payload:
+        def __reduce__(self):
+            return (os.system, ("echo should-never-run",))
+
+    torch.save({"format": "transformer_course/checkpoint-v1", "model": {}, "payload": Payload()}, tmp_path / "bad.pt")
+    with pytest.raises(CheckpointError, match="refusing to load .*could run arbitrary code"):
+        load_checkpoint(tmp_path / "bad.pt")
+
+
+def test_a_missing_checkpoint_says_how_to_make_one(tmp_path):
+    with pytest.raises(FileNotFoundError, match="python -m transformer_course train"):
+        load_checkpoint(tmp_path / "nothing.pt")
+
+
+def test_a_failed_write_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch):
+    vocab = toy_vocab(14)
+    model = build_model(CONFIG, len(vocab), len(vocab))
+    save_checkpoint(tmp_path / "c.pt", model, CONFIG, vocab, vocab, step=1)
+    before = (tmp_path / "c.pt").read_bytes()
+
+    def disk_full(*args, **kwargs):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(torch, "save", disk_full)
+    with pytest.raises(OSError):
+        save_checkpoint(tmp_path / "c.pt", model, CONFIG, vocab, vocab, step=2)
+    assert (tmp_path / "c.pt").read_bytes() == before
+    assert os.listdir(tmp_path) == ["c.pt"]  # no temporary file left behind
+
+
+def test_resume_k_steps_then_k_more_equals_2k_steps_straight(tmp_path):
+    straight = fit(CONFIG, data(), tmp_path / "straight", max_steps=12, progress=False)
+    fit(CONFIG, data(), tmp_path / "split", max_steps=6, progress=False)  # stops mid-epoch at batch 6
+    assert load_checkpoint(tmp_path / "split" / "last.pt").state["batch_in_epoch"] == 6
+    resumed = fit(CONFIG, data(), tmp_path / "split", max_steps=12, resume=True, progress=False)
+    assert resumed.step == straight.step == 12
+    assert_same_parameters(resumed.model, straight.model)
+
+
+def test_resume_across_an_epoch_boundary_with_accumulation_equals_straight(tmp_path):
+    config = CONFIG.replace(accumulate=2)
+    small = lambda: toy_data(n_train=320, batch_size=32)  # noqa: E731  10 batches = 5 updates per epoch
+    straight = fit(config, small(), tmp_path / "straight", epochs=3, progress=False)
+    fit(config, small(), tmp_path / "split", epochs=3, max_steps=7, progress=False)
+    resumed = fit(config, small(), tmp_path / "split", epochs=3, resume=True, progress=False)
+    assert resumed.step == straight.step == 15
+    assert_same_parameters(resumed.model, straight.model)
+
+
+def test_resume_refuses_a_different_config(tmp_path):
+    fit(CONFIG, data(), tmp_path, max_steps=2, progress=False)
+    with pytest.raises(CheckpointError, match="different config"):
+        fit(CONFIG.replace(warmup=7), data(), tmp_path, max_steps=4, resume=True, progress=False)
+
+
+KILLED_RUN = textwrap.dedent("""
+    import sys
+    from transformer_course.config import get_preset
+    from transformer_course.train import fit, toy_data
+    config = get_preset("toy-copy").replace(dropout=0.1)
+    fit(config, toy_data(n_train=1600, batch_size=32), sys.argv[1], max_steps=10_000, save_every=3, progress=False)
+""")
+
+
+def test_resume_after_sigkill_mid_epoch_equals_a_straight_run(tmp_path):
+    run = tmp_path / "killed"
+    process = subprocess.Popen([sys.executable, "-c", KILLED_RUN, str(run)])
+    try:
+        deadline = time.monotonic() + 600  # a guard against a hang, not a speed target
+        while not (run / "last.pt").exists():
+            assert process.poll() is None, "the training process ended before writing a checkpoint"
+            assert time.monotonic() < deadline, "no checkpoint after 600 s"
+            time.sleep(0.05)
+        time.sleep(0.3)  # let it train (and maybe write) a little further, then kill it without warning
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    state = load_checkpoint(run / "last.pt").state  # the rename makes the file whole, whenever the kill came
+    assert state["step"] % 3 == 0 and 0 < state["batch_in_epoch"] < 50  # killed mid-epoch
+    target = state["step"] + 5
+    resumed = fit(CONFIG, data(), run, max_steps=target, resume=True, progress=False)
+    straight = fit(CONFIG, data(), tmp_path / "straight", max_steps=target, progress=False)
+    assert_same_parameters(resumed.model, straight.model)
+
+
+def test_averaging_checkpoints_gives_the_mean_of_their_parameters(tmp_path):
+    fit(CONFIG, toy_data(n_train=320, batch_size=32), tmp_path, epochs=3, progress=False)
+    paths = train.epoch_checkpoints(tmp_path)
+    assert [p.name for p in paths] == ["epoch-001.pt", "epoch-002.pt", "epoch-003.pt"]
+    averaged = average_checkpoints(paths[-2:], tmp_path / "avg.pt")
+    second, third = load_checkpoint(paths[1]).model, load_checkpoint(paths[2]).model
+    expected = {k: (v + third.state_dict()[k]) / 2 for k, v in second.state_dict().items()}
+    for name, value in averaged.model.state_dict().items():
+        torch.testing.assert_close(value, expected[name])
+    torch.testing.assert_close(load_checkpoint(tmp_path / "avg.pt").model.state_dict()["generator.proj.bias"],
+                               expected["generator.proj.bias"])
+
+
+def test_averaging_refuses_checkpoints_of_different_models(tmp_path):
+    vocab = toy_vocab(14)
+    for name, config in (("a.pt", CONFIG), ("b.pt", CONFIG.replace(d_ff=64))):
+        save_checkpoint(tmp_path / name, build_model(config, 14, 14), config, vocab, vocab)
+    with pytest.raises(CheckpointError, match="different model"):
+        average_checkpoints([tmp_path / "a.pt", tmp_path / "b.pt"])
