@@ -132,7 +132,8 @@ def greedy_decode(
         log_probs += word_log_prob.masked_fill(finished, 0.0)
         lengths += (~finished).long()
         ys = torch.cat([ys, next_word[:, None]], dim=1)  # (B, t + 1)
-        step_logits.append(logits)
+        if return_result:
+            step_logits.append(logits)
         if end_symbol is not None:
             finished |= next_word == end_symbol
             if finished.all():
