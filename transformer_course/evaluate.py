@@ -35,7 +35,7 @@ def tokenized_bleu(hypotheses: list[str], references: list[str], lang: str = "en
     _check_lengths(hypotheses, references)
     hyp = [" ".join(t) for t in tokenize_many(hypotheses, lang)]
     ref = [" ".join(t) for t in tokenize_many(references, lang)]
-    return sacrebleu.corpus_bleu(hyp, [ref], tokenize="none", lowercase=True)
+    return sacrebleu.corpus_bleu(hyp, [ref], tokenize="none", lowercase=True, force=True)  # tokenized on purpose
 
 
 def _check_lengths(hypotheses: list[str], references: list[str]) -> None:
