@@ -23,16 +23,14 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from pathlib import Path
 
 import torch
 from torch import nn
 
 import transformer_course as tc
-from transformer_course.data import BOS, EOS, PAD, read_lines, tokenize_many
+from transformer_course.data import BOS, EOS, PAD, multi30k_path, read_lines, tokenize_many
 from transformer_course.decode import beam_search, greedy_decode, translate
 
-DATA = Path(os.environ.get("TC_MULTI30K_DIR", "/work/shared/data/multi30k"))
 DE_VOCAB, EN_VOCAB = 8012, 6190  # Multi30k train vocabularies with min_freq 2 (COURSE.md)
 
 
@@ -79,8 +77,9 @@ def cache_vs_no_cache() -> None:
 
 
 def test_sentences() -> tuple[list[str], list[int], list[int]]:
-    german = read_lines(DATA / "test_2016_flickr.de.gz")
-    english = read_lines(DATA / "test_2016_flickr.en.gz")
+    # data/ as the rest of the project uses it: fetched (mirror TC_DATA_MIRROR first) and verified when missing.
+    german = read_lines(multi30k_path("test_2016_flickr", "de"))
+    english = read_lines(multi30k_path("test_2016_flickr", "en"))
     src_lengths = [len(t) for t in tokenize_many(german, "de")]
     tgt_lengths = [len(t) for t in tokenize_many(english, "en")]
     return german, src_lengths, tgt_lengths
