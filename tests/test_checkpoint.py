@@ -22,6 +22,15 @@ from transformer_course.model import build_model
 CONFIG = get_preset("toy-copy").replace(dropout=0.1)
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models: one torch thread is faster than two, and much faster on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def data():
     return toy_data(n_train=1600, batch_size=32)  # 50 batches per epoch
 
@@ -104,6 +113,8 @@ def test_resume_refuses_a_different_config(tmp_path):
 
 KILLED_RUN = textwrap.dedent("""
     import sys
+    import torch
+    torch.set_num_threads(1)  # as in this test process, so that the numbers match bit for bit
     from transformer_course.config import get_preset
     from transformer_course.train import fit, toy_data
     config = get_preset("toy-copy").replace(dropout=0.1)

@@ -1,6 +1,7 @@
 """DDP: two gloo processes on CPU train like one process that averages the two ranks' gradients."""
 
 import socket
+import pytest
 import torch
 import torch.multiprocessing as mp
 
@@ -12,6 +13,15 @@ from transformer_course.train import LabelSmoothingLoss, fit, load_checkpoint, m
 
 CONFIG = get_preset("toy-copy")  # dropout 0: the two runs see the same numbers
 STEPS = 3
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models: one torch thread is faster than two, and much faster on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def sgd(model):

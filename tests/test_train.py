@@ -18,6 +18,15 @@ from transformer_course.train import (
 TOY = get_preset("toy-copy")
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models: one torch thread is faster than two, and much faster on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def logits_and_target_with_padding():
     logits = torch.randn(3, 5, 11)  # (B, T, V)
     target = torch.randint(4, 11, (3, 5))  # (B, T)
@@ -110,21 +119,15 @@ def test_clipping_limits_the_gradient_norm_of_each_update():
 
 
 def test_fit_writes_history_json_csv_and_loss_plot(tmp_path):
-    fit(TOY, toy_data(n_train=640, batch_size=32), tmp_path, epochs=2, log_every=5, progress=False)
+    fit(TOY, toy_data(n_train=320, batch_size=32), tmp_path, epochs=2, log_every=5, progress=False)
     history = json.loads((tmp_path / "history.json").read_text())
     val_rows = [h for h in history if h["val_loss"] is not None]
     train_rows = [h for h in history if h["loss"] is not None]
     assert [h["epoch"] for h in val_rows] == [1, 2]
-    assert len(train_rows) == 2 * 20 // 5 and all(h["tokens_per_s"] > 0 and h["lr"] > 0 for h in train_rows)
+    assert len(train_rows) == 2 * 10 // 5 and all(h["tokens_per_s"] > 0 and h["lr"] > 0 for h in train_rows)
     assert (tmp_path / "history.csv").read_text().splitlines()[0] == "step,epoch,loss,lr,tokens_per_s,val_loss,elapsed_s"
     assert (tmp_path / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in tmp_path.glob("*.pt")) == ["best.pt", "epoch-001.pt", "epoch-002.pt", "last.pt"]
-
-
-def test_loss_falls_on_the_copy_task(tmp_path):
-    result = fit(TOY, toy_data(n_train=3200, batch_size=32), max_steps=100, log_every=10, progress=False)
-    losses = [h["loss"] for h in result.history if h["loss"] is not None]
-    assert losses[-1] < 0.5 * losses[0]
 
 
 def test_nan_loss_stops_with_a_clear_message_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):

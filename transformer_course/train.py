@@ -675,6 +675,11 @@ def train_toy_model(task: str = "copy", steps: int = 400, *, config: Config | No
     config = config.replace(seed=seed)
     data = toy_data(task, n_train=steps * batch_size, n_val=batch_size, vocab_size=vocab_size,
                     min_len=min_len, max_len=max_len, batch_size=batch_size, seed=seed)
-    result = fit(config, data, None, epochs=1, max_steps=steps, progress=progress, device="cpu",
-                 dist=Distributed())
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # matrices this small: syncing several threads costs more than the arithmetic
+    try:
+        result = fit(config, data, None, epochs=1, max_steps=steps, progress=progress, device="cpu",
+                     dist=Distributed())
+    finally:
+        torch.set_num_threads(threads)
     return result.model
