@@ -622,7 +622,10 @@ def fit(
                                 step=step, epoch=epoch, rng=False, val_loss=val)
             save_last(batch_in_epoch)
             write_history(history, out)
-            plot_history(history, out / "loss.png", f"{config.name}: {count_parameters(unwrap(model)):,} parameters")
+            try:
+                plot_history(history, out / "loss.png", f"{config.name}: {count_parameters(unwrap(model)):,} parameters")
+            except ImportError:  # matplotlib comes with the [notebooks] extra; the history files are enough
+                pass
         if dist.enabled:
             torch.distributed.barrier()
         if stop:
