@@ -1,6 +1,7 @@
 # Two commands do everything, each with its own set-up on a fresh machine:
 #   make course   create .venv, install, open JupyterLab on notebooks/
 #   make test     create .venv, install, run the whole test suite
+#   make html     the offline HTML edition of the executed notebooks, in html/
 #
 # torch is installed first and on its own, so that no open version range pulls a multi-GB CUDA build
 # onto a CPU machine. Choose the build with TORCH_SPEC / TORCH_PIP_ARGS, e.g. on a laptop:
@@ -37,6 +38,12 @@ test-fast: install
 
 benchmarks: install
 	$(BIN)/python benchmarks/model_vs_nn_transformer.py
+	$(BIN)/python benchmarks/decode_speed.py
+	$(BIN)/python benchmarks/padding.py
+	$(BIN)/python benchmarks/notebook_times.py
+
+html: install
+	$(BIN)/python -m transformer_course.edition --check
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
