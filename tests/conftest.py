@@ -14,3 +14,12 @@ def no_mha_fastpath():
     torch.backends.mha.set_fastpath_enabled(False)
     yield
     torch.backends.mha.set_fastpath_enabled(True)
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny models: one torch thread is faster than two, and much faster on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
