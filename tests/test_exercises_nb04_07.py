@@ -2,7 +2,6 @@
 
 import math
 
-import pytest
 import torch
 
 from transformer_course.exercises import nb04_layernorm_residual as ex04

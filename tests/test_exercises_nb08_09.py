@@ -1,6 +1,5 @@
 """The checkers of notebooks 08 and 09 pass the reference solutions and catch plausible mistakes with a hint."""
 
-import math
 
 import torch
 

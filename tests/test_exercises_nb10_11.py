@@ -2,7 +2,6 @@
 
 import math
 
-import torch
 
 from transformer_course.exercises import nb10_attention_visualization as ex10
 from transformer_course.exercises import nb11_train_multi30k as ex11

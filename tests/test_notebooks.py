@@ -8,7 +8,6 @@ A failure names the cell and shows its source and its error. Run only these test
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 

@@ -1,7 +1,6 @@
 """The training loop: loss, schedule, optimizer, accumulation, clipping, history, NaN stop, toy model."""
 
 import json
-import math
 
 import pytest
 import torch

@@ -435,3 +435,9 @@ def test_charts_draw_with_an_older_vega_lite_like_jupyterlabs():
                   viz.plot_mask(subsequent_mask(3)), viz.plot_lr_schedule([1.0, 2.0])]:
         svg = vlc.vegalite_to_svg(chart.to_dict(), vl_version="5.8")
         assert 'class="mark-rect role-mark' in svg or 'class="mark-line role-mark' in svg
+
+
+def test_explorer_can_open_on_the_mean_of_the_heads():
+    capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
+    spec = viz.attention_explorer(capture, head=-1).to_dict()
+    assert {p["name"]: p for p in spec["params"]}["head"]["value"] == -1

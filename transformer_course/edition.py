@@ -64,6 +64,7 @@ def execute(path: Path, timeout: int) -> tuple[object, str | None]:
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3", startup_timeout=300,  # busy machines
                                      resources={"metadata": {"path": str(path.parent)}})
+    nb.metadata["tc_folder"] = str(path.parent)  # where notebook_to_html finds the notebook's own images
     try:
         client.execute()
     except nbclient.exceptions.CellTimeoutError:

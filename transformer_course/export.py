@@ -15,14 +15,13 @@ CDN. This module writes pages that need nothing from the internet:
 
 Entry points: :func:`charts_to_html` (a page of charts; ``viz.save_chart(chart, "x.html")`` uses it),
 :func:`notebook_to_html` (one executed notebook), :func:`build_contents_page` (an index of a folder of
-pages, in course order), :func:`build_html_edition` (execute every notebook, export, index) and
-:func:`browser_check` (open a page in headless Chromium with no network: did every chart draw, did
-anything fail to load). On the command line: ``python -m transformer_course.export notebooks/ html/ --check``.
+pages, in course order) and :func:`browser_check` (open a page in headless Chromium with no network: did
+every chart draw, did anything fail to load). The whole edition is built by :mod:`transformer_course.edition`
+(``make html``).
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
 import functools
 import html
@@ -31,7 +30,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable
@@ -190,7 +188,7 @@ def notebook_to_html(notebook: Any, out_path: str | Path, title: str | None = No
         title, folder = title or path.stem, str(path.parent)
     else:
         nb = copy.deepcopy(notebook)
-        folder = nb.metadata.get("tc_folder")  # set by execute_notebook
+        folder = nb.metadata.get("tc_folder")  # set by edition.execute
         nb.metadata.pop("tc_folder", None)
     if "cells" not in nb:
         raise ValueError("notebook_to_html needs a notebook (nbformat node or .ipynb path)")
@@ -240,40 +238,10 @@ def build_contents_page(folder: str | Path, out_path: str | Path | None = None, 
         "<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n"
         f"<title>{html.escape(title)}</title>\n<style>{PAGE_CSS}</style>\n</head>\n<body>\n"
         f"<h1>{html.escape(title)}</h1>\n<p>The notebooks of the course, executed, in order. Every page works "
-        f"offline; charts are interactive.</p>\n<ol start=\"0\">\n{items}\n</ol>\n</body>\n</html>\n",
+        f"offline; charts are interactive.</p>\n<ul>\n{items}\n</ul>\n</body>\n</html>\n",
         encoding="utf-8",
     )
     return out_path
-
-
-def execute_notebook(path: str | Path, timeout: int = 900, kernel_name: str = "python3") -> Any:
-    """Run a notebook top to bottom in its own folder and return the executed node (the file is not changed)."""
-    import nbformat
-    from nbclient import NotebookClient
-
-    path = Path(path)
-    nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, resources={"metadata": {"path": str(path.parent)}}).execute()
-    nb.metadata["tc_folder"] = str(path.parent)  # for notebook_to_html's images; not written to any file
-    return nb
-
-
-def build_html_edition(
-    notebooks: str | Path = "notebooks", out_dir: str | Path = "html", execute: bool = True, timeout: int = 900,
-) -> list[Path]:
-    """Execute every course notebook (``NN_*.ipynb``, in order), export each to ``out_dir`` and write a
-    contents page; returns the pages, ``index.html`` first. ``TC_FAST=1`` in the environment reaches the
-    kernels, so the fast edition is ``TC_FAST=1 python -m transformer_course.export``."""
-    notebooks, out_dir = Path(notebooks), Path(out_dir)
-    paths = sorted(p for p in notebooks.glob("*.ipynb") if re.match(r"\d\d_", p.name))
-    if not paths:
-        raise FileNotFoundError(f"no course notebooks (00_….ipynb) in {notebooks}")
-    pages = []
-    for path in paths:
-        print(f"{'executing' if execute else 'exporting'} {path.name} …", file=sys.stderr, flush=True)
-        nb = execute_notebook(path, timeout) if execute else path
-        pages.append(notebook_to_html(nb, out_dir / f"{path.stem}.html", title=path.stem))
-    return [build_contents_page(out_dir), *pages]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -379,32 +347,3 @@ def page_problems(report: dict) -> list[str]:
     if dropdown and dropdown["to"] is not None and dropdown["after"] == 0:
         problems.append(f"chart {dropdown['chart']} is empty after switching its dropdown to {dropdown['to']!r}")
     return problems
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m transformer_course.export",
-        description="Build the offline HTML edition: execute the notebooks, export them, write a contents page.",
-    )
-    parser.add_argument("notebooks", nargs="?", default="notebooks", help="folder of the course notebooks")
-    parser.add_argument("out_dir", nargs="?", default="html", help="where the pages go (git-ignored html/)")
-    parser.add_argument("--no-execute", action="store_true", help="export the saved outputs as they are")
-    parser.add_argument("--timeout", type=int, default=900, help="seconds per cell")
-    parser.add_argument("--check", action="store_true", help="then open every page in headless Chromium, offline")
-    args = parser.parse_args(argv)
-    pages = build_html_edition(args.notebooks, args.out_dir, execute=not args.no_execute, timeout=args.timeout)
-    print(f"wrote {len(pages)} pages; open {pages[0]}")
-    if not args.check:
-        return 0
-    failed = 0
-    for page in pages:
-        report = browser_check(page)
-        problems = page_problems(report)
-        failed += bool(problems)
-        print(f"{'FAIL' if problems else 'ok  '} {page.name}: {report['drawn']}/{report['charts']} charts drawn"
-              + "".join(f"\n     {p}" for p in problems))
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import Config, get_preset

@@ -447,7 +447,7 @@ def explorer_rows(capture: AttentionCapture, digits: int = 3) -> list[dict]:
 
 def attention_explorer(capture: AttentionCapture, cell: int = 24, kind: str = "cross", layer: int = 0, head: int = 0):
     """An interactive heatmap with dropdowns for kind (encoder / decoder / cross), layer and head
-    (or the mean of the heads), and tooltips; it needs no server and no network, so it also works in
+    (``head=-1``: the mean of the heads), and tooltips; it needs no server and no network, so it also works in
     saved notebooks and exported HTML (notebook 10).
 
     The data are :func:`explorer_rows`; the chart filters them to the chosen heatmap, ``flatten``s the
@@ -456,7 +456,7 @@ def attention_explorer(capture: AttentionCapture, cell: int = 24, kind: str = "c
     import altair as alt
 
     check_kind(kind)
-    capture.check_layer_head(layer, head)
+    capture.check_layer_head(layer, None if head == -1 else head)  # head=-1: the mean of the heads
     src, tgt = json.dumps(capture.src_tokens, ensure_ascii=False), json.dumps(capture.tgt_tokens, ensure_ascii=False)
     kind_param = alt.param(name="kind", value=kind, bind=alt.binding_select(
         options=list(KINDS), labels=[KIND_TITLES[k] for k in KINDS], name="attention "))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 
 from . import Hint, Result, expect_tensor, run_check
 
@@ -132,7 +131,6 @@ def check_label_smoothing_loss(label_smoothing_loss) -> Result:
 
 def _smoothed(logits, target, eps, pad, spread=None, count_pads=False) -> torch.Tensor:
     """Variants of the loss a learner may write (for hints)."""
-    vocab = logits.size(-1)
     log_p = logits.double().log_softmax(-1)  # (B, T, V)
     safe = target.clamp(min=0)
     nll = -log_p.gather(-1, safe[..., None]).squeeze(-1)  # (B, T)
