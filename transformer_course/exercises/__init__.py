@@ -84,3 +84,19 @@ def divmod_index(flat: int, shape) -> list[int]:
         flat, rest = divmod(flat, size)
         index.append(rest)
     return list(reversed(index))
+
+
+def same(got, expected: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
+    """True when ``got`` is a tensor of ``expected``'s shape and values (within float tolerance)."""
+    return isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.allclose(
+        got.to(expected.dtype), expected, atol=atol, rtol=rtol)
+
+
+def name_known_mistake(got, expected: torch.Tensor, mistakes: dict[str, torch.Tensor], atol: float = 1e-5,
+                       message: str = "{}") -> None:
+    """If ``got`` is wrong but equals one of the plausible wrong answers in ``mistakes`` (hint → tensor),
+    raise a Hint with that answer's hint (put into ``message``)."""
+    if isinstance(got, torch.Tensor) and got.shape == expected.shape and not same(got, expected, atol):
+        for hint, value in mistakes.items():
+            if same(got, value, atol):
+                raise Hint(message.format(hint))

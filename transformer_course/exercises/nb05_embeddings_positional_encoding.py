@@ -15,12 +15,8 @@ import torch
 from torch import Tensor, nn
 
 from ..layers import sinusoidal_table
-from . import Hint, Result, expect_tensor, run_check
+from . import Hint, Result, expect_tensor, name_known_mistake, run_check
 
-
-def _same(got, expected: Tensor, atol: float = 1e-5) -> bool:
-    return isinstance(got, Tensor) and got.shape == expected.shape and torch.allclose(
-        got.to(expected.dtype), expected, atol=atol, rtol=1e-4)
 
 
 def _positional_variants(max_len: int, d_model: int) -> dict[str, Tensor]:
@@ -58,10 +54,7 @@ def check_positional_encoding(positional_encoding: Callable[[int, int], Tensor])
             expected = sinusoidal_table(max_len, d_model)
             got = positional_encoding(max_len, d_model)
             what = f"positional_encoding({max_len}, {d_model})"
-            if isinstance(got, Tensor) and got.shape == expected.shape and not _same(got, expected, 1e-4):
-                for hint, wrong in _positional_variants(max_len, d_model).items():
-                    if _same(got, wrong, 1e-4):
-                        raise Hint(f"{what}: {hint}")
+            name_known_mistake(got, expected, _positional_variants(max_len, d_model), atol=1e-4, message=f"{what}: {{}}")
             expect_tensor(got, expected, what, atol=1e-4)
 
     return run_check("positional_encoding", check, "equals the paper's table (and the package's sinusoidal_table)")
@@ -89,10 +82,7 @@ def check_embed(embed: Callable[[Tensor, nn.Embedding, Tensor], Tensor]) -> Resu
                     (vectors + pe[:5]) * math.sqrt(d_model),
             }
             got = embed(tokens.clone(), lut, pe)
-        if isinstance(got, Tensor) and got.shape == expected.shape and not _same(got, expected):
-            for hint, value in wrong.items():
-                if _same(got, value):
-                    raise Hint(hint)
+        name_known_mistake(got, expected, wrong)
         expect_tensor(got, expected, "embed(tokens, lut, pe) for tokens of shape (2, 5)")
 
     return run_check("embed", check, "embeddings × √d_model plus the positions of the first len rows")
