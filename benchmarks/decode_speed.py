@@ -70,10 +70,12 @@ def cache_vs_no_cache() -> None:
     cached, t_cache, cpu_cache = timed(lambda: greedy_decode(model, src, src_mask, 41, BOS, None, use_cache=True))
     full, t_full, cpu_full = timed(lambda: greedy_decode(model, src, src_mask, 41, BOS, None, use_cache=False))
     same = torch.equal(cached, full)
-    print(f"1. greedy, batch 32, 40 new tokens, d_model 256, 3+3 layers: without cache {t_full:.2f} s "
-          f"(CPU {cpu_full:.2f} s), with cache {t_cache:.2f} s (CPU {cpu_cache:.2f} s) -> speed-up "
-          f"{t_full / t_cache:.1f}x wall, {cpu_full / cpu_cache:.1f}x CPU (target >= 5x); same tokens: {same}",
-          flush=True)
+    print(
+        f"1. greedy, batch 32, 40 new tokens, d_model 256, 3+3 layers: without cache {t_full:.2f} s "
+        f"(CPU {cpu_full:.2f} s), with cache {t_cache:.2f} s (CPU {cpu_cache:.2f} s) -> speed-up "
+        f"{t_full / t_cache:.1f}x wall, {cpu_full / cpu_cache:.1f}x CPU (target >= 5x); same tokens: {same}",
+        flush=True,
+    )
 
 
 def test_sentences() -> tuple[list[str], list[int], list[int]]:
@@ -106,17 +108,27 @@ def beam_on_random_model(src_lengths, tgt_lengths, batch_size: int, cap: bool) -
             longest = max(src_lengths[i] for i in batch)
             src = torch.randint(4, DE_VOCAB, (len(batch), longest), generator=g)  # (b, S)
             for row, i in enumerate(batch):
-                src[row, src_lengths[i]:] = PAD
-            beam_search(model, src, tc.padding_mask(src, PAD), decode_len[batch[0]] + 1, BOS, EOS, beam_size=4,
-                        length_penalty=0.6)
+                src[row, src_lengths[i] :] = PAD
+            beam_search(
+                model,
+                src,
+                tc.padding_mask(src, PAD),
+                decode_len[batch[0]] + 1,
+                BOS,
+                EOS,
+                beam_size=4,
+                length_penalty=0.6,
+            )
 
     _, seconds, cpu = timed(run)
     tokens = sum(decode_len)
     rule = "source length + 50 (the paper's cap)" if cap else "its real English length + 1 (</s>)"
-    print(f"2. beam 4, random multi30k-cpu model ({tc.count_parameters(model.model) / 1e6:.2f}M parameters), "
-          f"{len(src_lengths)} test_2016_flickr sentences, </s> switched off, each decoded to {rule}: "
-          f"{tokens} output tokens in {len(batches)} batches: {seconds:.1f} s wall, {cpu:.1f} s CPU (target <= 60 s)",
-          flush=True)
+    print(
+        f"2. beam 4, random multi30k-cpu model ({tc.count_parameters(model.model) / 1e6:.2f}M parameters), "
+        f"{len(src_lengths)} test_2016_flickr sentences, </s> switched off, each decoded to {rule}: "
+        f"{tokens} output tokens in {len(batches)} batches: {seconds:.1f} s wall, {cpu:.1f} s CPU (target <= 60 s)",
+        flush=True,
+    )
 
 
 def beam_on_checkpoint(path: str, german: list[str], batch_size: int) -> None:
@@ -125,9 +137,12 @@ def beam_on_checkpoint(path: str, german: list[str], batch_size: int) -> None:
     checkpoint = load_checkpoint(path)
     outputs, seconds, cpu = timed(lambda: translate(checkpoint, german, beam_size=4, batch_size=batch_size))
     words = sum(len(o.split()) for o in outputs)
-    print(f"2. beam 4, checkpoint {path} ({checkpoint.config.name}), {len(german)} test_2016_flickr sentences, "
-          f"stopping at </s> (max source length + 50): {words} output words: {seconds:.1f} s wall, {cpu:.1f} s CPU "
-          "(target <= 60 s)", flush=True)
+    print(
+        f"2. beam 4, checkpoint {path} ({checkpoint.config.name}), {len(german)} test_2016_flickr sentences, "
+        f"stopping at </s> (max source length + 50): {words} output words: {seconds:.1f} s wall, {cpu:.1f} s CPU "
+        "(target <= 60 s)",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -138,8 +153,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2, the course's CPU)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     with torch.inference_mode():
         cache_vs_no_cache()
         german, src_lengths, tgt_lengths = test_sentences()

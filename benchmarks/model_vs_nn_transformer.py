@@ -38,8 +38,11 @@ class TorchTransformer(nn.Module):
 
     def forward(self, src, tgt, src_pad, tgt_causal, tgt_pad):
         x = self.core(
-            self.src_pos(self.src_embed(src)), self.tgt_pos(self.tgt_embed(tgt)),
-            tgt_mask=tgt_causal, src_key_padding_mask=src_pad, tgt_key_padding_mask=tgt_pad,
+            self.src_pos(self.src_embed(src)),
+            self.tgt_pos(self.tgt_embed(tgt)),
+            tgt_mask=tgt_causal,
+            src_key_padding_mask=src_pad,
+            tgt_key_padding_mask=tgt_pad,
             memory_key_padding_mask=src_pad,
         )
         return x
@@ -51,6 +54,7 @@ def make_batch(batch: int, vocab: int, generator: torch.Generator):
         tokens = torch.randint(4, vocab, (batch, int(lengths.max())), generator=generator)
         tokens[torch.arange(tokens.size(1))[None, :] >= lengths[:, None]] = PAD
         return tokens
+
     return side(), side()
 
 
@@ -115,20 +119,27 @@ def main() -> None:
     train = {name: 0.0 for name in runs}
     fwd = {name: 0.0 for name in runs}
     for r in range(args.rounds):
-        order = list(runs)[r % len(runs):] + list(runs)[: r % len(runs)]  # rotate who goes first
+        order = list(runs)[r % len(runs) :] + list(runs)[: r % len(runs)]  # rotate who goes first
         for name in order:
             train[name] += train_steps(name, args.steps)
             fwd[name] += forward_time(name, args.steps)
     total = args.rounds * args.steps
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, batch {args.batch}, "
-          f"target tokens/step {n_tokens}, {total} steps per model")
+    print(
+        f"torch {torch.__version__}, threads {torch.get_num_threads()}, batch {args.batch}, "
+        f"target tokens/step {n_tokens}, {total} steps per model"
+    )
     for name in runs:
-        print(f"{name:>22}: train {n_tokens * total / train[name]:8.0f} tgt tokens/s   "
-              f"forward {1000 * fwd[name] / total:7.1f} ms/batch")
+        print(
+            f"{name:>22}: train {n_tokens * total / train[name]:8.0f} tgt tokens/s   "
+            f"forward {1000 * fwd[name] / total:7.1f} ms/batch"
+        )
     b = "nn.Transformer"
     for a in list(runs)[:2]:
-        print(f"{a}: train-step throughput {train[b] / train[a]:.2f}x nn.Transformer's (target >= 1.1x), "
-              f"forward latency {fwd[b] / fwd[a]:.2f}x faster")
+        print(
+            f"{a}: train-step throughput {train[b] / train[a]:.2f}x nn.Transformer's (target >= 1.1x), "
+            f"forward latency {fwd[b] / fwd[a]:.2f}x faster"
+        )
+
 
 if __name__ == "__main__":
     main()

@@ -23,8 +23,12 @@ import nbformat
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 # target in seconds and whether the target is for fast mode, by notebook number
-TARGETS = {f"{n:02d}": (60, False) for n in range(8)} | {"08": (120, False), "09": (60, False),
-                                                         "10": (90, False), "11": (180, True)}
+TARGETS = {f"{n:02d}": (60, False) for n in range(8)} | {
+    "08": (120, False),
+    "09": (60, False),
+    "10": (90, False),
+    "11": (180, True),
+}
 
 
 def run_notebook(path: Path, fast: bool, cell_timeout: int) -> tuple[float, str | None]:
@@ -34,8 +38,13 @@ def run_notebook(path: Path, fast: bool, cell_timeout: int) -> tuple[float, str 
     else:
         os.environ.pop("TC_FAST", None)
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=cell_timeout, startup_timeout=180,
-                                     resources={"metadata": {"path": str(NOTEBOOKS_DIR)}})
+    client = nbclient.NotebookClient(
+        nb,
+        kernel_name="python3",
+        timeout=cell_timeout,
+        startup_timeout=180,
+        resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
+    )
     start = time.perf_counter()
     try:
         client.execute()
@@ -71,8 +80,11 @@ def main() -> int:
         mode = "fast" if fast else "normal"
         verdict = f"FAILED: {error}" if error else ("ok" if seconds <= target else "SLOW")
         failures += error is not None or seconds > target
-        print(f"{path.stem:36s} {mode:6s} {seconds:7.1f} s  target {target:4d} s  "
-              f"ratio {seconds / target:4.2f}  {verdict}", flush=True)
+        print(
+            f"{path.stem:36s} {mode:6s} {seconds:7.1f} s  target {target:4d} s  "
+            f"ratio {seconds / target:4.2f}  {verdict}",
+            flush=True,
+        )
     return 1 if failures else 0
 
 

@@ -34,8 +34,13 @@ def main() -> None:
     parser.add_argument("--root", default="data")
     parser.add_argument("--tokens-per-batch", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--pad-to", type=int, action="append", default=None,
-                        help="also show padding every sentence to this length (default: 72, a common tutorial setting)")
+    parser.add_argument(
+        "--pad-to",
+        type=int,
+        action="append",
+        default=None,
+        help="also show padding every sentence to this length (default: 72, a common tutorial setting)",
+    )
     args = parser.parse_args()
 
     train = prepare_multi30k(args.root).train

@@ -11,7 +11,11 @@ from transformer_course.masks import padding_mask, subsequent_mask
 
 
 def qkv(batch=2, heads=3, q_len=5, k_len=7, d_k=8):
-    return torch.randn(batch, heads, q_len, d_k), torch.randn(batch, heads, k_len, d_k), torch.randn(batch, heads, k_len, d_k)
+    return (
+        torch.randn(batch, heads, q_len, d_k),
+        torch.randn(batch, heads, k_len, d_k),
+        torch.randn(batch, heads, k_len, d_k),
+    )
 
 
 def test_attention_equals_pytorch_sdpa_without_mask():

@@ -23,8 +23,12 @@ pytestmark = [
 
 def chromium(tmp_path, *args):
     profile = tmp_path / "chromium-profile"  # a fresh profile
-    return subprocess.run([CHROMIUM, *export.CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [CHROMIUM, *export.CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def assert_offline_page(page):
@@ -38,15 +42,18 @@ def executed_notebook():
     """A small notebook executed by a real kernel, as notebook 10 does it: setup(), capture, explorer, mask."""
     from nbclient import NotebookClient
 
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("# Offline chart check\n\nAn explorer and a mask, drawn with no network."),
-        nbformat.v4.new_code_cell(
-            "import torch\nfrom transformer_course import make_model, subsequent_mask, viz\nviz.setup()\n"
-            "torch.manual_seed(0)\nmodel = make_model(12, 12, N=2, d_model=32, d_ff=64, h=4)\n"
-            "capture = viz.capture_attention(model, [4, 5, 6, 7], [8, 9])  # S = 4, T = 3 with <s>"),
-        nbformat.v4.new_code_cell("viz.attention_explorer(capture)"),
-        nbformat.v4.new_code_cell("viz.plot_mask(subsequent_mask(5))"),
-    ])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("# Offline chart check\n\nAn explorer and a mask, drawn with no network."),
+            nbformat.v4.new_code_cell(
+                "import torch\nfrom transformer_course import make_model, subsequent_mask, viz\nviz.setup()\n"
+                "torch.manual_seed(0)\nmodel = make_model(12, 12, N=2, d_model=32, d_ff=64, h=4)\n"
+                "capture = viz.capture_attention(model, [4, 5, 6, 7], [8, 9])  # S = 4, T = 3 with <s>"
+            ),
+            nbformat.v4.new_code_cell("viz.attention_explorer(capture)"),
+            nbformat.v4.new_code_cell("viz.plot_mask(subsequent_mask(5))"),
+        ]
+    )
     NotebookClient(nb, timeout=180, kernel_name="python3").execute()
     return nb
 
@@ -71,9 +78,17 @@ def test_chart_page_from_save_chart_draws_every_chart_offline(tmp_path):
     model = make_model(12, 12, N=2, d_model=32, d_ff=64, h=4)
     capture = viz.capture_attention(model, [4, 5, 6, 7, 8], [9, 10])
     page_path = tmp_path / "charts.html"
-    page_path.write_text(export.charts_to_html(
-        [viz.attention_explorer(capture, kind="decoder"), viz.attention_grid(capture, "cross"),
-         viz.plot_mask(subsequent_mask(4))], title="charts"), encoding="utf-8")
+    page_path.write_text(
+        export.charts_to_html(
+            [
+                viz.attention_explorer(capture, kind="decoder"),
+                viz.attention_grid(capture, "cross"),
+                viz.plot_mask(subsequent_mask(4)),
+            ],
+            title="charts",
+        ),
+        encoding="utf-8",
+    )
     assert_offline_page(page_path.read_text(encoding="utf-8"))
     report = export.browser_check(page_path)
     assert report["errors"] == [] and report["vega_errors"] == [] and report["drawn"] == 3
@@ -83,8 +98,12 @@ def test_chart_page_from_save_chart_draws_every_chart_offline(tmp_path):
 
 def test_a_page_that_loads_a_script_from_the_web_is_reported(tmp_path):
     page_path = tmp_path / "cdn.html"
-    page_path.write_text(export.charts_to_html([viz.plot_mask(subsequent_mask(2))]).replace(
-        "<head>", '<head><script src="https://cdn.example.org/vega.js"></script>', 1), encoding="utf-8")
+    page_path.write_text(
+        export.charts_to_html([viz.plot_mask(subsequent_mask(2))]).replace(
+            "<head>", '<head><script src="https://cdn.example.org/vega.js"></script>', 1
+        ),
+        encoding="utf-8",
+    )
     report = export.browser_check(page_path)
     assert report["drawn"] == 1  # the inline bundle still draws the chart …
     assert export.page_problems(report) == ["failed to load https://cdn.example.org/vega.js"]  # … but the load failed
@@ -95,7 +114,9 @@ def test_screenshot_of_an_exported_page_is_not_blank(executed_notebook, tmp_path
 
     page_path = export.notebook_to_html(executed_notebook, tmp_path / "10_check.html")
     shot = tmp_path / "page.png"
-    chromium(tmp_path, "--virtual-time-budget=15000", "--window-size=1000,1300", f"--screenshot={shot}", page_path.as_uri())
+    chromium(
+        tmp_path, "--virtual-time-budget=15000", "--window-size=1000,1300", f"--screenshot={shot}", page_path.as_uri()
+    )
     image = Image.open(shot).convert("RGB")
     colours = image.getcolors(maxcolors=1 << 20)
     blues = sum(n for n, (r, g, b) in colours if b > r + 40)  # the heatmaps are shades of blue

@@ -12,11 +12,18 @@ import torch
 
 from transformer_course import train
 from transformer_course.config import get_preset
-from transformer_course.train import (
-    CheckpointError, average_checkpoints, fit, load_checkpoint, make_optimizer, make_scheduler, save_checkpoint,
-    toy_data, toy_vocab,
-)
 from transformer_course.model import build_model
+from transformer_course.train import (
+    CheckpointError,
+    average_checkpoints,
+    fit,
+    load_checkpoint,
+    make_optimizer,
+    make_scheduler,
+    save_checkpoint,
+    toy_data,
+    toy_vocab,
+)
 
 # dropout > 0, so that exact resume also needs the random number generator states
 CONFIG = get_preset("toy-copy").replace(dropout=0.1)
@@ -146,8 +153,9 @@ def test_averaging_checkpoints_gives_the_mean_of_their_parameters(tmp_path):
     expected = {k: (v + third.state_dict()[k]) / 2 for k, v in second.state_dict().items()}
     for name, value in averaged.model.state_dict().items():
         torch.testing.assert_close(value, expected[name])
-    torch.testing.assert_close(load_checkpoint(tmp_path / "avg.pt").model.state_dict()["generator.proj.bias"],
-                               expected["generator.proj.bias"])
+    torch.testing.assert_close(
+        load_checkpoint(tmp_path / "avg.pt").model.state_dict()["generator.proj.bias"], expected["generator.proj.bias"]
+    )
 
 
 def test_averaging_refuses_checkpoints_of_different_models(tmp_path):

@@ -9,8 +9,9 @@ from transformer_course.cli import build_parser
 
 
 def run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "transformer_course", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "transformer_course", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
 
 
 @pytest.mark.parametrize("command", ["download", "train", "evaluate", "translate", "average"])
@@ -59,7 +60,9 @@ def test_train_then_refuse_to_overwrite_then_resume_then_translate(tmp_path):
 
     translated = run("translate", "--checkpoint", str(out / "last.pt"), "--beam", "2", "4 5 6", "7 8")
     assert translated.returncode == 0, translated.stderr
-    assert len(translated.stdout.rstrip("\n").split("\n")) == 2  # one line per sentence (an untrained model may print "")
+    assert (
+        len(translated.stdout.rstrip("\n").split("\n")) == 2
+    )  # one line per sentence (an untrained model may print "")
 
 
 def test_a_negative_beam_exits_1(tmp_path):

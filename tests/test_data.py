@@ -157,7 +157,9 @@ def test_batch_shifts_the_target_and_builds_masks_like_the_masks_module():
     assert batch.tgt_in.tolist() == [[BOS, 9, 10], [BOS, 11, EOS]]
     assert batch.tgt_out.tolist() == [[9, 10, EOS], [11, EOS, PAD]]
     assert torch.equal(batch.src_mask, padding_mask(src, PAD))
-    brute = torch.tensor([[[j <= i and batch.tgt_in[b, j] != PAD for j in range(3)] for i in range(3)] for b in range(2)])
+    brute = torch.tensor(
+        [[[j <= i and batch.tgt_in[b, j] != PAD for j in range(3)] for i in range(3)] for b in range(2)]
+    )
     assert torch.equal(batch.tgt_mask[:, 0], brute)
     assert torch.equal(batch.tgt_mask & subsequent_mask(3), batch.tgt_mask)
     assert batch.n_tokens == 5 and batch.n_src_tokens == 4 and len(batch) == 2
@@ -250,7 +252,7 @@ def test_toy_dataset_works_with_a_dataloader():
 
 SENTENCES_EN = [
     "A dog's toy isn't red.",
-    "Two men (one in a T-shirt) play \"Pullman\" at 5:30!",
+    'Two men (one in a T-shirt) play "Pullman" at 5:30!',
     "A woman, smiling, holds 50% of a cake; a child watches?",
     "People aren't going to the well-known café they'll like.",
 ]
@@ -314,7 +316,8 @@ def test_tokenize_file_reads_its_cache_instead_of_tokenizing_again(tmp_path, mon
 def test_tokenize_file_with_a_limit_reads_only_the_first_lines(tmp_path):
     _write_gz(tmp_path / "val.en.gz", ["A dog runs.", "A cat sleeps.", "Birds fly."])
     assert tokenize_file(tmp_path / "val.en.gz", "en", tmp_path / "cache", limit=2) == tokenize_many(
-        ["A dog runs.", "A cat sleeps."], "en")
+        ["A dog runs.", "A cat sleeps."], "en"
+    )
     assert not (tmp_path / "cache").exists()  # a partial result is not cached
     full = tokenize_file(tmp_path / "val.en.gz", "en", tmp_path / "cache")
     assert tokenize_file(tmp_path / "val.en.gz", "en", tmp_path / "cache", limit=1) == full[:1]
@@ -422,8 +425,10 @@ def test_padding_fraction_counts_pad_positions():
 # --- prepare_multi30k on a tiny hand-made corpus ------------------------------------------------------------
 
 TINY = {
-    "train": (["Ein Hund rennt .", "Ein Hund schläft .", "Eine Katze rennt ."],
-              ["A dog runs .", "A dog sleeps .", "A cat runs ."]),
+    "train": (
+        ["Ein Hund rennt .", "Ein Hund schläft .", "Eine Katze rennt ."],
+        ["A dog runs .", "A dog sleeps .", "A cat runs ."],
+    ),
     "val": (["Ein Pferd rennt .", "Ein Hund ."], ["A horse runs .", "A dog ."]),
     "test_2016_flickr": (["Eine Katze schläft .", "Ein Vogel ."], ["A cat sleeps .", "A bird ."]),
 }

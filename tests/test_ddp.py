@@ -1,14 +1,15 @@
 """DDP: two gloo processes on CPU train like one process that averages the two ranks' gradients."""
 
 import socket
+
 import pytest
 import torch
 import torch.multiprocessing as mp
 
+from transformer_course import train
 from transformer_course.config import get_preset
 from transformer_course.data import PAD
 from transformer_course.model import build_model
-from transformer_course import train
 from transformer_course.train import LabelSmoothingLoss, fit, load_checkpoint, make_scheduler, toy_data
 
 CONFIG = get_preset("toy-copy")  # dropout 0: the two runs see the same numbers
@@ -31,8 +32,9 @@ def shard_data(rank: int, world_size: int):
 def ddp_worker(rank: int, world_size: int, port: int, out_dir: str) -> None:
     import os
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size),
-                      LOCAL_RANK=str(rank))
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank)
+    )
     torch.set_num_threads(1)
     train.make_optimizer = sgd  # this process only
     fit(CONFIG, shard_data(rank, world_size), out_dir, max_steps=STEPS, device="cpu", progress=False)
@@ -49,7 +51,13 @@ def test_two_gloo_processes_equal_one_process_averaging_the_rank_gradients(tmp_p
     mp.start_processes(ddp_worker, args=(2, free_port(), str(tmp_path)), nprocs=2, join=True, start_method="spawn")
 
     # One checkpoint set, written by rank 0 only.
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["best.pt", "history.csv", "history.json", "last.pt", "loss.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "best.pt",
+        "history.csv",
+        "history.json",
+        "last.pt",
+        "loss.png",
+    ]
     ddp = load_checkpoint(tmp_path / "last.pt")
     assert ddp.step == STEPS
 

@@ -17,7 +17,11 @@ from torch.testing import assert_close
 import transformer_course as tc
 from transformer_course.data import BOS, EOS, PAD, UNK, Vocab, collate, toy_pairs
 from transformer_course.decode import (
-    beam_search, gnmt_length_penalty, greedy_decode, score_sequences, translate,
+    beam_search,
+    gnmt_length_penalty,
+    greedy_decode,
+    score_sequences,
+    translate,
 )
 
 
@@ -25,8 +29,18 @@ def random_model(norm_first=False, vocab=20, seed=0, eos_bias=4.0, suppress_spec
     """A random model with peaked next-word distributions that ends sentences at different lengths
     (an untouched random model spreads its probability thinly and rarely says </s>)."""
     torch.manual_seed(seed)
-    model = tc.make_model(vocab, vocab, N=2, d_model=32, d_ff=64, h=4, dropout=0.0, max_len=64,
-                          norm_first=norm_first, tie_embeddings="none")
+    model = tc.make_model(
+        vocab,
+        vocab,
+        N=2,
+        d_model=32,
+        d_ff=64,
+        h=4,
+        dropout=0.0,
+        max_len=64,
+        norm_first=norm_first,
+        tie_embeddings="none",
+    )
     with torch.no_grad():
         model.generator.proj.weight.mul_(4.0)
         model.generator.proj.bias.normal_(0.0, 1.0)
@@ -246,8 +260,18 @@ def test_wide_beam_finds_the_exhaustive_best(alpha, max_words, beam_size):
                 outputs.append(list(words))
     scores = exhaustive_scores(model, src, src_mask, outputs, alpha)
     candidates = sorted(zip(scores, outputs), key=lambda c: -c[0])
-    result = beam_search(model, src, src_mask, max_words + 1, BOS, EOS, beam_size=beam_size, length_penalty=alpha,
-                         n_best=3, return_result=True)
+    result = beam_search(
+        model,
+        src,
+        src_mask,
+        max_words + 1,
+        BOS,
+        EOS,
+        beam_size=beam_size,
+        length_penalty=alpha,
+        n_best=3,
+        return_result=True,
+    )
     for j in range(3):
         score, words = candidates[j]
         assert result.tokens[0, j, 1 : len(words) + 1].tolist() == words
@@ -331,8 +355,9 @@ A, B_, C, D = 4, 5, 6, 7  # word ids of the hand-built models
 
 def test_hand_built_model_where_greedy_is_worse_than_beam():
     # <s> → a 0.55, b 0.45; a → c 0.34, d 0.33, </s> 0.33; b, c, d → </s> 1.
-    model = BigramModel({BOS: {A: 0.55, B_: 0.45}, A: {C: 0.34, D: 0.33, EOS: 0.33}, B_: {EOS: 1.0},
-                         C: {EOS: 1.0}, D: {EOS: 1.0}})
+    model = BigramModel(
+        {BOS: {A: 0.55, B_: 0.45}, A: {C: 0.34, D: 0.33, EOS: 0.33}, B_: {EOS: 1.0}, C: {EOS: 1.0}, D: {EOS: 1.0}}
+    )
     src = torch.tensor([[A, B_]])
     greedy = greedy_decode(model, src, None, 6, BOS, EOS, return_result=True)
     beam = beam_search(model, src, None, 6, BOS, EOS, beam_size=2, length_penalty=0.6, return_result=True)
@@ -347,8 +372,9 @@ def test_hand_built_model_where_greedy_is_worse_than_beam():
 def test_beam_keeps_searching_while_an_open_hypothesis_can_beat_a_finished_one():
     # <s> → </s> 0.4, a 0.6; a → </s> 0.9: "</s>" finishes first, "a </s>" (0.54) beats it a step later.
     model = BigramModel({BOS: {EOS: 0.4, A: 0.6}, A: {EOS: 0.9, C: 0.1}, C: {EOS: 1.0}})
-    beam = beam_search(model, torch.tensor([[A]]), None, 6, BOS, EOS, beam_size=2, length_penalty=0.0,
-                       return_result=True)
+    beam = beam_search(
+        model, torch.tensor([[A]]), None, 6, BOS, EOS, beam_size=2, length_penalty=0.0, return_result=True
+    )
     assert beam.best.tolist() == [[BOS, A, EOS]]
     assert_close(beam.log_probs[:, 0], torch.tensor([math.log(0.54)]))
 
@@ -356,8 +382,9 @@ def test_beam_keeps_searching_while_an_open_hypothesis_can_beat_a_finished_one()
 def test_beam_keeps_an_early_finished_hypothesis_that_later_ones_do_not_beat():
     # <s> → </s> 0.5, a 0.5; a → c 0.9; c → </s> 0.9: "</s>" (0.5) beats "a c </s>" (0.405).
     model = BigramModel({BOS: {EOS: 0.5, A: 0.5}, A: {C: 0.9, EOS: 0.1}, C: {EOS: 0.9, D: 0.1}, D: {EOS: 1.0}})
-    beam = beam_search(model, torch.tensor([[A]]), None, 8, BOS, EOS, beam_size=2, length_penalty=0.0,
-                       n_best=2, return_result=True)
+    beam = beam_search(
+        model, torch.tensor([[A]]), None, 8, BOS, EOS, beam_size=2, length_penalty=0.0, n_best=2, return_result=True
+    )
     assert beam.tokens[0].tolist() == [[BOS, EOS, PAD, PAD], [BOS, A, C, EOS]]
     assert_close(beam.log_probs[0], torch.tensor([math.log(0.5), math.log(0.5 * 0.9 * 0.9)]))
 
@@ -366,14 +393,17 @@ def test_beam_keeps_an_early_finished_hypothesis_that_later_ones_do_not_beat():
 # Errors a learner can act on
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(max_len=1), "max_len counts <s>"),
-    (dict(max_len=65), "longer than the model's positional table"),
-    (dict(beam_size=0), "beam_size must be a positive integer"),
-    (dict(n_best=5), "n_best must be an integer between 1 and beam_size=4"),
-    (dict(end_symbol=None), "beam_search needs an end_symbol"),
-    (dict(end_symbol=20), "end_symbol=20 is not a target word id"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(max_len=1), "max_len counts <s>"),
+        (dict(max_len=65), "longer than the model's positional table"),
+        (dict(beam_size=0), "beam_size must be a positive integer"),
+        (dict(n_best=5), "n_best must be an integer between 1 and beam_size=4"),
+        (dict(end_symbol=None), "beam_search needs an end_symbol"),
+        (dict(end_symbol=20), "end_symbol=20 is not a target word id"),
+    ],
+)
 def test_beam_search_bad_arguments_are_clear_errors(kwargs, message):
     model = random_model()
     src, src_mask = random_src([3, 2])

@@ -34,7 +34,11 @@ SHARED_DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "mult
 
 def find_real_files() -> Path | None:
     for folder in (os.environ.get(MIRROR_ENV, ""), str(REPO / "data"), str(SHARED_DEFAULT)):
-        if folder and not folder.startswith(("http://", "https://")) and all((Path(folder) / n).exists() for n in MULTI30K_SHA256):
+        if (
+            folder
+            and not folder.startswith(("http://", "https://"))
+            and all((Path(folder) / n).exists() for n in MULTI30K_SHA256)
+        ):
             return Path(folder)
     return None
 
@@ -95,7 +99,9 @@ def originals(tmp_path, monkeypatch) -> Path:
         else:
             with gzip.open(folder / name, "wt", encoding="utf-8") as f:
                 f.write("".join(f"{name} line {i}\n" for i in range(100)))
-            monkeypatch.setitem(data_module.MULTI30K_SHA256, name, hashlib.sha256((folder / name).read_bytes()).hexdigest())
+            monkeypatch.setitem(
+                data_module.MULTI30K_SHA256, name, hashlib.sha256((folder / name).read_bytes()).hexdigest()
+            )
     return folder
 
 
@@ -116,8 +122,11 @@ def leftovers(root: Path):
 
 @needs_files
 def test_the_shared_files_have_the_published_checksums():
-    sums = dict(line.split()[::-1] for line in (REAL / "SHA256SUMS").read_text().splitlines() if line.strip()) \
-        if (REAL / "SHA256SUMS").exists() else {}
+    sums = (
+        dict(line.split()[::-1] for line in (REAL / "SHA256SUMS").read_text().splitlines() if line.strip())
+        if (REAL / "SHA256SUMS").exists()
+        else {}
+    )
     for name, expected in MULTI30K_SHA256.items():
         assert hashlib.sha256((REAL / name).read_bytes()).hexdigest() == expected
         if sums:

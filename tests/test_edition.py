@@ -37,7 +37,11 @@ def test_select_notebooks_names_the_choices_when_nothing_matches():
 
 def test_contents_page_links_every_page_in_course_order(tmp_path):
     built = edition.build_edition(NOTEBOOKS, tmp_path, only=["11", "01", "10"], run=False, progress=False)
-    assert [p.name for p in built.pages] == ["01_masks.html", "10_attention_visualization.html", "11_train_multi30k.html"]
+    assert [p.name for p in built.pages] == [
+        "01_masks.html",
+        "10_attention_visualization.html",
+        "11_train_multi30k.html",
+    ]
     assert links(built.index) == [p.name for p in built.pages]
     assert all(p.is_file() for p in built.pages)
 
@@ -45,8 +49,9 @@ def test_contents_page_links_every_page_in_course_order(tmp_path):
 def test_a_failing_notebook_is_exported_with_its_error_and_reported(tmp_path):
     folder = tmp_path / "notebooks"
     folder.mkdir()
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('before')"),
-                                         nbformat.v4.new_code_cell("1 / 0")])
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("print('before')"), nbformat.v4.new_code_cell("1 / 0")]
+    )
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, folder / "00_broken.ipynb")
     assert edition.main(["--notebooks", str(folder), "--out", str(tmp_path / "html")]) == 1

@@ -20,8 +20,8 @@ def bleu_by_hand(hypotheses: list[str], references: list[str]) -> float:
         h, r = hyp.split(), ref.split()
         hyp_len, ref_len = hyp_len + len(h), ref_len + len(r)
         for n in range(1, 5):
-            h_grams = Counter(tuple(h[i:i + n]) for i in range(len(h) - n + 1))
-            r_grams = Counter(tuple(r[i:i + n]) for i in range(len(r) - n + 1))
+            h_grams = Counter(tuple(h[i : i + n]) for i in range(len(h) - n + 1))
+            r_grams = Counter(tuple(r[i : i + n]) for i in range(len(r) - n + 1))
             matches[n - 1] += sum(min(c, r_grams[g]) for g, c in h_grams.items())
             totals[n - 1] += max(len(h) - n + 1, 0)
     log_precision = sum(math.log(m / t) for m, t in zip(matches, totals)) / 4

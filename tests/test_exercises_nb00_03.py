@@ -20,6 +20,7 @@ def not_done(*args, **kwargs):
 
 # --- notebook 00 --------------------------------------------------------------------------------------
 
+
 def test_cost_per_layer_checker_passes_the_solution():
     assert ex00.check_cost_per_layer(sol00.cost_per_layer).passed
 
@@ -27,6 +28,7 @@ def test_cost_per_layer_checker_passes_the_solution():
 def test_cost_per_layer_checker_catches_n_and_d_swapped():
     def swapped(layer, n, d, k):
         return {"self-attention": n * d * d, "recurrent": n * n * d, "convolutional": k * n * d * d}[layer]
+
     result = ex00.check_cost_per_layer(swapped)
     assert not result.passed and "every pair of positions" in result.message
 
@@ -34,6 +36,7 @@ def test_cost_per_layer_checker_catches_n_and_d_swapped():
 def test_cost_per_layer_checker_catches_a_missing_kernel_width():
     def no_k(layer, n, d, k):
         return {"self-attention": n * n * d, "recurrent": n * d * d, "convolutional": n * d * d}[layer]
+
     result = ex00.check_cost_per_layer(no_k)
     assert not result.passed and "convolution" in result.message
 
@@ -44,6 +47,7 @@ def test_a_stub_is_reported_as_not_done_yet():
 
 
 # --- notebook 01 --------------------------------------------------------------------------------------
+
 
 def test_mask_checkers_pass_the_solutions():
     assert ex01.check_padding_mask(sol01.padding_mask).passed
@@ -82,12 +86,16 @@ def test_subsequent_mask_checker_catches_a_float_mask():
 
 
 def test_target_mask_checker_catches_a_mask_without_padding():
-    result = ex01.check_target_mask(lambda tgt, pad_idx: sol01.subsequent_mask(tgt.size(1)).expand(tgt.size(0), 1, -1, -1))
+    result = ex01.check_target_mask(
+        lambda tgt, pad_idx: sol01.subsequent_mask(tgt.size(1)).expand(tgt.size(0), 1, -1, -1)
+    )
     assert not result.passed and "padding" in result.message
 
 
 def test_target_mask_checker_catches_or_instead_of_and():
-    result = ex01.check_target_mask(lambda tgt, pad_idx: sol01.padding_mask(tgt, pad_idx) | sol01.subsequent_mask(tgt.size(1)))
+    result = ex01.check_target_mask(
+        lambda tgt, pad_idx: sol01.padding_mask(tgt, pad_idx) | sol01.subsequent_mask(tgt.size(1))
+    )
     assert not result.passed and "&" in result.message
 
 
@@ -104,14 +112,17 @@ def test_local_mask_checker_catches_a_window_that_sees_the_future():
     def symmetric(size, window):
         i, j = torch.arange(size)[:, None], torch.arange(size)[None, :]
         return ((i - j).abs() < window)[None, None]
+
     result = ex01.check_local_mask(symmetric)
     assert not result.passed and "after it" in result.message
 
 
 # --- notebook 02 --------------------------------------------------------------------------------------
 
+
 def attention_with(scale=None, dim=-1, invert_mask=False, use_mask=True):
     """A learner's attention with one mistake: another scale, softmax over another dim, the mask inverted or ignored."""
+
     def attention(query, key, value, mask=None):
         d = math.sqrt(query.size(-1)) if scale is None else scale(query.size(-1))
         scores = query @ key.transpose(-2, -1) / d
@@ -119,12 +130,14 @@ def attention_with(scale=None, dim=-1, invert_mask=False, use_mask=True):
             scores = scores.masked_fill(mask if invert_mask else ~mask, float("-inf"))
         weights = scores.softmax(dim=dim)
         return weights @ value, weights
+
     return attention
 
 
 def test_attention_checker_passes_the_solution_and_the_package():
     assert ex02.check_attention(sol02.attention).passed
     from transformer_course.attention import scaled_dot_product_attention
+
     assert ex02.check_attention(scaled_dot_product_attention).passed
 
 
@@ -158,24 +171,33 @@ def test_dot_product_std_checker_passes_the_solution():
 
 
 def test_dot_product_std_checker_catches_the_variance():
-    result = ex02.check_dot_product_std(lambda d_k, samples: (torch.randn(samples, d_k) * torch.randn(samples, d_k)).sum(-1).var().item())
+    result = ex02.check_dot_product_std(
+        lambda d_k, samples: (torch.randn(samples, d_k) * torch.randn(samples, d_k)).sum(-1).var().item()
+    )
     assert not result.passed and "variance" in result.message
 
 
 def test_dot_product_std_checker_catches_a_scaled_dot_product():
-    result = ex02.check_dot_product_std(lambda d_k, samples: ((torch.randn(samples, d_k) * torch.randn(samples, d_k)).sum(-1) / math.sqrt(d_k)).std().item())
+    result = ex02.check_dot_product_std(
+        lambda d_k, samples: (
+            ((torch.randn(samples, d_k) * torch.randn(samples, d_k)).sum(-1) / math.sqrt(d_k)).std().item()
+        )
+    )
     assert not result.passed and "raw q·k" in result.message
 
 
 # --- notebook 03 --------------------------------------------------------------------------------------
+
 
 def test_head_checkers_pass_the_solutions_and_the_package():
     assert ex03.check_split_heads(sol03.split_heads).passed
     assert ex03.check_merge_heads(sol03.merge_heads).passed
     assert ex03.check_parameter_count(sol03.mha_parameter_count).passed
     from transformer_course.attention import MultiHeadAttention
+
     assert ex03.check_parameter_count(
-        lambda d_model, heads: sum(p.numel() for p in MultiHeadAttention(d_model, heads).parameters())).passed
+        lambda d_model, heads: sum(p.numel() for p in MultiHeadAttention(d_model, heads).parameters())
+    ).passed
 
 
 def test_split_heads_checker_catches_a_direct_view():

@@ -1,6 +1,5 @@
 """The checkers of notebooks 08 and 09 pass the reference solutions and catch plausible mistakes with a hint."""
 
-
 import torch
 
 from transformer_course.exercises import nb08_training_loop as ex08
@@ -12,6 +11,7 @@ def not_done(*args, **kwargs):
 
 
 # --- notebook 08 --------------------------------------------------------------------------------------
+
 
 def test_shift_target_checker_passes_the_solution():
     assert ex08.check_shift_target(sol08.shift_target).passed
@@ -44,16 +44,20 @@ def test_label_smoothing_checker_passes_the_solution():
 def test_label_smoothing_checker_passes_the_pytorch_builtin():
     def builtin(logits, target, eps, pad):
         return torch.nn.functional.cross_entropy(logits.transpose(1, 2), target, label_smoothing=eps, ignore_index=pad)
+
     assert ex08.check_label_smoothing_loss(builtin).passed
 
 
 def test_label_smoothing_checker_catches_log_of_softmax():
     def unstable(logits, target, eps, pad):  # log(0) = -inf for the very confident position, then 0·-inf = nan
         p = logits.softmax(-1)
-        q = torch.full_like(p, eps / p.size(-1)).scatter_add(-1, target[..., None], torch.full_like(p[..., :1], 1 - eps))
+        q = torch.full_like(p, eps / p.size(-1)).scatter_add(
+            -1, target[..., None], torch.full_like(p[..., :1], 1 - eps)
+        )
         loss = -(q * p.log()).sum(-1)
         real = target != pad
         return (loss * real).sum() / real.sum()
+
     result = ex08.check_label_smoothing_loss(unstable)
     assert not result.passed and "log_softmax" in result.message
 
@@ -63,6 +67,7 @@ def test_label_smoothing_checker_catches_pads_counted():
         log_p = logits.log_softmax(-1)
         nll = -log_p.gather(-1, target[..., None]).squeeze(-1)
         return ((1 - eps) * nll + eps * -log_p.mean(-1)).mean()
+
     result = ex08.check_label_smoothing_loss(with_pads)
     assert not result.passed and "pad" in result.message
 
@@ -75,6 +80,7 @@ def test_label_smoothing_checker_catches_eps_over_v_minus_1():
         loss = (1 - eps) * nll + eps / (logits.size(-1) - 1) * rest
         real = target != pad
         return (loss * real).sum() / real.sum()
+
     result = ex08.check_label_smoothing_loss(spread_v1)
     assert not result.passed and "V − 1" in result.message
 
@@ -82,28 +88,30 @@ def test_label_smoothing_checker_catches_eps_over_v_minus_1():
 def test_label_smoothing_checker_catches_a_sum_instead_of_a_mean():
     def summed(logits, target, eps, pad):
         return sol08.label_smoothing_loss(logits, target, eps, pad) * (target != pad).sum()
+
     result = ex08.check_label_smoothing_loss(summed)
     assert not result.passed and "mean" in result.message
 
 
 def test_noam_checker_passes_the_solution_and_the_package():
     from transformer_course.train import noam_rate
+
     assert ex08.check_noam_rate(sol08.noam_rate).passed
     assert ex08.check_noam_rate(noam_rate).passed
 
 
 def test_noam_checker_catches_a_missing_model_size_factor():
-    result = ex08.check_noam_rate(lambda step, d_model, warmup: min(step ** -0.5, step * warmup ** -1.5))
+    result = ex08.check_noam_rate(lambda step, d_model, warmup: min(step**-0.5, step * warmup**-1.5))
     assert not result.passed and "d_model^-0.5" in result.message
 
 
 def test_noam_checker_catches_max_instead_of_min():
-    result = ex08.check_noam_rate(lambda s, d, w: d ** -0.5 * max(s ** -0.5, s * w ** -1.5))
+    result = ex08.check_noam_rate(lambda s, d, w: d**-0.5 * max(s**-0.5, s * w**-1.5))
     assert not result.passed and "min" in result.message
 
 
 def test_noam_checker_catches_a_wrong_warmup_power():
-    result = ex08.check_noam_rate(lambda s, d, w: d ** -0.5 * min(s ** -0.5, s * w ** -0.5))
+    result = ex08.check_noam_rate(lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-0.5))
     assert not result.passed and "-1.5" in result.message
 
 
@@ -129,6 +137,7 @@ def test_greedy_checker_passes_the_package_greedy_decode():
     def package(model, src, src_mask, max_len, start, end):
         out = greedy_decode(model, src, src_mask, max_len, start, end)[0]
         return out[out != 0].tolist()
+
     assert ex09.check_greedy(package).passed
 
 
@@ -141,6 +150,7 @@ def test_greedy_checker_catches_reading_the_first_position():
             if ys[-1] == end:
                 break
         return ys
+
     result = ex09.check_greedy(first_position)
     assert not result.passed and "LAST position" in result.message
 
@@ -148,6 +158,7 @@ def test_greedy_checker_catches_reading_the_first_position():
 def test_greedy_checker_catches_not_stopping_at_the_end_symbol():
     def no_stop(model, src, src_mask, max_len, start, end):
         return sol09.greedy(model, src, src_mask, max_len, start, end_symbol=-1)
+
     result = ex09.check_greedy(no_stop)
     assert not result.passed and "after </s>" in result.message
 
@@ -159,6 +170,7 @@ def test_greedy_checker_catches_a_missing_start_symbol():
 
 def test_beam_score_checker_passes_the_solution_and_the_package_penalty():
     from transformer_course.decode import gnmt_length_penalty
+
     assert ex09.check_beam_score(sol09.beam_score).passed
     assert ex09.check_beam_score(lambda lp, n, a: lp / gnmt_length_penalty(n, a)).passed
 
@@ -169,7 +181,7 @@ def test_beam_score_checker_catches_multiplying_by_the_penalty():
 
 
 def test_beam_score_checker_catches_length_to_the_alpha():
-    result = ex09.check_beam_score(lambda lp, n, a: lp / n ** a)
+    result = ex09.check_beam_score(lambda lp, n, a: lp / n**a)
     assert not result.passed and "((5 + |Y|) / 6)^α" in result.message
 
 
@@ -181,6 +193,7 @@ def test_top_k_checker_catches_ignoring_the_beam_scores():
     def no_beam_scores(beam_log_probs, next_log_probs, k):
         scores, index = next_log_probs.flatten().topk(k)
         return scores, index // next_log_probs.size(1), index % next_log_probs.size(1)
+
     result = ex09.check_top_k_extensions(no_beam_scores)
     assert not result.passed and "beam_log_probs[b]" in result.message
 
@@ -189,6 +202,7 @@ def test_top_k_checker_catches_a_wrong_flat_index():
     def wrong_index(beam_log_probs, next_log_probs, k):
         scores, index = (beam_log_probs[:, None] + next_log_probs).flatten().topk(k)
         return scores, index % k, index // k
+
     result = ex09.check_top_k_extensions(wrong_index)
     assert not result.passed and "index // V" in result.message
 

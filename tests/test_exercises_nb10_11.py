@@ -2,7 +2,6 @@
 
 import math
 
-
 from transformer_course.exercises import nb10_attention_visualization as ex10
 from transformer_course.exercises import nb11_train_multi30k as ex11
 from transformer_course.solutions import nb10_attention_visualization as sol10
@@ -17,6 +16,7 @@ def failed_with(result, *words):
 
 # ---- notebook 10: head entropy ----------------------------------------------------------------------
 
+
 def test_head_entropy_checker_passes_the_solution():
     assert ex10.check_head_entropy(sol10.head_entropy).passed
 
@@ -28,34 +28,40 @@ def test_head_entropy_checker_passes_the_package_version():
 def test_head_entropy_checker_catches_nan_from_zero_weights():
     def naive(w):
         return -(w * w.log()).sum(-1).mean(-1)  # 0 · log 0 = NaN
+
     assert failed_with(ex10.check_head_entropy(naive), "NaN", "0 · log 0")
 
 
 def test_head_entropy_checker_catches_bits_instead_of_nats():
     def bits(w):
         return -(w * w.clamp_min(1e-30).log2()).sum(-1).mean(-1)
+
     assert failed_with(ex10.check_head_entropy(bits), "bits")
 
 
 def test_head_entropy_checker_catches_a_sum_over_queries():
     def summed(w):
         return -(w * w.clamp_min(1e-30).log()).sum(-1).sum(-1)
+
     assert failed_with(ex10.check_head_entropy(summed), "mean over the queries")
 
 
 def test_head_entropy_checker_catches_the_wrong_axis():
     def columns(w):
         return -(w * w.clamp_min(1e-30).log()).sum(-2).mean(-1)
+
     assert failed_with(ex10.check_head_entropy(columns), "dim -1")
 
 
 def test_head_entropy_checker_reports_a_stub_as_not_done():
     def stub(w):
         raise NotImplementedError
+
     assert failed_with(ex10.check_head_entropy(stub), "not done yet")
 
 
 # ---- notebook 10: alignment from cross-attention ----------------------------------------------------
+
 
 def test_alignment_checker_passes_the_solution():
     assert ex10.check_alignment(sol10.alignment).passed
@@ -79,6 +85,7 @@ def test_alignment_checker_catches_max_over_heads():
 
 # ---- notebook 11: padding fraction ------------------------------------------------------------------
 
+
 def test_padding_fraction_checker_passes_the_solution():
     assert ex11.check_padding_fraction(sol11.padding_fraction).passed
 
@@ -94,6 +101,7 @@ def test_padding_fraction_solution_matches_the_data_module():
 def test_padding_fraction_checker_catches_a_mean_of_ratios():
     def mean_of_ratios(batches):
         return sum((len(b) * max(b) - sum(b)) / (len(b) * max(b)) for b in batches) / len(batches)
+
     assert failed_with(ex11.check_padding_fraction(mean_of_ratios), "averaged")
 
 
@@ -101,16 +109,19 @@ def test_padding_fraction_checker_catches_padding_to_the_global_longest():
     def global_max(batches):
         longest = max(max(b) for b in batches)
         return sum(longest - n for b in batches for n in b) / (longest * sum(len(b) for b in batches))
+
     assert failed_with(ex11.check_padding_fraction(global_max), "own longest")
 
 
 def test_padding_fraction_checker_catches_dividing_by_real_tokens():
     def per_real(batches):
         return sum(len(b) * max(b) - sum(b) for b in batches) / sum(sum(b) for b in batches)
+
     assert failed_with(ex11.check_padding_fraction(per_real), "real tokens")
 
 
 # ---- notebook 11: checkpoint averaging --------------------------------------------------------------
+
 
 def test_average_checker_passes_the_solution():
     assert ex11.check_average_state_dicts(sol11.average_state_dicts).passed
@@ -119,6 +130,7 @@ def test_average_checker_passes_the_solution():
 def test_average_checker_catches_a_sum():
     def summed(dicts):
         return {k: sum(d[k] for d in dicts) for k in dicts[0]}
+
     assert failed_with(ex11.check_average_state_dicts(summed), "sum")
 
 
@@ -135,10 +147,12 @@ def test_average_checker_catches_changing_the_inputs():
         for k in out:
             out[k] /= len(dicts)
         return out
+
     assert failed_with(ex11.check_average_state_dicts(in_place), "changed the input")
 
 
 # ---- notebook 11: BLEU's brevity penalty ------------------------------------------------------------
+
 
 def test_brevity_penalty_checker_passes_the_solution():
     assert ex11.check_brevity_penalty(sol11.brevity_penalty).passed

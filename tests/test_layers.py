@@ -6,7 +6,12 @@ from torch import nn
 from torch.testing import assert_close
 
 from transformer_course.layers import (
-    Embeddings, LayerNorm, PositionalEncoding, PositionwiseFeedForward, ResidualConnection, sinusoidal_table,
+    Embeddings,
+    LayerNorm,
+    PositionalEncoding,
+    PositionwiseFeedForward,
+    ResidualConnection,
+    sinusoidal_table,
 )
 
 

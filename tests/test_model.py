@@ -96,8 +96,14 @@ def test_whole_model_equals_nn_transformer_with_copied_weights(norm_first, no_mh
     src_x = ours.src_pos(ours.src_embed(src))
     tgt_x = ours.tgt_pos(ours.tgt_embed(tgt))
     causal = nn.Transformer.generate_square_subsequent_mask(7, dtype=torch.bool)
-    expected = ref(src_x, tgt_x, tgt_mask=causal, src_key_padding_mask=src == PAD,
-                   tgt_key_padding_mask=tgt == PAD, memory_key_padding_mask=src == PAD)
+    expected = ref(
+        src_x,
+        tgt_x,
+        tgt_mask=causal,
+        src_key_padding_mask=src == PAD,
+        tgt_key_padding_mask=tgt == PAD,
+        memory_key_padding_mask=src == PAD,
+    )
     hidden = ours(src, tgt, tc.padding_mask(src, PAD), tc.target_mask(tgt, PAD))
     assert_close(hidden, expected)
     assert_close(ours.generator(hidden), F.linear(expected, ours.tgt_embed.lut.weight, ours.generator.proj.bias))
@@ -248,8 +254,10 @@ def test_dropout_sits_where_the_paper_puts_it_by_default():
     active = [name for name, m in model.named_modules() if isinstance(m, nn.Dropout) and m.p > 0]
     expected_count = 2 + 2 * 2 + 2 * 3  # two position encodings, 2 sub-layers per encoder layer, 3 per decoder layer
     assert len(active) == expected_count
-    assert all(name.endswith(("pos.dropout", "sublayer.0.dropout", "sublayer.1.dropout", "sublayer.2.dropout"))
-               for name in active)
+    assert all(
+        name.endswith(("pos.dropout", "sublayer.0.dropout", "sublayer.1.dropout", "sublayer.2.dropout"))
+        for name in active
+    )
 
 
 def test_attention_and_ffn_dropout_can_match_nn_transformer():

@@ -29,8 +29,10 @@ def failing_cell_report(nb, path: Path) -> str:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
                 trace = ANSI.sub("", "\n".join(output.get("traceback", [])))
-                return (f"{path.name}: cell {index} failed\n--- source ---\n{cell.source}\n"
-                        f"--- error: {output['ename']}: {output['evalue']} ---\n{trace[-3000:]}")
+                return (
+                    f"{path.name}: cell {index} failed\n--- source ---\n{cell.source}\n"
+                    f"--- error: {output['ename']}: {output['evalue']} ---\n{trace[-3000:]}"
+                )
     return f"{path.name}: execution failed before any cell reported an error"
 
 
@@ -41,7 +43,10 @@ def test_notebook_runs_top_to_bottom_in_fast_mode(path: Path, monkeypatch, tmp_p
     monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
-        nb, kernel_name="python3", timeout=CELL_TIMEOUT_S, startup_timeout=KERNEL_STARTUP_S,
+        nb,
+        kernel_name="python3",
+        timeout=CELL_TIMEOUT_S,
+        startup_timeout=KERNEL_STARTUP_S,
         resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
     )
     try:
@@ -66,6 +71,9 @@ def test_committed_notebooks_have_no_outputs_or_execution_counts():
 
 
 def test_notebooks_use_the_python3_kernel():
-    wrong = [p.name for p in NOTEBOOKS
-             if nbformat.read(p, as_version=4).metadata.get("kernelspec", {}).get("name") != "python3"]
+    wrong = [
+        p.name
+        for p in NOTEBOOKS
+        if nbformat.read(p, as_version=4).metadata.get("kernelspec", {}).get("name") != "python3"
+    ]
     assert not wrong, f"set the kernel to python3 (metadata.kernelspec.name) in: {', '.join(wrong)}"

@@ -10,7 +10,14 @@ from transformer_course import train
 from transformer_course.config import get_preset
 from transformer_course.data import PAD, collate, toy_pairs
 from transformer_course.train import (
-    LabelSmoothingLoss, TrainingDiverged, fit, load_checkpoint, make_optimizer, make_scheduler, noam_rate, toy_data,
+    LabelSmoothingLoss,
+    TrainingDiverged,
+    fit,
+    load_checkpoint,
+    make_optimizer,
+    make_scheduler,
+    noam_rate,
+    toy_data,
     train_toy_model,
 )
 
@@ -37,8 +44,9 @@ def test_label_smoothing_mean_equals_pytorch_cross_entropy(smoothing):
 
 def test_label_smoothing_sum_equals_pytorch_cross_entropy_sum():
     logits, target = logits_and_target_with_padding()
-    expected = F.cross_entropy(logits.view(-1, 11), target.view(-1), label_smoothing=0.1, ignore_index=PAD,
-                               reduction="sum")
+    expected = F.cross_entropy(
+        logits.view(-1, 11), target.view(-1), label_smoothing=0.1, ignore_index=PAD, reduction="sum"
+    )
     torch.testing.assert_close(LabelSmoothingLoss(0.1, PAD, reduction="sum")(logits, target), expected)
 
 
@@ -58,7 +66,7 @@ def test_label_smoothing_rejects_a_probability_outside_0_1():
 def test_noam_rate_matches_the_paper_formula_at_known_steps():
     d_model, warmup = 512, 4000
     for step in (1, 100, 3999, 4000, 4001, 100_000):
-        expected = d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+        expected = d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
         assert noam_rate(step, d_model, warmup) == pytest.approx(expected)
     # the peak lies at step = warmup: (d_model · warmup)^-0.5
     assert noam_rate(4000, 512, 4000) == pytest.approx((512 * 4000) ** -0.5)
@@ -76,7 +84,7 @@ def test_scheduler_gives_the_optimizer_the_noam_rate_of_each_update():
         optimizer.step()
         scheduler.step()
     for k in (1, 2, 150, 151, 300):  # k-th update (from 1)
-        expected = 0.2 * 256 ** -0.5 * min(k ** -0.5, k * 150 ** -1.5)
+        expected = 0.2 * 256**-0.5 * min(k**-0.5, k * 150**-1.5)
         assert seen[k - 1] == pytest.approx(expected)
     assert max(seen) == pytest.approx(1.02e-3, rel=0.01)
 
@@ -92,8 +100,12 @@ def test_gradient_accumulation_of_two_halves_equals_one_full_batch(monkeypatch):
     # near-zero gradients into full-size steps); fixed-length sequences, so both halves hold as many tokens.
     monkeypatch.setattr(train, "make_optimizer", lambda model: torch.optim.SGD(model.parameters(), lr=1.0))
     full = fit(TOY, toy_data(min_len=6, max_len=6, batch_size=32, n_train=320), max_steps=4, progress=False)
-    halves = fit(TOY.replace(accumulate=2), toy_data(min_len=6, max_len=6, batch_size=16, n_train=320), max_steps=4,
-                 progress=False)
+    halves = fit(
+        TOY.replace(accumulate=2),
+        toy_data(min_len=6, max_len=6, batch_size=16, n_train=320),
+        max_steps=4,
+        progress=False,
+    )
     assert full.step == halves.step == 4
     for a, b in zip(full.model.state_dict().values(), halves.model.state_dict().values()):
         torch.testing.assert_close(a, b)
@@ -118,7 +130,9 @@ def test_fit_writes_history_json_csv_and_loss_plot(tmp_path):
     train_rows = [h for h in history if h["loss"] is not None]
     assert [h["epoch"] for h in val_rows] == [1, 2]
     assert len(train_rows) == 2 * 10 // 5 and all(h["tokens_per_s"] > 0 and h["lr"] > 0 for h in train_rows)
-    assert (tmp_path / "history.csv").read_text().splitlines()[0] == "step,epoch,loss,lr,tokens_per_s,val_loss,elapsed_s"
+    assert (tmp_path / "history.csv").read_text().splitlines()[
+        0
+    ] == "step,epoch,loss,lr,tokens_per_s,val_loss,elapsed_s"
     assert (tmp_path / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in tmp_path.glob("*.pt")) == ["best.pt", "epoch-001.pt", "epoch-002.pt", "last.pt"]
 

@@ -28,7 +28,7 @@ def manual_attention(module, query, memory, mask):
     w, b = module.in_proj.weight, module.in_proj.bias
     source = query if memory is None else memory
     q = query @ w[:d].T + b[:d]  # (B, q, d_model)
-    k = source @ w[d:2 * d].T + b[d:2 * d]  # (B, k, d_model)
+    k = source @ w[d : 2 * d].T + b[d : 2 * d]  # (B, k, d_model)
     q = q.view(q.size(0), q.size(1), h, d // h).transpose(1, 2)  # (B, h, q, d_k)
     k = k.view(k.size(0), k.size(1), h, d // h).transpose(1, 2)  # (B, h, k, d_k)
     scores = q @ k.transpose(-1, -2) / math.sqrt(d // h)  # (B, h, q, k)
@@ -40,6 +40,7 @@ def manual_attention(module, query, memory, mask):
 # ---------------------------------------------------------------------------------------------------------
 # Capture
 # ---------------------------------------------------------------------------------------------------------
+
 
 def test_capture_shapes_per_kind_and_layer():
     model = small_model()
@@ -58,8 +59,11 @@ def test_rows_sum_to_one_over_allowed_keys_and_zero_on_masked_keys():
     real = torch.tensor([True, True, True, False, False])  # source keys that may be attended
     causal = torch.ones(5, 5, dtype=torch.bool).tril()  # decoder key j ≤ query i
     for layer in range(2):
-        for w, allowed in [(capture.encoder[layer], real.expand(5, 5)), (capture.cross[layer], real.expand(5, 5)),
-                           (capture.decoder[layer], causal)]:
+        for w, allowed in [
+            (capture.encoder[layer], real.expand(5, 5)),
+            (capture.cross[layer], real.expand(5, 5)),
+            (capture.decoder[layer], causal),
+        ]:
             torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:2]))
             assert torch.all(w[:, ~allowed] == 0)
             assert torch.all(w[:, allowed] > 0)
@@ -73,6 +77,7 @@ def test_captured_weights_equal_the_written_out_formula():
     def keep_inputs(name):
         def hook(module, args, kwargs):
             inputs[name] = (args[0], args[1] if len(args) > 1 else None, kwargs.get("mask"))
+
         return hook
 
     handles = []
@@ -90,8 +95,11 @@ def test_captured_weights_equal_the_written_out_formula():
     model.train()  # capture must switch dropout off itself
     capture = viz.capture_attention(model, src[0], tgt[0])
     for (kind, layer), (query, memory, mask) in inputs.items():
-        module = getattr(model.encoder.layers[layer], "self_attn") if kind == "encoder" else \
-            getattr(model.decoder.layers[layer], "self_attn" if kind == "decoder" else "cross_attn")
+        module = (
+            model.encoder.layers[layer].self_attn
+            if kind == "encoder"
+            else getattr(model.decoder.layers[layer], "self_attn" if kind == "decoder" else "cross_attn")
+        )
         with torch.no_grad():
             expected = manual_attention(module, query, memory, mask)[0]  # (h, q, k)
         torch.testing.assert_close(getattr(capture, kind)[layer], expected)
@@ -142,6 +150,7 @@ def test_capture_bad_input_says_what_to_change():
 # Head statistics against known values
 # ---------------------------------------------------------------------------------------------------------
 
+
 def test_entropy_is_zero_for_one_hot_rows_and_log_k_for_uniform_rows():
     one_hot, uniform = torch.eye(5), torch.full((5, 5), 0.2)
     causal_uniform = torch.ones(4, 4).tril() / torch.arange(1, 5)[:, None]  # row i uniform over i + 1 keys
@@ -175,6 +184,7 @@ def test_head_statistics_one_row_per_kind_layer_head():
 # Chart data
 # ---------------------------------------------------------------------------------------------------------
 
+
 def test_heatmap_spec_carries_tokens_and_weights_of_each_cell():
     capture = viz.capture_attention(small_model(), [4, 5, 6, 5], [7, 8, 9])  # a repeated source token
     spec = viz.attention_heatmap(capture, "cross", layer=1, head=2).to_dict()
@@ -185,7 +195,9 @@ def test_heatmap_spec_carries_tokens_and_weights_of_each_cell():
         assert row["query"] == capture.tgt_tokens[row["i"]]
         assert row["key"] == capture.src_tokens[row["j"]]
         assert row["weight"] == pytest.approx(float(w[row["i"], row["j"]]), abs=1e-4)
-    assert spec["encoding"]["x"]["field"] == "j" and spec["encoding"]["y"]["field"] == "i"  # positions: repeats stay apart
+    assert (
+        spec["encoding"]["x"]["field"] == "j" and spec["encoding"]["y"]["field"] == "i"
+    )  # positions: repeats stay apart
     assert json.dumps(capture.src_tokens) in spec["encoding"]["x"]["axis"]["labelExpr"]
     assert {t["field"] for t in spec["encoding"]["tooltip"]} == {"query", "key", "weight"}
 
@@ -222,8 +234,9 @@ def test_grid_facets_every_layer_and_head():
 
 def test_mask_plot_shows_true_where_a_query_may_attend():
     spec = viz.plot_mask(subsequent_mask(4), list("abcd"), list("abcd")).to_dict()
-    assert {(r["i"], r["j"]): r["may_attend"] for r in spec["data"]["values"]} == \
-        {(i, j): j <= i for i in range(4) for j in range(4)}
+    assert {(r["i"], r["j"]): r["may_attend"] for r in spec["data"]["values"]} == {
+        (i, j): j <= i for i in range(4) for j in range(4)
+    }
     padding = viz.plot_mask(padding_mask(torch.tensor([[4, 5, PAD]]), PAD)).to_dict()["data"]["values"]
     assert [r["may_attend"] for r in padding] == [True, True, False]
     with pytest.raises(ValueError, match=r"pick one sentence and head, e.g. mask\[0, 0\]"):
@@ -246,7 +259,7 @@ def test_positional_encoding_plot_holds_the_papers_sinusoids():
 
 def test_lr_schedule_plot_thins_long_schedules_but_keeps_the_peak():
     def noam(step, warmup=100):
-        return 32 ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+        return 32**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
     spec = viz.plot_lr_schedule({"warmup 100": noam}, steps=range(1, 5001), max_points=50).to_dict()
     rows = spec["data"]["values"]
@@ -275,6 +288,7 @@ def test_matplotlib_backend_draws_the_same_matrices():
 # A trained toy model shows the expected pattern
 # ---------------------------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def copy_model():
     """A one-layer model trained on the copy task: ≈ 4 CPU seconds of Adam on random sequences."""
@@ -286,7 +300,7 @@ def copy_model():
         optimizer = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98))
         pairs = toy_pairs("copy", 300 * 32, vocab_size=12, min_len=4, max_len=8, seed=0)
         for step in range(300):
-            batch = collate(pairs[step * 32:(step + 1) * 32])
+            batch = collate(pairs[step * 32 : (step + 1) * 32])
             logits = model.generator(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask))  # (B, T, V)
             loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD)
             optimizer.zero_grad()
@@ -325,6 +339,7 @@ def test_translate_and_capture_types_a_sentence_through_the_model(copy_model):
 # Saving and exporting
 # ---------------------------------------------------------------------------------------------------------
 
+
 def test_save_chart_writes_png_svg_and_an_offline_html_page(tmp_path):
     chart = viz.plot_mask(subsequent_mask(3))
     assert viz.save_chart(chart, tmp_path / "m.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -337,14 +352,18 @@ def test_save_chart_writes_png_svg_and_an_offline_html_page(tmp_path):
 
 
 def vegalite_output(chart):
-    return nbformat.v4.new_output("display_data", data={"application/vnd.vegalite.v5+json": chart.to_dict(),
-                                                        "text/plain": "<VegaLite 5 object>"})
+    return nbformat.v4.new_output(
+        "display_data", data={"application/vnd.vegalite.v5+json": chart.to_dict(), "text/plain": "<VegaLite 5 object>"}
+    )
 
 
 def test_notebook_export_turns_each_vegalite_output_into_an_embed_with_no_cdn(tmp_path):
     capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
     cell = nbformat.v4.new_code_cell("viz.attention_explorer(capture)")
-    cell.outputs = [vegalite_output(viz.attention_explorer(capture)), vegalite_output(viz.plot_mask(subsequent_mask(3)))]
+    cell.outputs = [
+        vegalite_output(viz.attention_explorer(capture)),
+        vegalite_output(viz.plot_mask(subsequent_mask(3))),
+    ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Heatmaps"), cell])
     nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
     page = export.notebook_to_html(nb, tmp_path / "10_heatmaps.html").read_text()
@@ -389,8 +408,10 @@ def test_bertviz_head_view_receives_the_capture():
 
 
 def test_exported_formulas_become_mathml_but_code_and_prices_stay(tmp_path):
-    md = ("# Formulas\n\n$\\frac{QK^\\top}{\\sqrt{d_k}}$ costs $5 and $6.\n\n$$PE_{(pos, 2i)}$$\n\n"
-          "Code `x = $a$` and\n\n```python\ns = \"$b$\"\n```\n")
+    md = (
+        "# Formulas\n\n$\\frac{QK^\\top}{\\sqrt{d_k}}$ costs $5 and $6.\n\n$$PE_{(pos, 2i)}$$\n\n"
+        'Code `x = $a$` and\n\n```python\ns = "$b$"\n```\n'
+    )
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(md)])
     page = export.notebook_to_html(nb, tmp_path / "f.html").read_text()
     assert page.count("<math") == 2 and '<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">' in page
@@ -420,8 +441,10 @@ def test_sentence_explorer_translates_what_is_typed(copy_model, monkeypatch):
 def test_exported_page_carries_the_notebooks_own_images(tmp_path):
     (tmp_path / "figures").mkdir()
     (tmp_path / "figures" / "dot.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>')
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("![a dot](figures/dot.svg)")]),
-                   tmp_path / "00_dot.ipynb")
+    nbformat.write(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("![a dot](figures/dot.svg)")]),
+        tmp_path / "00_dot.ipynb",
+    )
     page = export.notebook_to_html(tmp_path / "00_dot.ipynb", tmp_path / "html" / "00_dot.html").read_text()
     assert '<img alt="a dot" src="data:image/svg+xml;base64,' in page  # the page works from any folder
 
@@ -431,8 +454,13 @@ def test_charts_draw_with_an_older_vega_lite_like_jupyterlabs():
     import vl_convert as vlc
 
     capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
-    for chart in [viz.attention_explorer(capture), viz.attention_grid(capture), viz.plot_head_statistics(capture),
-                  viz.plot_mask(subsequent_mask(3)), viz.plot_lr_schedule([1.0, 2.0])]:
+    for chart in [
+        viz.attention_explorer(capture),
+        viz.attention_grid(capture),
+        viz.plot_head_statistics(capture),
+        viz.plot_mask(subsequent_mask(3)),
+        viz.plot_lr_schedule([1.0, 2.0]),
+    ]:
         svg = vlc.vegalite_to_svg(chart.to_dict(), vl_version="5.8")
         assert 'class="mark-rect role-mark' in svg or 'class="mark-line role-mark' in svg
 

@@ -119,9 +119,7 @@ class MultiHeadAttention(nn.Module):
         Returns (batch, q_len, d_model).
         """
         if query.dim() != 3 or query.size(-1) != self.d_model:
-            raise ValueError(
-                f"query must be (batch, len, d_model={self.d_model}), got shape {tuple(query.shape)}"
-            )
+            raise ValueError(f"query must be (batch, len, d_model={self.d_model}), got shape {tuple(query.shape)}")
         d = self.d_model
         if memory is None:  # self-attention: one matrix product gives Q, K and V
             q, k, v = self.split_heads_all(self.in_proj(query))  # 3 × (B, h, T, d_k)

@@ -27,13 +27,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = commands.add_parser("download", help="download Multi30k (de→en) and verify its SHA-256 checksums",
-                            description="Fetch the six Multi30k task-1 files into --root, checking each SHA-256. "
-                                        "The TC_DATA_MIRROR environment variable (a folder or base URL) is tried first.")
+    p = commands.add_parser(
+        "download",
+        help="download Multi30k (de→en) and verify its SHA-256 checksums",
+        description="Fetch the six Multi30k task-1 files into --root, checking each SHA-256. "
+        "The TC_DATA_MIRROR environment variable (a folder or base URL) is tried first.",
+    )
     p.add_argument("--root", default="data", help="folder for the data files (default: data)")
 
-    p = commands.add_parser("train", help="train a model from a preset",
-                            description="Train a preset; checkpoints, history.json/.csv and loss.png go to --out.")
+    p = commands.add_parser(
+        "train",
+        help="train a model from a preset",
+        description="Train a preset; checkpoints, history.json/.csv and loss.png go to --out.",
+    )
     p.add_argument("--preset", required=True, help=f"one of: {', '.join(PRESETS)}")
     p.add_argument("--epochs", type=int, help="number of epochs (default: the preset's)")
     p.add_argument("--max-minutes", type=float, help="stop after this many minutes of training")
@@ -48,9 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
-    p = commands.add_parser("evaluate", help="BLEU of a checkpoint on a Multi30k split",
-                            description="Translate a split and print sacreBLEU (detokenized, cased, with its "
-                                        "signature) and tokenized lowercase BLEU.")
+    p = commands.add_parser(
+        "evaluate",
+        help="BLEU of a checkpoint on a Multi30k split",
+        description="Translate a split and print sacreBLEU (detokenized, cased, with its "
+        "signature) and tokenized lowercase BLEU.",
+    )
     p.add_argument("--checkpoint", required=True, help="a .pt file written by train")
     p.add_argument("--split", default="test", help="train, val, test or test_2016_flickr (default: test)")
     p.add_argument("--beam", type=int, default=1, help="beam size; 1 = greedy (default: 1)")
@@ -60,14 +69,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="also write the scores and translations to this JSON file")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
-    p = commands.add_parser("translate", help="translate German sentences",
-                            description="Translate each SENTENCE (German) to English.")
+    p = commands.add_parser(
+        "translate", help="translate German sentences", description="Translate each SENTENCE (German) to English."
+    )
     p.add_argument("--checkpoint", required=True, help="a .pt file written by train")
     p.add_argument("--beam", type=int, default=1, help="beam size; 1 = greedy (default: 1)")
     p.add_argument("sentences", nargs="+", metavar="SENTENCE")
 
-    p = commands.add_parser("average", help="average the parameters of the last N epoch checkpoints of a run",
-                            description="Average epoch-NNN.pt checkpoints of --run (the paper averages the last 5).")
+    p = commands.add_parser(
+        "average",
+        help="average the parameters of the last N epoch checkpoints of a run",
+        description="Average epoch-NNN.pt checkpoints of --run (the paper averages the last 5).",
+    )
     p.add_argument("--run", required=True, help="a run folder written by train")
     p.add_argument("--last", type=int, default=5, help="how many of the last epoch checkpoints (default: 5)")
     p.add_argument("--out", help="output file (default: RUN/averaged-last-N.pt)")
@@ -102,14 +115,33 @@ def cmd_train(args) -> None:
     if config.task in ("copy", "reverse"):
         data = toy_data(config.task, rank=dist.rank, world_size=dist.world_size, seed=config.seed)
     else:
-        data = multi30k_data(config, args.root, rank=dist.rank, world_size=dist.world_size, limit=args.limit,
-                             progress=not args.no_progress and dist.is_main)
-    result = fit(config, data, out, epochs=args.epochs, max_minutes=args.max_minutes, max_steps=args.max_steps,
-                 resume=args.resume, device=args.device, compile=args.compile, save_every=args.save_every,
-                 progress=not args.no_progress, dist=dist)
+        data = multi30k_data(
+            config,
+            args.root,
+            rank=dist.rank,
+            world_size=dist.world_size,
+            limit=args.limit,
+            progress=not args.no_progress and dist.is_main,
+        )
+    result = fit(
+        config,
+        data,
+        out,
+        epochs=args.epochs,
+        max_minutes=args.max_minutes,
+        max_steps=args.max_steps,
+        resume=args.resume,
+        device=args.device,
+        compile=args.compile,
+        save_every=args.save_every,
+        progress=not args.no_progress,
+        dist=dist,
+    )
     if dist.is_main:
-        print(f"done ({result.stopped_by}): {result.step} steps, {result.epoch} full epochs, "
-              f"{result.train_seconds / 60:.1f} min of training; checkpoints in {out}/")
+        print(
+            f"done ({result.stopped_by}): {result.step} steps, {result.epoch} full epochs, "
+            f"{result.train_seconds / 60:.1f} min of training; checkpoints in {out}/"
+        )
 
 
 def cmd_evaluate(args) -> None:
@@ -117,17 +149,31 @@ def cmd_evaluate(args) -> None:
 
     if args.beam < 1:
         raise ValueError(f"--beam must be at least 1 (1 = greedy), got {args.beam}")
-    result = evaluate_checkpoint(args.checkpoint, args.split, args.beam, args.root, args.limit,
-                                 progress=not args.no_progress)
+    result = evaluate_checkpoint(
+        args.checkpoint, args.split, args.beam, args.root, args.limit, progress=not args.no_progress
+    )
     print(result.summary())
     for src, ref, hyp in list(zip(result.sources, result.references, result.hypotheses))[: args.samples]:
         print(f"\n  source:     {src}\n  reference:  {ref}\n  model:      {hyp}")
     if args.json:
-        Path(args.json).write_text(json.dumps({
-            "checkpoint": args.checkpoint, "split": args.split, "beam_size": args.beam, "bleu": result.bleu,
-            "signature": result.signature, "tokenized_bleu": result.tokenized_bleu, "seconds": result.seconds,
-            "sources": result.sources, "references": result.references, "hypotheses": result.hypotheses,
-        }, ensure_ascii=False, indent=1))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "checkpoint": args.checkpoint,
+                    "split": args.split,
+                    "beam_size": args.beam,
+                    "bleu": result.bleu,
+                    "signature": result.signature,
+                    "tokenized_bleu": result.tokenized_bleu,
+                    "seconds": result.seconds,
+                    "sources": result.sources,
+                    "references": result.references,
+                    "hypotheses": result.hypotheses,
+                },
+                ensure_ascii=False,
+                indent=1,
+            )
+        )
 
 
 def cmd_translate(args) -> None:
@@ -149,14 +195,19 @@ def cmd_average(args) -> None:
         raise ValueError(f"{args.run} holds no epoch-NNN.pt checkpoints; train with --out {args.run} first")
     if args.last < 1:
         raise ValueError(f"--last must be at least 1, got {args.last}")
-    chosen = paths[-args.last:]
+    chosen = paths[-args.last :]
     out = Path(args.out or Path(args.run) / f"averaged-last-{len(chosen)}.pt")
     average_checkpoints(chosen, out)
     print(f"averaged {', '.join(p.name for p in chosen)} → {out}")
 
 
-COMMANDS = {"download": cmd_download, "train": cmd_train, "evaluate": cmd_evaluate,
-            "translate": cmd_translate, "average": cmd_average}
+COMMANDS = {
+    "download": cmd_download,
+    "train": cmd_train,
+    "evaluate": cmd_evaluate,
+    "translate": cmd_translate,
+    "average": cmd_average,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,38 +46,78 @@ class Config:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, values: dict) -> "Config":
+    def from_dict(cls, values: dict) -> Config:
         known = {f.name for f in fields(cls)}
         unknown = set(values) - known
         if unknown:
             raise ValueError(f"unknown config fields {sorted(unknown)}; known fields: {sorted(known)}")
         return cls(**values)
 
-    def replace(self, **changes) -> "Config":
+    def replace(self, **changes) -> Config:
         return replace(self, **changes)
 
 
 PRESETS: dict[str, Config] = {
     # A copy task a 2-core CPU learns in seconds (notebooks 08–10).
     "toy-copy": Config(
-        name="toy-copy", task="copy", N=2, d_model=64, d_ff=128, h=4, dropout=0.0, max_len=64,
-        tie_embeddings="all", shared_vocab=True, tokens_per_batch=1024, warmup=100, lr_factor=1.0,
-        label_smoothing=0.0, epochs=1,
+        name="toy-copy",
+        task="copy",
+        N=2,
+        d_model=64,
+        d_ff=128,
+        h=4,
+        dropout=0.0,
+        max_len=64,
+        tie_embeddings="all",
+        shared_vocab=True,
+        tokens_per_batch=1024,
+        warmup=100,
+        lr_factor=1.0,
+        label_smoothing=0.0,
+        epochs=1,
     ),
     "toy-reverse": Config(
-        name="toy-reverse", task="reverse", N=2, d_model=64, d_ff=128, h=4, dropout=0.0, max_len=64,
-        tie_embeddings="all", shared_vocab=True, tokens_per_batch=1024, warmup=100, lr_factor=1.0,
-        label_smoothing=0.0, epochs=1,
+        name="toy-reverse",
+        task="reverse",
+        N=2,
+        d_model=64,
+        d_ff=128,
+        h=4,
+        dropout=0.0,
+        max_len=64,
+        tie_embeddings="all",
+        shared_vocab=True,
+        tokens_per_batch=1024,
+        warmup=100,
+        lr_factor=1.0,
+        label_smoothing=0.0,
+        epochs=1,
     ),
     # Sized for Multi30k on 2 CPU cores (~9M parameters).
     "multi30k-cpu": Config(
-        name="multi30k-cpu", N=3, d_model=256, d_ff=1024, h=8, dropout=0.1, tokens_per_batch=4000,
-        warmup=150, lr_factor=0.2, epochs=20,
+        name="multi30k-cpu",
+        N=3,
+        d_model=256,
+        d_ff=1024,
+        h=8,
+        dropout=0.1,
+        tokens_per_batch=4000,
+        warmup=150,
+        lr_factor=0.2,
+        epochs=20,
     ),
     # The paper's base model (Table 3), for a GPU.
     "multi30k-base": Config(
-        name="multi30k-base", N=6, d_model=512, d_ff=2048, h=8, dropout=0.1, tokens_per_batch=8000,
-        warmup=4000, lr_factor=1.0, epochs=20,
+        name="multi30k-base",
+        N=6,
+        d_model=512,
+        d_ff=2048,
+        h=8,
+        dropout=0.1,
+        tokens_per_batch=8000,
+        warmup=4000,
+        lr_factor=1.0,
+        epochs=20,
     ),
 }
 

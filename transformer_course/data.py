@@ -29,10 +29,10 @@ import random
 import tempfile
 import urllib.request
 from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 import torch
 from torch import Tensor
@@ -65,7 +65,7 @@ class Vocab:
         itos = list(itos)
         if itos[: len(SPECIALS)] != SPECIALS:
             raise ValueError(
-                f"a Vocab must start with the specials {SPECIALS}, got {itos[:len(SPECIALS)]}; "
+                f"a Vocab must start with the specials {SPECIALS}, got {itos[: len(SPECIALS)]}; "
                 "build it with Vocab.build(token_lists)"
             )
         if len(set(itos)) != len(itos):
@@ -75,7 +75,7 @@ class Vocab:
         self.stoi: dict[str, int] = {token: i for i, token in enumerate(itos)}
 
     @classmethod
-    def build(cls, token_lists: Iterable[Sequence[str]], min_freq: int = 2) -> "Vocab":
+    def build(cls, token_lists: Iterable[Sequence[str]], min_freq: int = 2) -> Vocab:
         """Every token seen at least ``min_freq`` times becomes a word of the vocabulary."""
         if min_freq < 1:
             raise ValueError(f"min_freq must be at least 1, got min_freq={min_freq}")
@@ -88,7 +88,7 @@ class Vocab:
     @classmethod
     def build_shared(
         cls, src_token_lists: Iterable[Sequence[str]], tgt_token_lists: Iterable[Sequence[str]], min_freq: int = 2
-    ) -> "Vocab":
+    ) -> Vocab:
         """One vocabulary for both languages (needed to tie all three embedding matrices, paper §3.4).
 
         Counts are summed over both sides, so a word needs ``min_freq`` occurrences in the two together.
@@ -153,7 +153,7 @@ class Vocab:
         return {"itos": list(self.itos), "fingerprint": self.fingerprint()}
 
     @classmethod
-    def from_dict(cls, d: dict, fingerprint: str | None = None) -> "Vocab":
+    def from_dict(cls, d: dict, fingerprint: str | None = None) -> Vocab:
         if "itos" not in d:
             raise ValueError(f"a vocabulary dict needs the key 'itos' (the token list), got keys {sorted(d)}")
         vocab = cls(d["itos"])
@@ -171,7 +171,7 @@ class Vocab:
         _write_atomic(Path(path), json.dumps(self.to_dict(), ensure_ascii=False).encode("utf-8"))
 
     @classmethod
-    def load(cls, path: str | os.PathLike, fingerprint: str | None = None) -> "Vocab":
+    def load(cls, path: str | os.PathLike, fingerprint: str | None = None) -> Vocab:
         """Read a JSON vocabulary; with ``fingerprint`` (from a checkpoint) refuse one that does not match."""
         path = Path(path)
         if not path.exists():
@@ -224,7 +224,7 @@ class Batch:
     n_tokens: int  # non-pad tokens in tgt_out: what the loss is averaged over
 
     @classmethod
-    def make(cls, src: Tensor, tgt: Tensor, pad: int = PAD) -> "Batch":
+    def make(cls, src: Tensor, tgt: Tensor, pad: int = PAD) -> Batch:
         """``src`` (B, S) and ``tgt`` (B, T+1) holding ``<s> … </s>`` padded with ``pad``."""
         if src.dim() != 2 or tgt.dim() != 2:
             raise ValueError(
@@ -249,10 +249,14 @@ class Batch:
             n_tokens=int((tgt_out != pad).sum()),
         )
 
-    def to(self, device: torch.device | str, non_blocking: bool = False) -> "Batch":
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
         move = lambda t: t.to(device, non_blocking=non_blocking)  # noqa: E731
         return Batch(
-            move(self.src), move(self.tgt_in), move(self.tgt_out), move(self.src_mask), move(self.tgt_mask),
+            move(self.src),
+            move(self.tgt_in),
+            move(self.tgt_out),
+            move(self.src_mask),
+            move(self.tgt_mask),
             self.n_tokens,
         )
 
@@ -353,13 +357,18 @@ class PairDataset(Dataset):
         check_aligned(src_ids, tgt_ids, "src_ids", "tgt_ids")
         self.src_ids = [list(s) for s in src_ids]
         self.tgt_ids = [list(t) for t in tgt_ids]
-        for name, value in (("src_text", src_text), ("tgt_text", tgt_text), ("src_tokens", src_tokens), ("tgt_tokens", tgt_tokens)):
+        for name, value in (
+            ("src_text", src_text),
+            ("tgt_text", tgt_text),
+            ("src_tokens", src_tokens),
+            ("tgt_tokens", tgt_tokens),
+        ):
             if value is not None:
                 check_aligned(src_ids, value, "src_ids", name)
             setattr(self, name, list(value) if value is not None else None)
 
     @classmethod
-    def from_pairs(cls, pairs: Sequence[tuple[Sequence[int], Sequence[int]]]) -> "PairDataset":
+    def from_pairs(cls, pairs: Sequence[tuple[Sequence[int], Sequence[int]]]) -> PairDataset:
         return cls([s for s, _ in pairs], [t for _, t in pairs])
 
     def __len__(self) -> int:
@@ -558,7 +567,7 @@ def load_pairs(
 TOKENIZER_VERSION = 1  # bump when the token rules below change, so old caches are not reused
 
 
-@lru_cache(maxsize=None)
+@cache
 def spacy_tokenizer(lang: str):
     """The tokenizer of ``spacy.blank(lang)``: rules only, no model download needed."""
     import spacy
@@ -671,7 +680,11 @@ class TokenBatchSampler(Sampler[list[int]]):
         self.lengths = [(int(s), int(t)) for s, t in lengths]
         if not self.lengths:
             raise ValueError("TokenBatchSampler got an empty dataset; there is nothing to batch")
-        if not isinstance(tokens_per_batch, numbers.Integral) or isinstance(tokens_per_batch, bool) or tokens_per_batch <= 0:
+        if (
+            not isinstance(tokens_per_batch, numbers.Integral)
+            or isinstance(tokens_per_batch, bool)
+            or tokens_per_batch <= 0
+        ):
             raise ValueError(f"tokens_per_batch must be a positive integer, got tokens_per_batch={tokens_per_batch!r}")
         longest = max(self._cost(s, t) for s, t in self.lengths)
         if tokens_per_batch < longest:
@@ -681,7 +694,9 @@ class TokenBatchSampler(Sampler[list[int]]):
                 "or drop the longest sentences"
             )
         if num_replicas < 1 or not 0 <= rank < num_replicas:
-            raise ValueError(f"need num_replicas >= 1 and 0 <= rank < num_replicas, got num_replicas={num_replicas}, rank={rank}")
+            raise ValueError(
+                f"need num_replicas >= 1 and 0 <= rank < num_replicas, got num_replicas={num_replicas}, rank={rank}"
+            )
         if pool_size is not None and pool_size < 1:
             raise ValueError(f"pool_size must be a positive number of pairs or None (one pool), got {pool_size}")
         self.tokens_per_batch = int(tokens_per_batch)
@@ -769,16 +784,28 @@ class Multi30k:
     src_lang: str = "de"
     tgt_lang: str = "en"
 
-    def loader(self, split: str = "train", tokens_per_batch: int = 4000, shuffle: bool | None = None, seed: int = 0,
-               num_replicas: int = 1, rank: int = 0, **loader_options) -> torch.utils.data.DataLoader:
+    def loader(
+        self,
+        split: str = "train",
+        tokens_per_batch: int = 4000,
+        shuffle: bool | None = None,
+        seed: int = 0,
+        num_replicas: int = 1,
+        rank: int = 0,
+        **loader_options,
+    ) -> torch.utils.data.DataLoader:
         """A ``DataLoader`` of :class:`Batch` es over ``split`` with a :class:`TokenBatchSampler`
         (shuffled for train, in length order otherwise). Call ``loader.batch_sampler.set_epoch(e)`` each epoch."""
         if split not in ("train", "val", "test"):
             raise ValueError(f"unknown split {split!r}; choose one of ['train', 'val', 'test']")
         dataset = getattr(self, split)
         sampler = TokenBatchSampler(
-            dataset, tokens_per_batch, shuffle=(split == "train") if shuffle is None else shuffle, seed=seed,
-            num_replicas=num_replicas, rank=rank,
+            dataset,
+            tokens_per_batch,
+            shuffle=(split == "train") if shuffle is None else shuffle,
+            seed=seed,
+            num_replicas=num_replicas,
+            rank=rank,
         )
         return torch.utils.data.DataLoader(dataset, batch_sampler=sampler, collate_fn=collate, **loader_options)
 
@@ -828,7 +855,11 @@ def prepare_multi30k(
     for split in ("train", "val", "test"):
         (src_toks, tgt_toks), (src_text, tgt_text) = tokens[split], texts[split]
         datasets[split] = PairDataset(
-            [src_vocab.encode(t) for t in src_toks], [tgt_vocab.encode(t) for t in tgt_toks],
-            src_text, tgt_text, src_tokens=src_toks, tgt_tokens=tgt_toks,
+            [src_vocab.encode(t) for t in src_toks],
+            [tgt_vocab.encode(t) for t in tgt_toks],
+            src_text,
+            tgt_text,
+            src_tokens=src_toks,
+            tgt_tokens=tgt_toks,
         )
     return Multi30k(datasets["train"], datasets["val"], datasets["test"], src_vocab, tgt_vocab, src_lang, tgt_lang)

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 from torch import Tensor, nn
@@ -44,8 +44,9 @@ from .masks import padding_mask, subsequent_mask
 # Checks shared by the decoders
 
 
-def check_decode_args(model: nn.Module, src: Tensor, src_mask: Tensor | None, max_len: int,
-                      start_symbol: int, end_symbol: int | None) -> None:
+def check_decode_args(
+    model: nn.Module, src: Tensor, src_mask: Tensor | None, max_len: int, start_symbol: int, end_symbol: int | None
+) -> None:
     """Raise a ValueError a learner can act on before any decoding work is done."""
     if src.dim() != 2:
         raise ValueError(
@@ -53,8 +54,10 @@ def check_decode_args(model: nn.Module, src: Tensor, src_mask: Tensor | None, ma
             "for one sentence use src.unsqueeze(0)"
         )
     if src_mask is not None and src_mask.dtype != torch.bool:
-        raise ValueError(f"src_mask must be boolean (True = real token), got dtype {src_mask.dtype}; "
-                         "build it with padding_mask(src, PAD)")
+        raise ValueError(
+            f"src_mask must be boolean (True = real token), got dtype {src_mask.dtype}; "
+            "build it with padding_mask(src, PAD)"
+        )
     if not isinstance(max_len, int) or max_len < 2:
         raise ValueError(f"max_len counts <s> too, so it must be an integer >= 2 to generate a word, got {max_len!r}")
     table = getattr(getattr(model, "config", None), "max_len", None)
@@ -68,8 +71,10 @@ def check_decode_args(model: nn.Module, src: Tensor, src_mask: Tensor | None, ma
         if symbol is not None and vocab is not None and not 0 <= symbol < vocab:
             raise ValueError(f"{name}={symbol} is not a target word id (the target vocabulary has {vocab} words)")
     if model.training:
-        warnings.warn("decoding a model in training mode: dropout is on and results are random; "
-                      "call model.eval() first", stacklevel=4)
+        warnings.warn(
+            "decoding a model in training mode: dropout is on and results are random; call model.eval() first",
+            stacklevel=4,
+        )
 
 
 def gnmt_length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
@@ -93,8 +98,14 @@ class GreedyResult:
 
 @torch.no_grad()
 def greedy_decode(
-    model: nn.Module, src: Tensor, src_mask: Tensor | None, max_len: int, start_symbol: int,
-    end_symbol: int | None = None, use_cache: bool = True, return_result: bool = False,
+    model: nn.Module,
+    src: Tensor,
+    src_mask: Tensor | None,
+    max_len: int,
+    start_symbol: int,
+    end_symbol: int | None = None,
+    use_cache: bool = True,
+    return_result: bool = False,
 ) -> Tensor | GreedyResult:
     """Greedy decoding: at each step append the most likely next word, for a whole batch at once.
 
@@ -144,8 +155,9 @@ def greedy_decode(
 
 
 @torch.no_grad()
-def score_sequences(model: nn.Module, src: Tensor, src_mask: Tensor | None, tokens: Tensor,
-                    end_symbol: int | None) -> tuple[Tensor, Tensor]:
+def score_sequences(
+    model: nn.Module, src: Tensor, src_mask: Tensor | None, tokens: Tensor, end_symbol: int | None
+) -> tuple[Tensor, Tensor]:
     """log P(Y | X) and |Y| of given outputs, by one teacher-forced pass (no decoding, no cache).
 
     ``tokens`` (batch, length) as the decoders return them: <s> first, PAD after ``end_symbol``.
@@ -185,8 +197,16 @@ class BeamResult:
 
 @torch.no_grad()
 def beam_search(
-    model: nn.Module, src: Tensor, src_mask: Tensor | None, max_len: int, start_symbol: int, end_symbol: int,
-    beam_size: int = 4, length_penalty: float = 0.6, n_best: int = 1, return_result: bool = False,
+    model: nn.Module,
+    src: Tensor,
+    src_mask: Tensor | None,
+    max_len: int,
+    start_symbol: int,
+    end_symbol: int,
+    beam_size: int = 4,
+    length_penalty: float = 0.6,
+    n_best: int = 1,
+    return_result: bool = False,
 ) -> Tensor | BeamResult:
     """Beam search over a batch: sentences × beams decode together, one decoder call per step.
 
@@ -295,8 +315,15 @@ def beam_search(
 
 @torch.no_grad()
 def translate(
-    model_or_checkpoint, sentences: Sequence[str], beam_size: int = 1, max_len: int | None = None,
-    length_penalty: float | None = None, *, src_vocab=None, tgt_vocab=None, src_lang: str = "de",
+    model_or_checkpoint,
+    sentences: Sequence[str],
+    beam_size: int = 1,
+    max_len: int | None = None,
+    length_penalty: float | None = None,
+    *,
+    src_vocab=None,
+    tgt_vocab=None,
+    src_lang: str = "de",
     batch_size: int = 64,
 ) -> list[str]:
     """Translate sentences: tokenize, map to ids, decode (greedy for ``beam_size=1``, else beam search), detokenize.
@@ -321,7 +348,9 @@ def translate(
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be a positive integer (1 = greedy), got {beam_size!r}")
     if max_len is not None and (not isinstance(max_len, int) or max_len < 1):
-        raise ValueError(f"max_len is the most output tokens per sentence and must be a positive integer, got {max_len!r}")
+        raise ValueError(
+            f"max_len is the most output tokens per sentence and must be a positive integer, got {max_len!r}"
+        )
     sentences = list(sentences)
     if not sentences:
         return []
@@ -373,7 +402,11 @@ def _model_and_vocabs(model_or_checkpoint, src_vocab, tgt_vocab):
         return checkpoint.model, src_vocab or checkpoint.src_vocab, tgt_vocab or checkpoint.tgt_vocab
     if isinstance(model_or_checkpoint, nn.Module):
         if src_vocab is None or tgt_vocab is None:
-            raise ValueError("translate got a model without vocabularies; pass src_vocab= and tgt_vocab=, "
-                             "or pass the checkpoint (path or load_checkpoint(...)) that stores them")
+            raise ValueError(
+                "translate got a model without vocabularies; pass src_vocab= and tgt_vocab=, "
+                "or pass the checkpoint (path or load_checkpoint(...)) that stores them"
+            )
         return model_or_checkpoint, src_vocab, tgt_vocab
-    raise TypeError(f"translate expects a checkpoint path, a Checkpoint or a model, got {type(model_or_checkpoint).__name__}")
+    raise TypeError(
+        f"translate expects a checkpoint path, a Checkpoint or a model, got {type(model_or_checkpoint).__name__}"
+    )

@@ -49,8 +49,10 @@ def select_notebooks(folder: str | Path = "notebooks", only: list[str] | None = 
     if only:
         chosen = [p for p in paths if p.name.startswith(tuple(only))]
         if not chosen:
-            raise ValueError(f"no notebook in {folder} starts with {', '.join(only)}; "
-                             f"choose from {', '.join(p.name[:2] for p in paths)}")
+            raise ValueError(
+                f"no notebook in {folder} starts with {', '.join(only)}; "
+                f"choose from {', '.join(p.name[:2] for p in paths)}"
+            )
         paths = chosen
     return paths
 
@@ -62,8 +64,13 @@ def execute(path: Path, timeout: int) -> tuple[object, str | None]:
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3", startup_timeout=300,  # busy machines
-                                     resources={"metadata": {"path": str(path.parent)}})
+    client = nbclient.NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        startup_timeout=300,  # busy machines
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     nb.metadata["tc_folder"] = str(path.parent)  # where notebook_to_html finds the notebook's own images
     try:
         client.execute()
@@ -75,8 +82,13 @@ def execute(path: Path, timeout: int) -> tuple[object, str | None]:
 
 
 def build_edition(
-    notebooks: str | Path = "notebooks", out_dir: str | Path = "html", fast: bool = False,
-    only: list[str] | None = None, timeout: int = 900, run: bool = True, progress: bool = True,
+    notebooks: str | Path = "notebooks",
+    out_dir: str | Path = "html",
+    fast: bool = False,
+    only: list[str] | None = None,
+    timeout: int = 900,
+    run: bool = True,
+    progress: bool = True,
 ) -> Edition:
     """Execute the selected notebooks (``fast``: with ``TC_FAST=1``), export each to ``out_dir/NN_name.html``
     with :func:`export.notebook_to_html`, and write ``out_dir/index.html`` listing every page of ``out_dir``
@@ -112,16 +124,22 @@ def build_edition(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer_course.edition", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer_course.edition",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--fast", action="store_true", help="run the notebooks with TC_FAST=1 (small loops)")
     parser.add_argument("--only", nargs="+", metavar="NN", help="only notebooks whose names start with these")
     parser.add_argument("--notebooks", default="notebooks", help="folder of the notebooks (default: notebooks)")
     parser.add_argument("--out", default="html", help="folder for the pages (default: html, git-ignored)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds one cell may run (default: 900)")
     parser.add_argument("--no-run", action="store_true", help="export the notebooks as saved, without running them")
-    parser.add_argument("--check", action="store_true",
-                        help="then open every page in headless Chromium with no network (export.browser_check)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="then open every page in headless Chromium with no network (export.browser_check)",
+    )
     args = parser.parse_args(argv)
     try:
         edition = build_edition(args.notebooks, args.out, args.fast, args.only, args.timeout, run=not args.no_run)
@@ -137,8 +155,10 @@ def main(argv: list[str] | None = None) -> int:
             report = export.browser_check(page)
             problems = export.page_problems(report)
             failed |= bool(problems)
-            print(f"{'FAIL' if problems else 'ok  '} {page.name}: {report['drawn']}/{report['charts']} charts drawn"
-                  + "".join(f"\n     {p}" for p in problems))
+            print(
+                f"{'FAIL' if problems else 'ok  '} {page.name}: {report['drawn']}/{report['charts']} charts drawn"
+                + "".join(f"\n     {p}" for p in problems)
+            )
     return 1 if failed else 0
 
 

@@ -65,13 +65,22 @@ class EvalResult:
 
     def summary(self) -> str:
         decoding = "greedy" if self.beam_size == 1 else f"beam {self.beam_size}"
-        return (f"{self.split}, {decoding}, {len(self.hypotheses)} sentences, {self.seconds:.0f} s\n"
-                f"  sacreBLEU (detokenized, cased): {self.bleu:.2f}   signature: {self.signature}\n"
-                f"  tokenized lowercase BLEU (spaCy tokens, tokenize='none', lowercase=True): {self.tokenized_bleu:.2f}")
+        return (
+            f"{self.split}, {decoding}, {len(self.hypotheses)} sentences, {self.seconds:.0f} s\n"
+            f"  sacreBLEU (detokenized, cased): {self.bleu:.2f}   signature: {self.signature}\n"
+            f"  tokenized lowercase BLEU (spaCy tokens, tokenize='none', lowercase=True): {self.tokenized_bleu:.2f}"
+        )
 
 
-def evaluate_checkpoint(checkpoint, split: str = "test_2016_flickr", beam_size: int = 1, root: str | Path = "data",
-                        limit: int | None = None, batch_size: int = 64, progress: bool = True) -> EvalResult:
+def evaluate_checkpoint(
+    checkpoint,
+    split: str = "test_2016_flickr",
+    beam_size: int = 1,
+    root: str | Path = "data",
+    limit: int | None = None,
+    batch_size: int = 64,
+    progress: bool = True,
+) -> EvalResult:
     """Translate ``split`` with ``checkpoint`` (a path or a loaded :class:`~transformer_course.train.Checkpoint`)
     and score it against the references."""
     from .decode import translate
@@ -90,12 +99,23 @@ def evaluate_checkpoint(checkpoint, split: str = "test_2016_flickr", beam_size: 
     chunk = 250  # translate in chunks so that the progress bar moves
     with tqdm(total=len(sources), desc=f"translating {split}", unit="sentence", disable=not progress) as bar:
         for first in range(0, len(sources), chunk):
-            hypotheses += translate(checkpoint, sources[first: first + chunk], beam_size=beam_size, batch_size=batch_size)
-            bar.update(len(sources[first: first + chunk]))
+            hypotheses += translate(
+                checkpoint, sources[first : first + chunk], beam_size=beam_size, batch_size=batch_size
+            )
+            bar.update(len(sources[first : first + chunk]))
     seconds = time.perf_counter() - start
     bleu, signature = sacre_bleu(hypotheses, references)
-    return EvalResult(split, beam_size, bleu.score, signature, tokenized_bleu(hypotheses, references).score,
-                      sources, references, hypotheses, seconds)
+    return EvalResult(
+        split,
+        beam_size,
+        bleu.score,
+        signature,
+        tokenized_bleu(hypotheses, references).score,
+        sources,
+        references,
+        hypotheses,
+        seconds,
+    )
 
 
 __all__ = ["EvalResult", "evaluate_checkpoint", "sacre_bleu", "tokenized_bleu", "detokenize"]

@@ -31,8 +31,9 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 VEGA_MIMETYPE = re.compile(r"^application/vnd\.vega(lite)?\.v\d+\+json$")
 WIDGET_MIMETYPE = "application/vnd.jupyter.widget-view+json"
@@ -40,12 +41,16 @@ BUNDLE_PLACEHOLDER = "<!-- tc-vega-bundle -->"
 EMBED_OPTIONS = {"renderer": "svg", "actions": {"export": True, "source": False, "compiled": False, "editor": False}}
 
 # nbconvert's JupyterLab template, minus every script it would fetch from a CDN.
-OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
-{%- block html_head_js -%}""" + BUNDLE_PLACEHOLDER + """{%- endblock html_head_js -%}
+OFFLINE_TEMPLATE = (
+    """{%- extends 'index.html.j2' -%}
+{%- block html_head_js -%}"""
+    + BUNDLE_PLACEHOLDER
+    + """{%- endblock html_head_js -%}
 {%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 """
+)
 
 PAGE_CSS = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; padding: 0 1rem; color: #1a202c; }
@@ -55,7 +60,7 @@ li { margin: 0.3rem 0; }
 """
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def vega_bundle() -> str:
     """Vega, Vega-Lite (the version Altair writes) and vega-embed as one script, safe inside ``<script>``."""
     import vl_convert as vlc
@@ -93,7 +98,7 @@ def charts_to_html(specs: Iterable[Any], title: str = "", intro: str = "") -> st
         parts.append(embed_html(spec, f"tc-vega-{n}"))
     heading = f"<h1>{html.escape(title)}</h1>\n" if title else ""
     return (
-        "<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8">\n'
         f"<title>{html.escape(title or 'charts')}</title>\n<style>{PAGE_CSS}</style>\n{bundle_script()}\n</head>\n"
         f"<body>\n{heading}{intro}\n" + "\n".join(parts) + "\n</body>\n</html>\n"
     )
@@ -122,8 +127,10 @@ def offline_outputs(nb: Any) -> int:
             elif WIDGET_MIMETYPE in data:
                 text = data.get("text/plain", "")
                 text = "".join(text) if isinstance(text, list) else text
-                output["data"] = {"text/html": '<p class="tc-widget"><em>An interactive widget: run this notebook '
-                                               f"in JupyterLab to use it.</em> {html.escape(text)}</p>"}
+                output["data"] = {
+                    "text/html": '<p class="tc-widget"><em>An interactive widget: run this notebook '
+                    f"in JupyterLab to use it.</em> {html.escape(text)}</p>"
+                }
     nb.metadata.pop("widgets", None)
     return charts
 
@@ -222,7 +229,9 @@ def page_title(path: Path) -> str:
     return html.unescape(title) or path.stem
 
 
-def build_contents_page(folder: str | Path, out_path: str | Path | None = None, title: str = "Transformer course") -> Path:
+def build_contents_page(
+    folder: str | Path, out_path: str | Path | None = None, title: str = "Transformer course"
+) -> Path:
     """An ``index.html`` linking every other page of ``folder`` in course order (file names 00_… to 11_…)."""
     folder = Path(folder)
     pages = sorted(p for p in folder.glob("*.html") if p.name != "index.html")
@@ -235,7 +244,7 @@ def build_contents_page(folder: str | Path, out_path: str | Path | None = None, 
         for p in pages
     )
     out_path.write_text(
-        "<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8">\n'
         f"<title>{html.escape(title)}</title>\n<style>{PAGE_CSS}</style>\n</head>\n<body>\n"
         f"<h1>{html.escape(title)}</h1>\n<p>The notebooks of the course, executed, in order. Every page works "
         f"offline; charts are interactive.</p>\n<ul>\n{items}\n</ul>\n</body>\n</html>\n",
@@ -249,8 +258,14 @@ def build_contents_page(folder: str | Path, out_path: str | Path | None = None, 
 # ---------------------------------------------------------------------------------------------------------
 
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
     "--host-resolver-rules=MAP * ~NOTFOUND",  # no host name resolves: nothing can come from the network
 ]
 
@@ -323,12 +338,20 @@ def browser_check(page: str | Path, chromium: str | None = None, budget_ms: int 
         raise ValueError(f"{page} has no <head>; is it an HTML page?")
     with tempfile.TemporaryDirectory(prefix="tc-chromium-") as tmp:
         probed = page.parent / f".probe-{page.name}"  # beside the page, so relative links still resolve
-        probed.write_text(text[: head.end()] + PROBE + text[head.end():], encoding="utf-8")
+        probed.write_text(text[: head.end()] + PROBE + text[head.end() :], encoding="utf-8")
         try:
             result = subprocess.run(
-                [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp}", f"--virtual-time-budget={budget_ms}",
-                 "--dump-dom", probed.resolve().as_uri()],
-                capture_output=True, text=True, timeout=timeout,
+                [
+                    chromium,
+                    *CHROMIUM_FLAGS,
+                    f"--user-data-dir={tmp}",
+                    f"--virtual-time-budget={budget_ms}",
+                    "--dump-dom",
+                    probed.resolve().as_uri(),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
             )
         finally:
             probed.unlink(missing_ok=True)

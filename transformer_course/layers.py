@@ -8,7 +8,7 @@ sinusoidal or learned positional encodings.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -100,7 +100,9 @@ def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
     if d_model % 2:
         raise ValueError(f"sinusoidal positions need an even d_model (sin/cos pairs), got d_model={d_model}")
     position = torch.arange(max_len, dtype=torch.float32)[:, None]  # (max_len, 1)
-    div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))  # (d_model/2,)
+    div_term = torch.exp(
+        torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model)
+    )  # (d_model/2,)
     table = torch.zeros(max_len, d_model)
     table[:, 0::2] = torch.sin(position * div_term)  # (max_len, d_model/2)
     table[:, 1::2] = torch.cos(position * div_term)

@@ -13,7 +13,14 @@ from torch import Tensor, nn
 
 from .attention import KVCache, MultiHeadAttention
 from .config import Config
-from .layers import Embeddings, LayerNorm, PositionalEncoding, PositionwiseFeedForward, ResidualConnection, check_positive
+from .layers import (
+    Embeddings,
+    LayerNorm,
+    PositionalEncoding,
+    PositionwiseFeedForward,
+    ResidualConnection,
+    check_positive,
+)
 from .masks import check_mask
 
 
@@ -26,8 +33,14 @@ class EncoderLayer(nn.Module):
     """
 
     def __init__(
-        self, d_model: int, heads: int, d_ff: int, dropout: float, norm_first: bool = False,
-        attention_dropout: float = 0.0, ffn_dropout: float = 0.0,
+        self,
+        d_model: int,
+        heads: int,
+        d_ff: int,
+        dropout: float,
+        norm_first: bool = False,
+        attention_dropout: float = 0.0,
+        ffn_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, heads, attention_dropout)
@@ -84,8 +97,14 @@ class DecoderLayer(nn.Module):
     """
 
     def __init__(
-        self, d_model: int, heads: int, d_ff: int, dropout: float, norm_first: bool = False,
-        attention_dropout: float = 0.0, ffn_dropout: float = 0.0,
+        self,
+        d_model: int,
+        heads: int,
+        d_ff: int,
+        dropout: float,
+        norm_first: bool = False,
+        attention_dropout: float = 0.0,
+        ffn_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, heads, attention_dropout)
@@ -94,12 +113,19 @@ class DecoderLayer(nn.Module):
         self.sublayer = nn.ModuleList([ResidualConnection(d_model, dropout, norm_first) for _ in range(3)])
 
     def forward(
-        self, x: Tensor, memory: Tensor, src_mask: Tensor | None, tgt_mask: Tensor | None, cache: LayerCache | None = None
+        self,
+        x: Tensor,
+        memory: Tensor,
+        src_mask: Tensor | None,
+        tgt_mask: Tensor | None,
+        cache: LayerCache | None = None,
     ) -> Tensor:
         self_cache = cache.self_attn if cache is not None else None
         cross_cache = cache.cross_attn if cache is not None else None
         x = self.sublayer[0](x, lambda x: self.self_attn(x, mask=tgt_mask, cache=self_cache))  # (B, T, d_model)
-        x = self.sublayer[1](x, lambda x: self.cross_attn(x, memory, mask=src_mask, cache=cross_cache))  # (B, T, d_model)
+        x = self.sublayer[1](
+            x, lambda x: self.cross_attn(x, memory, mask=src_mask, cache=cross_cache)
+        )  # (B, T, d_model)
         return self.sublayer[2](x, self.feed_forward)  # (B, T, d_model)
 
 
@@ -110,7 +136,12 @@ class Decoder(nn.Module):
         self.norm = LayerNorm(d_model) if norm_first else nn.Identity()
 
     def forward(
-        self, x: Tensor, memory: Tensor, src_mask: Tensor | None, tgt_mask: Tensor | None, cache: DecoderCache | None = None
+        self,
+        x: Tensor,
+        memory: Tensor,
+        src_mask: Tensor | None,
+        tgt_mask: Tensor | None,
+        cache: DecoderCache | None = None,
     ) -> Tensor:
         for i, layer in enumerate(self.layers):
             x = layer(x, memory, src_mask, tgt_mask, cache.layers[i] if cache is not None else None)
@@ -172,7 +203,11 @@ class Transformer(nn.Module):
         return self.encoder(self.src_pos(self.src_embed(src)), src_mask)
 
     def decode(
-        self, memory: Tensor, src_mask: Tensor | None, tgt: Tensor, tgt_mask: Tensor | None,
+        self,
+        memory: Tensor,
+        src_mask: Tensor | None,
+        tgt: Tensor,
+        tgt_mask: Tensor | None,
         cache: DecoderCache | None = None,
     ) -> Tensor:
         """tgt (batch, tgt_len) token ids → decoder output (batch, tgt_len, d_model).
@@ -201,8 +236,14 @@ def build_model(config: Config, src_vocab: int, tgt_vocab: int) -> Transformer:
 
 
 def make_model(
-    src_vocab: int, tgt_vocab: int, N: int = 6, d_model: int = 512, d_ff: int = 2048, h: int = 8,
-    dropout: float = 0.1, **options,
+    src_vocab: int,
+    tgt_vocab: int,
+    N: int = 6,
+    d_model: int = 512,
+    d_ff: int = 2048,
+    h: int = 8,
+    dropout: float = 0.1,
+    **options,
 ) -> Transformer:
     """The Transformer with the paper's base sizes by default.
 

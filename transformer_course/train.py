@@ -22,9 +22,9 @@ import os
 import pickle
 import random
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 import torch
 from torch import Tensor, nn
@@ -92,7 +92,7 @@ def noam_rate(step: int, d_model: int, warmup: int, factor: float = 1.0) -> floa
         raise ValueError(f"the Noam schedule counts steps from 1, got step={step}")
     if warmup < 1:
         raise ValueError(f"warmup must be at least 1 step, got warmup={warmup}")
-    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+    return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
 def noam_lambda(d_model: int, warmup: int, factor: float = 1.0) -> Callable[[int], float]:
@@ -176,9 +176,18 @@ def atomic_save(obj: dict, path: str | Path) -> Path:
 
 
 def save_checkpoint(
-    path: str | Path, model: nn.Module, config: Config, src_vocab: Vocab, tgt_vocab: Vocab,
-    optimizer: torch.optim.Optimizer | None = None, scheduler=None, step: int = 0, epoch: int = 0,
-    batch_in_epoch: int = 0, rng: bool = True, **extra,
+    path: str | Path,
+    model: nn.Module,
+    config: Config,
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler=None,
+    step: int = 0,
+    epoch: int = 0,
+    batch_in_epoch: int = 0,
+    rng: bool = True,
+    **extra,
 ) -> Path:
     """Write everything needed to translate with the model, and — with optimizer and scheduler — to
     resume training exactly. Only tensors, numbers, strings, lists and dicts are stored, so the file
@@ -207,7 +216,9 @@ def read_checkpoint(path: str | Path, map_location="cpu") -> dict:
     """The raw checkpoint dictionary, read with ``weights_only=True`` (no arbitrary code runs)."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}; train one with: python -m transformer_course train --preset NAME --out DIR")
+        raise FileNotFoundError(
+            f"no checkpoint at {path}; train one with: python -m transformer_course train --preset NAME --out DIR"
+        )
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as err:
@@ -221,7 +232,9 @@ def read_checkpoint(path: str | Path, map_location="cpu") -> dict:
     except (RuntimeError, EOFError) as err:
         raise CheckpointError(f"{path} is not a readable checkpoint ({str(err).splitlines()[0]})") from None
     if not isinstance(state, dict) or state.get("format") != "transformer_course/checkpoint-v1":
-        raise CheckpointError(f"{path} is not a transformer_course checkpoint (no 'format' entry); write it with save_checkpoint")
+        raise CheckpointError(
+            f"{path} is not a transformer_course checkpoint (no 'format' entry); write it with save_checkpoint"
+        )
     return state
 
 
@@ -245,7 +258,9 @@ def average_checkpoints(paths: list[str | Path], out: str | Path | None = None) 
     first = states[0]
     for p, s in zip(paths[1:], states[1:]):
         if s["config"] != first["config"] or s["model"].keys() != first["model"].keys():
-            raise CheckpointError(f"{p} comes from a different model than {paths[0]}; average checkpoints of one run only")
+            raise CheckpointError(
+                f"{p} comes from a different model than {paths[0]}; average checkpoints of one run only"
+            )
     averaged = {}
     for key, value in first["model"].items():
         if value.is_floating_point():
@@ -261,8 +276,16 @@ def average_checkpoints(paths: list[str | Path], out: str | Path | None = None) 
     src_vocab, tgt_vocab = Vocab.from_dict(state["src_vocab"]), Vocab.from_dict(state["tgt_vocab"])
     model = build_model(config, len(src_vocab), len(tgt_vocab))
     model.load_state_dict(averaged)
-    return Checkpoint(model.eval(), config, src_vocab, tgt_vocab, state["step"], state["epoch"],
-                      Path(out) if out else Path(paths[-1]), state)
+    return Checkpoint(
+        model.eval(),
+        config,
+        src_vocab,
+        tgt_vocab,
+        state["step"],
+        state["epoch"],
+        Path(out) if out else Path(paths[-1]),
+        state,
+    )
 
 
 def epoch_checkpoints(out_dir: str | Path) -> list[Path]:
@@ -279,8 +302,14 @@ class TrainingData:
     batch number ``start`` on (resume mid-epoch), the same batches for the same epoch every time;
     ``val_batches()`` yields the validation batches."""
 
-    def __init__(self, src_vocab: Vocab, tgt_vocab: Vocab, train_batches: Callable[[int, int], Iterator[Batch]],
-                 val_batches: Callable[[], Iterable[Batch]], batches_per_epoch: Callable[[int], int] | None = None):
+    def __init__(
+        self,
+        src_vocab: Vocab,
+        tgt_vocab: Vocab,
+        train_batches: Callable[[int, int], Iterator[Batch]],
+        val_batches: Callable[[], Iterable[Batch]],
+        batches_per_epoch: Callable[[int], int] | None = None,
+    ):
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.train_batches, self.val_batches = train_batches, val_batches
         self.batches_per_epoch = batches_per_epoch or (lambda epoch: None)
@@ -291,9 +320,18 @@ def toy_vocab(vocab_size: int) -> Vocab:
     return Vocab.from_dict({"itos": list(SPECIALS) + [str(i) for i in range(len(SPECIALS), vocab_size)]})
 
 
-def toy_data(task: str = "copy", n_train: int = 2000, n_val: int = 200, vocab_size: int = 14,
-             min_len: int = 4, max_len: int = 10, batch_size: int = 64, seed: int = 0,
-             rank: int = 0, world_size: int = 1) -> TrainingData:
+def toy_data(
+    task: str = "copy",
+    n_train: int = 2000,
+    n_val: int = 200,
+    vocab_size: int = 14,
+    min_len: int = 4,
+    max_len: int = 10,
+    batch_size: int = 64,
+    seed: int = 0,
+    rank: int = 0,
+    world_size: int = 1,
+) -> TrainingData:
     """A toy copy/reverse task as :class:`TrainingData`. Each epoch shuffles the training pairs with a
     generator seeded by (seed, epoch); with ``world_size`` > 1 each rank takes every world_size-th batch."""
     from .data import toy_pairs
@@ -307,18 +345,24 @@ def toy_data(task: str = "copy", n_train: int = 2000, n_val: int = 200, vocab_si
         order = torch.randperm(len(train), generator=g).tolist()
         for b in range(start, n_batches):
             first = (b * world_size + rank) * batch_size
-            yield collate([train[i] for i in order[first: first + batch_size]])
+            yield collate([train[i] for i in order[first : first + batch_size]])
 
     def val_batches() -> Iterator[Batch]:
         for first in range(rank * batch_size, len(val), batch_size * world_size):
-            yield collate(val[first: first + batch_size])
+            yield collate(val[first : first + batch_size])
 
     vocab = toy_vocab(vocab_size)
     return TrainingData(vocab, vocab, train_batches, val_batches, lambda epoch: n_batches)
 
 
-def multi30k_data(config: Config, root: str | Path = "data", rank: int = 0, world_size: int = 1,
-                  limit: int | None = None, progress: bool = True) -> TrainingData:
+def multi30k_data(
+    config: Config,
+    root: str | Path = "data",
+    rank: int = 0,
+    world_size: int = 1,
+    limit: int | None = None,
+    progress: bool = True,
+) -> TrainingData:
     """Multi30k de→en as :class:`TrainingData`: the data module's ``prepare_multi30k`` (download, verify,
     tokenize, vocabularies from train only) and its length-bucketed ``TokenBatchSampler`` with
     ``config.tokens_per_batch``, shuffled per (seed, epoch) and shared between DDP ranks."""
@@ -327,12 +371,16 @@ def multi30k_data(config: Config, root: str | Path = "data", rank: int = 0, worl
     if progress:
         print(f"preparing Multi30k in {root}/ (download, verify, tokenize, vocabularies) …", flush=True)
     m = prepare_multi30k(root, min_freq=config.min_freq, shared_vocab=config.shared_vocab, limit=limit)
-    train_sampler = TokenBatchSampler(m.train, config.tokens_per_batch, shuffle=True, seed=config.seed,
-                                      num_replicas=world_size, rank=rank)
+    train_sampler = TokenBatchSampler(
+        m.train, config.tokens_per_batch, shuffle=True, seed=config.seed, num_replicas=world_size, rank=rank
+    )
     val_sampler = TokenBatchSampler(m.val, config.tokens_per_batch, shuffle=False, num_replicas=world_size, rank=rank)
     if progress:
-        print(f"Multi30k: {len(m.train):,} training pairs, vocabularies de {len(m.src_vocab):,} / "
-              f"en {len(m.tgt_vocab):,}, {len(train_sampler)} batches per epoch per process", flush=True)
+        print(
+            f"Multi30k: {len(m.train):,} training pairs, vocabularies de {len(m.src_vocab):,} / "
+            f"en {len(m.tgt_vocab):,}, {len(train_sampler)} batches per epoch per process",
+            flush=True,
+        )
 
     def train_batches(epoch: int, start: int = 0) -> Iterator[Batch]:
         train_sampler.set_epoch(epoch)
@@ -420,8 +468,9 @@ def loss_on_batch(model: nn.Module, batch: Batch, loss_fn: LabelSmoothingLoss, a
 
 
 @torch.no_grad()
-def validation_loss(model: nn.Module, batches: Iterable[Batch], loss_fn: LabelSmoothingLoss, device,
-                    dist: Distributed = Distributed()) -> float:
+def validation_loss(
+    model: nn.Module, batches: Iterable[Batch], loss_fn: LabelSmoothingLoss, device, dist: Distributed = Distributed()
+) -> float:
     """Label-smoothed loss per target token over the validation batches (summed over all ranks)."""
     was_training = model.training
     model.eval()
@@ -473,10 +522,21 @@ def plot_history(history: list[dict], path: str | Path, title: str = "") -> Path
 
 
 def fit(
-    config: Config, data: TrainingData, out_dir: str | Path | None = None, *, epochs: int | None = None,
-    max_minutes: float | None = None, max_steps: int | None = None, resume: bool = False,
-    device: str | torch.device | None = None, compile: bool = False, save_every: int | None = None,
-    log_every: int = 10, keep_epochs: bool = True, progress: bool = True, dist: Distributed | None = None,
+    config: Config,
+    data: TrainingData,
+    out_dir: str | Path | None = None,
+    *,
+    epochs: int | None = None,
+    max_minutes: float | None = None,
+    max_steps: int | None = None,
+    resume: bool = False,
+    device: str | torch.device | None = None,
+    compile: bool = False,
+    save_every: int | None = None,
+    log_every: int = 10,
+    keep_epochs: bool = True,
+    progress: bool = True,
+    dist: Distributed | None = None,
 ) -> FitResult:
     """Train a model of ``config`` on ``data``.
 
@@ -509,7 +569,9 @@ def fit(
         last = out / "last.pt"
         state = read_checkpoint(last, map_location=device)
         if Config.from_dict(state["config"]) != config:
-            raise CheckpointError(f"{last} was trained with a different config; resume with the same preset and options")
+            raise CheckpointError(
+                f"{last} was trained with a different config; resume with the same preset and options"
+            )
         if state["src_vocab"] != data.src_vocab.to_dict() or state["tgt_vocab"] != data.tgt_vocab.to_dict():
             raise CheckpointError(f"the vocabularies in {last} do not match the data; resume on the same data")
         model.load_state_dict(state["model"])
@@ -530,8 +592,21 @@ def fit(
 
     def save_last(batch_index: int) -> None:
         if writer:
-            save_checkpoint(out / "last.pt", model, config, data.src_vocab, data.tgt_vocab, optimizer, scheduler,
-                            step, epoch, batch_index, train_seconds=train_seconds, history=history, best_val=best_val)
+            save_checkpoint(
+                out / "last.pt",
+                model,
+                config,
+                data.src_vocab,
+                data.tgt_vocab,
+                optimizer,
+                scheduler,
+                step,
+                epoch,
+                batch_index,
+                train_seconds=train_seconds,
+                history=history,
+                best_val=best_val,
+            )
 
     def time_over() -> bool:
         over = max_minutes is not None and train_seconds >= 60 * max_minutes
@@ -582,13 +657,20 @@ def fit(
             tick = now
             if step % log_every == 0:
                 seconds = max(now - window_start, 1e-9)
-                entry = {"step": step, "epoch": epoch + 1, "loss": window_loss / max(window_tokens, 1),
-                         "lr": scheduler.get_last_lr()[0], "tokens_per_s": window_all_tokens / seconds,
-                         "val_loss": None, "elapsed_s": round(train_seconds, 2)}
+                entry = {
+                    "step": step,
+                    "epoch": epoch + 1,
+                    "loss": window_loss / max(window_tokens, 1),
+                    "lr": scheduler.get_last_lr()[0],
+                    "tokens_per_s": window_all_tokens / seconds,
+                    "val_loss": None,
+                    "elapsed_s": round(train_seconds, 2),
+                }
                 history.append(entry)
                 if progress and dist.is_main:
-                    bar.set_postfix(loss=f"{entry['loss']:.3f}", lr=f"{entry['lr']:.2e}",
-                                    tok_s=f"{entry['tokens_per_s']:.0f}")
+                    bar.set_postfix(
+                        loss=f"{entry['loss']:.3f}", lr=f"{entry['lr']:.2e}", tok_s=f"{entry['tokens_per_s']:.0f}"
+                    )
                 window_loss, window_tokens, window_all_tokens, window_start = 0.0, 0, 0, now
             if save_every and step % save_every == 0:
                 save_last(batch_in_epoch)
@@ -605,24 +687,55 @@ def fit(
         if not stop:  # the epoch ended
             epoch, batch_in_epoch = epoch + 1, 0
         val = validation_loss(model, data.val_batches(), loss_fn, device, dist)
-        history.append({"step": step, "epoch": epoch if not stop else epoch + 1, "loss": None,
-                        "lr": scheduler.get_last_lr()[0], "tokens_per_s": None, "val_loss": val,
-                        "elapsed_s": round(train_seconds, 2)})
+        history.append(
+            {
+                "step": step,
+                "epoch": epoch if not stop else epoch + 1,
+                "loss": None,
+                "lr": scheduler.get_last_lr()[0],
+                "tokens_per_s": None,
+                "val_loss": val,
+                "elapsed_s": round(train_seconds, 2),
+            }
+        )
         if progress and dist.is_main:
-            print(f"epoch {epoch if not stop else epoch + 1}: step {step}, validation loss {val:.4f}, "
-                  f"{train_seconds / 60:.1f} min", flush=True)
+            print(
+                f"epoch {epoch if not stop else epoch + 1}: step {step}, validation loss {val:.4f}, "
+                f"{train_seconds / 60:.1f} min",
+                flush=True,
+            )
         if writer:
             if val < best_val:
                 best_val = val
-                save_checkpoint(out / "best.pt", model, config, data.src_vocab, data.tgt_vocab, step=step,
-                                epoch=epoch, rng=False, val_loss=val)
+                save_checkpoint(
+                    out / "best.pt",
+                    model,
+                    config,
+                    data.src_vocab,
+                    data.tgt_vocab,
+                    step=step,
+                    epoch=epoch,
+                    rng=False,
+                    val_loss=val,
+                )
             if keep_epochs and not stop:
-                save_checkpoint(out / f"epoch-{epoch:03d}.pt", model, config, data.src_vocab, data.tgt_vocab,
-                                step=step, epoch=epoch, rng=False, val_loss=val)
+                save_checkpoint(
+                    out / f"epoch-{epoch:03d}.pt",
+                    model,
+                    config,
+                    data.src_vocab,
+                    data.tgt_vocab,
+                    step=step,
+                    epoch=epoch,
+                    rng=False,
+                    val_loss=val,
+                )
             save_last(batch_in_epoch)
             write_history(history, out)
             try:
-                plot_history(history, out / "loss.png", f"{config.name}: {count_parameters(unwrap(model)):,} parameters")
+                plot_history(
+                    history, out / "loss.png", f"{config.name}: {count_parameters(unwrap(model)):,} parameters"
+                )
             except ImportError:  # matplotlib comes with the [notebooks] extra; the history files are enough
                 pass
         if dist.enabled:
@@ -651,21 +764,38 @@ class _nullcontext:
 def _progress(batches, total, initial, desc, enabled):
     if not enabled:
         return batches
-    from tqdm.auto import tqdm
     import sys
 
+    from tqdm.auto import tqdm
+
     # In a log file (not a terminal) redraw rarely, so that the log stays readable.
-    return tqdm(batches, total=total, initial=initial, desc=desc, unit="batch", dynamic_ncols=True,
-                mininterval=0.1 if sys.stderr.isatty() else 30.0)
+    return tqdm(
+        batches,
+        total=total,
+        initial=initial,
+        desc=desc,
+        unit="batch",
+        dynamic_ncols=True,
+        mininterval=0.1 if sys.stderr.isatty() else 30.0,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
 # A toy model for notebooks 08–10
 
 
-def train_toy_model(task: str = "copy", steps: int = 400, *, config: Config | None = None, vocab_size: int = 14,
-                    min_len: int = 4, max_len: int = 10, batch_size: int = 64, seed: int = 0,
-                    progress: bool = False) -> Transformer:
+def train_toy_model(
+    task: str = "copy",
+    steps: int = 400,
+    *,
+    config: Config | None = None,
+    vocab_size: int = 14,
+    min_len: int = 4,
+    max_len: int = 10,
+    batch_size: int = 64,
+    seed: int = 0,
+    progress: bool = False,
+) -> Transformer:
     """A small model that learns to copy (or reverse) sequences of symbols on a CPU in seconds.
 
     ``config`` defaults to the ``toy-copy`` / ``toy-reverse`` preset. Returns the model in eval mode;
@@ -675,13 +805,20 @@ def train_toy_model(task: str = "copy", steps: int = 400, *, config: Config | No
         raise ValueError(f"task must be 'copy' or 'reverse', got {task!r}")
     config = config or get_preset(f"toy-{task}")
     config = config.replace(seed=seed)
-    data = toy_data(task, n_train=steps * batch_size, n_val=batch_size, vocab_size=vocab_size,
-                    min_len=min_len, max_len=max_len, batch_size=batch_size, seed=seed)
+    data = toy_data(
+        task,
+        n_train=steps * batch_size,
+        n_val=batch_size,
+        vocab_size=vocab_size,
+        min_len=min_len,
+        max_len=max_len,
+        batch_size=batch_size,
+        seed=seed,
+    )
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # matrices this small: syncing several threads costs more than the arithmetic
     try:
-        result = fit(config, data, None, epochs=1, max_steps=steps, progress=progress, device="cpu",
-                     dist=Distributed())
+        result = fit(config, data, None, epochs=1, max_steps=steps, progress=progress, device="cpu", dist=Distributed())
     finally:
         torch.set_num_threads(threads)
     return result.model

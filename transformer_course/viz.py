@@ -28,9 +28,10 @@ from __future__ import annotations
 import json
 import math
 import numbers
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -50,6 +51,7 @@ BACKENDS = ("altair", "matplotlib")
 # Set-up
 # ---------------------------------------------------------------------------------------------------------
 
+
 def setup(max_rows: int = 100_000, dpi: int = 110) -> None:
     """Switch chart rendering on for a notebook (call once, at the top).
 
@@ -64,14 +66,16 @@ def setup(max_rows: int = 100_000, dpi: int = 110) -> None:
 
     alt.renderers.enable("mimetype")
     alt.data_transformers.enable("default", max_rows=max_rows)
-    matplotlib.rcParams.update({
-        "figure.dpi": dpi,
-        "figure.figsize": (6.0, 4.0),
-        "savefig.bbox": "tight",
-        "image.cmap": "viridis",
-        "axes.grid": False,
-        "font.size": 10,
-    })
+    matplotlib.rcParams.update(
+        {
+            "figure.dpi": dpi,
+            "figure.figsize": (6.0, 4.0),
+            "savefig.bbox": "tight",
+            "image.cmap": "viridis",
+            "axes.grid": False,
+            "font.size": 10,
+        }
+    )
 
 
 def check_backend(backend: str) -> None:
@@ -82,6 +86,7 @@ def check_backend(backend: str) -> None:
 # ---------------------------------------------------------------------------------------------------------
 # Capture
 # ---------------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class AttentionCapture:
@@ -125,7 +130,9 @@ class AttentionCapture:
 
     def check_layer_head(self, layer: int | None, head: int | None = None) -> None:
         if layer is not None and not 0 <= layer < self.layers:
-            raise IndexError(f"layer={layer} is out of range: this model has {self.layers} layers, 0 … {self.layers - 1}")
+            raise IndexError(
+                f"layer={layer} is out of range: this model has {self.layers} layers, 0 … {self.layers - 1}"
+            )
         if head is not None and not 0 <= head < self.heads:
             raise IndexError(f"head={head} is out of range: this model has {self.heads} heads, 0 … {self.heads - 1}")
 
@@ -150,13 +157,17 @@ def to_ids(tokens: Any, vocab: Any, lang: str, name: str) -> tuple[list[int], li
         raise ValueError(f"{name} is empty; give at least one token")
     if all(isinstance(t, str) for t in tokens):
         if vocab is None:
-            raise ValueError(f"{name} holds token strings, so pass its vocabulary too ({name[:3]}_vocab=...) to turn them into ids")
+            raise ValueError(
+                f"{name} holds token strings, so pass its vocabulary too ({name[:3]}_vocab=...) to turn them into ids"
+            )
         return vocab.encode(tokens), tokens
     if all(isinstance(t, numbers.Integral) for t in tokens):
         tokens = [int(t) for t in tokens]  # also numpy integers
         labels = [vocab.itos[i] if vocab is not None and 0 <= i < len(vocab) else str(i) for i in tokens]
         return tokens, labels
-    raise ValueError(f"{name} must be a sentence, a list of token strings or a list of token ids, not a mix: {tokens[:5]}")
+    raise ValueError(
+        f"{name} must be a sentence, a list of token strings or a list of token ids, not a mix: {tokens[:5]}"
+    )
 
 
 def capture_attention(
@@ -216,6 +227,7 @@ def capture_attention(
 # Head statistics
 # ---------------------------------------------------------------------------------------------------------
 
+
 def as_heads(weights: Tensor) -> Tensor:
     """(q, k) or (heads, q, k) → (heads, q, k)."""
     if weights.dim() == 2:
@@ -267,10 +279,16 @@ def head_statistics(capture: AttentionCapture) -> list[dict]:
         for layer, w in enumerate(getattr(capture, kind)):  # (h, q, k)
             entropy, diag, anti = attention_entropy(w), diagonality(w), diagonality(w, anti=True)
             for head in range(w.size(0)):
-                rows.append({
-                    "kind": kind, "layer": layer, "head": head, "entropy": round(float(entropy[head]), 4),
-                    "diagonality": round(float(diag[head]), 4), "anti_diagonality": round(float(anti[head]), 4),
-                })
+                rows.append(
+                    {
+                        "kind": kind,
+                        "layer": layer,
+                        "head": head,
+                        "entropy": round(float(entropy[head]), 4),
+                        "diagonality": round(float(diag[head]), 4),
+                        "anti_diagonality": round(float(anti[head]), 4),
+                    }
+                )
     return rows
 
 
@@ -278,15 +296,20 @@ def head_statistics(capture: AttentionCapture) -> list[dict]:
 # Heatmaps
 # ---------------------------------------------------------------------------------------------------------
 
+
 def to_matrix(matrix: Any, name: str = "matrix") -> Tensor:
     m = matrix if isinstance(matrix, Tensor) else torch.as_tensor(matrix)
     m = m.detach().cpu()
     if m.dim() != 2:
-        raise ValueError(f"{name} must be 2-D (rows, columns), got shape {tuple(m.shape)}; pick one head, e.g. weights[0]")
+        raise ValueError(
+            f"{name} must be 2-D (rows, columns), got shape {tuple(m.shape)}; pick one head, e.g. weights[0]"
+        )
     return m
 
 
-def check_tokens(matrix: Tensor, x_tokens: Sequence[str] | None, y_tokens: Sequence[str] | None) -> tuple[list[str], list[str]]:
+def check_tokens(
+    matrix: Tensor, x_tokens: Sequence[str] | None, y_tokens: Sequence[str] | None
+) -> tuple[list[str], list[str]]:
     """Default labels 0, 1, …; otherwise one token per column (x) and per row (y)."""
     rows, cols = matrix.shape
     x = [str(j) for j in range(cols)] if x_tokens is None else [str(t) for t in x_tokens]
@@ -308,9 +331,15 @@ def matrix_rows(matrix: Tensor, x_tokens: list[str], y_tokens: list[str], value:
     """Long format: one dict per cell, {i (row), j (column), query (row token), key (column token), value}."""
     values = matrix.tolist()
     return [
-        {"i": i, "j": j, "query": y_tokens[i], "key": x_tokens[j],
-         value: v if isinstance(v, bool) else round(float(v), digits)}
-        for i, row in enumerate(values) for j, v in enumerate(row)
+        {
+            "i": i,
+            "j": j,
+            "query": y_tokens[i],
+            "key": x_tokens[j],
+            value: v if isinstance(v, bool) else round(float(v), digits),
+        }
+        for i, row in enumerate(values)
+        for j, v in enumerate(row)
     ]
 
 
@@ -341,16 +370,26 @@ def heatmap(
     import altair as alt
 
     scale = alt.Scale(scheme=scheme) if domain is None else alt.Scale(scheme=scheme, domain=list(domain))
-    return alt.Chart(alt.Data(values=matrix_rows(m, x_tokens, y_tokens, value)), title=title).mark_rect().encode(
-        x=alt.X("j:O", title=x_title, axis=alt.Axis(labelExpr=label_expr(x_tokens), labelAngle=-45)),
-        y=alt.Y("i:O", title=y_title, axis=alt.Axis(labelExpr=label_expr(y_tokens))),
-        color=alt.Color(f"{value}:Q", scale=scale, title=value),
-        tooltip=[alt.Tooltip("query:N", title=y_title), alt.Tooltip("key:N", title=x_title),
-                 alt.Tooltip(f"{value}:Q", format=".3f")],
-    ).properties(width=cell * len(x_tokens), height=cell * len(y_tokens))
+    return (
+        alt.Chart(alt.Data(values=matrix_rows(m, x_tokens, y_tokens, value)), title=title)
+        .mark_rect()
+        .encode(
+            x=alt.X("j:O", title=x_title, axis=alt.Axis(labelExpr=label_expr(x_tokens), labelAngle=-45)),
+            y=alt.Y("i:O", title=y_title, axis=alt.Axis(labelExpr=label_expr(y_tokens))),
+            color=alt.Color(f"{value}:Q", scale=scale, title=value),
+            tooltip=[
+                alt.Tooltip("query:N", title=y_title),
+                alt.Tooltip("key:N", title=x_title),
+                alt.Tooltip(f"{value}:Q", format=".3f"),
+            ],
+        )
+        .properties(width=cell * len(x_tokens), height=cell * len(y_tokens))
+    )
 
 
-def heatmap_mpl(m: Tensor, x_tokens, y_tokens, title="", x_title="key", y_title="query", value="weight", domain=None, ax=None):
+def heatmap_mpl(
+    m: Tensor, x_tokens, y_tokens, title="", x_title="key", y_title="query", value="weight", domain=None, ax=None
+):
     """The matplotlib version of :func:`heatmap`; draws on ``ax`` when given, returns the figure."""
     import matplotlib.pyplot as plt
 
@@ -370,7 +409,9 @@ def heatmap_mpl(m: Tensor, x_tokens, y_tokens, title="", x_title="key", y_title=
     return fig
 
 
-def attention_heatmap(capture: AttentionCapture, kind: str = "cross", layer: int = 0, head: int = 0, backend: str = "altair", **options):
+def attention_heatmap(
+    capture: AttentionCapture, kind: str = "cross", layer: int = 0, head: int = 0, backend: str = "altair", **options
+):
     """One head of one layer as a heatmap, with its tokens on both axes."""
     w = capture.weights(kind, layer, head)  # (q, k)
     queries, keys = capture.axis_tokens(kind)
@@ -398,12 +439,17 @@ def attention_grid(capture: AttentionCapture, kind: str = "cross", cell: int = 1
         return attention_grid_mpl(capture, kind)
     import altair as alt
 
-    base = alt.Chart(alt.Data(values=attention_rows(capture, kind))).mark_rect().encode(
-        x=alt.X("j:O", title="key", axis=alt.Axis(labelExpr=label_expr(keys), labelAngle=-45)),
-        y=alt.Y("i:O", title="query", axis=alt.Axis(labelExpr=label_expr(queries))),
-        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="weight"),
-        tooltip=["layer:O", "head:O", "query:N", "key:N", alt.Tooltip("weight:Q", format=".3f")],
-    ).properties(width=cell * len(keys), height=cell * len(queries))
+    base = (
+        alt.Chart(alt.Data(values=attention_rows(capture, kind)))
+        .mark_rect()
+        .encode(
+            x=alt.X("j:O", title="key", axis=alt.Axis(labelExpr=label_expr(keys), labelAngle=-45)),
+            y=alt.Y("i:O", title="query", axis=alt.Axis(labelExpr=label_expr(queries))),
+            color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="weight"),
+            tooltip=["layer:O", "head:O", "query:N", "key:N", alt.Tooltip("weight:Q", format=".3f")],
+        )
+        .properties(width=cell * len(keys), height=cell * len(queries))
+    )
     return base.facet(
         row=alt.Row("layer:O", header=alt.Header(labelExpr="'layer ' + datum.value", title=None)),
         column=alt.Column("head:O", header=alt.Header(labelExpr="'head ' + datum.value", title=None)),
@@ -440,8 +486,16 @@ def explorer_rows(capture: AttentionCapture, digits: int = 3) -> list[dict]:
             mean = w.mean(0, keepdim=True)  # (1, q, k)
             for head, matrix in zip([-1, *range(w.size(0))], torch.cat([mean, w])):  # (q, k) each
                 for i, row in enumerate(matrix.tolist()):
-                    rows.append({"kind": kind, "layer": layer, "head": head, "i": i,
-                                 "j": list(range(len(row))), "weight": [round(v, digits) for v in row]})
+                    rows.append(
+                        {
+                            "kind": kind,
+                            "layer": layer,
+                            "head": head,
+                            "i": i,
+                            "j": list(range(len(row))),
+                            "weight": [round(v, digits) for v in row],
+                        }
+                    )
     return rows
 
 
@@ -458,31 +512,46 @@ def attention_explorer(capture: AttentionCapture, cell: int = 24, kind: str = "c
     check_kind(kind)
     capture.check_layer_head(layer, None if head == -1 else head)  # head=-1: the mean of the heads
     src, tgt = json.dumps(capture.src_tokens, ensure_ascii=False), json.dumps(capture.tgt_tokens, ensure_ascii=False)
-    kind_param = alt.param(name="kind", value=kind, bind=alt.binding_select(
-        options=list(KINDS), labels=[KIND_TITLES[k] for k in KINDS], name="attention "))
-    layer_param = alt.param(name="layer", value=layer, bind=alt.binding_select(
-        options=list(range(capture.layers)), name="layer "))
-    head_param = alt.param(name="head", value=head, bind=alt.binding_select(
-        options=[-1, *range(capture.heads)], labels=["mean", *map(str, range(capture.heads))], name="head "))
+    kind_param = alt.param(
+        name="kind",
+        value=kind,
+        bind=alt.binding_select(options=list(KINDS), labels=[KIND_TITLES[k] for k in KINDS], name="attention "),
+    )
+    layer_param = alt.param(
+        name="layer", value=layer, bind=alt.binding_select(options=list(range(capture.layers)), name="layer ")
+    )
+    head_param = alt.param(
+        name="head",
+        value=head,
+        bind=alt.binding_select(
+            options=[-1, *range(capture.heads)], labels=["mean", *map(str, range(capture.heads))], name="head "
+        ),
+    )
     # Rows are queries (source tokens for the encoder, target tokens otherwise); columns are keys
     # (target tokens for the decoder, source tokens otherwise).
     query_tokens = f"(kind == 'encoder' ? {src} : {tgt})"
     key_tokens = f"(kind == 'decoder' ? {tgt} : {src})"
     n_queries, n_keys = max(len(capture.src_tokens), len(capture.tgt_tokens)), len(capture.src_tokens)
-    return alt.Chart(alt.Data(values=explorer_rows(capture)), title="attention explorer").mark_rect().encode(
-        x=alt.X("j:O", title="key", axis=alt.Axis(labelExpr=f"{key_tokens}[datum.value]", labelAngle=-45)),
-        y=alt.Y("i:O", title="query", axis=alt.Axis(labelExpr=f"{query_tokens}[datum.value]")),
-        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="weight"),
-        tooltip=[alt.Tooltip("query:N"), alt.Tooltip("key:N"), alt.Tooltip("weight:Q", format=".3f")],
-    ).transform_filter(
-        "datum.kind == kind && datum.layer == layer && datum.head == head"
-    ).transform_flatten(
-        ["j", "weight"]
-    ).transform_calculate(
-        query=f"(datum.kind == 'encoder' ? {src} : {tgt})[datum.i]",
-        key=f"(datum.kind == 'decoder' ? {tgt} : {src})[datum.j]",
-    ).add_params(kind_param, layer_param, head_param).properties(
-        width=cell * max(n_keys, len(capture.tgt_tokens)), height=cell * n_queries,
+    return (
+        alt.Chart(alt.Data(values=explorer_rows(capture)), title="attention explorer")
+        .mark_rect()
+        .encode(
+            x=alt.X("j:O", title="key", axis=alt.Axis(labelExpr=f"{key_tokens}[datum.value]", labelAngle=-45)),
+            y=alt.Y("i:O", title="query", axis=alt.Axis(labelExpr=f"{query_tokens}[datum.value]")),
+            color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="weight"),
+            tooltip=[alt.Tooltip("query:N"), alt.Tooltip("key:N"), alt.Tooltip("weight:Q", format=".3f")],
+        )
+        .transform_filter("datum.kind == kind && datum.layer == layer && datum.head == head")
+        .transform_flatten(["j", "weight"])
+        .transform_calculate(
+            query=f"(datum.kind == 'encoder' ? {src} : {tgt})[datum.i]",
+            key=f"(datum.kind == 'decoder' ? {tgt} : {src})[datum.j]",
+        )
+        .add_params(kind_param, layer_param, head_param)
+        .properties(
+            width=cell * max(n_keys, len(capture.tgt_tokens)),
+            height=cell * n_queries,
+        )
     )
 
 
@@ -502,17 +571,33 @@ def plot_head_statistics(stats: list[dict] | AttentionCapture, stat: str = "entr
             for r in rows:
                 if r["kind"] == kind:
                     grid[r["layer"], r["head"]] = r[stat]
-            heatmap_mpl(grid, [str(h) for h in range(heads)], [str(l) for l in range(layers)],
-                        KIND_TITLES[kind], "head", "layer", stat, ax=ax)
+            heatmap_mpl(
+                grid,
+                [str(h) for h in range(heads)],
+                [str(l) for l in range(layers)],
+                KIND_TITLES[kind],
+                "head",
+                "layer",
+                stat,
+                ax=ax,
+            )
         return fig
     import altair as alt
 
-    return alt.Chart(alt.Data(values=rows)).mark_rect().encode(
-        x=alt.X("head:O"), y=alt.Y("layer:O"),
-        color=alt.Color(f"{stat}:Q", scale=alt.Scale(scheme="viridis")),
-        tooltip=["kind:N", "layer:O", "head:O", alt.Tooltip(f"{stat}:Q", format=".3f")],
-    ).properties(width=22 * (1 + max(r["head"] for r in rows)), height=22 * (1 + max(r["layer"] for r in rows))).facet(
-        column=alt.Column("kind:N", sort=list(KINDS), title=None), title=f"head statistics: {stat}",
+    return (
+        alt.Chart(alt.Data(values=rows))
+        .mark_rect()
+        .encode(
+            x=alt.X("head:O"),
+            y=alt.Y("layer:O"),
+            color=alt.Color(f"{stat}:Q", scale=alt.Scale(scheme="viridis")),
+            tooltip=["kind:N", "layer:O", "head:O", alt.Tooltip(f"{stat}:Q", format=".3f")],
+        )
+        .properties(width=22 * (1 + max(r["head"] for r in rows)), height=22 * (1 + max(r["layer"] for r in rows)))
+        .facet(
+            column=alt.Column("kind:N", sort=list(KINDS), title=None),
+            title=f"head statistics: {stat}",
+        )
     )
 
 
@@ -520,9 +605,14 @@ def plot_head_statistics(stats: list[dict] | AttentionCapture, stat: str = "entr
 # "Type a German sentence" (notebook 10)
 # ---------------------------------------------------------------------------------------------------------
 
+
 def translate_and_capture(
-    model_or_checkpoint: Any, sentence: str, src_vocab: Any = None, tgt_vocab: Any = None,
-    beam_size: int = 1, max_len: int | None = None,
+    model_or_checkpoint: Any,
+    sentence: str,
+    src_vocab: Any = None,
+    tgt_vocab: Any = None,
+    beam_size: int = 1,
+    max_len: int | None = None,
 ) -> tuple[str, AttentionCapture]:
     """Translate ``sentence`` with the model, then capture its attention on (sentence, its translation).
 
@@ -564,16 +654,20 @@ def translate_and_capture(
 
 
 def sentence_explorer(
-    model_or_checkpoint: Any, src_vocab: Any = None, tgt_vocab: Any = None,
-    sentence: str = "Ein Mann fährt mit dem Fahrrad die Straße entlang.", beam_size: int = 1,
+    model_or_checkpoint: Any,
+    src_vocab: Any = None,
+    tgt_vocab: Any = None,
+    sentence: str = "Ein Mann fährt mit dem Fahrrad die Straße entlang.",
+    beam_size: int = 1,
 ):
     """A text box for a German sentence; on Enter (or the button) it shows the translation and the
     attention explorer of the model on it (notebook 10). Needs a running kernel (ipywidgets)."""
     import ipywidgets as widgets
     from IPython.display import display
 
-    text = widgets.Text(value=sentence, description="Deutsch:", continuous_update=False,
-                        layout=widgets.Layout(width="60%"))
+    text = widgets.Text(
+        value=sentence, description="Deutsch:", continuous_update=False, layout=widgets.Layout(width="60%")
+    )
     button = widgets.Button(description="translate")
     out = widgets.Output()
 
@@ -581,7 +675,9 @@ def sentence_explorer(
         with out:
             out.clear_output()
             try:
-                translation, capture = translate_and_capture(model_or_checkpoint, text.value, src_vocab, tgt_vocab, beam_size)
+                translation, capture = translate_and_capture(
+                    model_or_checkpoint, text.value, src_vocab, tgt_vocab, beam_size
+                )
             except ValueError as error:
                 print(error)
                 return
@@ -598,9 +694,14 @@ def sentence_explorer(
 # Course plots: masks (01), positional encodings (05), learning-rate schedules (08)
 # ---------------------------------------------------------------------------------------------------------
 
+
 def plot_mask(
-    mask: Tensor, x_tokens: Sequence[str] | None = None, y_tokens: Sequence[str] | None = None,
-    title: str = "mask (True = may attend)", cell: int = 22, backend: str = "altair",
+    mask: Tensor,
+    x_tokens: Sequence[str] | None = None,
+    y_tokens: Sequence[str] | None = None,
+    title: str = "mask (True = may attend)",
+    cell: int = 22,
+    backend: str = "altair",
 ):
     """A boolean mask as a grid: dark = may attend (True), light = masked (notebook 01).
 
@@ -610,7 +711,9 @@ def plot_mask(
     check_backend(backend)
     m = torch.as_tensor(mask).detach().cpu()
     if m.dtype != torch.bool:
-        raise ValueError(f"mask must be boolean (True = may attend), got dtype {m.dtype}; build it with a comparison or .bool()")
+        raise ValueError(
+            f"mask must be boolean (True = may attend), got dtype {m.dtype}; build it with a comparison or .bool()"
+        )
     if m.dim() == 1:
         m = m[None]  # (1, k)
     lead = m.shape[:-2]
@@ -633,18 +736,26 @@ def plot_mask(
         return fig
     import altair as alt
 
-    return alt.Chart(alt.Data(values=matrix_rows(m, x_tokens, y_tokens, "may_attend")), title=title).mark_rect(
-        stroke="white", strokeWidth=1).encode(
-        x=alt.X("j:O", title="key", axis=alt.Axis(labelExpr=label_expr(x_tokens), labelAngle=-45)),
-        y=alt.Y("i:O", title="query", axis=alt.Axis(labelExpr=label_expr(y_tokens))),
-        color=alt.Color("may_attend:N", scale=alt.Scale(domain=[True, False], range=["#2b6cb0", "#e2e8f0"]),
-                        title="may attend"),
-        tooltip=["query:N", "key:N", "may_attend:N"],
-    ).properties(width=cell * len(x_tokens), height=cell * len(y_tokens))
+    return (
+        alt.Chart(alt.Data(values=matrix_rows(m, x_tokens, y_tokens, "may_attend")), title=title)
+        .mark_rect(stroke="white", strokeWidth=1)
+        .encode(
+            x=alt.X("j:O", title="key", axis=alt.Axis(labelExpr=label_expr(x_tokens), labelAngle=-45)),
+            y=alt.Y("i:O", title="query", axis=alt.Axis(labelExpr=label_expr(y_tokens))),
+            color=alt.Color(
+                "may_attend:N", scale=alt.Scale(domain=[True, False], range=["#2b6cb0", "#e2e8f0"]), title="may attend"
+            ),
+            tooltip=["query:N", "key:N", "may_attend:N"],
+        )
+        .properties(width=cell * len(x_tokens), height=cell * len(y_tokens))
+    )
 
 
 def plot_positional_encoding(
-    max_len: int = 100, d_model: int = 64, dims: Sequence[int] | None = None, table: Tensor | None = None,
+    max_len: int = 100,
+    d_model: int = 64,
+    dims: Sequence[int] | None = None,
+    table: Tensor | None = None,
     backend: str = "altair",
 ):
     """The sinusoidal table PE (max_len, d_model) of §3.5 (notebook 05).
@@ -682,23 +793,46 @@ def plot_positional_encoding(
 
     title = f"sinusoidal positional encoding (d_model={d})"
     if dims is None:
-        rows = [{"position": p, "dimension": k, "value": round(v, 3)} for p, row in enumerate(pe.tolist()) for k, v in enumerate(row)]
-        return alt.Chart(alt.Data(values=rows), title=title).mark_rect().encode(
-            x=alt.X("position:O", axis=alt.Axis(labelExpr="datum.value % 10 == 0 ? datum.value : ''")),
-            y=alt.Y("dimension:O", axis=alt.Axis(labelExpr="datum.value % 8 == 0 ? datum.value : ''")),
-            color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domain=[-1, 1], reverse=True), title="PE"),
-            tooltip=["position:O", "dimension:O", alt.Tooltip("value:Q", format=".3f")],
-        ).properties(width=min(700, 6 * positions), height=min(400, 5 * d))
-    rows = [{"position": p, "dimension": f"dim {k}", "value": round(float(pe[p, k]), 4)} for k in dims for p in range(positions)]
-    return alt.Chart(alt.Data(values=rows), title=title).mark_line().encode(
-        x="position:Q", y=alt.Y("value:Q", title="PE"), color=alt.Color("dimension:N", sort=[f"dim {k}" for k in dims]),
-        tooltip=["dimension:N", "position:Q", alt.Tooltip("value:Q", format=".3f")],
-    ).properties(width=560, height=240)
+        rows = [
+            {"position": p, "dimension": k, "value": round(v, 3)}
+            for p, row in enumerate(pe.tolist())
+            for k, v in enumerate(row)
+        ]
+        return (
+            alt.Chart(alt.Data(values=rows), title=title)
+            .mark_rect()
+            .encode(
+                x=alt.X("position:O", axis=alt.Axis(labelExpr="datum.value % 10 == 0 ? datum.value : ''")),
+                y=alt.Y("dimension:O", axis=alt.Axis(labelExpr="datum.value % 8 == 0 ? datum.value : ''")),
+                color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domain=[-1, 1], reverse=True), title="PE"),
+                tooltip=["position:O", "dimension:O", alt.Tooltip("value:Q", format=".3f")],
+            )
+            .properties(width=min(700, 6 * positions), height=min(400, 5 * d))
+        )
+    rows = [
+        {"position": p, "dimension": f"dim {k}", "value": round(float(pe[p, k]), 4)}
+        for k in dims
+        for p in range(positions)
+    ]
+    return (
+        alt.Chart(alt.Data(values=rows), title=title)
+        .mark_line()
+        .encode(
+            x="position:Q",
+            y=alt.Y("value:Q", title="PE"),
+            color=alt.Color("dimension:N", sort=[f"dim {k}" for k in dims]),
+            tooltip=["dimension:N", "position:Q", alt.Tooltip("value:Q", format=".3f")],
+        )
+        .properties(width=560, height=240)
+    )
 
 
 def plot_lr_schedule(
     schedules: Mapping[str, Sequence[float] | Callable[[int], float]] | Sequence[float] | Callable[[int], float],
-    steps: Sequence[int] | None = None, title: str = "learning rate", max_points: int = 400, backend: str = "altair",
+    steps: Sequence[int] | None = None,
+    title: str = "learning rate",
+    max_points: int = 400,
+    backend: str = "altair",
 ):
     """Learning rate against training step, one line per schedule (notebook 08; the Noam schedule of §5.3).
 
@@ -721,9 +855,13 @@ def plot_lr_schedule(
             ys = [float(v) for v in values]
             xs = list(steps) if steps is not None else list(range(1, len(ys) + 1))
             if len(xs) != len(ys):
-                raise ValueError(f"schedule {label!r} has {len(ys)} values but steps has {len(xs)}; give one value per step")
+                raise ValueError(
+                    f"schedule {label!r} has {len(ys)} values but steps has {len(xs)}; give one value per step"
+                )
         stride = max(1, math.ceil(len(xs) / max_points))
-        keep = sorted(set(range(0, len(xs), stride)) | {max(range(len(ys)), key=ys.__getitem__), len(xs) - 1})  # keep the peak
+        keep = sorted(
+            set(range(0, len(xs), stride)) | {max(range(len(ys)), key=ys.__getitem__), len(xs) - 1}
+        )  # keep the peak
         lines[str(label)] = ([xs[i] for i in keep], [ys[i] for i in keep])
     if backend == "matplotlib":
         import matplotlib.pyplot as plt
@@ -739,16 +877,23 @@ def plot_lr_schedule(
     import altair as alt
 
     rows = [{"schedule": label, "step": x, "lr": y} for label, (xs, ys) in lines.items() for x, y in zip(xs, ys)]
-    return alt.Chart(alt.Data(values=rows), title=title).mark_line().encode(
-        x=alt.X("step:Q"), y=alt.Y("lr:Q", title="learning rate", axis=alt.Axis(format=".1e")),
-        color=alt.Color("schedule:N", sort=list(lines)),
-        tooltip=["schedule:N", "step:Q", alt.Tooltip("lr:Q", format=".2e")],
-    ).properties(width=560, height=260)
+    return (
+        alt.Chart(alt.Data(values=rows), title=title)
+        .mark_line()
+        .encode(
+            x=alt.X("step:Q"),
+            y=alt.Y("lr:Q", title="learning rate", axis=alt.Axis(format=".1e")),
+            color=alt.Color("schedule:N", sort=list(lines)),
+            tooltip=["schedule:N", "step:Q", alt.Tooltip("lr:Q", format=".2e")],
+        )
+        .properties(width=560, height=260)
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Saving charts (teachers' slides) and bertviz
 # ---------------------------------------------------------------------------------------------------------
+
 
 def vegalite_version() -> str:
     """The Vega-Lite version Altair writes, as vl-convert names it ("5.20")."""
@@ -786,8 +931,10 @@ def save_chart(chart: Any, path: str | Path, scale: float = 2.0) -> Path:
     elif suffix == ".html":
         from .export import charts_to_html
 
-        path.write_text(charts_to_html([spec], title=spec.get("title", "") if isinstance(spec.get("title"), str) else ""),
-                        encoding="utf-8")
+        path.write_text(
+            charts_to_html([spec], title=spec.get("title", "") if isinstance(spec.get("title"), str) else ""),
+            encoding="utf-8",
+        )
     elif suffix == ".json":
         path.write_text(json.dumps(spec, indent=1, ensure_ascii=False), encoding="utf-8")
     else:
@@ -820,6 +967,8 @@ def bertviz_view(capture: AttentionCapture, view: str = "head"):
     try:
         import bertviz
     except ImportError as error:
-        raise ImportError("bertviz is not installed; run `pip install --no-deps bertviz` (it needs internet to draw)") from error
+        raise ImportError(
+            "bertviz is not installed; run `pip install --no-deps bertviz` (it needs internet to draw)"
+        ) from error
     show = bertviz.head_view if view == "head" else bertviz.model_view
     return show(**to_bertviz(capture), html_action="return")

@@ -14,8 +14,8 @@ It never shows a bare traceback.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
@@ -67,15 +67,19 @@ def expect_tensor(got, expected: torch.Tensor, what: str, atol: float = 1e-5, rt
             raise Hint(f"{what} is inverted: True should mean 'may attend'")
         if not torch.equal(got, expected):
             wrong = (got != expected).nonzero()[0].tolist()
-            raise Hint(f"{what} differs at index {wrong}: got {got[tuple(wrong)].item()}, "
-                       f"expected {expected[tuple(wrong)].item()}")
+            raise Hint(
+                f"{what} differs at index {wrong}: got {got[tuple(wrong)].item()}, "
+                f"expected {expected[tuple(wrong)].item()}"
+            )
         return
     got = got.to(expected.dtype)
     if not torch.allclose(got, expected, atol=atol, rtol=rtol):
         diff = (got - expected).abs()
         index = tuple(divmod_index(int(diff.argmax()), expected.shape))
-        raise Hint(f"{what} has the right shape but wrong values: at index {list(index)} got "
-                   f"{got[index].item():.4f}, expected {expected[index].item():.4f}")
+        raise Hint(
+            f"{what} has the right shape but wrong values: at index {list(index)} got "
+            f"{got[index].item():.4f}, expected {expected[index].item():.4f}"
+        )
 
 
 def divmod_index(flat: int, shape) -> list[int]:
@@ -88,12 +92,16 @@ def divmod_index(flat: int, shape) -> list[int]:
 
 def same(got, expected: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
     """True when ``got`` is a tensor of ``expected``'s shape and values (within float tolerance)."""
-    return isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.allclose(
-        got.to(expected.dtype), expected, atol=atol, rtol=rtol)
+    return (
+        isinstance(got, torch.Tensor)
+        and got.shape == expected.shape
+        and torch.allclose(got.to(expected.dtype), expected, atol=atol, rtol=rtol)
+    )
 
 
-def name_known_mistake(got, expected: torch.Tensor, mistakes: dict[str, torch.Tensor], atol: float = 1e-5,
-                       message: str = "{}") -> None:
+def name_known_mistake(
+    got, expected: torch.Tensor, mistakes: dict[str, torch.Tensor], atol: float = 1e-5, message: str = "{}"
+) -> None:
     """If ``got`` is wrong but equals one of the plausible wrong answers in ``mistakes`` (hint → tensor),
     raise a Hint with that answer's hint (put into ``message``)."""
     if isinstance(got, torch.Tensor) and got.shape == expected.shape and not same(got, expected, atol):

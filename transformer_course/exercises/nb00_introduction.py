@@ -1,7 +1,7 @@
 """Checker for the exercise of notebook 00 (why attention; the paper's Table 1, §4).
 
-    from transformer_course.exercises import nb00_introduction as ex
-    ex.check_cost_per_layer(cost_per_layer)
+from transformer_course.exercises import nb00_introduction as ex
+ex.check_cost_per_layer(cost_per_layer)
 """
 
 from __future__ import annotations
@@ -9,8 +9,14 @@ from __future__ import annotations
 from . import Hint, Result, run_check
 
 # (layer, n, d, k): the cases the checker tries, chosen so that n, d and k are all different
-CASES = [("self-attention", 10, 512, 3), ("recurrent", 10, 512, 3), ("convolutional", 10, 512, 3),
-         ("self-attention", 1000, 64, 5), ("recurrent", 1000, 64, 5), ("convolutional", 1000, 64, 5)]
+CASES = [
+    ("self-attention", 10, 512, 3),
+    ("recurrent", 10, 512, 3),
+    ("convolutional", 10, 512, 3),
+    ("self-attention", 1000, 64, 5),
+    ("recurrent", 1000, 64, 5),
+    ("convolutional", 1000, 64, 5),
+]
 
 WHY = {
     "self-attention": "self-attention compares every pair of positions (n·n pairs), each with a dot product of size d",
@@ -31,10 +37,12 @@ def check_cost_per_layer(cost_per_layer) -> Result:
             got = cost_per_layer(layer, n, d, k)
             want = expected_cost(layer, n, d, k)
             if not isinstance(got, (int, float)) or isinstance(got, bool):
-                raise Hint(f"cost_per_layer({layer!r}, n={n}, d={d}, k={k}) should return a number, "
-                           f"got {type(got).__name__}")
+                raise Hint(
+                    f"cost_per_layer({layer!r}, n={n}, d={d}, k={k}) should return a number, got {type(got).__name__}"
+                )
             if got != want:
-                raise Hint(f"cost_per_layer({layer!r}, n={n}, d={d}, k={k}) returned {got}, expected {want}: "
-                           f"{WHY[layer]}")
+                raise Hint(
+                    f"cost_per_layer({layer!r}, n={n}, d={d}, k={k}) returned {got}, expected {want}: {WHY[layer]}"
+                )
 
     return run_check("cost per layer", check, "passed: self-attention is cheaper than a recurrent layer while n < d")

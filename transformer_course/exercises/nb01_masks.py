@@ -1,10 +1,10 @@
 """Checkers for the exercises of notebook 01 (masks; paper §3.2.3).
 
-    from transformer_course.exercises import nb01_masks as ex
-    ex.check_padding_mask(padding_mask)
-    ex.check_subsequent_mask(subsequent_mask)
-    ex.check_target_mask(target_mask)
-    ex.check_local_mask(local_mask)
+from transformer_course.exercises import nb01_masks as ex
+ex.check_padding_mask(padding_mask)
+ex.check_subsequent_mask(subsequent_mask)
+ex.check_target_mask(target_mask)
+ex.check_local_mask(local_mask)
 """
 
 from __future__ import annotations
@@ -36,8 +36,10 @@ def _expected_subsequent(size: int) -> torch.Tensor:
 
 def _shape_hint(got, expected: torch.Tensor, what: str, layout: str) -> None:
     if isinstance(got, torch.Tensor) and got.shape != expected.shape:
-        raise Hint(f"{what} has shape {tuple(got.shape)}, expected {tuple(expected.shape)} = {layout}; "
-                   "add the missing size-1 dimensions with mask[:, None, None, :] or .unsqueeze")
+        raise Hint(
+            f"{what} has shape {tuple(got.shape)}, expected {tuple(expected.shape)} = {layout}; "
+            "add the missing size-1 dimensions with mask[:, None, None, :] or .unsqueeze"
+        )
 
 
 def check_padding_mask(padding_mask) -> Result:
@@ -66,11 +68,15 @@ def check_subsequent_mask(subsequent_mask) -> Result:
             if isinstance(got, torch.Tensor) and got.shape == expected.shape and got.dtype == torch.bool:
                 square = got[0, 0]
                 if size > 1 and torch.equal(square, expected[0, 0].T):
-                    raise Hint(f"subsequent_mask({size}) lets each position see the future and not the past: "
-                               "use the lower triangle (torch.tril), row = query, column = key")
+                    raise Hint(
+                        f"subsequent_mask({size}) lets each position see the future and not the past: "
+                        "use the lower triangle (torch.tril), row = query, column = key"
+                    )
                 if size > 1 and torch.equal(square, expected[0, 0].tril(-1)):
-                    raise Hint(f"subsequent_mask({size}) hides the diagonal: position i may attend to itself "
-                               "(torch.tril with diagonal=0)")
+                    raise Hint(
+                        f"subsequent_mask({size}) hides the diagonal: position i may attend to itself "
+                        "(torch.tril with diagonal=0)"
+                    )
             expect_tensor(got, expected, f"subsequent_mask({size})")
 
     return run_check("subsequent mask", check, "passed: position i sees positions 0..i")
@@ -87,8 +93,9 @@ def check_target_mask(target_mask) -> Result:
             if torch.equal(got, _expected_subsequent(TOKENS.size(1)).expand_as(expected)):
                 raise Hint("target_mask ignores padding: combine the causal mask with the padding mask (&)")
             if torch.equal(got, _expected_padding(TOKENS, PAD) | _expected_subsequent(TOKENS.size(1))):
-                raise Hint("target_mask lets a query see keys allowed by either mask: a key must pass "
-                           "both (use &, not |)")
+                raise Hint(
+                    "target_mask lets a query see keys allowed by either mask: a key must pass both (use &, not |)"
+                )
         expect_tensor(got, expected, "target_mask(tgt, pad_idx)")
 
     return run_check("target mask", check, "passed: no padding keys and no future keys")
@@ -111,14 +118,22 @@ def check_local_mask(local_mask) -> Result:
             got = local_mask(size, window)
             what = f"local_mask({size}, window={window})"
             _shape_hint(got, expected, what, "(1, 1, size, size)")
-            if isinstance(got, torch.Tensor) and got.shape == expected.shape and got.dtype == torch.bool \
-                    and not torch.equal(got, expected):
+            if (
+                isinstance(got, torch.Tensor)
+                and got.shape == expected.shape
+                and got.dtype == torch.bool
+                and not torch.equal(got, expected)
+            ):
                 if torch.equal(got, _expected_local(size, window + 1)):
-                    raise Hint(f"{what} lets each query see {window + 1} keys: with window={window} a query sees "
-                               f"itself and the {window - 1} keys before it")
+                    raise Hint(
+                        f"{what} lets each query see {window + 1} keys: with window={window} a query sees "
+                        f"itself and the {window - 1} keys before it"
+                    )
                 if torch.equal(got, _expected_local(size, window) | _expected_local(size, window).transpose(-2, -1)):
-                    raise Hint(f"{what} lets a query see keys after it: keep it causal (combine with the "
-                               "lower triangle, torch.tril)")
+                    raise Hint(
+                        f"{what} lets a query see keys after it: keep it causal (combine with the "
+                        "lower triangle, torch.tril)"
+                    )
             expect_tensor(got, expected, what)
 
     return run_check("local mask", check, "passed: each position sees itself and the window − 1 positions before it")

@@ -1,9 +1,9 @@
 """Checkers for the exercises of notebook 03 (multi-head attention; paper §3.2.2).
 
-    from transformer_course.exercises import nb03_multi_head_attention as ex
-    ex.check_split_heads(split_heads)
-    ex.check_merge_heads(merge_heads)
-    ex.check_parameter_count(mha_parameter_count)
+from transformer_course.exercises import nb03_multi_head_attention as ex
+ex.check_split_heads(split_heads)
+ex.check_merge_heads(merge_heads)
+ex.check_parameter_count(mha_parameter_count)
 """
 
 from __future__ import annotations
@@ -31,13 +31,17 @@ def check_split_heads(split_heads) -> Result:
         expected = _expected_split(x, HEADS)
         got = split_heads(x, HEADS)
         if isinstance(got, torch.Tensor) and got.shape == (BATCH, LENGTH, HEADS, D_K):
-            raise Hint(f"split_heads returned shape {tuple(got.shape)} = (batch, len, heads, d_k): "
-                       "swap the len and heads dimensions with .transpose(1, 2)")
+            raise Hint(
+                f"split_heads returned shape {tuple(got.shape)} = (batch, len, heads, d_k): "
+                "swap the len and heads dimensions with .transpose(1, 2)"
+            )
         if isinstance(got, torch.Tensor) and got.shape == expected.shape and not torch.equal(got, expected):
             if torch.equal(got, x.view(BATCH, HEADS, LENGTH, D_K)):
-                raise Hint("split_heads has the right shape but mixes positions: x.view(batch, heads, len, d_k) "
-                           "cuts the whole sequence into pieces. View as (batch, len, heads, d_k) first, then "
-                           ".transpose(1, 2)")
+                raise Hint(
+                    "split_heads has the right shape but mixes positions: x.view(batch, heads, len, d_k) "
+                    "cuts the whole sequence into pieces. View as (batch, len, heads, d_k) first, then "
+                    ".transpose(1, 2)"
+                )
         expect_tensor(got, expected, f"split_heads(x, heads={HEADS}) for d_model={D_MODEL}")
 
     return run_check("split heads", check, "passed: head h of each position holds features h·d_k to (h+1)·d_k")
@@ -52,8 +56,10 @@ def check_merge_heads(merge_heads) -> Result:
         got = merge_heads(heads)
         if isinstance(got, torch.Tensor) and got.shape == x.shape and not torch.equal(got, x):
             if torch.equal(got, heads.reshape(BATCH, LENGTH, D_MODEL)):
-                raise Hint("merge_heads has the right shape but merges the heads in the wrong order: "
-                           "move the heads next to d_k first, x.transpose(1, 2), then reshape")
+                raise Hint(
+                    "merge_heads has the right shape but merges the heads in the wrong order: "
+                    "move the heads next to d_k first, x.transpose(1, 2), then reshape"
+                )
         expect_tensor(got, x, "merge_heads(x) — it should undo split_heads")
 
     return run_check("merge heads", check, "passed: Concat(head_1, …, head_h) position by position")
@@ -69,12 +75,18 @@ def check_parameter_count(mha_parameter_count) -> Result:
             if got == want:
                 continue
             if got == 4 * d_model * d_model:
-                raise Hint(f"mha_parameter_count({d_model}, {heads}) = {got} counts the weights only: "
-                           "each of the four projections also has a bias of size d_model")
+                raise Hint(
+                    f"mha_parameter_count({d_model}, {heads}) = {got} counts the weights only: "
+                    "each of the four projections also has a bias of size d_model"
+                )
             if heads > 1 and got == heads * want:
-                raise Hint(f"mha_parameter_count({d_model}, {heads}) = {got} grows with the number of heads: "
-                           "each head projects to d_k = d_model / heads, so all heads together are d_model wide")
-            raise Hint(f"mha_parameter_count({d_model}, {heads}) returned {got}, expected {want}: "
-                       "four d_model × d_model matrices (W^Q, W^K, W^V, W^O) and four biases of size d_model")
+                raise Hint(
+                    f"mha_parameter_count({d_model}, {heads}) = {got} grows with the number of heads: "
+                    "each head projects to d_k = d_model / heads, so all heads together are d_model wide"
+                )
+            raise Hint(
+                f"mha_parameter_count({d_model}, {heads}) returned {got}, expected {want}: "
+                "four d_model × d_model matrices (W^Q, W^K, W^V, W^O) and four biases of size d_model"
+            )
 
     return run_check("parameter count", check, "passed: 4·d_model² + 4·d_model, whatever the number of heads")

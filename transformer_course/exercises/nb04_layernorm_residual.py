@@ -1,19 +1,18 @@
 """Checkers for the exercises of notebook 04 (LayerNorm and residual connections; paper §3.1, §5.4).
 
-    from transformer_course.exercises import nb04_layernorm_residual as ex
-    ex.check_layer_norm(layer_norm)
-    ex.check_residual(residual)
+from transformer_course.exercises import nb04_layernorm_residual as ex
+ex.check_layer_norm(layer_norm)
+ex.check_residual(residual)
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
 
 from . import Result, expect_tensor, name_known_mistake, run_check
-
 
 
 def _layer_norm_variants(x: Tensor, gamma: Tensor, beta: Tensor, eps: float) -> dict[str, Tensor]:
@@ -23,14 +22,16 @@ def _layer_norm_variants(x: Tensor, gamma: Tensor, beta: Tensor, eps: float) -> 
     return {
         "you normalised over the batch (dim 0), which is BatchNorm; LayerNorm normalises each row over "
         "its last dimension (dim=-1)": gamma * (x - b_mean) / torch.sqrt(b_var + eps) + beta,
-        "you used the unbiased variance (divides by n−1); LayerNorm divides by n: "
-        "x.var(dim=-1, unbiased=False)": gamma * (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + eps) + beta,
-        "ε belongs inside the square root: √(var + ε), not √var + ε":
-            gamma * (x - mean) / (torch.sqrt(var) + eps) + beta,
-        "the normalised values are right, but γ (gain) and β (bias) are not applied: γ · x̂ + β":
-            (x - mean) / torch.sqrt(var + eps),
-        "you divided by the variance; divide by the standard deviation √(var + ε)":
-            gamma * (x - mean) / (var + eps) + beta,
+        "you used the unbiased variance (divides by n−1); LayerNorm divides by n: x.var(dim=-1, unbiased=False)": gamma
+        * (x - mean)
+        / torch.sqrt(x.var(-1, keepdim=True) + eps)
+        + beta,
+        "ε belongs inside the square root: √(var + ε), not √var + ε": gamma * (x - mean) / (torch.sqrt(var) + eps)
+        + beta,
+        "the normalised values are right, but γ (gain) and β (bias) are not applied: γ · x̂ + β": (x - mean)
+        / torch.sqrt(var + eps),
+        "you divided by the variance; divide by the standard deviation √(var + ε)": gamma * (x - mean) / (var + eps)
+        + beta,
     }
 
 
@@ -39,8 +40,7 @@ def check_layer_norm(layer_norm: Callable[..., Tensor]) -> Result:
 
     def check() -> None:
         g = torch.Generator().manual_seed(4)
-        for x in (torch.tensor([[1.0, 2, 3], [8, 9, 10], [15, 16, 17]]),
-                  torch.randn(2, 5, 8, generator=g) * 3 + 1):
+        for x in (torch.tensor([[1.0, 2, 3], [8, 9, 10], [15, 16, 17]]), torch.randn(2, 5, 8, generator=g) * 3 + 1):
             features = x.size(-1)
             gamma = torch.rand(features, generator=g) + 0.5
             beta = torch.randn(features, generator=g)
@@ -50,8 +50,12 @@ def check_layer_norm(layer_norm: Callable[..., Tensor]) -> Result:
                 reference.bias.copy_(beta)
                 expected = reference(x)
             got = layer_norm(x.clone(), gamma, beta, 1e-5)
-            name_known_mistake(got, expected, _layer_norm_variants(x, gamma, beta, 1e-5),
-                               message=f"input of shape {tuple(x.shape)}: {{}}")
+            name_known_mistake(
+                got,
+                expected,
+                _layer_norm_variants(x, gamma, beta, 1e-5),
+                message=f"input of shape {tuple(x.shape)}: {{}}",
+            )
             expect_tensor(got, expected, f"layer_norm(x) for x of shape {tuple(x.shape)}")
 
     return run_check("layer_norm", check, "equals nn.LayerNorm on the course matrix and on a (2, 5, 8) batch")
@@ -76,8 +80,10 @@ def check_residual(residual: Callable[..., Tensor]) -> Result:
                 "sublayer(norm(x)) (the residual x is missing)": sublayer(norm(x)),
                 "x + norm(sublayer(x))": x + norm(sublayer(x)),
             }
-            for norm_first, expected, formula in ((False, post, "LayerNorm(x + Sublayer(x))"),
-                                                  (True, pre, "x + Sublayer(LayerNorm(x))")):
+            for norm_first, expected, formula in (
+                (False, post, "LayerNorm(x + Sublayer(x))"),
+                (True, pre, "x + Sublayer(LayerNorm(x))"),
+            ):
                 got = residual(x.clone(), sublayer, norm, norm_first)
                 what = f"residual(..., norm_first={norm_first})"
                 name_known_mistake(got, expected, wrong, message=f"{what} computed {{}}; it should be {formula}")

@@ -1,22 +1,21 @@
 """Checkers for the exercises of notebook 05 (embeddings and positional encoding; paper §3.4, §3.5).
 
-    from transformer_course.exercises import nb05_embeddings_positional_encoding as ex
-    ex.check_positional_encoding(positional_encoding)
-    ex.check_embed(embed)
-    ex.check_shift_matrix(shift_matrix)
+from transformer_course.exercises import nb05_embeddings_positional_encoding as ex
+ex.check_positional_encoding(positional_encoding)
+ex.check_embed(embed)
+ex.check_shift_matrix(shift_matrix)
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
 
 from ..layers import sinusoidal_table
 from . import Hint, Result, expect_tensor, name_known_mistake, run_check
-
 
 
 def _positional_variants(max_len: int, d_model: int) -> dict[str, Tensor]:
@@ -31,12 +30,14 @@ def _positional_variants(max_len: int, d_model: int) -> dict[str, Tensor]:
     return {
         "sin and cos are swapped: even columns (2i) take sin, odd columns (2i+1) take cos": swapped,
         "the sines and cosines are in two halves [sin … | cos …]; the paper interleaves them: "
-        "column 2i is sin, column 2i+1 is cos of the same angle (use pe[:, 0::2] and pe[:, 1::2])":
-            torch.cat([torch.sin(angle), torch.cos(angle)], dim=1),
+        "column 2i is sin, column 2i+1 is cos of the same angle (use pe[:, 0::2] and pe[:, 1::2])": torch.cat(
+            [torch.sin(angle), torch.cos(angle)], dim=1
+        ),
         "the exponent should be 2i/d_model, where 2i is the even column index (0, 2, 4, …); "
         "you used i/d_model": wrong_exponent,
-        "the wavelengths are reversed: pos / 10000^(2i/d_model) divides, it does not multiply":
-            _interleave(torch.sin(pos * 10000 ** (two_i / d_model)), torch.cos(pos * 10000 ** (two_i / d_model))),
+        "the wavelengths are reversed: pos / 10000^(2i/d_model) divides, it does not multiply": _interleave(
+            torch.sin(pos * 10000 ** (two_i / d_model)), torch.cos(pos * 10000 ** (two_i / d_model))
+        ),
     }
 
 
@@ -54,7 +55,9 @@ def check_positional_encoding(positional_encoding: Callable[[int, int], Tensor])
             expected = sinusoidal_table(max_len, d_model)
             got = positional_encoding(max_len, d_model)
             what = f"positional_encoding({max_len}, {d_model})"
-            name_known_mistake(got, expected, _positional_variants(max_len, d_model), atol=1e-4, message=f"{what}: {{}}")
+            name_known_mistake(
+                got, expected, _positional_variants(max_len, d_model), atol=1e-4, message=f"{what}: {{}}"
+            )
             expect_tensor(got, expected, what, atol=1e-4)
 
     return run_check("positional_encoding", check, "equals the paper's table (and the package's sinusoidal_table)")
@@ -74,12 +77,13 @@ def check_embed(embed: Callable[[Tensor, nn.Embedding, Tensor], Tensor]) -> Resu
             expected = vectors * math.sqrt(d_model) + pe[:5]
             wrong = {
                 "the embeddings are not multiplied by √d_model (§3.4)": vectors + pe[:5],
-                "you divided by √d_model; the paper multiplies the embedding weights by √d_model":
-                    vectors / math.sqrt(d_model) + pe[:5],
+                "you divided by √d_model; the paper multiplies the embedding weights by √d_model": vectors
+                / math.sqrt(d_model)
+                + pe[:5],
                 "you multiplied by d_model; the factor is √d_model": vectors * d_model + pe[:5],
                 "the positional encoding is not added": vectors * math.sqrt(d_model),
-                "the positional encoding was scaled by √d_model too; only the embeddings are":
-                    (vectors + pe[:5]) * math.sqrt(d_model),
+                "the positional encoding was scaled by √d_model too; only the embeddings are": (vectors + pe[:5])
+                * math.sqrt(d_model),
             }
             got = embed(tokens.clone(), lut, pe)
         name_known_mistake(got, expected, wrong)
@@ -104,11 +108,15 @@ def check_shift_matrix(shift_matrix: Callable[[int, int], Tensor]) -> Result:
         if torch.allclose(shifted, table[k:], atol=1e-4):
             return
         if torch.allclose(table[k:] @ M.T, table[: 40 - k], atol=1e-4):
-            raise Hint("your matrix moves backwards: M @ PE(pos) = PE(pos − k). It is the transpose (= the "
-                       "inverse) of the right rotation: swap the signs of the two sine entries in each 2×2 block")
+            raise Hint(
+                "your matrix moves backwards: M @ PE(pos) = PE(pos − k). It is the transpose (= the "
+                "inverse) of the right rotation: swap the signs of the two sine entries in each 2×2 block"
+            )
         errors = (shifted - table[k:]).abs().amax(dim=0)  # (d_model,)
         column = int(errors.argmax())
-        raise Hint(f"M @ PE(pos) differs from PE(pos + {k}) most in dimension {column} (pair {column // 2}): "
-                   "each pair (2i, 2i+1) needs its own 2×2 rotation by the angle k / 10000^(2i/d_model)")
+        raise Hint(
+            f"M @ PE(pos) differs from PE(pos + {k}) most in dimension {column} (pair {column // 2}): "
+            "each pair (2i, 2i+1) needs its own 2×2 rotation by the angle k / 10000^(2i/d_model)"
+        )
 
     return run_check("shift_matrix", check, "M @ PE(pos) = PE(pos + k) for every position: a fixed linear map")

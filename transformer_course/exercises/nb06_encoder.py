@@ -1,13 +1,13 @@
 """Checkers for the exercises of notebook 06 (the encoder; paper §3.1, §3.2.3, §3.3).
 
-    from transformer_course.exercises import nb06_encoder as ex
-    ex.check_encoder_layer(encoder_layer)
-    ex.check_encoder_parameter_count(encoder_parameter_count)
+from transformer_course.exercises import nb06_encoder as ex
+ex.check_encoder_layer(encoder_layer)
+ex.check_encoder_parameter_count(encoder_parameter_count)
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -15,7 +15,6 @@ from torch import Tensor
 from ..masks import padding_mask
 from ..model import Encoder, EncoderLayer
 from . import Hint, Result, expect_tensor, name_known_mistake, run_check
-
 
 
 def check_encoder_layer(encoder_layer: Callable[..., Tensor]) -> Result:
@@ -43,8 +42,9 @@ def check_encoder_layer(encoder_layer: Callable[..., Tensor]) -> Result:
                 "LayerNorm(x + Sublayer(x))": _pre_ln(x, src_mask, attn, ffn, n1, n2),
                 "the residual connections are missing: each sub-layer's output is added to its input "
                 "before the LayerNorm": n2(ffn(n1(attn(x, mask=src_mask)))),
-                "the order is wrong: self-attention comes first, then the feed-forward network":
-                    n2(n1(x + ffn(x)) + attn(n1(x + ffn(x)), mask=src_mask)),
+                "the order is wrong: self-attention comes first, then the feed-forward network": n2(
+                    n1(x + ffn(x)) + attn(n1(x + ffn(x)), mask=src_mask)
+                ),
             }
             got = encoder_layer(x.clone(), src_mask, attn, ffn, n1, n2)
         name_known_mistake(got, expected, wrong)
@@ -80,13 +80,22 @@ def check_encoder_parameter_count(encoder_parameter_count: Callable[[int, int, i
                 per_layer: "that is one layer; the encoder has N of them",
                 expected - N * (4 * d + d_ff + d): "the biases are missing (4 in attention, b_1 and b_2 in the FFN)",
                 expected - N * 4 * d: "the two LayerNorms of each layer are missing (γ and β, d_model each)",
-                expected - N * 2 * d: "each layer has two LayerNorms, each with γ and β (2 · d_model); you counted half of that",
+                expected
+                - N * 2 * d: "each layer has two LayerNorms, each with γ and β (2 · d_model); you counted half of that",
                 expected - N * (d * d + d): "multi-head attention has four d_model × d_model projections: "
-                                            "W^Q, W^K, W^V and the output W^O",
+                "W^Q, W^K, W^V and the output W^O",
             }
-            raise Hint(f"{what} returned {got:,}, expected {expected:,}: " + misses.get(
-                got, "count, per layer: attention 4·d_model² + 4·d_model, FFN 2·d_model·d_ff + d_ff + d_model, "
-                     "two LayerNorms 2·2·d_model; then multiply by N"))
+            raise Hint(
+                f"{what} returned {got:,}, expected {expected:,}: "
+                + misses.get(
+                    got,
+                    "count, per layer: attention 4·d_model² + 4·d_model, FFN 2·d_model·d_ff + d_ff + d_model, "
+                    "two LayerNorms 2·2·d_model; then multiply by N",
+                )
+            )
 
-    return run_check("encoder_parameter_count", check,
-                     "matches the package's Encoder for three sizes, the paper's base encoder included")
+    return run_check(
+        "encoder_parameter_count",
+        check,
+        "matches the package's Encoder for three sizes, the paper's base encoder included",
+    )

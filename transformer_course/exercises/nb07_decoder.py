@@ -1,14 +1,14 @@
 """Checkers for the exercises of notebook 07 (the decoder and the whole model; paper §3.1, §3.2.3, §3.4).
 
-    from transformer_course.exercises import nb07_decoder as ex
-    ex.check_decoder_layer(decoder_layer)
-    ex.check_transformer_parameter_count(transformer_parameter_count)
-    ex.check_next_word_log_probs(next_word_log_probs)
+from transformer_course.exercises import nb07_decoder as ex
+ex.check_decoder_layer(decoder_layer)
+ex.check_transformer_parameter_count(transformer_parameter_count)
+ex.check_next_word_log_probs(next_word_log_probs)
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -16,7 +16,6 @@ from torch import Tensor
 from ..masks import padding_mask, subsequent_mask, target_mask
 from ..model import DecoderLayer, count_parameters, make_model
 from . import Hint, Result, expect_tensor, name_known_mistake, run_check
-
 
 
 def check_decoder_layer(decoder_layer: Callable[..., Tensor]) -> Result:
@@ -86,17 +85,25 @@ def check_transformer_parameter_count(transformer_parameter_count: Callable[[int
             d = d_model
             misses = {
                 expected + 2 * vocab * d: "the three embedding matrices are tied (§3.4): source embedding, "
-                                          "target embedding and generator weight are one vocab × d_model matrix",
+                "target embedding and generator weight are one vocab × d_model matrix",
                 expected + vocab * d: "with tie_embeddings='all' the source and target embeddings and the "
-                                      "generator share ONE matrix; you counted two",
-                expected - N * (4 * d * d + 4 * d + 2 * d): "each decoder layer has a second attention (cross-attention "
-                                                          "over the encoder output) with its own LayerNorm",
+                "generator share ONE matrix; you counted two",
+                expected
+                - N * (4 * d * d + 4 * d + 2 * d): "each decoder layer has a second attention (cross-attention "
+                "over the encoder output) with its own LayerNorm",
                 expected - vocab: "the generator has a bias, one per word of the vocabulary",
-                expected - vocab * d - vocab: "the embedding (vocab × d_model, shared) and the generator's bias are missing",
+                expected
+                - vocab * d
+                - vocab: "the embedding (vocab × d_model, shared) and the generator's bias are missing",
             }
-            raise Hint(f"{what} returned {got:,}, expected {expected:,}: " + misses.get(
-                got, "count: encoder layer = attention + FFN + 2 LayerNorms; decoder layer = 2 attentions + FFN "
-                     "+ 3 LayerNorms; times N; plus one shared vocab × d_model matrix and the generator bias"))
+            raise Hint(
+                f"{what} returned {got:,}, expected {expected:,}: "
+                + misses.get(
+                    got,
+                    "count: encoder layer = attention + FFN + 2 LayerNorms; decoder layer = 2 attentions + FFN "
+                    "+ 3 LayerNorms; times N; plus one shared vocab × d_model matrix and the generator bias",
+                )
+            )
 
     return run_check("transformer_parameter_count", check, "matches count_parameters(make_model(...)) for two sizes")
 
@@ -121,14 +128,19 @@ def check_next_word_log_probs(next_word_log_probs: Callable[..., Tensor]) -> Res
                 ".log_softmax(dim=-1)": logits[:, -1],
                 "these are probabilities (softmax); the function should return log-probabilities "
                 "(.log_softmax(dim=-1))": logits[:, -1].softmax(-1),
-                "you took the first target position; the LAST position predicts the next word": logits[:, 0].log_softmax(-1),
-                "the softmax ran over the wrong dimension: it should run over the vocabulary (dim=-1)":
-                    logits.log_softmax(1)[:, -1],
+                "you took the first target position; the LAST position predicts the next word": logits[
+                    :, 0
+                ].log_softmax(-1),
+                "the softmax ran over the wrong dimension: it should run over the vocabulary (dim=-1)": logits.log_softmax(
+                    1
+                )[:, -1],
             }
             got = next_word_log_probs(model, memory, src_mask, tgt, tgt_mask)
         if isinstance(got, Tensor) and got.shape == logits.shape:
-            raise Hint(f"got shape {tuple(got.shape)} = (batch, tgt_len, vocab): that is every position; "
-                       "keep only the last one, hidden[:, -1], to get (batch, vocab)")
+            raise Hint(
+                f"got shape {tuple(got.shape)} = (batch, tgt_len, vocab): that is every position; "
+                "keep only the last one, hidden[:, -1], to get (batch, vocab)"
+            )
         name_known_mistake(got, expected, wrong)
         expect_tensor(got, expected, "next_word_log_probs(...) for a batch of 2 and a vocabulary of 17")
 

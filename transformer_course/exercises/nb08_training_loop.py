@@ -1,9 +1,9 @@
 """Checkers for the exercises of notebook 08 (the training loop; paper §3.1, §5.3, §5.4).
 
-    from transformer_course.exercises import nb08_training_loop as ex
-    ex.check_shift_target(shift_target)
-    ex.check_label_smoothing_loss(label_smoothing_loss)
-    ex.check_noam_rate(noam_rate)
+from transformer_course.exercises import nb08_training_loop as ex
+ex.check_shift_target(shift_target)
+ex.check_label_smoothing_loss(label_smoothing_loss)
+ex.check_noam_rate(noam_rate)
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ from . import Hint, Result, expect_tensor, run_check
 
 PAD, BOS, EOS = 0, 2, 3
 # Three targets wrapped as <s> … </s> and padded: (3, 6)
-TGT = torch.tensor([[BOS, 5, 6, 7, EOS, PAD],
-                    [BOS, 8, 9, 10, 11, EOS],
-                    [BOS, 12, EOS, PAD, PAD, PAD]])
+TGT = torch.tensor([[BOS, 5, 6, 7, EOS, PAD], [BOS, 8, 9, 10, 11, EOS], [BOS, 12, EOS, PAD, PAD, PAD]])
 
 
 def _as_int(value, what: str) -> int:
@@ -48,11 +46,15 @@ def check_shift_target(shift_target) -> Result:
             want_in, want_out = tgt[:, :-1], tgt[:, 1:]  # (3, 5) each
             if isinstance(tgt_in, torch.Tensor) and isinstance(tgt_out, torch.Tensor):
                 if torch.equal(tgt_in, want_out) and torch.equal(tgt_out, want_in):
-                    raise Hint("tgt_in and tgt_out are swapped: the decoder reads <s> y1 … (tgt[:, :-1]) "
-                               "and must predict y1 … </s> (tgt[:, 1:])")
+                    raise Hint(
+                        "tgt_in and tgt_out are swapped: the decoder reads <s> y1 … (tgt[:, :-1]) "
+                        "and must predict y1 … </s> (tgt[:, 1:])"
+                    )
                 if tgt_in.shape == tgt.shape or tgt_out.shape == tgt.shape:
-                    raise Hint(f"tgt_in and tgt_out are one position shorter than tgt {tuple(tgt.shape)}: "
-                               "drop the last position for the input and the first for the output")
+                    raise Hint(
+                        f"tgt_in and tgt_out are one position shorter than tgt {tuple(tgt.shape)}: "
+                        "drop the last position for the input and the first for the output"
+                    )
             expect_tensor(tgt_in, want_in, "tgt_in")
             expect_tensor(tgt_out, want_out, "tgt_out")
             want_n = int((want_out != pad).sum())
@@ -60,8 +62,10 @@ def check_shift_target(shift_target) -> Result:
             if pad != PAD and n == int((want_out != PAD).sum()):
                 raise Hint(f"with pad={pad} your n_tokens={n} counts the ids != 0; compare with the argument pad")
             if n == int((tgt != pad).sum()):
-                raise Hint(f"n_tokens={n} counts the real tokens of the whole tgt; count them in tgt_out "
-                           "(what the loss is computed on), which has no <s>")
+                raise Hint(
+                    f"n_tokens={n} counts the real tokens of the whole tgt; count them in tgt_out "
+                    "(what the loss is computed on), which has no <s>"
+                )
             if n == tgt_out.numel():
                 raise Hint(f"n_tokens={n} counts the padding too; count only tokens != pad")
             if n == int((tgt_in != pad).sum()) and n != want_n:
@@ -105,19 +109,25 @@ def check_label_smoothing_loss(label_smoothing_loss) -> Result:
             if got.dim() != 0:
                 raise Hint(f"return one number (the mean over real tokens), got shape {tuple(got.shape)}")
             if not torch.isfinite(got):
-                raise Hint(f"the loss is {got.item()}: take log_softmax of the logits instead of log(softmax(...)), "
-                           "which gives -inf when a probability rounds to 0")
+                raise Hint(
+                    f"the loss is {got.item()}: take log_softmax of the logits instead of log(softmax(...)), "
+                    "which gives -inf when a probability rounds to 0"
+                )
             real = target != PAD
             vocab = logits.size(-1)
             if eps > 0:
                 wrong_v1 = _smoothed(logits, target, eps, PAD, spread=vocab - 1)
                 if torch.allclose(got.float(), wrong_v1, atol=1e-4) and not torch.allclose(want, wrong_v1, atol=1e-4):
-                    raise Hint("you spread ε over the V − 1 wrong words; the paper's form (and F.cross_entropy) "
-                               "spreads ε over all V words: q = (1 − ε)·one-hot + ε/V")
+                    raise Hint(
+                        "you spread ε over the V − 1 wrong words; the paper's form (and F.cross_entropy) "
+                        "spreads ε over all V words: q = (1 − ε)·one-hot + ε/V"
+                    )
             all_positions = _smoothed(logits, target, eps, PAD, count_pads=True)
             if torch.allclose(got.float(), all_positions, atol=1e-4):
-                raise Hint("pad positions are counted: a target equal to pad must add nothing to the loss "
-                           f"and not to the count (here {int(real.sum())} real tokens of {target.numel()})")
+                raise Hint(
+                    "pad positions are counted: a target equal to pad must add nothing to the loss "
+                    f"and not to the count (here {int(real.sum())} real tokens of {target.numel()})"
+                )
             summed = want * real.sum()
             if torch.allclose(got.float(), summed, atol=1e-3):
                 raise Hint("this is the sum over tokens; divide by the number of real tokens for the mean")
@@ -125,8 +135,11 @@ def check_label_smoothing_loss(label_smoothing_loss) -> Result:
                 raise Hint("the sign is wrong: the loss is −Σ q log p, a positive number")
             expect_tensor(got.float(), want, f"the loss with eps={eps}", atol=1e-4)
 
-    return run_check("label smoothing loss", check,
-                     "passed: equals F.cross_entropy(logits, target, label_smoothing=ε, ignore_index=pad)")
+    return run_check(
+        "label smoothing loss",
+        check,
+        "passed: equals F.cross_entropy(logits, target, label_smoothing=ε, ignore_index=pad)",
+    )
 
 
 def _smoothed(logits, target, eps, pad, spread=None, count_pads=False) -> torch.Tensor:
@@ -152,7 +165,7 @@ def check_noam_rate(noam_rate) -> Result:
     def check():
         cases = [(1, 512, 4000), (100, 512, 4000), (4000, 512, 4000), (10000, 512, 4000), (50, 64, 100), (400, 64, 100)]
         for step, d_model, warmup in cases:
-            want = d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+            want = d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
             got = noam_rate(step, d_model, warmup)
             if isinstance(got, torch.Tensor):
                 got = got.item()
@@ -160,12 +173,12 @@ def check_noam_rate(noam_rate) -> Result:
                 raise Hint(f"return a number, got {type(got).__name__}")
             if math.isclose(got, want, rel_tol=1e-6):
                 continue
-            no_scale = min(step ** -0.5, step * warmup ** -1.5)
+            no_scale = min(step**-0.5, step * warmup**-1.5)
             if math.isclose(got, no_scale, rel_tol=1e-6):
                 raise Hint("the factor d_model^-0.5 is missing: bigger models get a smaller rate")
-            if math.isclose(got, d_model ** -0.5 * max(step ** -0.5, step * warmup ** -1.5), rel_tol=1e-6):
+            if math.isclose(got, d_model**-0.5 * max(step**-0.5, step * warmup**-1.5), rel_tol=1e-6):
                 raise Hint(f"at step {step} you took the larger of the two terms; the schedule uses min(…)")
-            if math.isclose(got, d_model ** -0.5 * min(step ** -0.5, step * warmup ** -0.5), rel_tol=1e-6):
+            if math.isclose(got, d_model**-0.5 * min(step**-0.5, step * warmup**-0.5), rel_tol=1e-6):
                 raise Hint("the warmup term is step · warmup^-1.5 (power −1.5, so the two terms meet at step = warmup)")
             raise Hint(f"noam_rate({step}, {d_model}, {warmup}) = {got:.3e}, expected {want:.3e}")
         peak = max(range(1, 300), key=lambda s: noam_rate(s, 64, 100))

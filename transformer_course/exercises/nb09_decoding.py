@@ -1,9 +1,9 @@
 """Checkers for the exercises of notebook 09 (decoding: greedy, beam search, length penalty; paper §6.1).
 
-    from transformer_course.exercises import nb09_decoding as ex
-    ex.check_greedy(greedy)
-    ex.check_beam_score(beam_score)
-    ex.check_top_k_extensions(top_k_extensions)
+from transformer_course.exercises import nb09_decoding as ex
+ex.check_greedy(greedy)
+ex.check_beam_score(beam_score)
+ex.check_top_k_extensions(top_k_extensions)
 """
 
 from __future__ import annotations
@@ -66,8 +66,14 @@ def _table(rows: dict[int, dict[int, float]], vocab: int) -> Tensor:
 def _checker_model() -> TableModel:
     # ids: 0 <pad>, 1 <unk>, 2 <s>, 3 </s>, 4…7 words. After <s>: 5; then 6; then 4; then </s>.
     # The first position's row (<s>) prefers 5; a decoder that reads the wrong position keeps saying 5.
-    rows = {BOS: {5: 0.6, 4: 0.3}, 5: {6: 0.7, EOS: 0.2}, 6: {4: 0.5, 7: 0.4}, 4: {EOS: 0.8, 5: 0.1},
-            7: {7: 0.9}, EOS: {4: 0.9}}
+    rows = {
+        BOS: {5: 0.6, 4: 0.3},
+        5: {6: 0.7, EOS: 0.2},
+        6: {4: 0.5, 7: 0.4},
+        4: {EOS: 0.8, 5: 0.1},
+        7: {7: 0.9},
+        EOS: {4: 0.9},
+    }
     return TableModel(_table(rows, 8))
 
 
@@ -110,8 +116,10 @@ def check_greedy(greedy) -> Result:
             if got[: len(want)] == want and len(got) > len(want):
                 raise Hint(f"you went on after </s> (id {EOS}): stop as soon as end_symbol is produced")
             if len(got) > 1 and all(g == got[1] for g in got[1:]) and len(set(want[1:])) > 1:
-                raise Hint("you keep producing the same word: predict from the LAST position, "
-                           "model.generator(hidden[:, -1]), not the first")
+                raise Hint(
+                    "you keep producing the same word: predict from the LAST position, "
+                    "model.generator(hidden[:, -1]), not the first"
+                )
             raise Hint(f"for max_len={max_len}, start_symbol={start} expected {want}, got {got}")
 
     return run_check("greedy decoding", check, "passed: the most likely word at each step, stopping at </s>")
@@ -121,7 +129,13 @@ def check_beam_score(beam_score) -> Result:
     """``beam_score(log_prob, length, alpha)`` = log_prob / lp(length), lp = ((5 + length) / 6)^α (GNMT)."""
 
     def check():
-        for log_prob, length, alpha in [(-2.4, 3, 0.6), (-3.0, 8, 0.6), (-3.0, 8, 0.0), (-5.0, 20, 1.0), (-1.0, 1, 0.6)]:
+        for log_prob, length, alpha in [
+            (-2.4, 3, 0.6),
+            (-3.0, 8, 0.6),
+            (-3.0, 8, 0.0),
+            (-5.0, 20, 1.0),
+            (-1.0, 1, 0.6),
+        ]:
             want = log_prob / ((5 + length) / 6) ** alpha
             got = beam_score(log_prob, length, alpha)
             if isinstance(got, Tensor):
@@ -131,9 +145,11 @@ def check_beam_score(beam_score) -> Result:
             if math.isclose(got, want, rel_tol=1e-6):
                 continue
             if alpha > 0 and math.isclose(got, log_prob * ((5 + length) / 6) ** alpha, rel_tol=1e-6):
-                raise Hint("you multiplied by lp(Y); divide: score = log P / lp(Y), so a longer sentence's "
-                           "(more negative) log P is shrunk")
-            if alpha > 0 and math.isclose(got, log_prob / length ** alpha, rel_tol=1e-6):
+                raise Hint(
+                    "you multiplied by lp(Y); divide: score = log P / lp(Y), so a longer sentence's "
+                    "(more negative) log P is shrunk"
+                )
+            if alpha > 0 and math.isclose(got, log_prob / length**alpha, rel_tol=1e-6):
                 raise Hint("lp(Y) is ((5 + |Y|) / 6)^α, not |Y|^α: the 5 and the 6 soften it for short sentences")
             if math.isclose(got, log_prob / ((5 + length) / 6), rel_tol=1e-6):
                 raise Hint("the power α is missing: lp(Y) = ((5 + |Y|) / 6)^α")
@@ -170,8 +186,10 @@ def check_top_k_extensions(top_k_extensions) -> Result:
         if isinstance(scores, Tensor) and scores.shape == (k,):
             plain = next_log_probs.flatten().topk(k).values
             if torch.allclose(scores.float(), plain, atol=1e-5):
-                raise Hint("the scores ignore the beams' own log-probabilities: a candidate's score is "
-                           "beam_log_probs[b] + next_log_probs[b, w]")
+                raise Hint(
+                    "the scores ignore the beams' own log-probabilities: a candidate's score is "
+                    "beam_log_probs[b] + next_log_probs[b, w]"
+                )
         expect_tensor(scores, want_scores, "scores", atol=1e-5)
         if isinstance(beam, Tensor) and isinstance(word, Tensor):
             V = next_log_probs.size(1)

@@ -1,8 +1,8 @@
 """Checkers for the exercises of notebook 10 (attention visualization; paper §3.2, Figures 3–5).
 
-    from transformer_course.exercises import nb10_attention_visualization as ex
-    ex.check_head_entropy(head_entropy)
-    ex.check_alignment(alignment)
+from transformer_course.exercises import nb10_attention_visualization as ex
+ex.check_head_entropy(head_entropy)
+ex.check_alignment(alignment)
 """
 
 from __future__ import annotations
@@ -45,12 +45,24 @@ def check_head_entropy(head_entropy) -> Result:
         simple = torch.stack([torch.eye(k), torch.full((k, k), 1 / k)])  # (2, k, k)
         got = head_entropy(simple)
         if isinstance(got, torch.Tensor) and got.shape == (2,) and torch.isnan(got).any():
-            raise Hint("your entropy is NaN for a head whose weights contain 0: 0 · log 0 must count as 0 "
-                       "(e.g. torch.where(w > 0, w * w.log(), 0) or w * w.clamp_min(1e-30).log())")
+            raise Hint(
+                "your entropy is NaN for a head whose weights contain 0: 0 · log 0 must count as 0 "
+                "(e.g. torch.where(w > 0, w * w.log(), 0) or w * w.clamp_min(1e-30).log())"
+            )
         expected = torch.tensor([0.0, math.log(k)])
-        if isinstance(got, torch.Tensor) and got.shape == (2,) and torch.allclose(got.double(), expected.double() / math.log(2), atol=1e-4):
-            raise Hint("your values are in bits (log2); use the natural log (torch.log), so a uniform row over k keys gives ln k")
-        if isinstance(got, torch.Tensor) and got.shape == (2,) and torch.allclose(got.double(), expected.double() * k, atol=1e-4):
+        if (
+            isinstance(got, torch.Tensor)
+            and got.shape == (2,)
+            and torch.allclose(got.double(), expected.double() / math.log(2), atol=1e-4)
+        ):
+            raise Hint(
+                "your values are in bits (log2); use the natural log (torch.log), so a uniform row over k keys gives ln k"
+            )
+        if (
+            isinstance(got, torch.Tensor)
+            and got.shape == (2,)
+            and torch.allclose(got.double(), expected.double() * k, atol=1e-4)
+        ):
             raise Hint("you summed the entropies of the rows; take their mean over the queries (.mean(-1))")
         expect_tensor(got, expected, "head_entropy(one-hot head, uniform head)")
         for seed, causal in ((0, False), (1, True)):
@@ -61,9 +73,17 @@ def check_head_entropy(head_entropy) -> Result:
                 raise Hint("NaN: masked keys have weight 0, and 0 · log 0 must count as 0")
             if isinstance(got, torch.Tensor) and got.shape == (3,):
                 over_queries = -(w * w.clamp_min(1e-30).log()).sum(-2).mean(-1)  # entropy down the columns
-                if not causal and torch.allclose(got, over_queries, atol=1e-4) and not torch.allclose(got, expected, atol=1e-4):
-                    raise Hint("you summed over the queries (dim -2); each row (one query) is a distribution over keys: sum over dim -1")
-            expect_tensor(got, expected, f"head_entropy(weights {tuple(w.shape)}{', causal' if causal else ''})", atol=1e-4)
+                if (
+                    not causal
+                    and torch.allclose(got, over_queries, atol=1e-4)
+                    and not torch.allclose(got, expected, atol=1e-4)
+                ):
+                    raise Hint(
+                        "you summed over the queries (dim -2); each row (one query) is a distribution over keys: sum over dim -1"
+                    )
+            expect_tensor(
+                got, expected, f"head_entropy(weights {tuple(w.shape)}{', causal' if causal else ''})", atol=1e-4
+            )
 
     return run_check("head entropy", check, "passed: 0 for a one-hot head, ln k for a uniform one, 0 · log 0 = 0")
 
@@ -89,7 +109,9 @@ def check_alignment(alignment) -> Result:
         if not isinstance(got, torch.Tensor):
             raise Hint(f"alignment should return a tensor of source positions, got {type(got).__name__}")
         if got.shape == (5,):
-            raise Hint("you got one entry per source position: take the argmax over the keys (dim -1), one per target query")
+            raise Hint(
+                "you got one entry per source position: take the argmax over the keys (dim -1), one per target query"
+            )
         if got.shape == (3, 4):
             raise Hint("you got one row per head: average the heads first (weights.mean(0)), then take the argmax")
         if got.shape == (4,) and torch.equal(got.long(), torch.arange(4)):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -15,8 +15,9 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, eps: float = 1e-5) -> Ten
     return gamma * (x - mean) / torch.sqrt(var + eps) + beta  # (..., features)
 
 
-def residual(x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: Callable[[Tensor], Tensor],
-             norm_first: bool) -> Tensor:
+def residual(
+    x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: Callable[[Tensor], Tensor], norm_first: bool
+) -> Tensor:
     """post-LN (the paper): LayerNorm(x + Sublayer(x)); pre-LN: x + Sublayer(LayerNorm(x))."""
     if norm_first:
         return x + sublayer(norm(x))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from torch import Tensor
 
 
-def encoder_layer(x: Tensor, src_mask: Tensor, self_attn: Callable, feed_forward: Callable,
-                  norm_1: Callable, norm_2: Callable) -> Tensor:
+def encoder_layer(
+    x: Tensor, src_mask: Tensor, self_attn: Callable, feed_forward: Callable, norm_1: Callable, norm_2: Callable
+) -> Tensor:
     """One post-LN encoder layer: x = LayerNorm(x + SelfAttn(x)); x = LayerNorm(x + FFN(x))."""
     x = norm_1(x + self_attn(x, mask=src_mask))  # (B, S, d_model)
     return norm_2(x + feed_forward(x))  # (B, S, d_model)

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from torch import Tensor
 
 
-def decoder_layer(x: Tensor, memory: Tensor, src_mask: Tensor, tgt_mask: Tensor, self_attn: Callable,
-                  cross_attn: Callable, feed_forward: Callable, norms: Sequence[Callable]) -> Tensor:
+def decoder_layer(
+    x: Tensor,
+    memory: Tensor,
+    src_mask: Tensor,
+    tgt_mask: Tensor,
+    self_attn: Callable,
+    cross_attn: Callable,
+    feed_forward: Callable,
+    norms: Sequence[Callable],
+) -> Tensor:
     """One post-LN decoder layer: masked self-attention, cross-attention over memory, FFN."""
     x = norms[0](x + self_attn(x, mask=tgt_mask))  # (B, T, d_model), each position sees itself and the past
     x = norms[1](x + cross_attn(x, memory, mask=src_mask))  # (B, T, d_model), queries from x, keys/values from memory

@@ -20,4 +20,4 @@ def label_smoothing_loss(logits: torch.Tensor, target: torch.Tensor, eps: float,
 
 
 def noam_rate(step: int, d_model: int, warmup: int) -> float:
-    return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
