@@ -16,7 +16,7 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install course test test-fast benchmarks html clean
+.PHONY: install course test test-fast lint format benchmarks html clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,8 +30,17 @@ install: $(VENV)/.installed
 course: install
 	$(BIN)/jupyter lab notebooks/
 
-test: install
+test: install lint
 	TC_FAST=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# ruff (a [dev] dependency): lint everything, check that the package, tests and benchmarks are formatted.
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 test-fast: install
 	TC_FAST=1 $(BIN)/python -m pytest -m "not slow and not notebooks and not browser" $(PYTEST_ARGS)

@@ -132,7 +132,7 @@ def beam_on_random_model(src_lengths, tgt_lengths, batch_size: int, cap: bool) -
 
 
 def beam_on_checkpoint(path: str, german: list[str], batch_size: int) -> None:
-    from transformer_course.train import load_checkpoint
+    from transformer_course.checkpoint import load_checkpoint
 
     checkpoint = load_checkpoint(path)
     outputs, seconds, cpu = timed(lambda: translate(checkpoint, german, beam_size=4, batch_size=batch_size))

@@ -1,7 +1,7 @@
 """The charts draw in a real browser with no network: exported notebooks and chart pages opened in headless
 Chromium (issue 5, "Offline rendering, proved in a real browser").
 
-``export.browser_check`` opens a copy of the page with a probe script first in its head: it records failed
+``edition.browser_check`` opens a copy of the page with a probe script first in its head: it records failed
 loads and script errors, counts each chart's rectangles once the charts drew, switches the explorer's first
 dropdown ("attention": cross → encoder) and counts again. The expected counts come from the token lengths.
 """
@@ -12,9 +12,9 @@ import subprocess
 import nbformat
 import pytest
 
-from transformer_course import export, make_model, subsequent_mask, viz
+from transformer_course import edition, make_model, subsequent_mask, viz
 
-CHROMIUM = export.find_chromium()
+CHROMIUM = edition.find_chromium()
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)"),
@@ -24,7 +24,7 @@ pytestmark = [
 def chromium(tmp_path, *args):
     profile = tmp_path / "chromium-profile"  # a fresh profile
     return subprocess.run(
-        [CHROMIUM, *export.CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+        [CHROMIUM, *edition.CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -61,9 +61,9 @@ def executed_notebook():
 def test_executed_notebook_exports_to_a_page_whose_charts_draw_offline(executed_notebook, tmp_path):
     outputs = [o for cell in executed_notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     assert sum("application/vnd.vegalite.v5+json" in o.get("data", {}) for o in outputs) == 2  # the mimetype renderer
-    page_path = export.notebook_to_html(executed_notebook, tmp_path / "10_check.html", title="10_check")
+    page_path = edition.notebook_to_html(executed_notebook, tmp_path / "10_check.html", title="10_check")
     assert_offline_page(page_path.read_text(encoding="utf-8"))
-    report = export.browser_check(page_path)
+    report = edition.browser_check(page_path)
     assert report["errors"] == [] and report["vega_errors"] == []
     assert report["charts"] == 2 and report["drawn"] == 2
     assert report["cells"] == [3 * 4, 5 * 5]  # cross-attention: 3 target queries × 4 source keys; the mask
@@ -71,7 +71,7 @@ def test_executed_notebook_exports_to_a_page_whose_charts_draw_offline(executed_
     assert dropdown["selects"] == 3  # kind, layer, head
     assert (dropdown["from"], dropdown["to"]) == ("cross", "encoder")
     assert (dropdown["before"], dropdown["after"]) == (3 * 4, 4 * 4)  # now encoder self-attention: 4 × 4
-    assert export.page_problems(report) == []
+    assert edition.page_problems(report) == []
 
 
 def test_chart_page_from_save_chart_draws_every_chart_offline(tmp_path):
@@ -79,7 +79,7 @@ def test_chart_page_from_save_chart_draws_every_chart_offline(tmp_path):
     capture = viz.capture_attention(model, [4, 5, 6, 7, 8], [9, 10])
     page_path = tmp_path / "charts.html"
     page_path.write_text(
-        export.charts_to_html(
+        viz.charts_to_html(
             [
                 viz.attention_explorer(capture, kind="decoder"),
                 viz.attention_grid(capture, "cross"),
@@ -90,7 +90,7 @@ def test_chart_page_from_save_chart_draws_every_chart_offline(tmp_path):
         encoding="utf-8",
     )
     assert_offline_page(page_path.read_text(encoding="utf-8"))
-    report = export.browser_check(page_path)
+    report = edition.browser_check(page_path)
     assert report["errors"] == [] and report["vega_errors"] == [] and report["drawn"] == 3
     assert report["cells"] == [3 * 3, 2 * 4 * 3 * 5, 4 * 4]  # decoder 3×3; layers × heads × (3×5); mask
     assert (report["dropdown"]["to"], report["dropdown"]["after"]) == ("encoder", 5 * 5)
@@ -99,20 +99,20 @@ def test_chart_page_from_save_chart_draws_every_chart_offline(tmp_path):
 def test_a_page_that_loads_a_script_from_the_web_is_reported(tmp_path):
     page_path = tmp_path / "cdn.html"
     page_path.write_text(
-        export.charts_to_html([viz.plot_mask(subsequent_mask(2))]).replace(
+        viz.charts_to_html([viz.plot_mask(subsequent_mask(2))]).replace(
             "<head>", '<head><script src="https://cdn.example.org/vega.js"></script>', 1
         ),
         encoding="utf-8",
     )
-    report = export.browser_check(page_path)
+    report = edition.browser_check(page_path)
     assert report["drawn"] == 1  # the inline bundle still draws the chart …
-    assert export.page_problems(report) == ["failed to load https://cdn.example.org/vega.js"]  # … but the load failed
+    assert edition.page_problems(report) == ["failed to load https://cdn.example.org/vega.js"]  # … but the load failed
 
 
 def test_screenshot_of_an_exported_page_is_not_blank(executed_notebook, tmp_path):
     from PIL import Image
 
-    page_path = export.notebook_to_html(executed_notebook, tmp_path / "10_check.html")
+    page_path = edition.notebook_to_html(executed_notebook, tmp_path / "10_check.html")
     shot = tmp_path / "page.png"
     chromium(
         tmp_path, "--virtual-time-budget=15000", "--window-size=1000,1300", f"--screenshot={shot}", page_path.as_uri()

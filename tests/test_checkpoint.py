@@ -1,16 +1,20 @@
 """Checkpoints: what they hold, safe loading, atomic writes, exact resume (also after SIGKILL), averaging."""
 
+import ast
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 import torch
 
+import transformer_course
 from transformer_course import train
+from transformer_course.checkpoint import Resolved, resolve_model
 from transformer_course.config import get_preset
 from transformer_course.model import build_model
 from transformer_course.train import (
@@ -106,6 +110,17 @@ def test_resume_across_an_epoch_boundary_with_accumulation_equals_straight(tmp_p
     assert_same_parameters(resumed.model, straight.model)
 
 
+def test_resume_mid_epoch_before_a_short_accumulation_group_equals_straight(tmp_path):
+    config = CONFIG.replace(accumulate=3)
+    small = lambda: toy_data(n_train=224, batch_size=32)  # noqa: E731  7 batches: groups of 3, 3 and 1
+    straight = fit(config, small(), tmp_path / "straight", epochs=2, progress=False)
+    fit(config, small(), tmp_path / "split", epochs=2, max_steps=2, progress=False)
+    assert load_checkpoint(tmp_path / "split" / "last.pt").state["batch_in_epoch"] == 6  # the short group next
+    resumed = fit(config, small(), tmp_path / "split", epochs=2, resume=True, progress=False)
+    assert resumed.step == straight.step == 6
+    assert_same_parameters(resumed.model, straight.model)
+
+
 def test_resume_refuses_a_different_config(tmp_path):
     fit(CONFIG, data(), tmp_path, max_steps=2, progress=False)
     with pytest.raises(CheckpointError, match="different config"):
@@ -164,3 +179,112 @@ def test_averaging_refuses_checkpoints_of_different_models(tmp_path):
         save_checkpoint(tmp_path / name, build_model(config, 14, 14), config, vocab, vocab)
     with pytest.raises(CheckpointError, match="different model"):
         average_checkpoints([tmp_path / "a.pt", tmp_path / "b.pt"])
+
+
+def test_a_checkpoint_stores_its_languages_and_old_files_without_them_load_as_german_to_english(tmp_path):
+    vocab = toy_vocab(14)
+    model = build_model(CONFIG, len(vocab), len(vocab))
+    save_checkpoint(tmp_path / "en-de.pt", model, CONFIG, vocab, vocab, src_lang="en", tgt_lang="de")
+    loaded = load_checkpoint(tmp_path / "en-de.pt")
+    assert (loaded.src_lang, loaded.tgt_lang) == ("en", "de")
+    assert (loaded.state["src_lang"], loaded.state["tgt_lang"]) == ("en", "de")
+
+    old = torch.load(tmp_path / "en-de.pt", weights_only=True)
+    del old["src_lang"], old["tgt_lang"]  # as written before languages were stored
+    torch.save(old, tmp_path / "old.pt")
+    loaded = load_checkpoint(tmp_path / "old.pt")
+    assert (loaded.src_lang, loaded.tgt_lang) == ("de", "en")  # Multi30k's direction
+
+
+def test_resolve_model_takes_a_path_a_checkpoint_or_a_model_with_its_vocabularies(tmp_path):
+    vocab, other = toy_vocab(14), toy_vocab(16)
+    model = build_model(CONFIG, len(vocab), len(vocab))
+    path = save_checkpoint(tmp_path / "c.pt", model, CONFIG, vocab, vocab, src_lang="en", tgt_lang="fr")
+
+    from_path = resolve_model(path)
+    assert isinstance(from_path, Resolved)
+    assert_same_parameters(from_path.model, model)
+    assert (from_path.src_vocab, from_path.tgt_vocab, from_path.src_lang, from_path.tgt_lang) == (
+        vocab,
+        vocab,
+        "en",
+        "fr",
+    )
+    assert resolve_model(str(path)).src_lang == "en"  # a string path too
+
+    checkpoint = load_checkpoint(path)
+    resolved_model, src_vocab, tgt_vocab, src_lang, tgt_lang = resolve_model(checkpoint)  # unpacks like a tuple
+    assert resolved_model is checkpoint.model and (src_vocab, tgt_vocab, src_lang, tgt_lang) == (
+        vocab,
+        vocab,
+        "en",
+        "fr",
+    )
+    assert resolve_model(checkpoint, tgt_vocab=other).tgt_vocab == other  # vocabularies given win
+
+    bare = resolve_model(model, vocab, other)
+    assert bare.model is model and (bare.src_vocab, bare.tgt_vocab) == (vocab, other)
+    assert (bare.src_lang, bare.tgt_lang) == ("de", "en")  # a bare model: Multi30k's languages
+
+
+def test_resolve_model_says_what_to_pass_when_it_cannot_resolve(tmp_path):
+    model = build_model(CONFIG, 14, 14)
+    with pytest.raises(ValueError, match="pass src_vocab= and tgt_vocab="):
+        resolve_model(model, toy_vocab(14))
+    with pytest.raises(TypeError, match="expected a checkpoint path, a Checkpoint or a model, got int"):
+        resolve_model(3)
+    with pytest.raises(FileNotFoundError, match="python -m transformer_course train"):
+        resolve_model(tmp_path / "missing.pt")
+
+
+def module_file(module: str) -> Path | None:
+    """The source file of a package module (``a.b`` → a/b.py or a/b/__init__.py), None if there is none."""
+    path = Path(transformer_course.__file__).parent.parent.joinpath(*module.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def package_imports(module: str) -> set[str]:
+    """The package modules ``module`` imports, at the top or inside functions (read from its source)."""
+    path = module_file(module)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:  # from .x import y, from ..x import y
+                base = package.rsplit(".", node.level - 1)[0]
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            candidates = [target, *(f"{target}.{alias.name}" for alias in node.names)]  # y may be a module
+        elif isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        else:
+            continue
+        found |= {c for c in candidates if c.startswith("transformer_course.") and module_file(c)}
+    return found
+
+
+def everything_imported_by(module: str) -> set[str]:
+    seen, todo = set(), [module]
+    while todo:  # directly or through other package modules
+        current = todo.pop()
+        if current not in seen:
+            seen.add(current)
+            todo += package_imports(current)
+    return seen
+
+
+def test_the_import_reader_sees_training_code_where_it_is_imported():
+    assert "transformer_course.train" in everything_imported_by("transformer_course.cli")  # a function-level import
+
+
+@pytest.mark.parametrize(
+    "module", ["transformer_course.checkpoint", "transformer_course.decode", "transformer_course.evaluate"]
+)
+def test_checkpoints_decoding_and_evaluation_need_no_training_code(module):
+    seen = everything_imported_by(module)
+    assert not [m for m in seen if m == "transformer_course.train" or m.startswith("transformer_course.train.")]
+    assert "transformer_course.checkpoint" in seen

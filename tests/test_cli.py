@@ -22,6 +22,37 @@ def test_every_command_has_help(command, capsys):
     assert "usage: python -m transformer_course " + command in capsys.readouterr().out
 
 
+FLAGS = {
+    "download": ["--root"],
+    "train": [
+        "--preset",
+        "--epochs",
+        "--max-minutes",
+        "--max-steps",
+        "--out",
+        "--resume",
+        "--root",
+        "--device",
+        "--compile",
+        "--save-every",
+        "--limit",
+        "--threads",
+        "--no-progress",
+    ],
+    "evaluate": ["--checkpoint", "--split", "--beam", "--limit", "--root", "--samples", "--json", "--no-progress"],
+    "translate": ["--checkpoint", "--beam"],
+    "average": ["--run", "--last", "--out"],
+}
+
+
+@pytest.mark.parametrize("command", FLAGS)
+def test_every_command_keeps_its_options(command, capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    shown = capsys.readouterr().out
+    assert [flag for flag in FLAGS[command] if flag not in shown] == []
+
+
 def test_help_runs_as_a_module():
     result = run("--help")
     assert result.returncode == 0

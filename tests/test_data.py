@@ -1,7 +1,9 @@
 """Specifications of transformer_course.data: vocabulary, batches, toy tasks, tokenization, batching by
 length and the Multi30k pipeline. The tests on the real corpus skip when its files are absent."""
 
+import ast
 import gzip
+import importlib
 import json
 import os
 from collections import Counter
@@ -42,7 +44,67 @@ from transformer_course.data import (
 )
 from transformer_course.masks import padding_mask, subsequent_mask
 
+# The module that holds tokenize_file and the tokenize_many it calls.
+tokenize_module = importlib.import_module("transformer_course.data.tokenization")
+
 CORPUS = [["a", "dog", "runs", "."], ["a", "cat", "runs", "."], ["the", "dog", "sleeps", "."]]
+
+
+# --- The package: one topic per module, no import cycles -------------------------------------------------------
+
+# Each module of transformer_course/data may import only the modules listed before it, and of the rest of the
+# package only masks, config and files (never train, decode, evaluate or viz: they import data).
+DATA_MODULES = [
+    "vocab",
+    "corpus",
+    "tokenization",
+    "bpe",
+    "subword",
+    "batching",
+    "toy",
+    "multi30k",
+    "loaders",
+    "__init__",
+]
+ALLOWED_OUTSIDE = {"masks", "config", "files"}
+
+
+def _imported_modules(path: Path) -> list[list[str]]:
+    """Every transformer_course name a file imports, at module level or inside a function, as dotted parts:
+    ``from .vocab import PAD`` → ["transformer_course", "data", "vocab", "PAD"]."""
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ["transformer_course", "data"][: 3 - node.level] if node.level else []  # . = data, .. = package
+            module = ".".join(base + ([node.module] if node.module else []))
+            names += [f"{module}.{alias.name}" for alias in node.names]
+    return [name.split(".") for name in names if name.startswith("transformer_course.")]
+
+
+def test_the_data_package_has_one_module_per_topic_each_with_all():
+    folder = Path(data_module.__file__).parent
+    assert sorted(p.stem for p in folder.glob("*.py")) == sorted(DATA_MODULES)
+    for name in DATA_MODULES[:-1]:
+        module = importlib.import_module(f"transformer_course.data.{name}")
+        assert module.__all__ and all(hasattr(module, n) for n in module.__all__), name
+        assert set(module.__all__) <= set(data_module.__all__), f"{name} exports names the package does not"
+
+
+def test_data_modules_import_only_earlier_data_modules_and_masks_config_files():
+    folder = Path(data_module.__file__).parent
+    for i, name in enumerate(DATA_MODULES):
+        for parts in _imported_modules(folder / f"{name}.py"):
+            if parts[1] == "data":
+                imported = parts[2] if len(parts) > 2 else "__init__"
+                assert imported in DATA_MODULES[:i], f"data/{name}.py imports data.{imported}, which is not above it"
+            else:
+                assert parts[1] in ALLOWED_OUTSIDE, f"data/{name}.py imports transformer_course.{parts[1]}"
+
+
+def test_tokenize_in_the_package_is_the_function():
+    assert data_module.tokenize is tokenize_module.tokenize and callable(data_module.tokenize)
 
 
 # --- Vocab --------------------------------------------------------------------------------------------
@@ -309,7 +371,7 @@ def test_tokenize_file_reads_its_cache_instead_of_tokenizing_again(tmp_path, mon
     def no_tokenizing(*args, **kwargs):
         raise AssertionError("tokenized again although a cache exists")
 
-    monkeypatch.setattr(data_module, "tokenize_many", no_tokenizing)
+    monkeypatch.setattr(tokenize_module, "tokenize_many", no_tokenizing)
     assert tokenize_file(tmp_path / "val.en.gz", "en", tmp_path / "cache") == first
 
 
@@ -556,6 +618,6 @@ def test_a_second_prepare_reads_the_token_cache(multi30k, monkeypatch):
     def no_tokenizing(*args, **kwargs):
         raise AssertionError("tokenized again although a cache exists")
 
-    monkeypatch.setattr(data_module, "tokenize_many", no_tokenizing)
+    monkeypatch.setattr(tokenize_module, "tokenize_many", no_tokenizing)
     again = prepare_multi30k(root)
     assert again.src_vocab == m.src_vocab and again.train.tgt_ids == m.train.tgt_ids

@@ -1,12 +1,12 @@
 """DDP: two gloo processes on CPU train like one process that averages the two ranks' gradients."""
 
+import os
 import socket
 
 import pytest
 import torch
 import torch.multiprocessing as mp
 
-from transformer_course import train
 from transformer_course.config import get_preset
 from transformer_course.data import PAD
 from transformer_course.model import build_model
@@ -29,15 +29,25 @@ def shard_data(rank: int, world_size: int):
     return toy_data(n_train=640, batch_size=16, rank=rank, world_size=world_size)
 
 
-def ddp_worker(rank: int, world_size: int, port: int, out_dir: str) -> None:
-    import os
-
+def join_group(rank: int, world_size: int, port: int) -> None:
+    """The environment torchrun gives each process; fit's setup_distributed joins the gloo group from it."""
     os.environ.update(
         MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank)
     )
     torch.set_num_threads(1)
-    train.make_optimizer = sgd  # this process only
-    fit(CONFIG, shard_data(rank, world_size), out_dir, max_steps=STEPS, device="cpu", progress=False)
+
+
+def ddp_worker(rank: int, world_size: int, port: int, out_dir: str) -> None:
+    join_group(rank, world_size, port)
+    fit(
+        CONFIG,
+        shard_data(rank, world_size),
+        out_dir,
+        max_steps=STEPS,
+        device="cpu",
+        progress=False,
+        optimizer_factory=sgd,
+    )
     torch.distributed.destroy_process_group()
 
 
@@ -45,6 +55,25 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def logits_of(model, batch):
+    return model.generator(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask))  # (B, T, V)
+
+
+def average_rank_gradients_and_step(model, optimizer, scheduler, loss_fn, groups) -> None:
+    """One update of the single-process reference: each rank's gradient is the mean over its group of the
+    per-token loss gradients; the update uses the mean of the ranks' gradients (what DDP's all-reduce gives)."""
+    grads = []
+    for group in groups:  # one group of micro-batches per rank
+        model.zero_grad()
+        for batch in group:
+            (loss_fn(logits_of(model, batch), batch.tgt_out) / batch.n_tokens / len(group)).backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+    for p, *rank_grads in zip(model.parameters(), *grads):
+        p.grad = sum(rank_grads) / len(rank_grads)
+    optimizer.step()
+    scheduler.step()
 
 
 def test_two_gloo_processes_equal_one_process_averaging_the_rank_gradients(tmp_path):
@@ -70,19 +99,68 @@ def test_two_gloo_processes_equal_one_process_averaging_the_rank_gradients(tmp_p
     loss_fn = LabelSmoothingLoss(CONFIG.label_smoothing, PAD, reduction="sum")
     streams = [shard.train_batches(0, 0) for shard in shards]
     for _ in range(STEPS):
-        grads = []
-        for stream in streams:
-            batch = next(stream)
-            model.zero_grad()
-            logits = model.generator(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask))
-            (loss_fn(logits, batch.tgt_out) / batch.n_tokens).backward()
-            grads.append([p.grad.clone() for p in model.parameters()])
-        for p, g0, g1 in zip(model.parameters(), *grads):
-            p.grad = (g0 + g1) / 2
-        optimizer.step()
-        scheduler.step()
+        average_rank_gradients_and_step(model, optimizer, scheduler, loss_fn, [[next(s)] for s in streams])
     for name, value in model.state_dict().items():
         torch.testing.assert_close(ddp.model.state_dict()[name], value)
+
+
+# Gradient accumulation under DDP, over an epoch whose last accumulation group is short.
+ACCUMULATE = 3
+BATCHES_PER_RANK = 7  # not a multiple of 3: each epoch's groups hold 3, 3 and 1 micro-batches
+EPOCHS = 2
+ACCUMULATING = CONFIG.replace(accumulate=ACCUMULATE)
+
+
+def accumulation_shard(rank: int, world_size: int):
+    return toy_data(n_train=BATCHES_PER_RANK * 16 * world_size, batch_size=16, rank=rank, world_size=world_size)
+
+
+def ddp_accumulation_worker(rank: int, world_size: int, port: int, out_dir: str) -> None:
+    join_group(rank, world_size, port)
+    after_each_step = []  # this rank's parameters after every optimizer step
+
+    def record(step, model):
+        after_each_step.append({name: value.detach().clone() for name, value in model.state_dict().items()})
+
+    data = accumulation_shard(rank, world_size)
+    fit(ACCUMULATING, data, None, epochs=EPOCHS, device="cpu", progress=False, optimizer_factory=sgd, after_step=record)
+    torch.save(after_each_step, os.path.join(out_dir, f"rank{rank}.pt"))
+    torch.distributed.destroy_process_group()
+
+
+def test_accumulation_with_a_short_last_group_keeps_the_ranks_identical_after_every_step(tmp_path):
+    mp.start_processes(
+        ddp_accumulation_worker, args=(2, free_port(), str(tmp_path)), nprocs=2, join=True, start_method="spawn"
+    )
+    ranks = [torch.load(tmp_path / f"rank{rank}.pt", weights_only=True) for rank in range(2)]
+    steps_per_epoch = -(-BATCHES_PER_RANK // ACCUMULATE)  # 3 updates: groups of 3, 3 and 1 micro-batches
+    assert len(ranks[0]) == len(ranks[1]) == EPOCHS * steps_per_epoch
+
+    # Bit-identical copies after every update, the one after each epoch's short group included.
+    for step, (rank0, rank1) in enumerate(zip(*ranks), start=1):
+        for name in rank0:
+            assert torch.equal(rank0[name], rank1[name]), f"after step {step} the ranks differ in {name}"
+
+    # And equal to one process that averages the two ranks' gradients, group by group.
+    torch.manual_seed(ACCUMULATING.seed)
+    shards = [accumulation_shard(rank, 2) for rank in range(2)]
+    model = build_model(ACCUMULATING, len(shards[0].src_vocab), len(shards[0].tgt_vocab))
+    optimizer = sgd(model)
+    scheduler = make_scheduler(optimizer, ACCUMULATING)
+    loss_fn = LabelSmoothingLoss(ACCUMULATING.label_smoothing, PAD, reduction="sum")
+    step = 0
+    for epoch in range(EPOCHS):
+        batches = [list(shard.train_batches(epoch, 0)) for shard in shards]  # (rank, micro-batch)
+        assert len(batches[0]) == BATCHES_PER_RANK
+        for first in range(0, BATCHES_PER_RANK, ACCUMULATE):
+            groups = [rank_batches[first : first + ACCUMULATE] for rank_batches in batches]
+            average_rank_gradients_and_step(model, optimizer, scheduler, loss_fn, groups)
+            for name, value in model.state_dict().items():
+                torch.testing.assert_close(
+                    ranks[0][step][name], value, msg=lambda m, at=f"step {step + 1}, {name}": f"{at}: {m}"
+                )
+            step += 1
+    assert step == len(ranks[0])
 
 
 def test_each_rank_gets_its_own_shard_of_equal_length():

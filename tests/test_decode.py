@@ -494,7 +494,7 @@ def test_translate_a_model_without_vocabularies_is_a_clear_error(copy_model):
 
 
 def test_translate_from_a_checkpoint_uses_its_vocabularies(copy_model, tmp_path):
-    from transformer_course.train import load_checkpoint, save_checkpoint
+    from transformer_course.checkpoint import load_checkpoint, save_checkpoint
 
     path = save_checkpoint(tmp_path / "copy.pt", copy_model, copy_model.config, WORDS, WORDS)
     texts = ["w4 w5 w6", "w7 w8", "w9 w10 w11 w4"]

@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import threading
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ from transformer_course.data import (
     load_pairs,
     read_lines,
 )
+from transformer_course.files import TEMP_SUFFIX, remove_stale_temp_files
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
@@ -164,6 +166,37 @@ def test_a_dropped_connection_raises_a_checksum_error_and_leaves_nothing(server,
     with pytest.raises(ChecksumError, match="not kept"):
         download_multi30k(root, splits=["val"], langs=["en"], url=url, verbose=False)
     assert leftovers(root) == []
+
+
+def test_a_download_in_progress_is_a_hidden_temporary_file_that_a_stale_sweep_removes(
+    server, originals, tmp_path, monkeypatch
+):
+    url, served, _ = server
+    copy(["val.de.gz"], originals, served)
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
+    root = tmp_path / "data"
+    during: list[list[str]] = []  # the folder's contents each time the download reads a chunk
+    real_urlopen = urllib.request.urlopen
+
+    def watched_urlopen(*args, **kwargs):
+        response = real_urlopen(*args, **kwargs)
+        real_read = response.read
+
+        def read(*size):
+            during.append(leftovers(root))
+            return real_read(*size)
+
+        response.read = read
+        return response
+
+    monkeypatch.setattr(urllib.request, "urlopen", watched_urlopen)
+    download_multi30k(root, splits=["val"], langs=["de"], url=url, verbose=False)
+    [partial] = during[0]  # never the final name before the checksum matched
+    assert partial.startswith(".val.de.gz.") and partial.endswith(TEMP_SUFFIX)
+    assert leftovers(root) == ["val.de.gz"]
+    (root / partial).write_bytes(b"half a file")  # what a SIGKILL in the middle would leave
+    assert remove_stale_temp_files(root) == [root / partial]
+    assert leftovers(root) == ["val.de.gz"]
 
 
 def test_a_missing_file_raises_a_clear_error(server, tmp_path, monkeypatch):

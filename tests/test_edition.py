@@ -2,23 +2,27 @@
 notebook plus a contents page in course order; in headless Chromium, with no network, every page loads
 without a failed script and its charts draw.
 
-The browser tests build a small subset (notebooks 01 and 10, fast mode) and open each page with the
-package's probe, ``export.browser_check``. Run only these with ``pytest tests/test_edition.py``.
+The export of one notebook (Vega-Lite outputs → ``vegaEmbed`` calls, formulas → MathML, images inlined) is
+checked on small hand-made notebooks. The browser tests build a small subset (notebooks 01 and 10, fast mode)
+and open each page with the package's probe, ``edition.browser_check``. Run only these with
+``pytest tests/test_edition.py``.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from transformer_course import edition, export
+from transformer_course import edition, make_model, subsequent_mask, viz
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 SUBSET = ["01", "10"]
-CHROMIUM = export.find_chromium()
+CHROMIUM = edition.find_chromium()
 
 
 def links(index: Path) -> list[str]:
@@ -59,6 +63,86 @@ def test_a_failing_notebook_is_exported_with_its_error_and_reported(tmp_path):
     assert "before" in page and "ZeroDivisionError" in page
 
 
+# ---------------------------------------------------------------------------------------------------------
+# One notebook → one offline page
+# ---------------------------------------------------------------------------------------------------------
+
+
+def vegalite_output(chart):
+    return nbformat.v4.new_output(
+        "display_data", data={"application/vnd.vegalite.v5+json": chart.to_dict(), "text/plain": "<VegaLite 5 object>"}
+    )
+
+
+def test_notebook_export_turns_each_vegalite_output_into_an_embed_with_no_cdn(tmp_path):
+    capture = viz.capture_attention(make_model(12, 12, N=2, d_model=32, d_ff=64, h=4), [4, 5, 6], [7, 8])
+    cell = nbformat.v4.new_code_cell("viz.attention_explorer(capture)")
+    cell.outputs = [
+        vegalite_output(viz.attention_explorer(capture)),
+        vegalite_output(viz.plot_mask(subsequent_mask(3))),
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Heatmaps"), cell])
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    page = edition.notebook_to_html(nb, tmp_path / "10_heatmaps.html").read_text()
+    assert page.count('class="tc-vega"') == 2 and "<VegaLite 5 object>" not in page
+    assert '"may_attend"' in page and '"attention "' in page  # the specs themselves
+    assert not re.search(r"<script[^>]+src=[\"']?(https?:)?//", page)
+    assert "application/vnd.vegalite.v5+json" in nb.cells[1].outputs[0]["data"]  # the notebook is left as it was
+    index = edition.build_contents_page(tmp_path).read_text()
+    assert '<a href="10_heatmaps.html">10_heatmaps</a>: Heatmaps' in index
+
+
+def test_contents_page_lists_pages_in_course_order(tmp_path):
+    for name, title in [("10_viz", "Ten"), ("02_attention", "Two"), ("00_intro", "Zero")]:
+        (tmp_path / f"{name}.html").write_text(f"<html><body><h1 id='t'>{title}<a href='#t'>¶</a></h1></body></html>")
+    index = edition.build_contents_page(tmp_path).read_text()
+    assert [m for m in re.findall(r'href="([^"]+)"', index)] == ["00_intro.html", "02_attention.html", "10_viz.html"]
+    assert "Zero</li>" in index
+    with pytest.raises(FileNotFoundError, match="export the notebooks first"):
+        edition.build_contents_page(tmp_path / "empty")
+
+
+def test_exported_formulas_become_mathml_but_code_and_prices_stay(tmp_path):
+    md = (
+        "# Formulas\n\n$\\frac{QK^\\top}{\\sqrt{d_k}}$ costs $5 and $6.\n\n$$PE_{(pos, 2i)}$$\n\n"
+        'Code `x = $a$` and\n\n```python\ns = "$b$"\n```\n'
+    )
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(md)])
+    page = edition.notebook_to_html(nb, tmp_path / "f.html").read_text()
+    assert page.count("<math") == 2 and '<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">' in page
+    assert "<msqrt>" in page and "TCMATH" not in page
+    assert "$5 and $6" in page and "$a$" in page and "$b$" in page
+
+
+def test_exported_page_carries_the_notebooks_own_images(tmp_path):
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "dot.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>')
+    nbformat.write(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("![a dot](figures/dot.svg)")]),
+        tmp_path / "00_dot.ipynb",
+    )
+    page = edition.notebook_to_html(tmp_path / "00_dot.ipynb", tmp_path / "html" / "00_dot.html").read_text()
+    assert '<img alt="a dot" src="data:image/svg+xml;base64,' in page  # the page works from any folder
+
+
+def test_edition_runs_as_a_module_and_viz_does_not_pull_it_in():
+    """``python -m transformer_course.edition`` is the command; importing viz loads none of the edition."""
+    code = (
+        "import sys, transformer_course.viz\n"
+        "assert not [m for m in sys.modules if m.startswith('transformer_course.edition')], 'viz imported the edition'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "transformer_course.edition", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "--fast" in result.stdout and "--check" in result.stdout
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The edition, executed (a subset) and checked in headless Chromium
+# ---------------------------------------------------------------------------------------------------------
+
+
 @pytest.fixture(scope="module")
 def fast_edition(tmp_path_factory):
     """Notebooks 01 and 10 executed in fast mode and exported (about 20–40 s)."""
@@ -73,7 +157,7 @@ def reports(fast_edition, tmp_path_factory):
     """What headless Chromium saw on each page (contents page first), with every network request blocked."""
     if CHROMIUM is None:
         pytest.skip("headless Chromium is not installed (apt-get install chromium)")
-    return {page.name: export.browser_check(page, CHROMIUM) for page in [fast_edition.index, *fast_edition.pages]}
+    return {page.name: edition.browser_check(page, CHROMIUM) for page in [fast_edition.index, *fast_edition.pages]}
 
 
 def test_every_page_is_self_contained(fast_edition):
@@ -99,4 +183,4 @@ def test_every_chart_of_every_notebook_page_draws(reports):
         assert report["charts"] > 0, f"{name} has no chart"
         assert report["drawn"] == report["charts"], f"{name}: {report['drawn']} of {report['charts']} charts drew"
         assert max(report["cells"]) > 0, f"{name}: no heatmap cell in the SVG"  # rect marks are in the DOM
-        assert export.page_problems(report) == [], f"{name}: {export.page_problems(report)}"
+        assert edition.page_problems(report) == [], f"{name}: {edition.page_problems(report)}"

@@ -5,7 +5,13 @@ from collections import Counter
 
 import pytest
 
-from transformer_course.evaluate import sacre_bleu, tokenized_bleu
+from transformer_course import evaluate
+from transformer_course.checkpoint import load_checkpoint, save_checkpoint
+from transformer_course.config import get_preset
+from transformer_course.data import toy_vocab
+from transformer_course.decode import translate
+from transformer_course.evaluate import evaluate_checkpoint, sacre_bleu, tokenized_bleu
+from transformer_course.model import build_model
 
 HYPOTHESES = ["the cat sat on the mat", "a dog runs in the park today"]
 REFERENCES = ["the cat sat on a mat", "a dog runs in the green park"]
@@ -69,3 +75,23 @@ def test_bleu_refuses_lists_of_different_lengths():
         sacre_bleu(HYPOTHESES, REFERENCES[:1])
     with pytest.raises(TypeError, match="lists of sentences"):
         tokenized_bleu("the cat", "the cat")
+
+
+def test_evaluate_checkpoint_translates_with_the_checkpoints_vocabularies_and_languages(tmp_path, monkeypatch):
+    config, vocab = get_preset("toy-copy"), toy_vocab(14)
+    path = save_checkpoint(
+        tmp_path / "c.pt", build_model(config, 14, 14), config, vocab, vocab, src_lang="en", tgt_lang="de"
+    )
+    pairs = [("4 5 6", "4 5 6"), ("7 8", "7 8"), ("9 10 11 12", "9 10 11 12")]
+    asked = []
+
+    def hand_made_pairs(split, root, src_lang, tgt_lang):  # instead of the Multi30k files
+        asked.append((split, src_lang, tgt_lang))
+        return pairs
+
+    monkeypatch.setattr(evaluate, "load_pairs", hand_made_pairs)
+    result = evaluate_checkpoint(path, "test", beam_size=2, progress=False)
+    assert asked == [("test", "en", "de")]  # the checkpoint's own language pair
+    assert result.sources == [s for s, _ in pairs] and result.references == [t for _, t in pairs]
+    assert result.hypotheses == translate(load_checkpoint(path), result.sources, beam_size=2, src_lang="en")
+    assert result.bleu == pytest.approx(sacre_bleu(result.hypotheses, result.references)[0].score)

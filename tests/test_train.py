@@ -14,6 +14,7 @@ from transformer_course.train import (
     TrainingDiverged,
     fit,
     load_checkpoint,
+    loop,
     make_optimizer,
     make_scheduler,
     noam_rate,
@@ -25,6 +26,12 @@ TOY = get_preset("toy-copy")
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: see tests/conftest.py
+
+
+def sgd(model):
+    """Plain SGD: an update is proportional to the gradient (Adam's m/√v turns rounding noise in near-zero
+    gradients into full-size steps), so comparing two runs' weights compares their gradients."""
+    return torch.optim.SGD(model.parameters(), lr=1.0)
 
 
 def logits_and_target_with_padding():
@@ -95,16 +102,21 @@ def test_optimizer_is_adam_with_the_papers_betas_and_epsilon():
     assert optimizer.defaults["betas"] == (0.9, 0.98) and optimizer.defaults["eps"] == 1e-9
 
 
-def test_gradient_accumulation_of_two_halves_equals_one_full_batch(monkeypatch):
-    # Plain SGD, so that an update is proportional to the gradient (Adam's m/√v turns rounding noise in
-    # near-zero gradients into full-size steps); fixed-length sequences, so both halves hold as many tokens.
-    monkeypatch.setattr(train, "make_optimizer", lambda model: torch.optim.SGD(model.parameters(), lr=1.0))
-    full = fit(TOY, toy_data(min_len=6, max_len=6, batch_size=32, n_train=320), max_steps=4, progress=False)
+def test_gradient_accumulation_of_two_halves_equals_one_full_batch():
+    # Fixed-length sequences, so both halves hold as many tokens; SGD, so the weights compare the gradients.
+    full = fit(
+        TOY,
+        toy_data(min_len=6, max_len=6, batch_size=32, n_train=320),
+        max_steps=4,
+        progress=False,
+        optimizer_factory=sgd,
+    )
     halves = fit(
         TOY.replace(accumulate=2),
         toy_data(min_len=6, max_len=6, batch_size=16, n_train=320),
         max_steps=4,
         progress=False,
+        optimizer_factory=sgd,
     )
     assert full.step == halves.step == 4
     for a, b in zip(full.model.state_dict().values(), halves.model.state_dict().values()):
@@ -118,7 +130,7 @@ def test_clipping_limits_the_gradient_norm_of_each_update():
     before = [p.detach().clone() for p in model.parameters()]
     for p in model.parameters():
         p.grad = torch.full_like(p, 100.0)
-    train._optimizer_step(model, optimizer, scheduler, clip_norm=0.5)
+    train.optimizer_step(model, optimizer, scheduler, clip_norm=0.5)
     change = torch.cat([(b - p.detach()).flatten() for b, p in zip(before, model.parameters())])
     assert change.norm().item() == pytest.approx(0.5, rel=1e-4)  # SGD with lr 1: the step is the clipped gradient
 
@@ -138,7 +150,7 @@ def test_fit_writes_history_json_csv_and_loss_plot(tmp_path):
 
 
 def test_nan_loss_stops_with_a_clear_message_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
-    real = train.loss_on_batch
+    real = loop.loss_on_batch
     calls = {"n": 0}
 
     def loss_that_breaks_at_call_5(*args):
@@ -146,7 +158,7 @@ def test_nan_loss_stops_with_a_clear_message_and_keeps_the_last_good_checkpoint(
         loss = real(*args)
         return loss * float("nan") if calls["n"] == 5 else loss
 
-    monkeypatch.setattr(train, "loss_on_batch", loss_that_breaks_at_call_5)
+    monkeypatch.setattr(loop, "loss_on_batch", loss_that_breaks_at_call_5)  # the name fit calls
     with pytest.raises(TrainingDiverged, match=r"loss became nan at step 5.*last good checkpoint.*last\.pt"):
         fit(TOY, toy_data(n_train=640, batch_size=32), tmp_path, save_every=2, progress=False)
     checkpoint = load_checkpoint(tmp_path / "last.pt")
@@ -173,3 +185,121 @@ def test_train_toy_model_learns_to_copy():
 def test_train_toy_model_rejects_an_unknown_task():
     with pytest.raises(ValueError, match="'copy' or 'reverse'"):
         train_toy_model("sort")
+
+
+def test_accumulation_groups_hold_accumulate_micro_batches_and_the_last_holds_the_rest():
+    assert [len(g) for g in train.accumulation_groups(range(7), 3)] == [3, 3, 1]
+    assert [g for g in train.accumulation_groups(range(6), 3)] == [[0, 1, 2], [3, 4, 5]]
+    assert list(train.accumulation_groups([], 3)) == []
+
+
+def per_token_loss(model, batch, loss_fn):
+    logits = model.generator(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask))  # (B, T, V)
+    return loss_fn(logits, batch.tgt_out) / batch.n_tokens
+
+
+def test_a_short_last_accumulation_group_steps_with_the_mean_over_its_own_micro_batches():
+    # 4 batches with accumulate=3: groups of 3 and 1. The second update follows the gradient of the one
+    # batch's loss per token, not a third of it.
+    data = toy_data(n_train=4 * 16, batch_size=16)
+    config = TOY.replace(accumulate=3)
+    after = []
+    fit(
+        config,
+        data,
+        epochs=1,
+        progress=False,
+        optimizer_factory=sgd,
+        after_step=lambda s, m: after.append({k: v.clone() for k, v in m.state_dict().items()}),
+    )
+    assert len(after) == 2
+
+    torch.manual_seed(config.seed)
+    model = train.build_model(config, len(data.src_vocab), len(data.tgt_vocab))
+    optimizer = sgd(model)
+    scheduler = make_scheduler(optimizer, config)
+    loss_fn = LabelSmoothingLoss(config.label_smoothing, PAD, reduction="sum")
+    batches = list(data.train_batches(0))
+    for group, fitted in zip((batches[:3], batches[3:]), after):
+        sum(per_token_loss(model, b, loss_fn) for b in group).div(len(group)).backward()
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        for name, value in model.state_dict().items():
+            torch.testing.assert_close(fitted[name], value)
+
+
+def test_a_training_step_under_cpu_bfloat16_autocast_follows_the_float32_step():
+    # The GPU path (bf16 autocast) rehearsed on the CPU through fit's own step: the same first loss to
+    # bf16 precision (8 bits of mantissa: relative error ~ 2^-8 per operation) and the same update direction.
+    data = lambda: toy_data(n_train=32, batch_size=32)  # noqa: E731
+    run = dict(max_steps=1, log_every=1, device="cpu", progress=False, optimizer_factory=sgd)
+    float32 = fit(TOY, data(), autocast=False, **run)
+    bfloat16 = fit(TOY, data(), autocast=True, **run)
+    assert bfloat16.history[0]["loss"] != float32.history[0]["loss"]  # autocast was on: not the same numbers
+    torch.testing.assert_close(bfloat16.history[0]["loss"], float32.history[0]["loss"], rtol=2e-2, atol=0)
+
+    torch.manual_seed(TOY.seed)
+    start = train.build_model(TOY, 14, 14)  # fit's initial weights (same seed)
+    change = {
+        name: torch.cat([(m.state_dict()[k] - start.state_dict()[k]).flatten() for k in start.state_dict()])
+        for name, m in (("float32", float32.model), ("bfloat16", bfloat16.model))
+    }
+    cosine = F.cosine_similarity(change["float32"], change["bfloat16"], dim=0)
+    assert cosine > 0.99
+
+
+def test_loss_on_batch_with_autocast_runs_the_model_in_bfloat16_on_the_cpu():
+    model = train.build_model(TOY, 14, 14)
+    batch = next(toy_data(n_train=32, batch_size=32).train_batches(0))
+    dtypes = []
+    model.generator.register_forward_hook(lambda module, args, output: dtypes.append(output.dtype))
+    loss_fn = LabelSmoothingLoss(TOY.label_smoothing, PAD, reduction="sum")
+    mixed, full = train.loss_on_batch(model, batch, loss_fn, autocast=True), train.loss_on_batch(model, batch, loss_fn)
+    assert dtypes == [torch.bfloat16, torch.float32]
+    assert mixed.dtype == torch.float32  # the loss itself is computed in float32
+    torch.testing.assert_close(mixed, full, rtol=2e-2, atol=0)
+
+
+@pytest.mark.slow
+def test_a_compiled_training_step_gives_the_eager_loss_and_update():
+    # torch.compile (what --compile does on a GPU) on a tiny model: the code the GPU takes runs here first.
+    data = lambda: toy_data(n_train=32, batch_size=32)  # noqa: E731
+    run = dict(max_steps=1, log_every=1, device="cpu", progress=False, optimizer_factory=sgd)
+    eager = fit(TOY, data(), **run)
+    compiled = fit(TOY, data(), compile=True, **run)
+    # Fused kernels add in another order: float32 rounding differences only.
+    torch.testing.assert_close(compiled.history[0]["loss"], eager.history[0]["loss"], rtol=1e-5, atol=0)
+    for name, value in eager.model.state_dict().items():
+        torch.testing.assert_close(compiled.model.state_dict()[name], value, rtol=1e-4, atol=1e-6)
+
+
+def test_fit_leaves_autograd_threads_and_the_matplotlib_backend_as_it_found_them(tmp_path):
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    backend = matplotlib.get_backend()
+    matplotlib.use("svg")  # a backend a notebook might have chosen (inline is not available here)
+    try:
+        torch.set_num_threads(1)
+        fit(TOY, toy_data(n_train=64, batch_size=32), tmp_path, epochs=1, progress=False)
+        assert (tmp_path / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert matplotlib.get_backend() == "svg" and plt.get_fignums() == []  # no backend switch, no pyplot figure
+        assert torch.is_grad_enabled() and torch.get_num_threads() == 1
+    finally:
+        matplotlib.use(backend)
+
+
+def test_train_toy_model_puts_the_callers_thread_count_back_even_when_training_fails(monkeypatch):
+    torch.set_num_threads(2)
+    train_toy_model("copy", steps=2)
+    assert torch.get_num_threads() == 2
+
+    def broken_fit(*args, **kwargs):
+        assert torch.get_num_threads() == 1  # tiny matrices: one thread inside
+        raise RuntimeError("broken")
+
+    monkeypatch.setattr(train.toy, "fit", broken_fit)
+    with pytest.raises(RuntimeError, match="broken"):
+        train_toy_model("copy", steps=2)
+    assert torch.get_num_threads() == 2

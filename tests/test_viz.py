@@ -1,15 +1,19 @@
-"""Attention capture, head statistics, chart data and offline export (transformer_course.viz, .export)."""
+"""Attention capture, head statistics, chart data, saved charts and translate-and-capture (transformer_course.viz).
 
+The offline HTML edition that exports notebooks holding these charts is tested in test_edition.py."""
+
+import ast
 import json
 import math
 import re
+from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_course import export, make_model, padding_mask, subsequent_mask, viz
+from transformer_course import make_model, padding_mask, subsequent_mask, translate, viz
+from transformer_course.checkpoint import save_checkpoint
 from transformer_course.data import PAD, SPECIALS, Vocab, collate, toy_pairs
 
 
@@ -326,17 +330,61 @@ def test_copy_model_cross_attention_lies_on_the_diagonal_and_the_heatmap_shows_i
 
 
 def test_translate_and_capture_types_a_sentence_through_the_model(copy_model):
-    pytest.importorskip("transformer_course.decode")
     vocab = Vocab(SPECIALS + list("abcdefgh"))  # toy ids 4 … 11 as letters
     translation, capture = viz.translate_and_capture(copy_model, "c a f e b", vocab, vocab)
     assert translation.split() == list("cafeb")
     assert capture.src_tokens == list("cafeb") and capture.tgt_tokens == ["<s>", *"cafeb"]
-    with pytest.raises(ValueError, match="give src_vocab and tgt_vocab"):
+    with pytest.raises(ValueError, match="pass src_vocab= and tgt_vocab="):
         viz.translate_and_capture(copy_model, "c a f")
+    with pytest.raises(ValueError, match="the sentence is empty"):
+        viz.translate_and_capture(copy_model, "  ", vocab, vocab)
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_translate_and_capture_gives_translates_own_translation(beam_size, one_thread):
+    """Untrained models: greedy often runs to translate's length limit (source + 50 words), beam stops early."""
+    vocab = Vocab(SPECIALS + list("abcdefgh"))
+    for seed in range(2):
+        torch.manual_seed(seed)
+        model = small_model().eval()
+        for sentence in ["c a f e b", "h", "a b c d e f g h a b"]:
+            expected = translate(model, [sentence], beam_size, src_vocab=vocab, tgt_vocab=vocab)[0]
+            translation, capture = viz.translate_and_capture(model, sentence, vocab, vocab, beam_size)
+            assert translation == expected
+            assert capture.tgt_tokens[0] == "<s>"  # the decoder's inputs: <s>, then every word it wrote …
+            assert [t for t in capture.tgt_tokens[1:] if t != "<s>"] == expected.split()  # … (text drops an <s>)
+            assert capture.src_tokens == sentence.split()
+
+
+def test_translate_and_capture_tokenizes_with_the_checkpoints_source_language(tmp_path, one_thread):
+    words = ["A", "dog", "'s", "dog's", "toy", ".", "a", "b"]  # 12 with the specials, as small_model
+    vocab = Vocab(SPECIALS + words)
+    model = small_model().eval()
+    path = save_checkpoint(tmp_path / "en-de.pt", model, model.config, vocab, vocab, src_lang="en", tgt_lang="de")
+    translation, capture = viz.translate_and_capture(path, "A dog's toy.")
+    assert capture.src_tokens == ["A", "dog", "'s", "toy", "."]  # spaCy's English rules split the clitic
+    assert translation == translate(path, ["A dog's toy."], src_lang="en")[0]
+    _, as_german = viz.translate_and_capture(path, "A dog's toy.", src_lang="de")  # German keeps it whole
+    assert as_german.src_tokens == ["A", "dog's", "toy", "."]
+
+
+def test_viz_imports_neither_the_edition_nor_training_code():
+    """The edition imports viz, never the reverse; the views need no training code (function-level imports too)."""
+    folder = Path(viz.__file__).parent
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = [f"{'.' * node.level}{node.module or ''}"]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                assert not re.search(r"(^|\.)(edition|export|train)(\.|$)", name), f"{path.name} imports {name}"
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Saving and exporting
+# Saving charts and bertviz
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -349,40 +397,6 @@ def test_save_chart_writes_png_svg_and_an_offline_html_page(tmp_path):
     assert not re.search(r"<script[^>]+src=", page)  # everything inline: nothing to fetch
     with pytest.raises(ValueError, match=r"\.png, \.svg, \.pdf, \.html or \.json"):
         viz.save_chart(chart, tmp_path / "m.gif")
-
-
-def vegalite_output(chart):
-    return nbformat.v4.new_output(
-        "display_data", data={"application/vnd.vegalite.v5+json": chart.to_dict(), "text/plain": "<VegaLite 5 object>"}
-    )
-
-
-def test_notebook_export_turns_each_vegalite_output_into_an_embed_with_no_cdn(tmp_path):
-    capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
-    cell = nbformat.v4.new_code_cell("viz.attention_explorer(capture)")
-    cell.outputs = [
-        vegalite_output(viz.attention_explorer(capture)),
-        vegalite_output(viz.plot_mask(subsequent_mask(3))),
-    ]
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Heatmaps"), cell])
-    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
-    page = export.notebook_to_html(nb, tmp_path / "10_heatmaps.html").read_text()
-    assert page.count('class="tc-vega"') == 2 and "<VegaLite 5 object>" not in page
-    assert '"may_attend"' in page and '"attention "' in page  # the specs themselves
-    assert not re.search(r"<script[^>]+src=[\"']?(https?:)?//", page)
-    assert "application/vnd.vegalite.v5+json" in nb.cells[1].outputs[0]["data"]  # the notebook is left as it was
-    index = export.build_contents_page(tmp_path).read_text()
-    assert '<a href="10_heatmaps.html">10_heatmaps</a>: Heatmaps' in index
-
-
-def test_contents_page_lists_pages_in_course_order(tmp_path):
-    for name, title in [("10_viz", "Ten"), ("02_attention", "Two"), ("00_intro", "Zero")]:
-        (tmp_path / f"{name}.html").write_text(f"<html><body><h1 id='t'>{title}<a href='#t'>¶</a></h1></body></html>")
-    index = export.build_contents_page(tmp_path).read_text()
-    assert [m for m in re.findall(r'href="([^"]+)"', index)] == ["00_intro.html", "02_attention.html", "10_viz.html"]
-    assert "Zero</li>" in index
-    with pytest.raises(FileNotFoundError, match="export the notebooks first"):
-        export.build_contents_page(tmp_path / "empty")
 
 
 def test_bertviz_inputs_are_per_layer_batches_of_one():
@@ -407,46 +421,23 @@ def test_bertviz_head_view_receives_the_capture():
         viz.bertviz_view(capture, "neuron")
 
 
-def test_exported_formulas_become_mathml_but_code_and_prices_stay(tmp_path):
-    md = (
-        "# Formulas\n\n$\\frac{QK^\\top}{\\sqrt{d_k}}$ costs $5 and $6.\n\n$$PE_{(pos, 2i)}$$\n\n"
-        'Code `x = $a$` and\n\n```python\ns = "$b$"\n```\n'
-    )
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(md)])
-    page = export.notebook_to_html(nb, tmp_path / "f.html").read_text()
-    assert page.count("<math") == 2 and '<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">' in page
-    assert "<msqrt>" in page and "TCMATH" not in page
-    assert "$5 and $6" in page and "$a$" in page and "$b$" in page
-
-
 def test_sentence_explorer_translates_what_is_typed(copy_model, monkeypatch):
-    pytest.importorskip("transformer_course.decode")
     widgets = pytest.importorskip("ipywidgets")
-    typed, real = [], viz.translate_and_capture
+    typed, real = [], viz.explorer.translate_and_capture
 
-    def recording(model, sentence, *args):
+    def recording(model, sentence, *args, **kwargs):
         typed.append(sentence)
-        return real(model, sentence, *args)
+        return real(model, sentence, *args, **kwargs)
 
-    monkeypatch.setattr(viz, "translate_and_capture", recording)
+    monkeypatch.setattr(viz.explorer, "translate_and_capture", recording)  # where sentence_explorer looks it up
     vocab = Vocab(SPECIALS + list("abcdefgh"))
     box = viz.sentence_explorer(copy_model, vocab, vocab, sentence="c a f")
     text, button = box.children[0].children
     assert isinstance(text, widgets.Text) and isinstance(button, widgets.Button)
+    assert text.description == "Deutsch:"  # a bare model translates Multi30k's way, German → English
     text.value = "b a d"  # typing (Enter) re-runs
     button.click()
     assert typed == ["c a f", "b a d", "b a d"]
-
-
-def test_exported_page_carries_the_notebooks_own_images(tmp_path):
-    (tmp_path / "figures").mkdir()
-    (tmp_path / "figures" / "dot.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>')
-    nbformat.write(
-        nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("![a dot](figures/dot.svg)")]),
-        tmp_path / "00_dot.ipynb",
-    )
-    page = export.notebook_to_html(tmp_path / "00_dot.ipynb", tmp_path / "html" / "00_dot.html").read_text()
-    assert '<img alt="a dot" src="data:image/svg+xml;base64,' in page  # the page works from any folder
 
 
 def test_charts_draw_with_an_older_vega_lite_like_jupyterlabs():

@@ -24,6 +24,8 @@ from torch import Tensor, nn
 
 from .masks import check_mask
 
+__all__ = ["scaled_dot_product_attention", "KVCache", "MultiHeadAttention", "check_dropout"]
+
 
 def scaled_dot_product_attention(
     query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None, dropout: nn.Module | None = None

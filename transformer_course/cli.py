@@ -18,6 +18,9 @@ import sys
 from pathlib import Path
 
 from .config import PRESETS, get_preset
+from .files import atomic_write_text
+
+__all__ = ["COMMANDS", "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,7 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
     p = commands.add_parser(
-        "translate", help="translate German sentences", description="Translate each SENTENCE (German) to English."
+        "translate",
+        help="translate sentences (German for Multi30k)",
+        description="Translate each SENTENCE from the checkpoint's source language (German for Multi30k) to its "
+        "target language.",
     )
     p.add_argument("--checkpoint", required=True, help="a .pt file written by train")
     p.add_argument("--beam", type=int, default=1, help="beam size; 1 = greedy (default: 1)")
@@ -97,7 +103,8 @@ def cmd_download(args) -> None:
 def cmd_train(args) -> None:
     import torch
 
-    from .train import fit, multi30k_data, setup_distributed, toy_data
+    from .data import multi30k_data, toy_data
+    from .train import fit, setup_distributed
 
     config = get_preset(args.preset)
     for name in ("epochs", "max_minutes", "max_steps", "save_every", "limit", "threads"):
@@ -156,7 +163,8 @@ def cmd_evaluate(args) -> None:
     for src, ref, hyp in list(zip(result.sources, result.references, result.hypotheses))[: args.samples]:
         print(f"\n  source:     {src}\n  reference:  {ref}\n  model:      {hyp}")
     if args.json:
-        Path(args.json).write_text(
+        atomic_write_text(
+            args.json,
             json.dumps(
                 {
                     "checkpoint": args.checkpoint,
@@ -172,23 +180,26 @@ def cmd_evaluate(args) -> None:
                 },
                 ensure_ascii=False,
                 indent=1,
-            )
+            ),
         )
 
 
 def cmd_translate(args) -> None:
+    from .checkpoint import resolve_model
     from .decode import translate
-    from .train import load_checkpoint
 
     if args.beam < 1:
         raise ValueError(f"--beam must be at least 1 (1 = greedy), got {args.beam}")
-    checkpoint = load_checkpoint(args.checkpoint)
-    for sentence in translate(checkpoint, args.sentences, beam_size=args.beam):
+    model, src_vocab, tgt_vocab, src_lang, _ = resolve_model(args.checkpoint)
+    translations = translate(
+        model, args.sentences, beam_size=args.beam, src_vocab=src_vocab, tgt_vocab=tgt_vocab, src_lang=src_lang
+    )
+    for sentence in translations:
         print(sentence)
 
 
 def cmd_average(args) -> None:
-    from .train import average_checkpoints, epoch_checkpoints
+    from .checkpoint import average_checkpoints, epoch_checkpoints
 
     paths = epoch_checkpoints(args.run)
     if not paths:

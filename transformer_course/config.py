@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, fields, replace
 
+__all__ = ["Config", "PRESETS", "get_preset", "fast_mode"]
+
 
 @dataclass(frozen=True)
 class Config:

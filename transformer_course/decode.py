@@ -29,7 +29,6 @@ Conventions used throughout:
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,8 +36,21 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from .data import PAD
+from .checkpoint import resolve_model
+from .data import BOS, EOS, PAD, detokenize, tokenize_many
 from .masks import padding_mask, subsequent_mask
+
+__all__ = [
+    "check_decode_args",
+    "gnmt_length_penalty",
+    "GreedyResult",
+    "greedy_decode",
+    "score_sequences",
+    "BeamResult",
+    "beam_search",
+    "decode_sentences",
+    "translate",
+]
 
 # ---------------------------------------------------------------------------------------------------
 # Checks shared by the decoders
@@ -314,37 +326,25 @@ def beam_search(
 
 
 @torch.no_grad()
-def translate(
-    model_or_checkpoint,
+def decode_sentences(
+    model: nn.Module,
+    src_vocab,
     sentences: Sequence[str],
     beam_size: int = 1,
     max_len: int | None = None,
     length_penalty: float | None = None,
-    *,
-    src_vocab=None,
-    tgt_vocab=None,
     src_lang: str = "de",
     batch_size: int = 64,
-) -> list[str]:
-    """Translate sentences: tokenize, map to ids, decode (greedy for ``beam_size=1``, else beam search), detokenize.
+) -> list[tuple[list[str], list[int]]]:
+    """:func:`translate` before it writes text: per sentence, its source tokens and the decoder's output ids.
 
-    ``model_or_checkpoint``: a checkpoint path, a loaded :class:`~transformer_course.train.Checkpoint`
-    (its vocabularies are used), or a model together with ``src_vocab`` and ``tgt_vocab``.
-
-    - ``src_lang``: the language of the spaCy tokenizer for the source (Multi30k: German → English).
-    - ``length_penalty``: α of the beam's GNMT length penalty; None takes ``config.length_penalty`` (0.6, the paper's).
-    - ``max_len``: the most output tokens per sentence, ``</s>`` included. The default is the paper's
-      rule, source length + 50. It is cut to what the positional table holds (``config.max_len - 1``).
-    - Sentences are decoded in batches of equal source length (up to ``batch_size``), so each
-      sentence gets its own length limit and its result does not depend on the other sentences.
-    - An empty (or all-space) sentence gives ``""``; unknown words become ``<unk>``.
-    - A sentence with more tokens than the positional table holds is a ValueError that names it.
+    The ids are a row of :func:`greedy_decode` / :func:`beam_search`: ``<s> w1 … </s>``, then ``PAD`` up to
+    the batch's longest (``[]`` for an empty sentence). The options are :func:`translate`'s. ``translate``
+    and ``viz.translate_and_capture`` both decode through here, so the attention views show the very
+    translation ``translate`` gives.
     """
-    from .data import BOS, EOS, detokenize, tokenize_many
-
     if isinstance(sentences, str):
-        raise TypeError("translate expects a list of sentences, got one string; use translate(model, [text])[0]")
-    model, src_vocab, tgt_vocab = _model_and_vocabs(model_or_checkpoint, src_vocab, tgt_vocab)
+        raise TypeError("decode_sentences expects a list of sentences, got one string; pass [text]")
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be a positive integer (1 = greedy), got {beam_size!r}")
     if max_len is not None and (not isinstance(max_len, int) or max_len < 1):
@@ -358,7 +358,8 @@ def translate(
     if length_penalty is None:
         length_penalty = model.config.length_penalty
     device = next(model.parameters()).device
-    ids = [src_vocab.encode(tokens) for tokens in tokenize_many(sentences, src_lang)]
+    tokens = tokenize_many(sentences, src_lang)
+    ids = [src_vocab.encode(words) for words in tokens]
     for i, sentence_ids in enumerate(ids):
         if len(sentence_ids) > table:
             raise ValueError(
@@ -368,10 +369,10 @@ def translate(
 
     was_training = model.training
     model.eval()
-    outputs = [""] * len(sentences)
+    outputs: list[list[int]] = [[] for _ in sentences]
     by_length: dict[int, list[int]] = {}
     for i, sentence_ids in enumerate(ids):
-        if sentence_ids:  # empty sentences stay ""
+        if sentence_ids:  # empty sentences stay []
             by_length.setdefault(len(sentence_ids), []).append(i)
     try:
         for src_len, members in sorted(by_length.items()):
@@ -385,28 +386,45 @@ def translate(
                 else:
                     out = beam_search(model, src, src_mask, limit, BOS, EOS, beam_size, length_penalty)  # (b, ≤ limit)
                 for i, row in zip(chunk, out.tolist()):
-                    outputs[i] = detokenize(tgt_vocab.decode(row, strip_specials=True))
+                    outputs[i] = row
     finally:
         model.train(was_training)
-    return outputs
+    return list(zip(tokens, outputs))
 
 
-def _model_and_vocabs(model_or_checkpoint, src_vocab, tgt_vocab):
-    """A path, a Checkpoint, or a model with both vocabularies → (model, src_vocab, tgt_vocab)."""
-    if isinstance(model_or_checkpoint, (str, os.PathLike)):
-        from .train import load_checkpoint
+@torch.no_grad()
+def translate(
+    model_or_checkpoint,
+    sentences: Sequence[str],
+    beam_size: int = 1,
+    max_len: int | None = None,
+    length_penalty: float | None = None,
+    *,
+    src_vocab=None,
+    tgt_vocab=None,
+    src_lang: str | None = None,
+    batch_size: int = 64,
+) -> list[str]:
+    """Translate sentences: tokenize, map to ids, decode (greedy for ``beam_size=1``, else beam search), detokenize.
 
-        model_or_checkpoint = load_checkpoint(model_or_checkpoint)
-    if hasattr(model_or_checkpoint, "model") and hasattr(model_or_checkpoint, "src_vocab"):  # a Checkpoint
-        checkpoint = model_or_checkpoint
-        return checkpoint.model, src_vocab or checkpoint.src_vocab, tgt_vocab or checkpoint.tgt_vocab
-    if isinstance(model_or_checkpoint, nn.Module):
-        if src_vocab is None or tgt_vocab is None:
-            raise ValueError(
-                "translate got a model without vocabularies; pass src_vocab= and tgt_vocab=, "
-                "or pass the checkpoint (path or load_checkpoint(...)) that stores them"
-            )
-        return model_or_checkpoint, src_vocab, tgt_vocab
-    raise TypeError(
-        f"translate expects a checkpoint path, a Checkpoint or a model, got {type(model_or_checkpoint).__name__}"
+    ``model_or_checkpoint``: a checkpoint path, a loaded :class:`~transformer_course.train.Checkpoint`
+    (its vocabularies are used), or a model together with ``src_vocab`` and ``tgt_vocab``.
+
+    - ``src_lang``: the language of the spaCy tokenizer for the source; None takes the checkpoint's own
+      (Multi30k: German → English; a bare model counts as German).
+    - ``length_penalty``: α of the beam's GNMT length penalty; None takes ``config.length_penalty`` (0.6, the paper's).
+    - ``max_len``: the most output tokens per sentence, ``</s>`` included. The default is the paper's
+      rule, source length + 50. It is cut to what the positional table holds (``config.max_len - 1``).
+    - Sentences are decoded in batches of equal source length (up to ``batch_size``), so each
+      sentence gets its own length limit and its result does not depend on the other sentences.
+    - An empty (or all-space) sentence gives ``""``; unknown words become ``<unk>``.
+    - A sentence with more tokens than the positional table holds is a ValueError that names it.
+    """
+    if isinstance(sentences, str):
+        raise TypeError("translate expects a list of sentences, got one string; use translate(model, [text])[0]")
+    resolved = resolve_model(model_or_checkpoint, src_vocab, tgt_vocab)
+    src_lang = src_lang or resolved.src_lang
+    decoded = decode_sentences(
+        resolved.model, resolved.src_vocab, sentences, beam_size, max_len, length_penalty, src_lang, batch_size
     )
+    return [detokenize(resolved.tgt_vocab.decode(out, strip_specials=True)) for _, out in decoded]

@@ -18,7 +18,9 @@ from pathlib import Path
 import sacrebleu
 from tqdm.auto import tqdm
 
+from .checkpoint import resolve_model
 from .data import detokenize, load_pairs, tokenize_many
+from .decode import translate
 
 
 def sacre_bleu(hypotheses: list[str], references: list[str]) -> tuple[sacrebleu.metrics.BLEUScore, str]:
@@ -81,16 +83,12 @@ def evaluate_checkpoint(
     batch_size: int = 64,
     progress: bool = True,
 ) -> EvalResult:
-    """Translate ``split`` with ``checkpoint`` (a path or a loaded :class:`~transformer_course.train.Checkpoint`)
-    and score it against the references."""
-    from .decode import translate
-    from .train import load_checkpoint
-
+    """Translate ``split`` with ``checkpoint`` (a path or a loaded :class:`~transformer_course.checkpoint.Checkpoint`,
+    in the checkpoint's own source language) and score it against the references."""
     if beam_size < 1:
         raise ValueError(f"beam_size must be at least 1 (1 = greedy), got {beam_size}")
-    if not hasattr(checkpoint, "model"):
-        checkpoint = load_checkpoint(checkpoint)
-    pairs = load_pairs(split, root)
+    resolved = resolve_model(checkpoint)
+    pairs = load_pairs(split, root, src_lang=resolved.src_lang, tgt_lang=resolved.tgt_lang)
     if limit is not None:
         pairs = pairs[:limit]
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
@@ -100,7 +98,13 @@ def evaluate_checkpoint(
     with tqdm(total=len(sources), desc=f"translating {split}", unit="sentence", disable=not progress) as bar:
         for first in range(0, len(sources), chunk):
             hypotheses += translate(
-                checkpoint, sources[first : first + chunk], beam_size=beam_size, batch_size=batch_size
+                resolved.model,
+                sources[first : first + chunk],
+                beam_size=beam_size,
+                src_vocab=resolved.src_vocab,
+                tgt_vocab=resolved.tgt_vocab,
+                src_lang=resolved.src_lang,
+                batch_size=batch_size,
             )
             bar.update(len(sources[first : first + chunk]))
     seconds = time.perf_counter() - start
@@ -110,7 +114,7 @@ def evaluate_checkpoint(
         beam_size,
         bleu.score,
         signature,
-        tokenized_bleu(hypotheses, references).score,
+        tokenized_bleu(hypotheses, references, resolved.tgt_lang).score,
         sources,
         references,
         hypotheses,

@@ -16,6 +16,18 @@ from torch import Tensor, nn
 
 from .attention import check_dropout
 
+__all__ = [
+    "layer_norm",
+    "LayerNorm",
+    "ResidualConnection",
+    "PositionwiseFeedForward",
+    "Embeddings",
+    "sinusoidal_table",
+    "PositionalEncoding",
+    "check_positive",
+    "check_token_ids",
+]
+
 
 def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Tensor:
     """γ · (x − mean) / √(var + ε) + β over the last dimension, written out (the biased variance)."""
@@ -149,6 +161,8 @@ def check_positive(**sizes: int) -> None:
 def check_token_ids(tokens: Tensor, vocab: int) -> None:
     if tokens.dtype not in (torch.int64, torch.int32):
         raise ValueError(f"token ids must be an integer tensor (torch.long), got dtype {tokens.dtype}")
+    if torch.compiler.is_compiling():  # .item() would break the compiled graph; eager runs check every call
+        return
     if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= vocab):
         raise ValueError(
             f"token ids must lie in [0, {vocab}) for a vocabulary of {vocab}, got values from "

@@ -17,6 +17,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+__all__ = ["padding_mask", "subsequent_mask", "target_mask", "check_mask"]
+
 
 def padding_mask(tokens: Tensor, pad_idx: int) -> Tensor:
     """True where ``tokens`` is a real token, as keys for every query: (batch, 1, 1, len)."""

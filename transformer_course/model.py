@@ -23,6 +23,20 @@ from .layers import (
 )
 from .masks import check_mask
 
+__all__ = [
+    "EncoderLayer",
+    "Encoder",
+    "LayerCache",
+    "DecoderCache",
+    "DecoderLayer",
+    "Decoder",
+    "Generator",
+    "Transformer",
+    "build_model",
+    "make_model",
+    "count_parameters",
+]
+
 
 class EncoderLayer(nn.Module):
     """Self-attention, then the feed-forward network, each inside a residual connection.

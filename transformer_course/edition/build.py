@@ -1,5 +1,5 @@
 """The course's offline HTML edition: execute every notebook, export each to one offline HTML page, and write
-a contents page in course order (issue 7; the export itself is :mod:`transformer_course.export`).
+a contents page in course order (notebook 10's charts, every notebook's text; issue 7).
 
     python -m transformer_course.edition                  # every notebook, normal mode, into html/
     python -m transformer_course.edition --fast           # TC_FAST=1: small loops, a few minutes in all
@@ -7,13 +7,14 @@ a contents page in course order (issue 7; the export itself is :mod:`transformer
     python -m transformer_course.edition --fast --check   # then open every page in headless Chromium, offline
 
 Run it from the repository's top folder. The pages need no network: charts draw from one inlined Vega
-bundle, formulas are MathML. A notebook that fails is still exported (its error shows on its page), the
-others go on, and the command ends with exit code 1 and the names of the failures.
+bundle, formulas are MathML (:mod:`.export`). A notebook that fails is still exported (its error shows on
+its page), the others go on, and the command ends with exit code 1 and the names of the failures.
 """
 
 from __future__ import annotations
 
 import argparse
+import html
 import os
 import re
 import sys
@@ -21,7 +22,21 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import export
+from ..files import atomic_write_text
+from ..viz.offline import PAGE_CSS
+from .browser import browser_check, page_problems
+from .export import notebook_to_html
+
+__all__ = [
+    "COURSE_NOTEBOOK",
+    "Edition",
+    "build_contents_page",
+    "build_edition",
+    "execute",
+    "main",
+    "page_title",
+    "select_notebooks",
+]
 
 COURSE_NOTEBOOK = re.compile(r"^\d\d_.+\.ipynb$")
 
@@ -91,7 +106,7 @@ def build_edition(
     progress: bool = True,
 ) -> Edition:
     """Execute the selected notebooks (``fast``: with ``TC_FAST=1``), export each to ``out_dir/NN_name.html``
-    with :func:`export.notebook_to_html`, and write ``out_dir/index.html`` listing every page of ``out_dir``
+    with :func:`.export.notebook_to_html`, and write ``out_dir/index.html`` listing every page of ``out_dir``
     in course order. ``run=False`` exports the notebooks as saved (no kernel)."""
     paths = select_notebooks(notebooks, only)
     out_dir = Path(out_dir)
@@ -105,7 +120,7 @@ def build_edition(
         for path in paths:
             start = time.perf_counter()
             nb, error = execute(path, timeout) if run else (path, None)
-            edition.pages.append(export.notebook_to_html(nb, out_dir / f"{path.stem}.html", title=path.stem))
+            edition.pages.append(notebook_to_html(nb, out_dir / f"{path.stem}.html", title=path.stem))
             edition.seconds[path.stem] = time.perf_counter() - start
             if error:
                 edition.failures[path.stem] = error
@@ -119,7 +134,7 @@ def build_edition(
             else:
                 os.environ[name] = value
     title = "Transformer course" + (" (fast mode: small loops)" if fast else "")
-    export.build_contents_page(out_dir, edition.index, title=title)
+    build_contents_page(out_dir, edition.index, title=title)
     return edition
 
 
@@ -138,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="then open every page in headless Chromium with no network (export.browser_check)",
+        help="then open every page in headless Chromium with no network (browser.browser_check)",
     )
     args = parser.parse_args(argv)
     try:
@@ -152,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         print("failed: " + "; ".join(f"{name}: {error}" for name, error in edition.failures.items()), file=sys.stderr)
     if args.check:
         for page in [edition.index, *edition.pages]:
-            report = export.browser_check(page)
-            problems = export.page_problems(report)
+            report = browser_check(page)
+            problems = page_problems(report)
             failed |= bool(problems)
             print(
                 f"{'FAIL' if problems else 'ok  '} {page.name}: {report['drawn']}/{report['charts']} charts drawn"
@@ -162,5 +177,34 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def page_title(path: Path) -> str:
+    """The first ``<h1>`` of an HTML page (nbconvert adds a "¶" anchor; it is dropped), else its file name."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    match = re.search(r"<h1[^>]*>(.*?)</h1>", text, flags=re.S)
+    if not match:
+        return path.stem
+    title = re.sub(r"<[^>]+>", "", match.group(1)).replace("¶", "").strip()
+    return html.unescape(title) or path.stem
+
+
+def build_contents_page(
+    folder: str | Path, out_path: str | Path | None = None, title: str = "Transformer course"
+) -> Path:
+    """An ``index.html`` linking every other page of ``folder`` in course order (file names 00_… to 11_…)."""
+    folder = Path(folder)
+    pages = sorted(p for p in folder.glob("*.html") if p.name != "index.html")
+    if not pages:
+        raise FileNotFoundError(f"no .html pages in {folder}; export the notebooks first (notebook_to_html)")
+    out_path = Path(out_path) if out_path is not None else folder / "index.html"
+    items = "\n".join(
+        f'<li><a href="{html.escape(os.path.relpath(p, out_path.parent))}">{html.escape(p.stem)}</a>: '
+        f"{html.escape(page_title(p))}</li>"
+        for p in pages
+    )
+    return atomic_write_text(
+        out_path,
+        '<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{PAGE_CSS}</style>\n</head>\n<body>\n"
+        f"<h1>{html.escape(title)}</h1>\n<p>The notebooks of the course, executed, in order. Every page works "
+        f"offline; charts are interactive.</p>\n<ul>\n{items}\n</ul>\n</body>\n</html>\n",
+    )

@@ -1,0 +1,109 @@
+"""Data: vocabularies, tokenization, batches, toy tasks and the Multi30k German→English pipeline
+(notebooks 08 and 11; paper §5.1 "Training Data and Batching").
+
+    text ──tokenize──▶ tokens ──Vocab.encode──▶ ids ──TokenBatchSampler + collate──▶ Batch
+                                                                   (src, tgt_in, tgt_out, masks, n_tokens)
+
+One topic per module, imported in this order (each one only from those above it):
+
+    vocab      Vocab, the specials PAD/UNK/BOS/EOS = 0/1/2/3, VocabMismatchError
+    corpus     read_lines, check_aligned, sha256_file: parallel text files on disk
+    tokenization  spaCy's blank tokenizers, the token cache on disk, detokenize and its spacing rules
+    bpe        byte-pair encoding written out (learn merges, segment words), for teaching (§5.1)
+    subword    SubwordTokenizer: one joint de+en BPE model through Hugging Face `tokenizers`
+    batching   Batch (shifted target and masks), pad_sequences, collate, PairDataset, TokenBatchSampler
+    toy        the copy and reverse tasks: toy_pairs, toy_batches, toy_dataset, toy_vocab
+    multi30k   download with SHA-256 verification, load_pairs, prepare_multi30k → Multi30k
+    loaders    TrainingData, toy_data, multi30k_data: the batch streams ``fit`` reads
+
+Every name is re-exported here, so ``from transformer_course.data import Vocab, collate`` keeps working.
+"""
+
+from .batching import Batch, PairDataset, TokenBatchSampler, collate, pad_sequences, padding_fraction
+from .bpe import BPE, WORD_START, count_pairs, learn_bpe, merge_pair, pretokenize
+from .corpus import check_aligned, read_lines, sha256_file
+from .loaders import TrainingData, multi30k_data, toy_data
+from .multi30k import (
+    LANGUAGES,
+    MIRROR_ENV,
+    MULTI30K_SHA256,
+    MULTI30K_URL,
+    SPLITS,
+    ChecksumError,
+    DownloadError,
+    Multi30k,
+    download_multi30k,
+    load_pairs,
+    multi30k_filename,
+    multi30k_path,
+    prepare_multi30k,
+)
+from .subword import SUBWORD_FORMAT, SubwordTokenizer
+from .tokenization import (
+    NO_SPACE_AFTER,
+    NO_SPACE_BEFORE,
+    TOKENIZER_VERSION,
+    detokenize,
+    spacy_tokenizer,
+    tokenize,
+    tokenize_file,
+    tokenize_many,
+)
+from .toy import TOY_TASKS, toy_batches, toy_dataset, toy_pairs, toy_vocab
+from .vocab import BOS, EOS, PAD, SPECIALS, UNK, Vocab, VocabMismatchError
+
+__all__ = [
+    "BPE",
+    "WORD_START",
+    "count_pairs",
+    "learn_bpe",
+    "merge_pair",
+    "pretokenize",
+    "SUBWORD_FORMAT",
+    "SubwordTokenizer",
+    "BOS",
+    "EOS",
+    "LANGUAGES",
+    "MIRROR_ENV",
+    "MULTI30K_SHA256",
+    "MULTI30K_URL",
+    "NO_SPACE_AFTER",
+    "NO_SPACE_BEFORE",
+    "PAD",
+    "SPECIALS",
+    "SPLITS",
+    "TOKENIZER_VERSION",
+    "TOY_TASKS",
+    "UNK",
+    "Batch",
+    "ChecksumError",
+    "DownloadError",
+    "Multi30k",
+    "PairDataset",
+    "TokenBatchSampler",
+    "TrainingData",
+    "Vocab",
+    "VocabMismatchError",
+    "check_aligned",
+    "collate",
+    "detokenize",
+    "download_multi30k",
+    "load_pairs",
+    "multi30k_data",
+    "multi30k_filename",
+    "multi30k_path",
+    "pad_sequences",
+    "padding_fraction",
+    "prepare_multi30k",
+    "read_lines",
+    "sha256_file",
+    "spacy_tokenizer",
+    "tokenize",
+    "tokenize_file",
+    "tokenize_many",
+    "toy_batches",
+    "toy_data",
+    "toy_dataset",
+    "toy_pairs",
+    "toy_vocab",
+]

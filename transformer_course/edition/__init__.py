@@ -1,0 +1,34 @@
+"""The course's offline HTML edition: build tooling, not imported by the notebooks or by :mod:`transformer_course.viz`
+(notebook 10's charts, every notebook's text; ``make html``).
+
+- :mod:`.export` — one executed notebook → one offline HTML page (Vega bundle inlined, MathML formulas);
+- :mod:`.build` — execute the notebooks, export each, write the contents page; the command line
+  (``python -m transformer_course.edition --help``);
+- :mod:`.browser` — open a page in headless Chromium with no network and report what drew and what failed.
+
+The arrow goes one way: the edition imports :mod:`transformer_course.viz.offline` (the Vega bundle and the
+``vegaEmbed`` calls), never the reverse.
+"""
+
+from __future__ import annotations
+
+from .browser import CHROMIUM_FLAGS, browser_check, find_chromium, page_problems
+from .build import Edition, build_contents_page, build_edition, execute, main, page_title, select_notebooks
+from .export import math_to_mathml, notebook_to_html, offline_outputs
+
+__all__ = [
+    "CHROMIUM_FLAGS",
+    "Edition",
+    "browser_check",
+    "build_contents_page",
+    "build_edition",
+    "execute",
+    "find_chromium",
+    "main",
+    "math_to_mathml",
+    "notebook_to_html",
+    "offline_outputs",
+    "page_problems",
+    "page_title",
+    "select_notebooks",
+]

@@ -1,0 +1,92 @@
+"""Training: the loss, the schedule, the loop, several processes, the record of a run (notebooks 08 and 11; §5).
+
+- :mod:`.loss` — :class:`LabelSmoothingLoss` (§5.4), the same numbers as
+  ``F.cross_entropy(label_smoothing=ε, ignore_index=PAD)``.
+- :mod:`.schedule` — :func:`make_optimizer` (Adam, β1 = 0.9, β2 = 0.98, ε = 1e-9) and the Noam learning
+  rate :func:`noam_rate` as a ``LambdaLR`` (:func:`make_scheduler`) (§5.3).
+- :mod:`.step` — one optimizer step's parts: :func:`loss_on_batch`, :func:`accumulation_groups`,
+  :func:`optimizer_step`, :func:`validation_loss`.
+- :mod:`.loop` — :func:`fit`: the loop with gradient accumulation, clipping, bf16 autocast, optional
+  ``torch.compile``, progress, validation, DDP under ``torchrun``.
+- :mod:`.state` — where a run stands (:class:`RunState`) and its checkpoints, so that it resumes exactly.
+- :mod:`.distributed` — :func:`setup_distributed` (``torchrun``'s process group).
+- :mod:`.history` — history.json/.csv and the loss plot.
+- :mod:`.toy` — :func:`train_toy_model`, a copy/reverse model trained on a CPU in seconds (notebooks 08–10).
+
+Checkpoints live in :mod:`transformer_course.checkpoint` and the batch streams ``fit`` reads in
+:mod:`transformer_course.data`; their names are re-exported here, where they have always been importable.
+"""
+
+from ..checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    average_checkpoints,
+    epoch_checkpoints,
+    load_checkpoint,
+    read_checkpoint,
+    rng_states,
+    save_checkpoint,
+    set_rng_states,
+    unwrap,
+)
+from ..config import Config, get_preset
+from ..data import PAD, SPECIALS, Batch, TrainingData, Vocab, collate, multi30k_data, toy_data, toy_vocab
+from ..model import Transformer, build_model, count_parameters
+from .distributed import Distributed, all_reduce_sum, setup_distributed
+from .history import plot_history, write_history
+from .loop import FitResult, fit
+from .loss import LabelSmoothingLoss
+from .schedule import make_optimizer, make_scheduler, noam_lambda, noam_rate
+from .state import RunState
+from .step import TrainingDiverged, accumulation_groups, loss_on_batch, optimizer_step, validation_loss
+from .toy import train_toy_model
+
+__all__ = [
+    # training
+    "Distributed",
+    "FitResult",
+    "LabelSmoothingLoss",
+    "TrainingDiverged",
+    "accumulation_groups",
+    "all_reduce_sum",
+    "fit",
+    "loss_on_batch",
+    "make_optimizer",
+    "make_scheduler",
+    "noam_lambda",
+    "noam_rate",
+    "optimizer_step",
+    "plot_history",
+    "RunState",
+    "setup_distributed",
+    "train_toy_model",
+    "validation_loss",
+    "write_history",
+    # checkpoints (transformer_course.checkpoint)
+    "Checkpoint",
+    "CheckpointError",
+    "average_checkpoints",
+    "epoch_checkpoints",
+    "load_checkpoint",
+    "read_checkpoint",
+    "rng_states",
+    "save_checkpoint",
+    "set_rng_states",
+    "unwrap",
+    # the data fit reads (transformer_course.data)
+    "TrainingData",
+    "multi30k_data",
+    "toy_data",
+    "toy_vocab",
+    # names this module has always re-exported (notebook 11 calls train.build_model)
+    "PAD",
+    "SPECIALS",
+    "Batch",
+    "Config",
+    "Transformer",
+    "Vocab",
+    "build_model",
+    "collate",
+    "count_parameters",
+    "get_preset",
+]

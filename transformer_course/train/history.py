@@ -1,0 +1,56 @@
+"""The record of a run: history.json / history.csv and the loss-curve PNG (notebooks 08 and 11).
+
+One history row per logged step (training loss, learning rate, tokens per second) and one per epoch end
+(validation loss). The plot is drawn on a ``matplotlib.figure.Figure`` of its own: no pyplot state, no
+backend switch, so a notebook's inline plots are left as they were.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+from ..files import atomic_write_bytes, atomic_write_text
+
+__all__ = ["HISTORY_COLUMNS", "plot_history", "write_history"]
+
+HISTORY_COLUMNS = ["step", "epoch", "loss", "lr", "tokens_per_s", "val_loss", "elapsed_s"]
+
+
+def write_history(history: list[dict], out_dir: str | Path) -> None:
+    """history.json and history.csv (one row per logged step; val_loss on the rows that end an epoch)."""
+    out_dir = Path(out_dir)
+    atomic_write_text(out_dir / "history.json", json.dumps(history, indent=1))
+    table = io.StringIO(newline="")
+    writer = csv.DictWriter(table, fieldnames=HISTORY_COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(history)
+    atomic_write_text(out_dir / "history.csv", table.getvalue())
+
+
+def plot_history(history: list[dict], path: str | Path, title: str = "") -> Path:
+    """A PNG of the training loss (per logged step) and the validation loss (per epoch)."""
+    os.environ.setdefault("MPLCONFIGDIR", "/tmp/matplotlib")  # a writable cache where $HOME is not
+    from matplotlib.figure import Figure  # a figure of its own: pyplot's figures and backend stay untouched
+
+    train = [(h["step"], h["loss"]) for h in history if h.get("loss") is not None]
+    val = [(h["step"], h["val_loss"]) for h in history if h.get("val_loss") is not None]
+    fig = Figure(figsize=(7, 4))
+    ax = fig.subplots()
+    if train:
+        ax.plot(*zip(*train), label="train (label-smoothed, per token)", linewidth=1)
+    if val:
+        ax.plot(*zip(*val), "o-", label="validation (label-smoothed, per token)")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("loss")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    if train or val:
+        ax.legend()
+    fig.tight_layout()
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110)
+    return atomic_write_bytes(path, png.getvalue())

@@ -1,0 +1,130 @@
+"""Where a run stands, and the files that keep it: last.pt, best.pt, epoch-NNN.pt, the history (notebook 11).
+
+``fit`` saves a :class:`RunState` with the model, optimizer, scheduler and random number generators in
+``last.pt`` after optimizer steps and at each epoch end; :func:`restore_run` puts all of it back, so a
+resumed run continues with the same numbers as a run that never stopped.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torch import nn
+
+from ..checkpoint import CheckpointError, read_checkpoint, save_checkpoint, unwrap
+from ..config import Config
+from ..data import TrainingData
+from ..model import count_parameters
+from .history import plot_history, write_history
+
+__all__ = ["RunState", "end_epoch", "restore_run", "save_last"]
+
+
+@dataclass
+class RunState:
+    """The counters of a run: all of it is saved in ``last.pt`` and restored by ``resume=True``."""
+
+    step: int = 0  # optimizer steps taken
+    epoch: int = 0  # full epochs done
+    batch_in_epoch: int = 0  # micro-batches of the current epoch done
+    train_seconds: float = 0.0  # training time over all resumes (validation and saving not counted)
+    history: list[dict] = field(default_factory=list)
+    best_val: float = math.inf  # lowest validation loss so far (best.pt holds that model)
+
+
+def _languages(data: TrainingData) -> dict:
+    """The data's source and target language (Multi30k's de → en unless the data says otherwise)."""
+    return {"src_lang": getattr(data, "src_lang", "de"), "tgt_lang": getattr(data, "tgt_lang", "en")}
+
+
+def restore_run(path: Path, config: Config, data: TrainingData, model: nn.Module, optimizer, scheduler, device):
+    """Load ``path`` (a ``last.pt``) into the model, optimizer and scheduler; returns the
+    :class:`RunState` and the saved random number generator states (to set when training continues)."""
+    state = read_checkpoint(path, map_location=device)
+    if Config.from_dict(state["config"]) != config:
+        raise CheckpointError(f"{path} was trained with a different config; resume with the same preset and options")
+    if state["src_vocab"] != data.src_vocab.to_dict() or state["tgt_vocab"] != data.tgt_vocab.to_dict():
+        raise CheckpointError(f"the vocabularies in {path} do not match the data; resume on the same data")
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    run = RunState(
+        state["step"],
+        state["epoch"],
+        state["batch_in_epoch"],
+        state.get("train_seconds", 0.0),
+        list(state.get("history", [])),
+        state.get("best_val", math.inf),
+    )
+    return run, state["rng"]
+
+
+def save_last(path: Path, run: RunState, model: nn.Module, config: Config, data: TrainingData, optimizer, scheduler):
+    """``last.pt``: everything ``resume=True`` needs to continue exactly here."""
+    save_checkpoint(
+        path,
+        model,
+        config,
+        data.src_vocab,
+        data.tgt_vocab,
+        optimizer,
+        scheduler,
+        run.step,
+        run.epoch,
+        run.batch_in_epoch,
+        **_languages(data),
+        train_seconds=run.train_seconds,
+        history=run.history,
+        best_val=run.best_val,
+    )
+
+
+def end_epoch(
+    run: RunState,
+    val_loss: float,
+    lr: float,
+    epoch_done: bool,
+    model: nn.Module,
+    config: Config,
+    data: TrainingData,
+    out: Path | None,
+    keep_epochs: bool = True,
+) -> None:
+    """Record the validation loss in the history; with ``out`` also write best.pt (when the loss is the
+    lowest so far), epoch-NNN.pt (when the epoch ended and ``keep_epochs``), the history and the plot."""
+    run.history.append(
+        {
+            "step": run.step,
+            "epoch": run.epoch if epoch_done else run.epoch + 1,  # the epoch this validation belongs to
+            "loss": None,
+            "lr": lr,
+            "tokens_per_s": None,
+            "val_loss": val_loss,
+            "elapsed_s": round(run.train_seconds, 2),
+        }
+    )
+    improved = val_loss < run.best_val
+    run.best_val = min(run.best_val, val_loss)
+    if out is None:
+        return
+    names = (["best.pt"] if improved else []) + ([f"epoch-{run.epoch:03d}.pt"] if keep_epochs and epoch_done else [])
+    for name in names:  # model only (no optimizer, no RNG): for translating and averaging
+        save_checkpoint(
+            out / name,
+            model,
+            config,
+            data.src_vocab,
+            data.tgt_vocab,
+            step=run.step,
+            epoch=run.epoch,
+            rng=False,
+            **_languages(data),
+            val_loss=val_loss,
+        )
+    write_history(run.history, out)
+    try:
+        plot_history(run.history, out / "loss.png", f"{config.name}: {count_parameters(unwrap(model)):,} parameters")
+    except ImportError:  # matplotlib comes with the [notebooks] extra; the history files are enough
+        pass
