@@ -1,48 +1,180 @@
-"""Checker for the exercise of notebook 00 (why attention; the paper's Table 1, §4).
+"""Checkers for the exercises of notebook 00 (why attention: the paper's Table 1 and §4; Table 2 and §5.2).
 
 from transformer_course.exercises import nb00_introduction as ex
-ex.check_cost_per_layer(cost_per_layer)
+ex.check_attention_layer_macs(attention_layer_macs)   # estimate the cost of a whole attention layer
+ex.check_layers_to_connect(layers_to_connect)         # path length of stacked convolutions (§4)
+ex.check_quiz(q1=..., q2=..., q3=...)                  # three short questions
+
+Numbers may be given as a Python int or float, a numpy scalar or a one-number tensor.
 """
 
 from __future__ import annotations
 
-from . import Hint, Result, run_check
+import math
 
-# (layer, n, d, k): the cases the checker tries, chosen so that n, d and k are all different
-CASES = [
-    ("self-attention", 10, 512, 3),
-    ("recurrent", 10, 512, 3),
-    ("convolutional", 10, 512, 3),
-    ("self-attention", 1000, 64, 5),
-    ("recurrent", 1000, 64, 5),
-    ("convolutional", 1000, 64, 5),
-]
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
-WHY = {
-    "self-attention": "self-attention compares every pair of positions (n·n pairs), each with a dot product of size d",
-    "recurrent": "a recurrent layer does n steps, each multiplying a d-vector by a d×d matrix",
-    "convolutional": "a convolution does, at each of n positions, k matrix products of size d×d",
+from . import Choice, Hint, Numeric, Result, as_int, run_check
+from . import check_quiz as _check_quiz
+
+# ---------------------------------------------------------------------------------------------------
+# Exercise 1: the multiply-adds of one whole multi-head self-attention layer
+
+
+def counted_attention_macs(n: int, d: int, heads: int) -> int:
+    """Multiply-adds of one multi-head self-attention layer on n positions, counted by PyTorch's
+    FlopCounterMode (which counts 2 FLOPs per multiply-add of every matrix product; biases and the
+    softmax are not counted). Plain torch operations, independent of the package."""
+    d_k = d // heads
+    x = torch.zeros(1, n, d)  # (1, n, d)
+    w_q, w_k, w_v, w_o = (nn.Linear(d, d) for _ in range(4))
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        q, k, v = (w(x).view(1, n, heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))  # (1, h, n, d_k)
+        weights = (q @ k.transpose(-2, -1)).softmax(dim=-1)  # (1, h, n, n)
+        w_o((weights @ v).transpose(1, 2).reshape(1, n, d))  # (1, n, d)
+    return counter.get_total_flops() // 2
+
+
+# (n, d, heads): n, d and heads all different, so that each mistake gives its own number
+MAC_CASES = [(10, 64, 4), (50, 32, 8), (7, 48, 3)]
+
+
+def _mac_mistakes(n: int, d: int, heads: int) -> dict[str, int]:
+    return {
+        "only the attention core is counted: the four projections W^Q, W^K, W^V, W^O cost n·d² each": 2 * n * n * d,
+        "the product weights @ V is missing: it costs as much as Q Kᵀ (n·n weights, each times d numbers)": (
+            4 * n * d * d + n * n * d
+        ),
+        "one projection is missing: there are four, W^Q, W^K, W^V and the output projection W^O": (
+            3 * n * d * d + 2 * n * n * d
+        ),
+        "the count grows with the number of heads: h heads of size d/h cost what one head of size d costs": (
+            heads * (4 * n * d * d + 2 * n * n * d)
+        ),
+        "these are Table 1's two terms only (n²·d + n·d²); count every matrix product of the layer": (
+            n * n * d + n * d * d
+        ),
+    }
+
+
+def check_attention_layer_macs(attention_layer_macs) -> Result:
+    """``attention_layer_macs(n, d, heads)``: multiply-adds of one multi-head self-attention layer on one
+    sentence of n positions (the four projections, Q Kᵀ and weights @ V; biases and softmax not counted)."""
+
+    def check():
+        for n, d, heads in MAC_CASES:
+            what = f"attention_layer_macs(n={n}, d={d}, heads={heads})"
+            got = as_int(attention_layer_macs(n, d, heads), what)
+            want = counted_attention_macs(n, d, heads)
+            if got == want:
+                continue
+            for hint, value in _mac_mistakes(n, d, heads).items():
+                if got == value:
+                    raise Hint(f"{what} = {got:,}: {hint}")
+            raise Hint(f"{what} = {got:,}, PyTorch's FlopCounterMode counts {want:,} multiply-adds")
+
+    return run_check(
+        "attention layer cost", check, "passed: 4·n·d² for the projections + 2·n²·d for attention, whatever h is"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Exercise 2: how many stacked convolutions connect the first and the last position (§4, Table 1)
+
+
+def simulated_layers(n: int, k: int, dilated: bool) -> int:
+    """Stack causal convolutions of kernel width k until the last output sees the first input, by tracking
+    which inputs each position sees (no formula). Layer l has dilation k**l when ``dilated``, else 1."""
+    seen = [{i} for i in range(n)]  # seen[i]: the inputs position i depends on
+    layers = 0
+    while 0 not in seen[n - 1]:
+        step = k**layers if dilated else 1
+        seen = [set().union(*(seen[i - j * step] for j in range(k) if i - j * step >= 0)) for i in range(n)]
+        layers += 1
+    return layers
+
+
+# contiguous cases first (20, 4) separates n/k (5), rounding down (6) and the answer (7); (11, 3) catches n/(k − 1)
+CONV_CASES = [(20, 4, False), (11, 3, False), (64, 4, False), (10, 3, True), (100, 2, True), (64, 4, True)]
+
+
+def _conv_mistakes(n: int, k: int, dilated: bool) -> dict[str, int]:
+    if dilated:
+        return {
+            "one layer short: with dilations 1, k, k², … the receptive field after L layers is k^L, and it "
+            "must reach n (round up, not down)": int(math.floor(math.log(n, k) + 1e-9)),
+            "that is log base 2: the receptive field multiplies by the kernel width k each layer": math.ceil(
+                math.log2(n) - 1e-9
+            ),
+        }
+    return {
+        "that is n / k rounded up, the O(n/k) of §4 taken literally: a kernel of width k reaches k − 1 "
+        "positions back per layer, and the distance from first to last is n − 1": math.ceil(n / k),
+        "one layer short: round the number of layers up": (n - 1) // (k - 1),
+        "with n / (k − 1) you count n steps; the distance from the first to the last position is n − 1": math.ceil(
+            n / (k - 1)
+        ),
+    }
+
+
+def check_layers_to_connect(layers_to_connect) -> Result:
+    """``layers_to_connect(n, k, dilated)``: the smallest number of stacked causal convolutions of kernel
+    width k after which output n − 1 depends on input 0; dilation k**l in layer l when ``dilated``."""
+
+    def check():
+        for n, k, dilated in CONV_CASES:
+            what = f"layers_to_connect(n={n}, k={k}, dilated={dilated})"
+            got = as_int(layers_to_connect(n, k, dilated), what)
+            want = simulated_layers(n, k, dilated)
+            if got == want:
+                continue
+            for hint, value in _conv_mistakes(n, k, dilated).items():
+                if got == value and value != want:
+                    raise Hint(f"{what} = {got}: {hint}")
+            raise Hint(f"{what} = {got}; stacking the layers one by one needs {want}")
+
+    return run_check("layers to connect", check, "passed: ⌈(n − 1)/(k − 1)⌉ contiguous layers, ⌈log_k n⌉ dilated ones")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Questions
+
+QUESTIONS = {
+    "q1": Choice(
+        correct="b",
+        why="training sees the whole target at once (O(1) sequential steps); generating a translation "
+        "still needs one decoder step per output word (notebook 09)",
+        wrong={
+            "a": "at test time the next word depends on the words already written, so they cannot all be "
+            "produced in one step; Table 1's O(1) is about one layer over a known sequence",
+            "c": "the encoder reads the whole source in one step; only the output is written word by word",
+        },
+    ),
+    "q2": Numeric(
+        value=512 / 12,
+        why="n·d² / (n²·d) = d / n = 512 / 12 ≈ 42.7",
+        mistakes={
+            "upside down: the recurrent layer costs n·d², self-attention n²·d; divide the first by the second": 12 / 512
+        },
+        rel_tol=1e-2,
+        otherwise="divide Table 1's recurrent cost n·d² by the self-attention cost n²·d, then put in n and d",
+    ),
+    "q3": Numeric(
+        value=12 * 3600 * 8 * 9.5e12,
+        why="12 h × 3,600 s × 8 GPUs × 9.5·10¹² FLOP/s ≈ 3.3·10¹⁸ FLOPs, Table 2's figure",
+        mistakes={
+            "the hours must become seconds (× 3,600): FLOPS are operations per second": 12 * 8 * 9.5e12,
+            "all 8 GPUs worked for those 12 hours: multiply by 8": 12 * 3600 * 9.5e12,
+            "a TFLOPS is 10¹² operations per second, not 10⁹": 12 * 3600 * 8 * 9.5e9,
+        },
+        rel_tol=0.02,
+        otherwise="multiply the training time in seconds, the number of GPUs and 9.5·10¹² FLOP/s per GPU",
+    ),
 }
 
 
-def expected_cost(layer: str, n: int, d: int, k: int) -> int:
-    return {"self-attention": n * n * d, "recurrent": n * d * d, "convolutional": k * n * d * d}[layer]
-
-
-def check_cost_per_layer(cost_per_layer) -> Result:
-    """``cost_per_layer(layer, n, d, k)`` should give Table 1's complexity per layer as a number."""
-
-    def check():
-        for layer, n, d, k in CASES:
-            got = cost_per_layer(layer, n, d, k)
-            want = expected_cost(layer, n, d, k)
-            if not isinstance(got, (int, float)) or isinstance(got, bool):
-                raise Hint(
-                    f"cost_per_layer({layer!r}, n={n}, d={d}, k={k}) should return a number, got {type(got).__name__}"
-                )
-            if got != want:
-                raise Hint(
-                    f"cost_per_layer({layer!r}, n={n}, d={d}, k={k}) returned {got}, expected {want}: {WHY[layer]}"
-                )
-
-    return run_check("cost per layer", check, "passed: self-attention is cheaper than a recurrent layer while n < d")
+def check_quiz(**answers) -> Result:
+    """``check_quiz(q1="b", q2=42.7, q3=3.3e18)``: one line per question."""
+    return _check_quiz(QUESTIONS, answers)

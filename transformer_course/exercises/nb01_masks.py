@@ -1,139 +1,267 @@
-"""Checkers for the exercises of notebook 01 (masks; paper §3.2.3).
+"""Checkers for the exercises of notebook 01 (masks; paper §3.2.3, restricted self-attention §4).
 
 from transformer_course.exercises import nb01_masks as ex
-ex.check_padding_mask(padding_mask)
-ex.check_subsequent_mask(subsequent_mask)
-ex.check_target_mask(target_mask)
-ex.check_local_mask(local_mask)
+ex.check_allowed_pairs(allowed_pairs)          # predict: how many (query, key) pairs each target mask allows
+ex.check_mask_from_lengths(mask_from_lengths)  # a padding mask from sentence lengths (d2l's valid_lens)
+ex.check_window_mask(window_mask)              # a centred window for the encoder, with padding (§4)
+ex.check_local_mask(local_mask)                # a causal window for the decoder
+ex.check_quiz(q1=..., q2=..., q3=...)
+
+Masks: a boolean tensor, True = may attend, or 0/1 numbers of any dtype (1 = may attend); both pass.
 """
 
 from __future__ import annotations
 
 import torch
 
-from . import Hint, Result, expect_tensor, run_check
+from . import Choice, Hint, Numeric, Result, as_int, as_mask, as_sequence, run_check
+from . import check_quiz as _check_quiz
 
 PAD = 0
-TOKENS = torch.tensor([[5, 6, 7, PAD, PAD], [8, 9, 10, 11, 12], [13, PAD, PAD, PAD, PAD]])  # (3, 5)
+# The notebook's toy batch: "the cat sat", "a dog ran very fast", "hello", padded with 0 to length 5.
+TOKENS = torch.tensor([[4, 5, 6, PAD, PAD], [7, 8, 9, 10, 11], [12, PAD, PAD, PAD, PAD]])  # (3, 5)
 
 
-def _expected_padding(tokens: torch.Tensor, pad_idx: int) -> torch.Tensor:
-    batch, length = tokens.shape
-    mask = torch.zeros(batch, 1, 1, length, dtype=torch.bool)
-    for b in range(batch):
-        for j in range(length):
-            mask[b, 0, 0, j] = bool(tokens[b, j] != pad_idx)
-    return mask
+def _real(tokens: torch.Tensor, pad_idx: int) -> list[list[bool]]:
+    return [[int(t) != pad_idx for t in row] for row in tokens]
 
 
-def _expected_subsequent(size: int) -> torch.Tensor:
-    mask = torch.zeros(1, 1, size, size, dtype=torch.bool)
-    for i in range(size):
-        for j in range(size):
-            mask[0, 0, i, j] = j <= i  # query i may see keys 0..i
-    return mask
-
-
-def _shape_hint(got, expected: torch.Tensor, what: str, layout: str) -> None:
-    if isinstance(got, torch.Tensor) and got.shape != expected.shape:
+def _compare(got: torch.Tensor, expected: torch.Tensor, what: str) -> None:
+    if not torch.equal(got, expected):
+        if torch.equal(got, ~expected):
+            raise Hint(f"{what} is inverted: True (or 1) should mean 'may attend'")
+        index = (got != expected).nonzero()[0].tolist()
         raise Hint(
-            f"{what} has shape {tuple(got.shape)}, expected {tuple(expected.shape)} = {layout}; "
-            "add the missing size-1 dimensions with mask[:, None, None, :] or .unsqueeze"
+            f"{what} differs at index {index}: got {bool(got[tuple(index)])}, expected {bool(expected[tuple(index)])}"
         )
 
 
-def check_padding_mask(padding_mask) -> Result:
-    """``padding_mask(tokens, pad_idx)``: (batch, 1, 1, len), True on real tokens."""
+# ---------------------------------------------------------------------------------------------------
+# Exercise 1 (predict): how many (query, key) pairs does each sentence's target mask allow?
+
+
+def _target_counts(tokens: torch.Tensor, pad_idx: int, rule) -> list[int]:
+    """For each sentence, the number of (query i, key j) pairs with ``rule(i, j, real)`` true."""
+    counts = []
+    for real in _real(tokens, pad_idx):
+        counts.append(sum(rule(i, j, real) for i in range(len(real)) for j in range(len(real))))
+    return counts
+
+
+def expected_allowed_pairs() -> list[int]:
+    return _target_counts(TOKENS, PAD, lambda i, j, real: j <= i and real[j])
+
+
+def _pair_mistakes() -> dict[str, list[int]]:
+    return {
+        "you ignored the padding: a key must also be a real token, so pads are never looked at": _target_counts(
+            TOKENS, PAD, lambda i, j, real: j <= i
+        ),
+        "you ignored the causal rule: query i sees only keys 0…i": _target_counts(
+            TOKENS, PAD, lambda i, j, real: real[j]
+        ),
+        "you left out the pad queries: the target mask hides pad keys only, so a pad query still looks at "
+        "the real tokens before it": _target_counts(TOKENS, PAD, lambda i, j, real: j <= i and real[j] and real[i]),
+        "you hid the diagonal: query i may attend to itself (keys 0…i, i included)": _target_counts(
+            TOKENS, PAD, lambda i, j, real: j < i and real[j]
+        ),
+    }
+
+
+def check_allowed_pairs(answer) -> Result:
+    """``answer``: a list or tuple of 3 whole numbers, one per sentence of the toy batch: the count of True
+    entries of ``target_mask(tokens, PAD)[b]`` (each of shape (1, 5, 5))."""
 
     def check():
-        for pad_idx in (PAD, 7):  # a pad id other than 0 catches `tokens != 0` hard-coded
-            expected = _expected_padding(TOKENS, pad_idx)
-            got = padding_mask(TOKENS, pad_idx)
-            _shape_hint(got, expected, "padding_mask(tokens, pad_idx)", "(batch, 1, 1, len)")
-            if pad_idx != PAD and isinstance(got, torch.Tensor) and torch.equal(got, _expected_padding(TOKENS, PAD)):
-                raise Hint("with pad_idx=7 your mask still hides the 0s: compare with pad_idx, not with 0")
-            expect_tensor(got, expected, f"padding_mask(tokens, pad_idx={pad_idx})")
+        if answer is ... or answer is None:
+            raise NotImplementedError
+        got = [as_int(n, f"answer[{b}]") for b, n in enumerate(as_sequence(answer, 3, "your answer"))]
+        want = expected_allowed_pairs()
+        if got == want:
+            return
+        for hint, value in _pair_mistakes().items():
+            if got == value:
+                raise Hint(f"{got}: {hint}")
+        wrong = next(b for b in range(3) if got[b] != want[b])
+        raise Hint(f"sentence {wrong} is not right: draw its 5 × 5 table, rows = queries, columns = keys")
 
-    return run_check("padding mask", check, "passed: True on real tokens, shape (batch, 1, 1, len)")
+    return run_check("allowed pairs", check, "passed: only real keys, only the past and the present")
 
 
-def check_subsequent_mask(subsequent_mask) -> Result:
-    """``subsequent_mask(size)``: (1, 1, size, size), True on and below the diagonal."""
+# ---------------------------------------------------------------------------------------------------
+# Exercise 2: a padding mask from lengths (d2l's valid_lens)
+
+
+def _from_lengths(lengths: list[int], max_len: int, keep) -> torch.Tensor:
+    return torch.tensor([[bool(keep(j, n)) for j in range(max_len)] for n in lengths])  # (batch, max_len)
+
+
+LENGTH_CASES = [([3, 5, 1], 5), ([2, 7, 4, 7], 8), ([1], 3)]
+
+
+def check_mask_from_lengths(mask_from_lengths) -> Result:
+    """``mask_from_lengths(lengths, max_len)``: lengths a (batch,) LongTensor → (batch, 1, 1, max_len),
+    True (or 1) on the first ``lengths[b]`` positions of sentence b."""
 
     def check():
-        for size in (4, 6, 1):
-            expected = _expected_subsequent(size)
-            got = subsequent_mask(size)
-            _shape_hint(got, expected, f"subsequent_mask({size})", "(1, 1, size, size)")
-            if isinstance(got, torch.Tensor) and got.shape == expected.shape and got.dtype == torch.bool:
-                square = got[0, 0]
-                if size > 1 and torch.equal(square, expected[0, 0].T):
+        for lengths, max_len in LENGTH_CASES:
+            what = f"mask_from_lengths(torch.tensor({lengths}), max_len={max_len})"
+            got = mask_from_lengths(torch.tensor(lengths), max_len)
+            expected = _from_lengths(lengths, max_len, lambda j, n: j < n)[:, None, None, :]  # (B, 1, 1, L)
+            if isinstance(got, torch.Tensor) and got.shape != expected.shape:
+                if got.shape == expected.shape[:1] + expected.shape[-1:]:
                     raise Hint(
-                        f"subsequent_mask({size}) lets each position see the future and not the past: "
-                        "use the lower triangle (torch.tril), row = query, column = key"
+                        f"{what} has shape {tuple(got.shape)}: add the head and query axes, "
+                        "(batch, 1, 1, max_len), so that it broadcasts over heads and queries"
                     )
-                if size > 1 and torch.equal(square, expected[0, 0].tril(-1)):
+                if got.shape == (len(lengths), 1, max_len, 1):
                     raise Hint(
-                        f"subsequent_mask({size}) hides the diagonal: position i may attend to itself "
-                        "(torch.tril with diagonal=0)"
+                        f"{what} has shape {tuple(got.shape)}: that masks queries; the padding mask is about "
+                        "keys, the last axis: (batch, 1, 1, max_len)"
                     )
-            expect_tensor(got, expected, f"subsequent_mask({size})")
+            got = as_mask(got, tuple(expected.shape), what)
+            if torch.equal(got, _from_lengths(lengths, max_len, lambda j, n: j <= n)[:, None, None, :]):
+                raise Hint(f"{what} lets one pad through: positions 0 … length − 1 are real (use <, not <=)")
+            _compare(got, expected, what)
 
-    return run_check("subsequent mask", check, "passed: position i sees positions 0..i")
+    return run_check("mask from lengths", check, "passed: torch.arange(max_len) < lengths[:, None], as (B, 1, 1, L)")
 
 
-def check_target_mask(target_mask) -> Result:
-    """``target_mask(tgt, pad_idx)``: (batch, 1, len, len), True where the key is real and not in the future."""
+# ---------------------------------------------------------------------------------------------------
+# Exercise 3: a centred window for the encoder (§4, restricted self-attention), with padding
+
+
+def _in_window(i: int, j: int, real: list[bool], radius: int) -> bool:
+    return abs(i - j) <= radius and real[j]
+
+
+def expected_window(tokens: torch.Tensor, pad_idx: int, radius: int, rule=_in_window) -> torch.Tensor:
+    """(batch, 1, len, len): query i may see key j when ``rule(i, j, real, radius)``; by default when
+    |i − j| <= radius and key j is a real token."""
+    size, masks = tokens.size(1), []
+    for real in _real(tokens, pad_idx):
+        masks.append(torch.tensor([[rule(i, j, real, radius) for j in range(size)] for i in range(size)]))
+    return torch.stack(masks)[:, None]  # (batch, 1, len, len)
+
+
+WINDOW_MISTAKES = {
+    "it sees only the past: a centred window reaches radius positions on both sides (|i − j| <= radius)": (
+        lambda i, j, real, r: 0 <= i - j <= r and real[j]
+    ),
+    "the window is one too narrow: |i − j| <= radius, so radius = 1 means 3 keys": (
+        lambda i, j, real, r: abs(i - j) < r and real[j]
+    ),
+    "the window is one too wide: |i − j| <= radius, not radius + 1": (
+        lambda i, j, real, r: abs(i - j) <= r + 1 and real[j]
+    ),
+    "pads are looked at: combine the window with the padding mask of the keys (&)": (
+        lambda i, j, real, r: abs(i - j) <= r
+    ),
+    "you also masked the pad queries: their rows are then empty, and an empty row gives NaN (section 6); "
+    "mask keys only": (lambda i, j, real, r: abs(i - j) <= r and real[j] and real[i]),
+}
+
+
+WINDOW_CASES = [(TOKENS, PAD, 1), (torch.tensor([[3, 4, 5, 6, 7, 8, 9, 1, 1]]), 1, 2), (TOKENS, PAD, 0)]
+
+
+def check_window_mask(window_mask) -> Result:
+    """``window_mask(tokens, pad_idx, radius)`` → (batch, 1, len, len): True (or 1) where key j is a real
+    token and |i − j| <= radius."""
 
     def check():
-        expected = _expected_padding(TOKENS, PAD) & _expected_subsequent(TOKENS.size(1))  # (3, 1, 5, 5)
-        got = target_mask(TOKENS, PAD)
-        _shape_hint(got, expected, "target_mask(tgt, pad_idx)", "(batch, 1, len, len)")
-        if isinstance(got, torch.Tensor) and got.shape == expected.shape and got.dtype == torch.bool:
-            if torch.equal(got, _expected_subsequent(TOKENS.size(1)).expand_as(expected)):
-                raise Hint("target_mask ignores padding: combine the causal mask with the padding mask (&)")
-            if torch.equal(got, _expected_padding(TOKENS, PAD) | _expected_subsequent(TOKENS.size(1))):
-                raise Hint(
-                    "target_mask lets a query see keys allowed by either mask: a key must pass both (use &, not |)"
-                )
-        expect_tensor(got, expected, "target_mask(tgt, pad_idx)")
+        for tokens, pad_idx, radius in WINDOW_CASES:
+            what = f"window_mask(tokens {tuple(tokens.shape)}, pad_idx={pad_idx}, radius={radius})"
+            expected = expected_window(tokens, pad_idx, radius)
+            got = as_mask(window_mask(tokens.clone(), pad_idx, radius), tuple(expected.shape), what)
+            if torch.equal(got, expected):
+                continue
+            if pad_idx != PAD and torch.equal(got, expected_window(tokens, PAD, radius)):
+                raise Hint(f"{what}: compare the tokens with pad_idx, not with 0")
+            for hint, rule in WINDOW_MISTAKES.items():
+                if torch.equal(got, expected_window(tokens, pad_idx, radius, rule)):
+                    raise Hint(f"{what}: {hint}")
+            _compare(got, expected, what)
 
-    return run_check("target mask", check, "passed: no padding keys and no future keys")
+    return run_check("window mask", check, "passed: a band of width 2·radius + 1 around each query, no pads")
 
 
-def _expected_local(size: int, window: int) -> torch.Tensor:
-    mask = torch.zeros(1, 1, size, size, dtype=torch.bool)
-    for i in range(size):
-        for j in range(size):
-            mask[0, 0, i, j] = 0 <= i - j < window  # itself and the window - 1 positions before it
-    return mask
+# ---------------------------------------------------------------------------------------------------
+# Exercise 4: a causal window for the decoder
+
+
+def _in_causal_window(i: int, j: int, window: int) -> bool:
+    return 0 <= i - j < window  # itself and the window − 1 positions before it
+
+
+def expected_local(size: int, window: int, rule=_in_causal_window) -> torch.Tensor:
+    return torch.tensor([[rule(i, j, window) for j in range(size)] for i in range(size)])[None, None]  # (1, 1, s, s)
 
 
 def check_local_mask(local_mask) -> Result:
-    """``local_mask(size, window)``: (1, 1, size, size), query i may see keys i - window + 1 … i."""
+    """``local_mask(size, window)``: (1, 1, size, size), query i may see keys i − window + 1 … i."""
 
     def check():
         for size, window in ((6, 3), (5, 1), (4, 4), (7, 2)):
-            expected = _expected_local(size, window)
-            got = local_mask(size, window)
             what = f"local_mask({size}, window={window})"
-            _shape_hint(got, expected, what, "(1, 1, size, size)")
-            if (
-                isinstance(got, torch.Tensor)
-                and got.shape == expected.shape
-                and got.dtype == torch.bool
-                and not torch.equal(got, expected)
-            ):
-                if torch.equal(got, _expected_local(size, window + 1)):
-                    raise Hint(
-                        f"{what} lets each query see {window + 1} keys: with window={window} a query sees "
-                        f"itself and the {window - 1} keys before it"
-                    )
-                if torch.equal(got, _expected_local(size, window) | _expected_local(size, window).transpose(-2, -1)):
-                    raise Hint(
-                        f"{what} lets a query see keys after it: keep it causal (combine with the "
-                        "lower triangle, torch.tril)"
-                    )
-            expect_tensor(got, expected, what)
+            expected = expected_local(size, window)
+            got = local_mask(size, window)
+            if isinstance(got, torch.Tensor) and got.shape == (size, size):
+                raise Hint(f"{what} has shape {(size, size)}: add the batch and head axes, (1, 1, size, size)")
+            got = as_mask(got, tuple(expected.shape), what)
+            if torch.equal(got, expected):
+                continue
+            if torch.equal(got, expected_local(size, window + 1)):
+                raise Hint(
+                    f"{what} lets each query see {window + 1} keys: with window={window} a query sees "
+                    f"itself and the {window - 1} keys before it"
+                )
+            if torch.equal(got, expected_local(size, window, lambda i, j, w: abs(i - j) < w)):
+                raise Hint(f"{what} lets a query see keys after it: keep it causal (the lower triangle, torch.tril)")
+            if torch.equal(got, expected_local(size, window, lambda i, j, w: 0 < i - j < w)):
+                raise Hint(f"{what} hides the diagonal: a position may attend to itself")
+            _compare(got, expected, what)
 
     return run_check("local mask", check, "passed: each position sees itself and the window − 1 positions before it")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Questions
+
+QUESTIONS = {
+    "q1": Choice(
+        correct="b",
+        why="nn.MultiheadAttention's key_padding_mask marks the keys to IGNORE; pass ~src_mask[:, 0, 0]",
+        wrong={
+            "a": "that is this course's convention (and F.scaled_dot_product_attention's); "
+            "key_padding_mask is the opposite",
+            "c": "key_padding_mask is about keys (its shape is (batch, k_len)), not queries",
+        },
+    ),
+    "q2": Choice(
+        correct="b",
+        why="key 0 is a real token and no query is before it, so every row, pad rows included, may see it",
+        wrong={
+            "a": "row 0 sees key 0, and so does every later row: the causal rule lets row i see keys 0…i",
+            "c": "the target mask hides pad KEYS, not pad queries: a pad row still sees the real tokens before it",
+        },
+    ),
+    "q3": Numeric(
+        value=64 * 40,
+        why="(64, 1, 1, 40) holds 64 · 40 = 2,560 booleans; broadcasting reuses them for 8 heads × 40 queries",
+        mistakes={
+            "that is the size of the scores (64, 8, 40, 40); the mask stores size-1 axes for heads and queries": (
+                64 * 8 * 40 * 40
+            ),
+            "the head axis has size 1 too: the mask is (64, 1, 1, 40), the same for every head": 64 * 8 * 40,
+            "the query axis has size 1: the padding mask is about keys only, (64, 1, 1, 40)": 64 * 40 * 40,
+        },
+        rel_tol=0,
+        otherwise="count the numbers in a tensor of shape (batch, 1, 1, len)",
+    ),
+}
+
+
+def check_quiz(**answers) -> Result:
+    """``check_quiz(q1="b", q2="a", q3=123)``: one line per question."""
+    return _check_quiz(QUESTIONS, answers)

@@ -1,17 +1,35 @@
-"""Checkers for the exercises of notebook 02 (scaled dot-product attention; paper §3.2.1).
+"""Checkers for notebook 02 (scaled dot-product attention; paper §3.2.1).
 
-from transformer_course.exercises import nb02_attention as ex
-ex.check_attention(attention)
-ex.check_dot_product_std(dot_product_std)
+    from transformer_course.exercises import nb02_attention as ex
+    ex.check_attention(scaled_dot_product_attention)   # the function of my_transformer/attention.py
+    ex.check_additive_attention(additive_attention)    # exercise 1: a variant (Bahdanau's additive attention)
+    ex.check_bug_lines(bug_lines)                      # exercise 2: find the bugs in buggy_attention
+    ex.check_weights_bytes(weights_bytes)              # exercise 3: estimate the memory of the weights
+    ex.check_question_scaling("…"), ex.check_question_mask_sum("…"), ex.check_question_additive("…")
+
+Numbers may come as Python, numpy or one-element tensor numbers; pairs and lists of lines as tuples or lists.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
+from torch import nn
 
-from . import Hint, Result, expect_tensor, run_check
+from . import (
+    Choice,
+    Hint,
+    Result,
+    as_int,
+    as_number,
+    as_sequence,
+    check_question,
+    expect_tensor,
+    print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
+    run_check,
+)
 
 
 def _reference(query, key, value, mask=None):
@@ -29,14 +47,41 @@ def _reference(query, key, value, mask=None):
     return out, weights
 
 
-def _unpack(got, what):
-    if not (isinstance(got, tuple) and len(got) == 2):
-        raise Hint(f"{what} should return a pair (output, weights), got {type(got).__name__}")
-    return got
+def _pair(got, what):
+    """(output, weights) as a tuple or a list."""
+    output, weights = as_sequence(got, 2, f"{what} should return the pair (output, weights); it")
+    return output, weights
+
+
+class _FixedDropout(nn.Dropout):
+    """A stand-in for nn.Dropout(0.5) that drops every other number (and doubles the rest): reproducible."""
+
+    def __init__(self) -> None:
+        super().__init__(0.5)
+
+    def forward(self, x):
+        keep = (torch.arange(x.numel()) % 2 == 0).view(x.shape)
+        return x * keep * 2.0
+
+
+def _check_mask_direction(weights, want_w, mask_rows_kept: int):
+    """Sentence 0 may attend to its first ``mask_rows_kept`` keys only: name an inverted or ignored mask."""
+    if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape:
+        kept, hidden = weights[0, :, :mask_rows_kept], weights[0, :, mask_rows_kept:]
+        if torch.allclose(kept, torch.zeros_like(kept), atol=1e-6):
+            raise Hint(
+                "the mask is used the wrong way round: True means 'may attend', so fill the "
+                "scores where the mask is False (masked_fill(~mask, ...))"
+            )
+        if not torch.allclose(hidden, torch.zeros_like(hidden), atol=1e-6):
+            raise Hint(
+                "with a mask, keys where the mask is False must get weight 0: fill their scores "
+                "with -inf (or the most negative float) before the softmax, and do not add the mask"
+            )
 
 
 def check_attention(attention) -> Result:
-    """``attention(query, key, value, mask=None)`` → (output, weights) as in the paper's equation (1)."""
+    """``attention(query, key, value, mask=None, dropout=None)`` → (output, weights), the paper's equation (1)."""
 
     def check():
         g = torch.Generator().manual_seed(0)
@@ -45,7 +90,7 @@ def check_attention(attention) -> Result:
             torch.randn(2, 5, 16, generator=g),
             torch.randn(2, 5, 4, generator=g),
         )  # d_k = 16, d_v = 4
-        out, weights = _unpack(attention(q, k, v), "attention(query, key, value)")
+        out, weights = _pair(attention(q, k, v), "attention(query, key, value)")
         want_out, want_w = _reference(q, k, v)
         if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape:
             sums = weights.sum(-1)
@@ -64,53 +109,219 @@ def check_attention(attention) -> Result:
         expect_tensor(out, want_out, "output (batch, q_len, d_v)")
 
         mask = torch.tensor([[True, True, True, False, False], [True, True, True, True, True]])[:, None, :]  # (2, 1, 5)
-        out, weights = _unpack(attention(q, k, v, mask), "attention(query, key, value, mask)")
+        out, weights = _pair(attention(q, k, v, mask), "attention(query, key, value, mask)")
         want_out, want_w = _reference(q, k, v, mask)
-        if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape:
-            if torch.allclose(weights[0, :, :3], torch.zeros(3, 3), atol=1e-6):
-                raise Hint(
-                    "the mask is used the wrong way round: True means 'may attend', so fill the "
-                    "scores where the mask is False (masked_fill(~mask, ...))"
-                )
-            if not torch.allclose(weights[0, :, 3:], torch.zeros(3, 2), atol=1e-6):
-                raise Hint(
-                    "with a mask, keys where the mask is False must get weight 0: fill their scores "
-                    "with -inf (or a very negative number) before the softmax"
-                )
+        _check_mask_direction(weights, want_w, 3)
         expect_tensor(weights, want_w, "weights with a mask")
         expect_tensor(out, want_out, "output with a mask")
+
+        if "dropout" in inspect.signature(attention).parameters:
+            out, _ = _pair(attention(q, k, v, mask, _FixedDropout()), "attention(query, key, value, mask, dropout)")
+            if isinstance(out, torch.Tensor) and out.shape == want_out.shape:
+                if torch.allclose(out, want_out, atol=1e-5):
+                    raise Hint("the dropout module is not used: apply it to the weights, weights = dropout(weights)")
+                if torch.allclose(out, _FixedDropout()(want_out), atol=1e-5):
+                    raise Hint("dropout is applied to the output; apply it to the weights, before weights @ value")
+            expect_tensor(out, _FixedDropout()(want_w) @ v, "output with dropout on the weights")
 
     return run_check("scaled dot-product attention", check, "passed: softmax(Q Kᵀ / √d_k) V with masking")
 
 
-def check_dot_product_std(dot_product_std) -> Result:
-    """``dot_product_std(d_k, samples)``: the spread of q·k for random q, k with unit-variance entries."""
+# ---- exercise 1: additive attention ------------------------------------------------------------------
+
+
+def _additive_reference(query, key, value, W_q, W_k, w_v, mask=None):
+    """score(q_i, k_j) = w_vᵀ tanh(q_i W_q + k_j W_k), one (query, key) pair at a time."""
+    batch, q_len, _ = query.shape
+    k_len = key.size(1)
+    scores = torch.zeros(batch, q_len, k_len)
+    for b in range(batch):
+        for i in range(q_len):
+            for j in range(k_len):
+                scores[b, i, j] = (w_v * torch.tanh(query[b, i] @ W_q + key[b, j] @ W_k)).sum()
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(-1)  # (batch, q_len, k_len)
+    return weights @ value, weights
+
+
+def _additive_variants(query, key, W_q, W_k, w_v) -> dict[str, torch.Tensor]:
+    """Weights of plausible wrong versions (no mask), each with the hint that names its mistake."""
+    features = (query @ W_q)[:, :, None, :] + (key @ W_k)[:, None, :, :]  # (batch, q_len, k_len, d_hidden)
+    scores = torch.tanh(features) @ w_v  # (batch, q_len, k_len)
+    d_hidden = w_v.numel()
+    variants = {
+        "the tanh is missing: without it the query's part, q W_q · w_v, is the same for every key and "
+        "cancels in the softmax, so every query gets the same weights": (features @ w_v).softmax(-1),
+        "the paper's additive attention uses tanh, not ReLU: w_vᵀ tanh(q W_q + k W_k)": (features.relu() @ w_v).softmax(
+            -1
+        ),
+    }
+    for name, size in (("d_hidden", d_hidden), ("the key size", key.size(-1)), ("the query size", query.size(-1))):
+        variants[
+            f"the scores are divided by √({name}); additive attention is not scaled: 1/√d_k belongs to "
+            "dot-product attention, whose scores grow with d_k"
+        ] = (scores / math.sqrt(size)).softmax(-1)
+    return variants
+
+
+def check_additive_attention(additive_attention) -> Result:
+    """``additive_attention(query, key, value, W_q, W_k, w_v, mask=None)`` → (output, weights)."""
 
     def check():
-        for d_k in (4, 64, 256):
-            torch.manual_seed(d_k)
-            got = dot_product_std(d_k, 20_000)
-            if isinstance(got, torch.Tensor):
-                got = got.item() if got.numel() == 1 else got
-            if not isinstance(got, (int, float)):
-                raise Hint(
-                    f"dot_product_std({d_k}, samples) should return one number (use .item()), got {type(got).__name__}"
-                )
-            want = math.sqrt(d_k)
-            if abs(got - d_k) < 0.1 * d_k and d_k != 1 and abs(got - want) > 0.1 * want:
-                raise Hint(
-                    f"dot_product_std({d_k}) returned {got:.2f} ≈ d_k: that is the variance; "
-                    "return the standard deviation (.std())"
-                )
-            if abs(got - 1.0) < 0.1 and abs(got - want) > 0.1 * want:
-                raise Hint(
-                    f"dot_product_std({d_k}) returned {got:.2f} ≈ 1: measure the raw q·k, before any division by √d_k"
-                )
-            if abs(got - want) > 0.1 * want:
-                raise Hint(
-                    f"dot_product_std({d_k}) returned {got:.2f}, expected about √d_k = {want:.2f}: "
-                    "draw q and k of shape (samples, d_k) with torch.randn, sum q*k over the last "
-                    "dimension, and take .std()"
-                )
+        g = torch.Generator().manual_seed(2)
+        # queries and keys of different sizes (6 and 5): additive attention allows it, dot products do not
+        query, key, value = (
+            torch.randn(2, 3, 6, generator=g),
+            torch.randn(2, 4, 5, generator=g),
+            torch.randn(2, 4, 2, generator=g),
+        )
+        W_q, W_k, w_v = (
+            torch.randn(6, 7, generator=g) * 0.6,
+            torch.randn(5, 7, generator=g) * 0.6,
+            torch.randn(7, generator=g) * 1.5,
+        )
+        want_out, want_w = _additive_reference(query, key, value, W_q, W_k, w_v)
+        out, weights = _pair(additive_attention(query, key, value, W_q, W_k, w_v), "additive_attention(...)")
+        if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape:
+            sums = weights.sum(-1)
+            if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
+                raise Hint("each query's weights (a row, over the keys) should sum to 1: softmax over dim=-1")
+            for hint, wrong in _additive_variants(query, key, W_q, W_k, w_v).items():
+                if torch.allclose(weights, wrong, atol=1e-5):
+                    raise Hint(hint)
+        expect_tensor(weights, want_w, "weights (batch, q_len, k_len)")
+        expect_tensor(out, want_out, "output (batch, q_len, d_v)")
 
-    return run_check("spread of q·k", check, "passed: the standard deviation of q·k grows like √d_k")
+        mask = torch.tensor([[True, True, False, False], [True, True, True, True]])[:, None, :]  # (2, 1, 4)
+        want_out, want_w = _additive_reference(query, key, value, W_q, W_k, w_v, mask)
+        out, weights = _pair(additive_attention(query, key, value, W_q, W_k, w_v, mask), "with a mask, it")
+        _check_mask_direction(weights, want_w, 2)
+        expect_tensor(weights, want_w, "weights with a mask")
+        expect_tensor(out, want_out, "output with a mask")
+
+    return run_check("additive attention", check, "passed: softmax(w_vᵀ tanh(q W_q + k W_k)) V, masked")
+
+
+# ---- exercise 2: find the bugs -----------------------------------------------------------------------
+
+
+def buggy_attention(query, key, value, mask=None):
+    d_k = key.size(-2)
+    scores = query @ key.transpose(-2, -1)
+    scores = scores / d_k**0.5
+    if mask is not None:
+        scores = scores.masked_fill(mask, -1e9)
+    weights = scores.softmax(dim=-2)
+    return weights @ value, weights
+
+
+BUG_LINES = {2, 6, 7}  # line 1 is `def buggy_attention(...)`
+_RIGHT_LINES = {
+    1: "line 1 is the signature; it is fine",
+    3: "line 3 is right: key.transpose(-2, -1) is (…, d_k, k_len), so query @ it is (…, q_len, k_len)",
+    4: "line 4 is right: d_k**0.5 is √d_k (line 4 only goes wrong if d_k itself is wrong)",
+    5: "line 5 is right: no mask, nothing to hide",
+    8: "line 8 is right: the output is weights @ value, and the weights are returned as they are",
+}
+_MISSED = {
+    2: "one bug is still hidden: which size is d_k? Try buggy_attention with k_len ≠ d_k",
+    6: "one bug is still hidden: in the course's masks True means 'may attend'. Which keys does "
+    "masked_fill(mask, …) hide? (-1e9 instead of -inf is fine: its weight is 0 after the softmax)",
+    7: "one bug is still hidden: over which axis must each query's weights sum to 1? Print weights.sum(-1)",
+}
+
+
+def check_bug_lines(bug_lines) -> Result:
+    """``bug_lines``: the numbers of the lines of ``buggy_attention`` that are wrong (a list, tuple or set)."""
+
+    def check():
+        if bug_lines is ... or bug_lines is None:
+            raise Hint("not done yet: set bug_lines to the numbers of the wrong lines, e.g. [1, 5]")
+        if not isinstance(bug_lines, (list, tuple, set, frozenset)):
+            raise Hint(f"bug_lines should be a list (or tuple, or set) of line numbers, got {type(bug_lines).__name__}")
+        lines = {as_int(n, "each line number") for n in bug_lines}
+        outside = sorted(n for n in lines if not 1 <= n <= 8)
+        if outside:
+            raise Hint(f"buggy_attention has lines 1–8 (print_numbered shows them), got {outside}")
+        for n in sorted(lines - BUG_LINES):
+            raise Hint(_RIGHT_LINES[n])
+        for n in sorted(BUG_LINES - lines):
+            raise Hint(_MISSED[n])
+
+    return run_check("find the bugs", check, "passed: lines 2 (d_k), 6 (mask direction) and 7 (softmax axis)")
+
+
+# ---- exercise 3: the memory of the weights -----------------------------------------------------------
+
+
+def check_weights_bytes(weights_bytes) -> Result:
+    """``weights_bytes(batch, heads, q_len, k_len, bytes_per_number=4)``: bytes of the weights tensor."""
+
+    def check():
+        for batch, heads, q_len, k_len, size in ((2, 8, 10, 12, 4), (32, 8, 100, 100, 4), (3, 1, 7, 5, 2)):
+            what = f"weights_bytes({batch}, {heads}, {q_len}, {k_len}, bytes_per_number={size})"
+            got = as_number(weights_bytes(batch, heads, q_len, k_len, bytes_per_number=size), what)
+            numbers = batch * heads * q_len * k_len
+            wrong = {
+                numbers: "counts numbers; multiply by bytes_per_number (4 for float32) for bytes",
+                numbers * size * 8: "counts bits; a byte is 8 bits, and float32 takes 4 bytes",
+                batch * q_len * k_len * size: "forgets the heads: each head has its own (q_len, k_len) weights",
+                heads * q_len * k_len * size: "forgets the batch: each sentence has its own weights",
+                batch * heads * (q_len + k_len) * size: "adds q_len and k_len: there is one weight per "
+                "(query, key) pair, q_len × k_len of them",
+            }
+            if got != numbers * size:
+                raise Hint(f"{what} = {got:g} {wrong.get(got, 'is not batch·heads·q_len·k_len·bytes_per_number')}")
+
+    return run_check("memory of the weights", check, "passed: batch · heads · q_len · k_len · bytes_per_number")
+
+
+# ---- conceptual questions (answer: one letter; the shared check_question accepts 'c', 'C', '(c)') --------
+
+SCALING = Choice(
+    "c",
+    "the scores spread out, the softmax saturates and its gradients vanish",
+    {
+        "a": "(a) is the common misconception: the softmax's gradient is diag(p) − p pᵀ, and with a one-hot "
+        "p every entry of it is 0. Large scores make gradients vanish, not explode",
+        "b": "(b): the softmax is unchanged if you add the same number to every score, not if you multiply "
+        "them: large scores make it sharper (section 3's table)",
+        "d": "(d): the scores' mean stays 0; it is their spread, √d_k, that grows",
+    },
+)
+MASK_SUM = Choice(
+    "b",
+    "adding True/False adds 1 or 0, so the pads keep a weight above 0",
+    {
+        "a": "(a): adding a boolean adds 1 or 0, never −∞: exp(score + 0) > 0, so the pads keep a weight",
+        "c": "(c): NaN needs −∞ in every score of a row; a boolean added to scores is only 0 or 1",
+        "d": "(d): the sum runs fine (True counts as 1); the weights are just wrong. Run the misconception "
+        "cell of section 4 to see them",
+    },
+)
+ADDITIVE = Choice(
+    "d",
+    "similar theoretical complexity, but matrix-product code makes dot products faster and leaner",
+    {
+        "a": "(a): the paper says the opposite for unscaled dot products: additive attention outperforms them "
+        "for larger d_k (Britz et al., 2017), the reason for 1/√d_k",
+        "b": "(b): the paper calls the two similar in theoretical complexity; the difference is in practice",
+        "c": "(c): any score can be masked before the softmax, additive ones too (exercise 1 does it)",
+    },
+)
+
+
+def check_question_scaling(answer) -> Result:
+    """Without 1/√d_k, at a large d_k, what goes wrong?"""
+    return check_question("question 1 (why √d_k)", SCALING, answer)
+
+
+def check_question_mask_sum(answer) -> Result:
+    """scores + mask (boolean, True = may attend): what weight do the pad keys get?"""
+    return check_question("question 2 (scores + mask)", MASK_SUM, answer)
+
+
+def check_question_additive(answer) -> Result:
+    """What does §3.2.1 say about additive vs dot-product attention?"""
+    return check_question("question 3 (additive vs dot-product)", ADDITIVE, answer)

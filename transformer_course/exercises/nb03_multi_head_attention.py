@@ -1,92 +1,268 @@
-"""Checkers for the exercises of notebook 03 (multi-head attention; paper §3.2.2).
+"""Checkers for notebook 03 (multi-head attention; paper §3.2.2, §3.2.3, §6.2).
 
-from transformer_course.exercises import nb03_multi_head_attention as ex
-ex.check_split_heads(split_heads)
-ex.check_merge_heads(merge_heads)
-ex.check_parameter_count(mha_parameter_count)
+    from transformer_course.exercises import nb03_multi_head_attention as ex
+    ex.check_multi_head_attention(MultiHeadAttention)   # the class of my_transformer/multi_head.py
+    ex.check_predicted_shapes(predicted)                # exercise 1: predict, then verify
+    ex.check_attention_parameter_count(count)           # exercise 2: parameters when d_k, d_v are free
+    ex.check_multiply_adds(multiply_adds)               # exercise 3: the cost of one call
+    ex.check_question_heads("…"), ex.check_question_cross("…")
+
+Shapes may come as tuples, lists or torch.Size; numbers as Python, numpy or one-element tensor numbers.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
+import torch.nn.functional as F
 
-from . import Hint, Result, expect_tensor, run_check
+from . import Choice, Hint, Result, as_int, as_shape, check_question, expect_tensor, run_check
 
-BATCH, LENGTH, HEADS, D_K = 2, 3, 4, 5
-D_MODEL = HEADS * D_K
+NAMES = {"in_proj.weight", "in_proj.bias", "out_proj.weight", "out_proj.bias"}
 
 
-def _expected_split(x: torch.Tensor, heads: int) -> torch.Tensor:
-    """Head h of position t holds features h·d_k … (h+1)·d_k − 1 of that position (slices, no reshapes)."""
-    batch, length, d_model = x.shape
+def _mha_reference(query, key, value, state, heads, mask=None, mistake=None):
+    """MultiHead(Q, K, V) with the package's parameter layout; ``mistake`` switches in one plausible error."""
+    d_model = query.size(-1)
     d_k = d_model // heads
-    return torch.stack([x[:, :, h * d_k : (h + 1) * d_k] for h in range(heads)], dim=1)  # (B, h, L, d_k)
+    w, b = state["in_proj.weight"], state["in_proj.bias"]
+    order = (1, 0, 2) if mistake == "kqv" else (0, 1, 2)  # which block of rows each of Q, K, V uses
+    sources = (query, query, query) if mistake == "kv_from_query" else (query, key, value)
+    q, k, v = (F.linear(x, w[i * d_model : (i + 1) * d_model], b[i * d_model : (i + 1) * d_model])
+               for x, i in zip(sources, order))  # fmt: skip
+
+    def split(t):  # (B, L, d_model) → (B, h, L, d_k)
+        if mistake == "direct_view":
+            return t.reshape(t.size(0), heads, t.size(1), d_k)
+        return t.reshape(t.size(0), t.size(1), heads, d_k).transpose(1, 2)
+
+    q, k, v = split(q), split(k), split(v)
+    scale = math.sqrt(d_model if mistake == "sqrt_d_model" else d_k)
+    scores = q @ k.transpose(-2, -1) / scale  # (B, h, T, S)
+    if mask is not None and mistake != "no_mask":
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(-1)
+    x = weights @ v  # (B, h, T, d_k)
+    if mistake == "merge_no_transpose":
+        x = x.reshape(x.size(0), x.size(2), d_model)
+    else:
+        x = x.transpose(1, 2).reshape(x.size(0), x.size(2), d_model)  # (B, T, d_model)
+    return F.linear(x, state["out_proj.weight"], state["out_proj.bias"]), weights
 
 
-def check_split_heads(split_heads) -> Result:
-    """``split_heads(x, heads)``: (batch, len, d_model) → (batch, heads, len, d_k)."""
+MISTAKES = {
+    "direct_view": "the heads are split with one view (batch, heads, len, d_k), which cuts the sequence into "
+    "pieces and mixes positions: view as (batch, len, heads, d_k), then .transpose(1, 2)",
+    "merge_no_transpose": "the heads are merged in the wrong order: (batch, heads, len, d_k) must go back to "
+    "(batch, len, heads, d_k) with .transpose(1, 2) before the reshape to (batch, len, d_model)",
+    "kqv": "the rows of in_proj are used in the wrong order: rows 0 … d_model−1 are W^Q, then W^K, then W^V "
+    "(nn.MultiheadAttention's layout)",
+    "kv_from_query": "keys and values are computed from `query`: in cross-attention they come from the `key` "
+    "and `value` arguments (the encoder's memory)",
+    "sqrt_d_model": "the scores are divided by √d_model; each head works in d_k = d_model / heads dimensions, "
+    "so divide by √d_k (notebook 02's function does it when it gets (batch, heads, len, d_k) tensors)",
+    "no_mask": "the mask is not passed on: keys where it is False must get weight 0",
+}
+
+
+def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the learner's class)
+    """``MultiHeadAttention(d_model, heads, dropout=0.0)``, ``forward(query, key, value, mask=None)``."""
 
     def check():
-        x = torch.arange(BATCH * LENGTH * D_MODEL, dtype=torch.float).view(BATCH, LENGTH, D_MODEL)
-        expected = _expected_split(x, HEADS)
-        got = split_heads(x, HEADS)
-        if isinstance(got, torch.Tensor) and got.shape == (BATCH, LENGTH, HEADS, D_K):
+        d_model, heads = 12, 3
+        torch.manual_seed(3)
+        mha = MultiHeadAttention(d_model, heads, dropout=0.0).eval()
+        names = set(mha.state_dict())
+        if names != NAMES:
             raise Hint(
-                f"split_heads returned shape {tuple(got.shape)} = (batch, len, heads, d_k): "
-                "swap the len and heads dimensions with .transpose(1, 2)"
+                f"the parameters should be named {sorted(NAMES)} (as the package's, so that weights can be "
+                f"copied by name); missing {sorted(NAMES - names)}, unexpected {sorted(names - NAMES)}"
             )
-        if isinstance(got, torch.Tensor) and got.shape == expected.shape and not torch.equal(got, expected):
-            if torch.equal(got, x.view(BATCH, HEADS, LENGTH, D_K)):
-                raise Hint(
-                    "split_heads has the right shape but mixes positions: x.view(batch, heads, len, d_k) "
-                    "cuts the whole sequence into pieces. View as (batch, len, heads, d_k) first, then "
-                    ".transpose(1, 2)"
-                )
-        expect_tensor(got, expected, f"split_heads(x, heads={HEADS}) for d_model={D_MODEL}")
+        state = {name: t.detach().clone() for name, t in mha.state_dict().items()}
+        g = torch.Generator().manual_seed(3)
+        tgt, memory = torch.randn(2, 4, d_model, generator=g), torch.randn(2, 6, d_model, generator=g)
+        src_mask = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], dtype=torch.bool)[:, None, None, :]
+        causal = torch.ones(4, 4, dtype=torch.bool).tril()[None, None]  # (1, 1, T, T)
+        cases = (
+            ("self-attention with a padding mask", memory, memory, src_mask),
+            ("masked self-attention", tgt, tgt, causal),
+            ("cross-attention", tgt, memory, None),
+            ("cross-attention with a padding mask", tgt, memory, src_mask),
+        )
+        for what, query, kv, mask in cases:
+            with torch.no_grad():
+                got = mha(query, kv, kv, mask)
+            want, want_w = _mha_reference(query, kv, kv, state, heads, mask)
+            if isinstance(got, torch.Tensor) and got.shape == want.shape and not torch.allclose(got, want, atol=1e-5):
+                for mistake, hint in MISTAKES.items():
+                    wrong, _ = _mha_reference(query, kv, kv, state, heads, mask, mistake)
+                    if torch.allclose(got, wrong, atol=1e-5):
+                        raise Hint(f"{what}: {hint}")
+            expect_tensor(got, want, f"{what}: the output (batch, q_len, d_model)")
+            expect_tensor(getattr(mha, "weights", None), want_w, f"{what}: self.weights (batch, heads, q_len, k_len)")
+        try:
+            MultiHeadAttention(10, 4)
+        except Exception:
+            return
+        raise Hint("MultiHeadAttention(10, 4) should raise an error: d_model=10 is not divisible by heads=4")
 
-    return run_check("split heads", check, "passed: head h of each position holds features h·d_k to (h+1)·d_k")
+    return run_check("MultiHeadAttention", check, "passed: self, masked and cross-attention, per-head weights kept")
 
 
-def check_merge_heads(merge_heads) -> Result:
-    """``merge_heads(x)``: (batch, heads, len, d_k) → (batch, len, heads · d_k), the inverse of split_heads."""
+# ---- exercise 1: predict the shapes ------------------------------------------------------------------
+
+B, T, S, D_MODEL, HEADS = 2, 4, 6, 512, 8
+D_K = D_MODEL // HEADS
+SHAPES = {
+    "q": (B, HEADS, T, D_K),
+    "k": (B, HEADS, S, D_K),
+    "weights": (B, HEADS, T, S),
+    "heads_out": (B, HEADS, T, D_K),
+    "output": (B, T, D_MODEL),
+}
+SHAPE_MISTAKES = {
+    ("q", (B, T, HEADS, D_K)): "that is before the transpose: split_heads puts the heads before the positions",
+    ("q", (B, HEADS, T, D_MODEL)): "each head has d_k = d_model / heads = 64 features, not d_model",
+    ("q", (B, T, D_MODEL)): "that is before the split: the queries are cut into heads, (batch, heads, T, d_k)",
+    ("k", (B, HEADS, T, D_K)): "keys come from the source, the encoder's memory: S = 6 positions, not T",
+    ("k", (B, S, HEADS, D_K)): "that is before the transpose: heads come before positions",
+    ("weights", (B, HEADS, S, T)): "rows are queries (the target, T), columns are keys (the source, S)",
+    ("weights", (B, T, S)): "each head has its own weights: (batch, heads, T, S)",
+    ("weights", (B, HEADS, T, T)): "cross-attention weights are not square: T queries against S keys",
+    ("heads_out", (B, HEADS, S, D_K)): "there is one output per query (T of them), an average over the S values",
+    ("heads_out", (B, HEADS, T, S)): "that is the weights; weights @ v has one d_v = 64 vector per query",
+    ("output", (B, S, D_MODEL)): "the block returns one vector per query, the target's T positions",
+    ("output", (B, T, D_K)): "merging the heads and W^O give back d_model = 512 features",
+    ("output", (B, HEADS, T, D_K)): "that is before the merge: Concat and W^O give (batch, T, d_model)",
+}
+
+
+def check_predicted_shapes(predicted) -> Result:
+    """``predicted``: a dict with the shapes of 'q', 'k', 'weights', 'heads_out' and 'output'."""
 
     def check():
-        x = torch.arange(BATCH * LENGTH * D_MODEL, dtype=torch.float).view(BATCH, LENGTH, D_MODEL)
-        heads = _expected_split(x, HEADS)  # (B, h, L, d_k)
-        got = merge_heads(heads)
-        if isinstance(got, torch.Tensor) and got.shape == x.shape and not torch.equal(got, x):
-            if torch.equal(got, heads.reshape(BATCH, LENGTH, D_MODEL)):
-                raise Hint(
-                    "merge_heads has the right shape but merges the heads in the wrong order: "
-                    "move the heads next to d_k first, x.transpose(1, 2), then reshape"
-                )
-        expect_tensor(got, x, "merge_heads(x) — it should undo split_heads")
+        if not isinstance(predicted, dict):
+            raise Hint(f"predicted should be a dict such as {{'q': (…), 'k': (…), …}}, got {type(predicted).__name__}")
+        missing = [name for name in SHAPES if name not in predicted]
+        if missing:
+            raise Hint(f"predicted has no entry for {missing}; fill in all of {list(SHAPES)}")
+        for name, want in SHAPES.items():
+            got = as_shape(predicted[name], f"predicted[{name!r}]")
+            if got != want:
+                hint = SHAPE_MISTAKES.get((name, got), f"expected {len(want)} dimensions, ending with the right sizes")
+                raise Hint(f"predicted[{name!r}] = {got}: {hint}")
 
-    return run_check("merge heads", check, "passed: Concat(head_1, …, head_h) position by position")
+    return run_check("predicted shapes", check, "passed: now run the next cell to see them measured")
 
 
-def check_parameter_count(mha_parameter_count) -> Result:
-    """``mha_parameter_count(d_model, heads)``: weights and biases of W^Q, W^K, W^V (all heads) and W^O."""
+# ---- exercise 2: parameters with free d_k and d_v -----------------------------------------------------
+
+
+def attention_parameter_count(d_model: int, heads: int, d_k: int, d_v: int) -> int:
+    """W^Q, W^K (d_model × h·d_k), W^V (d_model × h·d_v), W^O (h·d_v × d_model), each with its bias."""
+    return (
+        2 * (d_model * heads * d_k + heads * d_k)
+        + (d_model * heads * d_v + heads * d_v)
+        + (heads * d_v * d_model + d_model)
+    )
+
+
+def check_attention_parameter_count(count) -> Result:
+    """``count(d_model, heads, d_k, d_v)``: the parameters of one multi-head attention block."""
 
     def check():
-        for d_model, heads in ((512, 8), (512, 1), (64, 4)):
-            got = mha_parameter_count(d_model, heads)
-            want = 4 * d_model * d_model + 4 * d_model
+        for d_model, heads, d_k, d_v in ((512, 8, 64, 64), (512, 8, 16, 64), (64, 4, 8, 24), (512, 1, 512, 512)):
+            what = f"count(d_model={d_model}, heads={heads}, d_k={d_k}, d_v={d_v})"
+            got = as_int(count(d_model, heads, d_k, d_v), what)
+            want = attention_parameter_count(d_model, heads, d_k, d_v)
             if got == want:
                 continue
-            if got == 4 * d_model * d_model:
-                raise Hint(
-                    f"mha_parameter_count({d_model}, {heads}) = {got} counts the weights only: "
-                    "each of the four projections also has a bias of size d_model"
-                )
-            if heads > 1 and got == heads * want:
-                raise Hint(
-                    f"mha_parameter_count({d_model}, {heads}) = {got} grows with the number of heads: "
-                    "each head projects to d_k = d_model / heads, so all heads together are d_model wide"
-                )
+            qk, v = heads * d_k, heads * d_v
+            wrong = {
+                4 * d_model * d_model + 4 * d_model: "uses d_model × d_model for every projection; that holds only "
+                "when heads·d_k = heads·d_v = d_model. W^Q and W^K are d_model × heads·d_k, W^V d_model × heads·d_v",
+                want - 2 * qk - v - d_model: "counts the weights only: W^Q and W^K have biases of size heads·d_k, "
+                "W^V of size heads·d_v, W^O of size d_model",
+                want
+                - v * d_model
+                + qk * d_model: "sizes W^O by d_k; it takes the concatenated values, heads·d_v × d_model",
+                attention_parameter_count(d_model, 1, d_k, d_v): "counts one head: every head has its own "
+                "W_i^Q, W_i^K, W_i^V, so all heads together are heads·d_k (or heads·d_v) wide",
+            }
+            raise Hint(f"{what} = {got}, expected {want}: {wrong.get(got, 'add up four matrices and four biases')}")
+
+    return run_check("parameter count", check, "passed: heads·d_k and heads·d_v set the widths, not d_model")
+
+
+# ---- exercise 3: multiply-adds of one call ------------------------------------------------------------
+
+
+def multiply_adds(batch: int, q_len: int, k_len: int, d_model: int, heads: int) -> int:
+    """One cross-attention call: project Q (q_len rows) and K, V (k_len rows), Q Kᵀ and weights @ V in every
+    head (d_k = d_model / heads each), and W^O. Biases, scaling and softmax are not counted."""
+    projections = batch * q_len * d_model * d_model + 2 * batch * k_len * d_model * d_model
+    attention = 2 * batch * heads * q_len * k_len * (d_model // heads)
+    return projections + attention + batch * q_len * d_model * d_model
+
+
+def check_multiply_adds(count) -> Result:
+    """``count(batch, q_len, k_len, d_model, heads)``: multiply-adds of one cross-attention call."""
+
+    def check():
+        for batch, q_len, k_len, d_model, heads in ((2, 3, 5, 16, 4), (1, 7, 2, 12, 3), (64, 30, 25, 512, 8)):
+            what = f"count(batch={batch}, q_len={q_len}, k_len={k_len}, d_model={d_model}, heads={heads})"
+            got = as_int(count(batch, q_len, k_len, d_model, heads), what)
+            want = multiply_adds(batch, q_len, k_len, d_model, heads)
+            if got == want:
+                continue
+            d2 = d_model * d_model
+            core = 2 * batch * q_len * k_len * d_model
+            wrong = {
+                2 * want: "counts FLOPs (a multiply and an add each); count each multiply-add once",
+                4 * batch * q_len * d2 + core: "projects keys and values from q_len positions; in cross-attention "
+                "they come from the memory, k_len positions",
+                want + (heads - 1) * core: "uses d_model-long dot products in every head; each head's are d_k = "
+                "d_model / heads long",
+                want - batch * q_len * d2: "leaves out W^O, the output projection",
+                want - core // 2: "leaves out one of the two attention products, Q Kᵀ or weights @ V",
+            }
             raise Hint(
-                f"mha_parameter_count({d_model}, {heads}) returned {got}, expected {want}: "
-                "four d_model × d_model matrices (W^Q, W^K, W^V, W^O) and four biases of size d_model"
+                f"{what} = {got}, expected {want}: {wrong.get(got, 'add the four projections and two products')}"
             )
 
-    return run_check("parameter count", check, "passed: 4·d_model² + 4·d_model, whatever the number of heads")
+    return run_check("multiply-adds", check, "passed: 2·B·(T + S)·d_model² + 2·B·T·S·d_model")
+
+
+# ---- conceptual questions (answer: one letter; the shared check_question accepts 'b', 'B', '(b)') --------
+
+HEADS = Choice(
+    "b",
+    "one head is 0.9 BLEU worse than the best setting, and too many heads are worse too (§6.2)",
+    {
+        "a": "(a): §6.2 says quality also drops off with too many heads (32 heads: 25.4 BLEU against 25.8)",
+        "c": "(c): single-head attention is 0.9 BLEU worse than the best setting (§6.2, Table 3 (A))",
+        "d": "(d): every row of (A) has the same parameter count (exercise 2: heads·d_k stays 512), "
+        "and one head scored lowest",
+    },
+)
+CROSS = Choice(
+    "c",
+    "keys and values are the encoder's output, the memory, in every decoder layer",
+    {
+        "a": "(a): the previous decoder layer gives the queries; keys and values come from the encoder",
+        "b": "(b): the target side gives only the queries in cross-attention",
+        "d": "(d): the keys and values come from the encoder's final output (after all N layers), not from the "
+        "source embeddings",
+    },
+)
+
+
+def check_question_heads(answer) -> Result:
+    """Table 3 rows (A): what did varying the number of heads at fixed computation show?"""
+    return check_question("question 1 (how many heads)", HEADS, answer)
+
+
+def check_question_cross(answer) -> Result:
+    """In cross-attention, where do keys and values come from?"""
+    return check_question("question 2 (cross-attention)", CROSS, answer)

@@ -1,18 +1,44 @@
-"""Checkers for the exercises of notebook 04 (LayerNorm and residual connections; paper §3.1, §5.4).
+"""Checkers for notebook 04 (LayerNorm and residual connections; paper §3.1, §5.4).
 
-from transformer_course.exercises import nb04_layernorm_residual as ex
-ex.check_layer_norm(layer_norm)
-ex.check_residual(residual)
+    from transformer_course.exercises import nb04_layernorm_residual as ex
+    ex.check_layer_norm_module(LayerNorm)               # the class of my_transformer/norm_residual.py
+    ex.check_residual_connection(ResidualConnection)    # the class of my_transformer/norm_residual.py
+    ex.check_rms_norm(rms_norm)                         # exercise 1: a variant, RMSNorm
+    ex.check_bug_lines(bug_lines)                       # exercise 2: find the bugs in BuggyResidualConnection
+    ex.check_layer_norm_parameter_count(count)          # exercise 3: LayerNorm parameters of a model
+    ex.check_question_batch_norm("…"), ex.check_question_warmup("…")
+
+Every check includes inputs with a tiny spread, where ε's place (inside or outside the square root) shows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
-from . import Result, expect_tensor, name_known_mistake, run_check
+from . import (
+    Choice,
+    Hint,
+    Result,
+    as_int,
+    check_question,
+    expect_tensor,
+    name_known_mistake,
+    print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
+    run_check,
+)
+
+
+def _inputs(features: int = 8) -> list[Tensor]:
+    """The course matrix, a random batch, and rows whose spread (std ≈ 1e-3, variance ≈ 1e-6) is below ε = 1e-5.
+    The small rows are centred near 0, so that float32 rounding stays far below the checkers' tolerance."""
+    g = torch.Generator().manual_seed(4)
+    return [
+        torch.tensor([[1.0, 2, 3], [8, 9, 10], [15, 16, 17]]),
+        torch.randn(2, 5, features, generator=g) * 3 + 1,
+        torch.randn(3, features, generator=g) * 1e-3,
+    ]
 
 
 def _layer_norm_variants(x: Tensor, gamma: Tensor, beta: Tensor, eps: float) -> dict[str, Tensor]:
@@ -26,7 +52,9 @@ def _layer_norm_variants(x: Tensor, gamma: Tensor, beta: Tensor, eps: float) -> 
         * (x - mean)
         / torch.sqrt(x.var(-1, keepdim=True) + eps)
         + beta,
-        "ε belongs inside the square root: √(var + ε), not √var + ε": gamma * (x - mean) / (torch.sqrt(var) + eps)
+        "ε belongs inside the square root, √(var + ε), not √var + ε: it matters for rows with a tiny spread": gamma
+        * (x - mean)
+        / (torch.sqrt(var) + eps)
         + beta,
         "the normalised values are right, but γ (gain) and β (bias) are not applied: γ · x̂ + β": (x - mean)
         / torch.sqrt(var + eps),
@@ -35,58 +63,265 @@ def _layer_norm_variants(x: Tensor, gamma: Tensor, beta: Tensor, eps: float) -> 
     }
 
 
-def check_layer_norm(layer_norm: Callable[..., Tensor]) -> Result:
-    """``layer_norm(x, gamma, beta, eps=1e-5)`` must equal ``nn.LayerNorm`` with the same γ, β."""
+def check_layer_norm_module(LayerNorm) -> Result:  # noqa: N803 (the learner's class)
+    """``LayerNorm(features, eps=1e-5)`` with parameters ``weight`` (γ) and ``bias`` (β) = ``nn.LayerNorm``."""
 
     def check() -> None:
-        g = torch.Generator().manual_seed(4)
-        for x in (torch.tensor([[1.0, 2, 3], [8, 9, 10], [15, 16, 17]]), torch.randn(2, 5, 8, generator=g) * 3 + 1):
+        for x in _inputs():
             features = x.size(-1)
-            gamma = torch.rand(features, generator=g) + 0.5
-            beta = torch.randn(features, generator=g)
-            reference = nn.LayerNorm(features, eps=1e-5)
+            mine = LayerNorm(features)
+            names = set(mine.state_dict())
+            if names != {"weight", "bias"}:
+                raise Hint(f"LayerNorm's parameters should be named 'weight' (γ) and 'bias' (β), got {sorted(names)}")
+            g = torch.Generator().manual_seed(features)
+            gamma, beta = torch.rand(features, generator=g) + 0.5, torch.randn(features, generator=g)
             with torch.no_grad():
-                reference.weight.copy_(gamma)
-                reference.bias.copy_(beta)
-                expected = reference(x)
-            got = layer_norm(x.clone(), gamma, beta, 1e-5)
-            name_known_mistake(
-                got,
-                expected,
-                _layer_norm_variants(x, gamma, beta, 1e-5),
-                message=f"input of shape {tuple(x.shape)}: {{}}",
-            )
-            expect_tensor(got, expected, f"layer_norm(x) for x of shape {tuple(x.shape)}")
+                mine.weight.copy_(gamma)
+                mine.bias.copy_(beta)
+                got = mine(x)
+            expected = F.layer_norm(x, (features,), gamma, beta, eps=1e-5)
+            what = f"LayerNorm({features}) on an input of shape {tuple(x.shape)}"
+            name_known_mistake(got, expected, _layer_norm_variants(x, gamma, beta, 1e-5), message=f"{what}: {{}}")
+            expect_tensor(got, expected, what)
+        x = _inputs()[2]
+        with torch.no_grad():
+            got, expected = LayerNorm(x.size(-1), eps=1e-3)(x), F.layer_norm(x, (x.size(-1),), eps=1e-3)
+        expect_tensor(got, expected, "LayerNorm(8, eps=1e-3) (use the eps argument, self.eps, not a fixed 1e-5)")
 
-    return run_check("layer_norm", check, "equals nn.LayerNorm on the course matrix and on a (2, 5, 8) batch")
+    return run_check("LayerNorm", check, "equals nn.LayerNorm, also on rows with a tiny spread")
 
 
-def check_residual(residual: Callable[..., Tensor]) -> Result:
-    """``residual(x, sublayer, norm, norm_first)``: post-LN when False (the paper), pre-LN when True."""
+DROPOUT_HINTS = {
+    "sum": "dropout is applied to the sum, residual included; the paper drops only the sub-layer's output, "
+    "'before it is added to the sub-layer input' (§5.4)",
+    "none": "in training mode dropout should zero some of the sub-layer's outputs: apply self.dropout to them",
+    "after": "dropout is applied after the LayerNorm; it belongs on the sub-layer's output, before the +",
+}
+
+
+def _residual_outcomes(x, sublayer, norm, norm_first: bool) -> dict[str, Tensor]:
+    """The right training-mode output and three wrong dropout placements, each with the same random seed."""
+    drop = nn.Dropout(0.5)
+    if norm_first:
+        steps = {
+            "right": lambda: x + drop(sublayer(norm(x))),
+            "sum": lambda: drop(x + sublayer(norm(x))),
+            "none": lambda: x + sublayer(norm(x)),
+        }
+    else:
+        steps = {
+            "right": lambda: norm(x + drop(sublayer(x))),
+            "sum": lambda: norm(drop(x + sublayer(x))),
+            "none": lambda: norm(x + sublayer(x)),
+            "after": lambda: drop(norm(x + sublayer(x))),
+        }
+    outcomes = {}
+    for name, step in steps.items():
+        torch.manual_seed(5)
+        outcomes[name] = step()
+    return outcomes
+
+
+def check_residual_connection(ResidualConnection) -> Result:  # noqa: N803 (the learner's class)
+    """``ResidualConnection(d_model, dropout, norm_first=False)`` with ``self.norm``; ``forward(x, sublayer)``."""
 
     def check() -> None:
         torch.manual_seed(4)
-        x = torch.randn(2, 3, 8)
-        sublayer = nn.Linear(8, 8)
-        norm = nn.LayerNorm(8)
-        with torch.no_grad():
-            norm.weight.uniform_(0.5, 1.5)
-            norm.bias.normal_()
-            post, pre = norm(x + sublayer(x)), x + sublayer(norm(x))
-            wrong = {
-                "norm(x + sublayer(x))": post,
-                "x + sublayer(norm(x))": pre,
-                "norm(sublayer(x)) (the residual x is missing)": norm(sublayer(x)),
-                "sublayer(norm(x)) (the residual x is missing)": sublayer(norm(x)),
-                "x + norm(sublayer(x))": x + norm(sublayer(x)),
-            }
-            for norm_first, expected, formula in (
-                (False, post, "LayerNorm(x + Sublayer(x))"),
-                (True, pre, "x + Sublayer(LayerNorm(x))"),
-            ):
-                got = residual(x.clone(), sublayer, norm, norm_first)
-                what = f"residual(..., norm_first={norm_first})"
-                name_known_mistake(got, expected, wrong, message=f"{what} computed {{}}; it should be {formula}")
-                expect_tensor(got, expected, what)
+        x, sublayer = torch.randn(2, 3, 8), nn.Linear(8, 8)
+        for norm_first in (False, True):
+            formula = "x + Dropout(Sublayer(LayerNorm(x)))" if norm_first else "LayerNorm(x + Dropout(Sublayer(x)))"
+            what = f"ResidualConnection(8, dropout=0.5, norm_first={norm_first})"
+            block = ResidualConnection(8, 0.5, norm_first=norm_first)
+            names = set(block.state_dict())
+            if names != {"norm.weight", "norm.bias"}:
+                raise Hint(f"the only parameters should be self.norm's, norm.weight and norm.bias; got {sorted(names)}")
+            with torch.no_grad():
+                block.norm.weight.uniform_(0.5, 1.5)
+                block.norm.bias.normal_()
+                norm = nn.LayerNorm(8)
+                norm.load_state_dict(block.norm.state_dict())
+                post, pre = norm(x + sublayer(x)), x + sublayer(norm(x))
+                wrong = {
+                    "norm(x + sublayer(x))": post,
+                    "x + sublayer(norm(x))": pre,
+                    "norm(sublayer(x)) (the residual x is missing)": norm(sublayer(x)),
+                    "sublayer(norm(x)) (the residual x is missing)": sublayer(norm(x)),
+                    "x + norm(sublayer(x))": x + norm(sublayer(x)),
+                }
+                got, expected = block.eval()(x, sublayer), (pre if norm_first else post)
+                message = f"{what} in eval mode computed {{}}; it should be {formula}"
+                name_known_mistake(got, expected, wrong, message=message)
+                expect_tensor(got, expected, f"{what} in eval mode")
 
-    return run_check("residual", check, "post-LN and pre-LN both right")
+                outcomes = _residual_outcomes(x, sublayer, norm, norm_first)
+                torch.manual_seed(5)
+                got = block.train()(x, sublayer)
+            mistakes = {DROPOUT_HINTS[name]: t for name, t in outcomes.items() if name != "right"}
+            name_known_mistake(got, outcomes["right"], mistakes, message=f"{what} in training mode: {{}}")
+            expect_tensor(got, outcomes["right"], f"{what} in training mode")
+
+    return run_check("ResidualConnection", check, "post-LN and pre-LN right, dropout on the sub-layer's output")
+
+
+# ---- exercise 1: RMSNorm -----------------------------------------------------------------------------
+
+
+def _rms_norm_variants(x: Tensor, gamma: Tensor, eps: float) -> dict[str, Tensor]:
+    mean_square = x.pow(2).mean(-1, keepdim=True)
+    mean, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
+    return {
+        "you subtracted the mean, which is LayerNorm; RMSNorm only rescales: x / √(mean(x²) + ε) · γ": gamma
+        * (x - mean)
+        / torch.sqrt(var + eps),
+        "you divided by the standard deviation; RMSNorm divides by the root of the mean of the squares, "
+        "√(mean(x²) + ε), which does not subtract the mean": gamma * x / torch.sqrt(var + eps),
+        "ε belongs inside the square root, √(mean(x²) + ε), not √mean(x²) + ε: it matters for rows with a tiny "
+        "spread": gamma * x / (torch.sqrt(mean_square) + eps),
+        "you divided by mean(x²) + ε; take its square root": gamma * x / (mean_square + eps),
+        "you summed the squares; RMSNorm takes their mean over the last dimension": gamma
+        * x
+        / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps),
+        "you normalised over the batch (dim 0); normalise each row over its last dimension (dim=-1)": gamma
+        * x
+        / torch.sqrt(x.pow(2).mean(0, keepdim=True) + eps),
+        "the scaling is right but the gain γ is missing: multiply by gamma": x / torch.sqrt(mean_square + eps),
+    }
+
+
+def check_rms_norm(rms_norm) -> Result:
+    """``rms_norm(x, gamma, eps)`` = ``F.rms_norm(x, (features,), gamma, eps)`` over the last dimension."""
+
+    def check() -> None:
+        for x in _inputs():
+            features = x.size(-1)
+            gamma = torch.rand(features, generator=torch.Generator().manual_seed(features)) + 0.5
+            expected = F.rms_norm(x, (features,), gamma, 1e-5)
+            got = rms_norm(x.clone(), gamma, 1e-5)
+            what = f"rms_norm(x, gamma, 1e-5) for x of shape {tuple(x.shape)}"
+            name_known_mistake(got, expected, _rms_norm_variants(x, gamma, 1e-5), message=f"{what}: {{}}")
+            expect_tensor(got, expected, what)
+
+    return run_check("RMSNorm", check, "equals F.rms_norm, also on rows with a tiny spread")
+
+
+# ---- exercise 2: find the bugs -----------------------------------------------------------------------
+
+
+class BuggyResidualConnection(nn.Module):
+    def __init__(self, d_model, dropout, norm_first=False):
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def forward(self, x, sublayer):
+        if self.norm_first:
+            return self.norm(x) + self.dropout(sublayer(self.norm(x)))
+        return self.norm(self.dropout(x + sublayer(x)))
+
+
+BUG_LINES = {10, 11}  # line 1 is `class BuggyResidualConnection(nn.Module):`
+_RIGHT_LINES = {
+    4: "line 4 is right: nn.LayerNorm(d_model) normalises each position's d_model features",
+    5: "line 5 is right: one nn.Dropout module, used on the sub-layer's output",
+    9: "line 9 is right: norm_first=True is pre-LN, False the paper's post-LN",
+}
+_MISSED = {
+    10: "one bug is still hidden in the pre-LN branch: what does the residual path carry around the sub-layer?",
+    11: "one bug is still hidden in the post-LN branch: what does the paper drop out? 'the output of each "
+    "sub-layer, before it is added to the sub-layer input' (§5.4). Compare the two in training mode",
+}
+
+
+def check_bug_lines(bug_lines) -> Result:
+    """``bug_lines``: the numbers of the wrong lines of ``BuggyResidualConnection`` (a list, tuple or set)."""
+
+    def check() -> None:
+        if bug_lines is ... or bug_lines is None:
+            raise Hint("not done yet: set bug_lines to the numbers of the wrong lines, e.g. [1, 5]")
+        if not isinstance(bug_lines, (list, tuple, set, frozenset)):
+            raise Hint(f"bug_lines should be a list (or tuple, or set) of line numbers, got {type(bug_lines).__name__}")
+        lines = {as_int(n, "each line number") for n in bug_lines}
+        outside = sorted(n for n in lines if not 1 <= n <= 11)
+        if outside:
+            raise Hint(f"BuggyResidualConnection has lines 1–11 (print_numbered shows them), got {outside}")
+        for n in sorted(lines - BUG_LINES):
+            raise Hint(_RIGHT_LINES.get(n, f"line {n} is right: it only sets the class up"))
+        for n in sorted(BUG_LINES - lines):
+            raise Hint(_MISSED[n])
+
+    return run_check(
+        "find the bugs", check, "passed: line 10 (the residual is x) and line 11 (drop the sub-layer only)"
+    )
+
+
+# ---- exercise 3: LayerNorm parameters ----------------------------------------------------------------
+
+
+def layer_norm_parameter_count(N: int, d_model: int, norm_first: bool) -> int:
+    """2 per encoder layer, 3 per decoder layer, one more per stack when pre-LN; γ and β of d_model each."""
+    norms = 2 * N + 3 * N + (2 if norm_first else 0)
+    return norms * 2 * d_model
+
+
+def check_layer_norm_parameter_count(count) -> Result:
+    """``count(N, d_model, norm_first)``: LayerNorm parameters of an encoder-decoder with N layers per stack."""
+
+    def check() -> None:
+        for N, d_model, norm_first in ((6, 512, False), (6, 512, True), (2, 8, True), (3, 16, False)):
+            what = f"count(N={N}, d_model={d_model}, norm_first={norm_first})"
+            got = as_int(count(N, d_model, norm_first), what)
+            want = layer_norm_parameter_count(N, d_model, norm_first)
+            if got == want:
+                continue
+            per_norm, final = 2 * d_model, (2 if norm_first else 0)
+            wrong = {
+                want // 2: "counts γ only: each LayerNorm has a gain γ and a bias β, d_model numbers each",
+                (4 * N + final) * per_norm: "gives each decoder layer two LayerNorms; it has three sub-layers "
+                "(self-attention, cross-attention, feed-forward), each in its own Add & Norm",
+                (2 * N + final // 2) * per_norm: "counts the encoder only; the decoder has its LayerNorms too",
+            }
+            if norm_first:
+                wrong[5 * N * per_norm] = "leaves out the final LayerNorm of each pre-LN stack (section 4)"
+                wrong[(5 * N + 1) * per_norm] = (
+                    "has one final LayerNorm; each stack, encoder and decoder, ends with one"
+                )
+            else:
+                wrong[(5 * N + 2) * per_norm] = "adds final LayerNorms to the paper's post-LN model; its last Add & "
+                "Norm already normalises, so only pre-LN stacks need one"
+            raise Hint(f"{what} = {got}, expected {want}: {wrong.get(got, 'count the Add & Norm boxes first')}")
+
+    return run_check("LayerNorm parameters", check, "passed: (5N, + 2 for pre-LN) LayerNorms × 2·d_model")
+
+
+# ---- conceptual questions (answer: one letter; the shared check_question accepts 'b', 'B', '(b)') --------
+
+BATCH_NORM = Choice(
+    "b",
+    "each token is normalised on its own: no dependence on the batch or its padding, and training = inference",
+    {
+        "a": "(a): speed is not the reason; section 1's point is what each normalises over",
+        "c": "(c): BatchNorm has a learned γ and β too (and running averages besides)",
+        "d": "(d): both have 2 · features parameters",
+    },
+)
+WARMUP = Choice(
+    "a",
+    "post-LN starts with large gradients near the output, so full-size steps there are too big",
+    {
+        "b": "(b): section 5's plot shows the opposite for post-LN: the layers near the input get the smaller gradients",
+        "c": "(c): warmup is about the first steps of optimisation; over-fitting is what dropout and label "
+        "smoothing address",
+        "d": "(d): masks are notebook 01's business; warmup does not change them",
+    },
+)
+
+
+def check_question_batch_norm(answer) -> Result:
+    """Why LayerNorm rather than BatchNorm in the Transformer?"""
+    return check_question("question 1 (LayerNorm or BatchNorm)", BATCH_NORM, answer)
+
+
+def check_question_warmup(answer) -> Result:
+    """What does warmup protect a post-LN Transformer from?"""
+    return check_question("question 2 (warmup)", WARMUP, answer)

@@ -1,9 +1,11 @@
-"""Checkers for the exercises of notebook 05 (embeddings and positional encoding; paper §3.4, §3.5).
+"""Checkers for the exercises of notebook 05 (embeddings and positional encoding; paper §3.3, §3.4, §3.5).
 
 from transformer_course.exercises import nb05_embeddings_positional_encoding as ex
-ex.check_positional_encoding(positional_encoding)
-ex.check_embed(embed)
-ex.check_shift_matrix(shift_matrix)
+ex.check_pe_dot(pe_dot)                              # PE(pos) · PE(pos + k) in closed form
+ex.check_learned_positions(LearnedPositionalEncoding) # a variant: learned positions (Table 3, row E)
+ex.check_quiz(q1=..., q2=..., q3=...)                 # three short questions
+
+Numbers may be given as a Python int or float, a numpy scalar or a one-number tensor.
 """
 
 from __future__ import annotations
@@ -15,108 +17,197 @@ import torch
 from torch import Tensor, nn
 
 from ..layers import sinusoidal_table
-from . import Hint, Result, expect_tensor, name_known_mistake, run_check
+from . import Choice, Hint, Numeric, Result, as_number, run_check
+from . import check_quiz as _check_quiz
+
+__all__ = ["QUESTIONS", "check_learned_positions", "check_pe_dot", "check_quiz"]
+
+# ---------------------------------------------------------------------------------------------------
+# Exercise 1: the dot product of two positions' encodings depends only on their distance k
+
+PE_DOT_CASES = [(0, 8), (1, 8), (3, 8), (10, 64), (50, 64), (7, 512)]  # (k, d_model)
 
 
-def _positional_variants(max_len: int, d_model: int) -> dict[str, Tensor]:
-    pos = torch.arange(max_len, dtype=torch.float32)[:, None]  # (max_len, 1)
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float32)
-    angle = pos / 10000 ** (two_i / d_model)  # (max_len, d_model/2)
-    angle_i = pos / 10000 ** (two_i / 2 / d_model)  # exponent i/d_model instead of 2i/d_model
-    swapped = torch.zeros(max_len, d_model)
-    swapped[:, 0::2], swapped[:, 1::2] = torch.cos(angle), torch.sin(angle)
-    wrong_exponent = torch.zeros(max_len, d_model)
-    wrong_exponent[:, 0::2], wrong_exponent[:, 1::2] = torch.sin(angle_i), torch.cos(angle_i)
+def measured_pe_dot(k: int, d_model: int, pos: int = 10) -> float:
+    """PE(pos) · PE(pos + k) read off the package's table (no formula)."""
+    table = sinusoidal_table(pos + k + 1, d_model).double()  # (pos + k + 1, d_model)
+    return float(table[pos] @ table[pos + k])
+
+
+def _pe_dot_mistakes(k: int, d_model: int) -> dict[str, float]:
+    pairs = range(d_model // 2)
+    omega = [1 / 10000 ** (2 * i / d_model) for i in pairs]  # ω_i of pair i
     return {
-        "sin and cos are swapped: even columns (2i) take sin, odd columns (2i+1) take cos": swapped,
-        "the sines and cosines are in two halves [sin … | cos …]; the paper interleaves them: "
-        "column 2i is sin, column 2i+1 is cos of the same angle (use pe[:, 0::2] and pe[:, 1::2])": torch.cat(
-            [torch.sin(angle), torch.cos(angle)], dim=1
+        "you summed sin(ω_i·k); the dot product of two (sin, cos) pairs is sin a sin b + cos a cos b = cos(a − b)": sum(
+            math.sin(w * k) for w in omega
         ),
-        "the exponent should be 2i/d_model, where 2i is the even column index (0, 2, 4, …); "
-        "you used i/d_model": wrong_exponent,
-        "the wavelengths are reversed: pos / 10000^(2i/d_model) divides, it does not multiply": _interleave(
-            torch.sin(pos * 10000 ** (two_i / d_model)), torch.cos(pos * 10000 ** (two_i / d_model))
+        "the frequency of pair i is 1 / 10000^(2i/d_model): the exponent has 2i, the even column index, not i": sum(
+            math.cos(k / 10000 ** (i / d_model)) for i in pairs
         ),
+        "that is the mean over the pairs; a dot product sums them": sum(math.cos(w * k) for w in omega) / (d_model / 2),
+        "there are d_model/2 pairs (one frequency per (sin, cos) pair of columns), not d_model frequencies": sum(
+            math.cos(k / 10000 ** (c / d_model)) for c in range(d_model)
+        ),
+        "every pair turns at its own speed ω_i; you used one frequency for all of them": d_model / 2 * math.cos(k),
     }
 
 
-def _interleave(even: Tensor, odd: Tensor) -> Tensor:
-    out = torch.zeros(even.size(0), 2 * even.size(1))
-    out[:, 0::2], out[:, 1::2] = even, odd
-    return out
+def check_pe_dot(pe_dot: Callable[[int, int], float]) -> Result:
+    """``pe_dot(k, d_model)`` must equal PE(pos) · PE(pos + k), computed without the table."""
+
+    def check():
+        for k, d_model in PE_DOT_CASES:
+            what = f"pe_dot(k={k}, d_model={d_model})"
+            got = as_number(pe_dot(k, d_model), what)
+            want = measured_pe_dot(k, d_model)
+            if math.isclose(got, want, rel_tol=1e-4, abs_tol=1e-4):
+                continue
+            for hint, value in _pe_dot_mistakes(k, d_model).items():
+                if math.isclose(got, value, rel_tol=1e-4, abs_tol=1e-4):
+                    raise Hint(f"{what} = {got:.4f}: {hint}")
+            raise Hint(f"{what} = {got:.4f}, but the table gives PE(10) · PE(10 + {k}) = {want:.4f}")
+
+    return run_check("pe_dot", check, "Σ_i cos(ω_i·k): it depends on the distance k only, never on pos")
 
 
-def check_positional_encoding(positional_encoding: Callable[[int, int], Tensor]) -> Result:
-    """``positional_encoding(max_len, d_model)`` must return the paper's (max_len, d_model) table."""
-
-    def check() -> None:
-        for max_len, d_model in ((10, 4), (50, 16)):
-            expected = sinusoidal_table(max_len, d_model)
-            got = positional_encoding(max_len, d_model)
-            what = f"positional_encoding({max_len}, {d_model})"
-            name_known_mistake(
-                got, expected, _positional_variants(max_len, d_model), atol=1e-4, message=f"{what}: {{}}"
-            )
-            expect_tensor(got, expected, what, atol=1e-4)
-
-    return run_check("positional_encoding", check, "equals the paper's table (and the package's sinusoidal_table)")
+# ---------------------------------------------------------------------------------------------------
+# Exercise 2: learned positions, a variant of PositionalEncoding
 
 
-def check_embed(embed: Callable[[Tensor, nn.Embedding, Tensor], Tensor]) -> Result:
-    """``embed(tokens, lut, pe)`` must return lut(tokens) · √d_model + pe[:len]."""
-
-    def check() -> None:
-        torch.manual_seed(5)
-        d_model = 16
-        lut = nn.Embedding(20, d_model)
-        pe = sinusoidal_table(12, d_model)
-        tokens = torch.tensor([[4, 7, 7, 2, 0], [9, 3, 5, 0, 0]])
-        with torch.no_grad():
-            vectors = lut(tokens)  # (2, 5, 16)
-            expected = vectors * math.sqrt(d_model) + pe[:5]
-            wrong = {
-                "the embeddings are not multiplied by √d_model (§3.4)": vectors + pe[:5],
-                "you divided by √d_model; the paper multiplies the embedding weights by √d_model": vectors
-                / math.sqrt(d_model)
-                + pe[:5],
-                "you multiplied by d_model; the factor is √d_model": vectors * d_model + pe[:5],
-                "the positional encoding is not added": vectors * math.sqrt(d_model),
-                "the positional encoding was scaled by √d_model too; only the embeddings are": (vectors + pe[:5])
-                * math.sqrt(d_model),
-            }
-            got = embed(tokens.clone(), lut, pe)
-        name_known_mistake(got, expected, wrong)
-        expect_tensor(got, expected, "embed(tokens, lut, pe) for tokens of shape (2, 5)")
-
-    return run_check("embed", check, "embeddings × √d_model plus the positions of the first len rows")
-
-
-def check_shift_matrix(shift_matrix: Callable[[int, int], Tensor]) -> Result:
-    """``shift_matrix(k, d_model)`` must map PE(pos) to PE(pos + k) for every pos: PE(pos + k) = M @ PE(pos)."""
-
-    def check() -> None:
-        d_model, k = 8, 3
-        table = sinusoidal_table(40, d_model)
-        M = shift_matrix(k, d_model)
-        if not isinstance(M, Tensor):
-            raise Hint(f"shift_matrix should return a torch.Tensor, got {type(M).__name__}")
-        if M.shape != (d_model, d_model):
-            raise Hint(f"shift_matrix({k}, {d_model}) has shape {tuple(M.shape)}, expected ({d_model}, {d_model})")
-        M = M.float()
-        shifted = table[: 40 - k] @ M.T  # (40-k, d_model): row pos is M @ PE(pos)
-        if torch.allclose(shifted, table[k:], atol=1e-4):
-            return
-        if torch.allclose(table[k:] @ M.T, table[: 40 - k], atol=1e-4):
-            raise Hint(
-                "your matrix moves backwards: M @ PE(pos) = PE(pos − k). It is the transpose (= the "
-                "inverse) of the right rotation: swap the signs of the two sine entries in each 2×2 block"
-            )
-        errors = (shifted - table[k:]).abs().amax(dim=0)  # (d_model,)
-        column = int(errors.argmax())
+def _the_table(module: nn.Module, max_len: int, d_model: int) -> nn.Parameter:
+    """The module's one (max_len, d_model) parameter, or a Hint that says what is there instead."""
+    params = [p for p in module.parameters() if p.shape == (max_len, d_model)]
+    if len(params) == 1:
+        return params[0]
+    if any(p.shape == (d_model, max_len) for p in module.parameters()):
+        raise Hint(f"the table is ({d_model}, {max_len}): one row per position, so (max_len, d_model)")
+    tensors = [t for t in [*module.buffers(), *vars(module).values()] if isinstance(t, Tensor)]
+    if any(t.shape == (max_len, d_model) for t in tensors):
         raise Hint(
-            f"M @ PE(pos) differs from PE(pos + {k}) most in dimension {column} (pair {column // 2}): "
-            "each pair (2i, 2i+1) needs its own 2×2 rotation by the angle k / 10000^(2i/d_model)"
+            "the table is a plain tensor or a buffer, so the optimizer never trains it: wrap it in "
+            "nn.Parameter(...) (a learned table is a parameter; the sinusoidal one is a buffer)"
         )
+    shapes = [tuple(p.shape) for p in module.parameters()]
+    raise Hint(f"expected one parameter of shape (max_len, d_model) = ({max_len}, {d_model}), got {shapes or 'none'}")
 
-    return run_check("shift_matrix", check, "M @ PE(pos) = PE(pos + k) for every position: a fixed linear map")
+
+def check_learned_positions(module_class: Callable[..., nn.Module]) -> Result:
+    """``module_class(d_model, dropout, max_len)``: x (batch, len, d_model) → dropout(x + table[:len]),
+    with ``table`` a trained (max_len, d_model) parameter; a sequence longer than max_len raises ValueError."""
+
+    def check():
+        with torch.random.fork_rng(devices=[]):  # the learner's random state is left as it was
+            torch.manual_seed(5)
+            _check_learned(module_class)
+
+    return run_check("learned positions", check, "one trained vector per seat, and no seat beyond max_len")
+
+
+def _check_learned(module_class: Callable[..., nn.Module]) -> None:
+    """The checks of check_learned_positions, inside its own random state."""
+    d_model, max_len = 16, 10
+    module = module_class(d_model, 0.0, max_len)
+    table = _the_table(module, max_len, d_model)
+    with torch.no_grad():
+        table.copy_(torch.randn(max_len, d_model))  # known values, whatever the learner started from
+    module.eval()
+    for batch, length in ((1, 5), (3, 7)):  # batch 1 first: there x.size(0) silently picks one row
+        x = torch.randn(batch, length, d_model)
+        got = module(x)
+        what = f"the output for x of shape ({batch}, {length}, {d_model})"
+        if not isinstance(got, Tensor) or got.shape != x.shape:
+            shape = tuple(got.shape) if isinstance(got, Tensor) else type(got).__name__
+            raise Hint(f"{what} should have x's shape {tuple(x.shape)}, got {shape}")
+        want = x + table[:length]
+        if batch == 1 and torch.allclose(got, x + table[0], atol=1e-5):  # seat 0 for every word
+            raise Hint(f"{what}: you took the first x.size(0) rows; that is the batch size, the length is x.size(1)")
+        if torch.allclose(got, x, atol=1e-5):
+            raise Hint(f"{what} equals x: the positions were not added")
+        if not torch.allclose(got, want, atol=1e-5):
+            raise Hint(f"{what} should be x + table[:len] (rows 0 … {length - 1} of the table)")
+    if table.grad is not None:
+        table.grad = None
+    module(torch.randn(2, 4, d_model, requires_grad=True)).sum().backward()  # x needs grad: backward runs anyway
+    if table.grad is None or table.grad[:4].abs().sum() == 0:
+        raise Hint("no gradient reaches the table: use the parameter itself, not table.data or a detached copy")
+    if table.grad[4:].abs().sum() != 0:
+        raise Hint("positions 4 … max_len − 1 got a gradient from a sentence of 4 tokens: slice table[:len]")
+    _check_dropout(module_class, d_model, max_len)
+    _check_too_long(module, d_model, max_len)
+
+
+def _check_dropout(module_class, d_model: int, max_len: int) -> None:
+    module = module_class(d_model, 0.5, max_len).train()
+    x = torch.randn(4, max_len, d_model)
+    with torch.no_grad():
+        out = module(x)
+        clean = module.eval()(x)
+    if torch.allclose(out, clean):
+        raise Hint("with dropout=0.5 in training mode nothing was dropped: apply nn.Dropout(dropout) to x + table")
+    zeros = float((out == 0).float().mean())
+    if not 0.3 < zeros < 0.7 or not torch.allclose(out[out != 0], 2 * clean[out != 0], atol=1e-5):
+        raise Hint("dropout should act on the sum x + table, once (nn.Dropout(p) zeroes a share p, scales the rest)")
+
+
+def _check_too_long(module: nn.Module, d_model: int, max_len: int) -> None:
+    try:
+        module(torch.randn(1, max_len + 1, d_model))
+    except ValueError:
+        return
+    except Exception as error:
+        raise Hint(
+            f"a sequence of {max_len + 1} tokens raised {type(error).__name__} from inside PyTorch; check the "
+            "length first and raise a ValueError that names max_len, so the reader knows what to change"
+        ) from None
+    raise Hint(f"a sequence of {max_len + 1} tokens should raise a ValueError: the table has no row for it")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Questions
+
+D_MODEL = 512
+LONGEST = 2 * math.pi * 10000 ** ((D_MODEL - 2) / D_MODEL)  # the last pair, i = d_model/2 − 1
+
+QUESTIONS = {
+    "q1": Numeric(
+        value=LONGEST,
+        why=f"the last pair is i = 255, so 2π · 10000^(510/512) ≈ {LONGEST:,.0f} positions: just short of the "
+        "paper's 10000 · 2π, which no pair reaches",
+        mistakes={
+            "that is the paper's round bound 10000 · 2π; the last pair is i = d_model/2 − 1 = 255, so the exponent "
+            "is 2i/d_model = 510/512, not 1": 2 * math.pi * 10000,
+            "that is 1/ω, a number of radians per position turned around: a full turn takes 2π / ω positions": 10000
+            ** (510 / 512),
+            "the exponent is 2i/d_model with 2i the EVEN column index: the last pair has 2i = 510, not 511": 2
+            * math.pi
+            * 10000 ** (511 / 512),
+            "with i = 255 the exponent is 2i/d_model = 510/512; you used i/d_model": 2 * math.pi * 10000 ** (255 / 512),
+        },
+        otherwise="pair i turns by ω_i = 1/10000^(2i/d_model) per position; one full turn (2π) takes 2π/ω_i positions",
+    ),
+    "q2": Choice(
+        correct="b",
+        why="self-attention without positions treats the input as a set: each word's output moves with the word",
+        wrong={
+            "a": "each output belongs to its word: when the words move, their outputs move with them (section 2's check)",
+            "c": "nothing in attention depends on where a word stands, so each word's output is the one it had before; "
+            "only the order changes",
+            "d": "the outputs are equal only for equal words; different words keep different outputs",
+        },
+    ),
+    "q3": Choice(
+        correct="b",
+        why="§3.5: the encodings 'have the same dimension d_model as the embeddings, so that the two can be summed'",
+        wrong={
+            "a": "concatenating would make the vectors longer than d_model; the paper gives the encodings the same "
+            "size d_model so that they can be added",
+            "c": "a product would scale each word's numbers by its position's, and PE(0) has zeros that would wipe "
+            "out half of the first word; the paper adds",
+        },
+    ),
+}
+
+
+def check_quiz(**answers) -> Result:
+    """``check_quiz(q1=60600, q2="b", q3="b")``: one line per question."""
+    return _check_quiz(QUESTIONS, answers)

@@ -1,9 +1,13 @@
 """Checkers for the exercises of notebook 07 (the decoder and the whole model; paper §3.1, §3.2.3, §3.4).
 
 from transformer_course.exercises import nb07_decoder as ex
-ex.check_decoder_layer(decoder_layer)
-ex.check_transformer_parameter_count(transformer_parameter_count)
-ex.check_next_word_log_probs(next_word_log_probs)
+model_1, model_2 = ex.mystery_models()               # find the bug: each model has one
+ex.check_mystery(model_1=..., model_2=...)
+ex.check_parameter_count(parameter_count)            # estimate the cost, with each kind of tying
+ex.check_quiz(q1=..., q2=..., q3=...)                # nn.Transformer as a PyTorch user meets it
+
+Letters may be given as 'b', 'B' or '(b)'; numbers as a Python int or float, a numpy scalar or a
+one-number tensor.
 """
 
 from __future__ import annotations
@@ -11,137 +15,178 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-from ..masks import padding_mask, subsequent_mask, target_mask
-from ..model import DecoderLayer, count_parameters, make_model
-from . import Hint, Result, expect_tensor, name_known_mistake, run_check
+from ..model import Transformer, count_parameters, make_model
+from . import Choice, Hint, Numeric, Result, as_choice, as_int, run_check
+from . import check_quiz as _check_quiz
 
+__all__ = ["QUESTIONS", "check_mystery", "check_parameter_count", "check_quiz", "mystery_models"]
 
-def check_decoder_layer(decoder_layer: Callable[..., Tensor]) -> Result:
-    """``decoder_layer(x, memory, src_mask, tgt_mask, self_attn, cross_attn, feed_forward, norms)`` must
-    equal the package's post-LN ``DecoderLayer`` with the same parts."""
-
-    def check() -> None:
-        torch.manual_seed(7)
-        layer = DecoderLayer(16, 4, 32, dropout=0.0).eval()
-        norms = [s.norm for s in layer.sublayer]
-        with torch.no_grad():
-            for norm in norms:
-                norm.weight.uniform_(0.5, 1.5)
-                norm.bias.normal_(0, 0.5)
-        src = torch.tensor([[5, 6, 7, 8, 9, 10], [5, 6, 7, 0, 0, 0]])
-        src_mask = padding_mask(src, 0)  # (2, 1, 1, 6)
-        tgt_mask = subsequent_mask(4)  # (1, 1, 4, 4)
-        x, memory = torch.randn(2, 4, 16), torch.randn(2, 6, 16)
-        sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.feed_forward
-
-        def layer_with(self_mask, cross_keys, cross_mask):
-            h = norms[0](x + sa(x, mask=self_mask))
-            h = norms[1](h + ca(h, cross_keys(h), mask=cross_mask))
-            return norms[2](h + ffn(h))
-
-        with torch.no_grad():
-            expected = layer(x, memory, src_mask, tgt_mask)
-            wrong = {
-                "the self-attention was not masked: each position saw the words after it. "
-                "Pass tgt_mask to self_attn": layer_with(None, lambda h: memory, src_mask),
-                "cross-attention must take its keys and values from the encoder output: "
-                "cross_attn(x, memory, mask=src_mask)": layer_with(tgt_mask, lambda h: h, None),
-                "the source padding mask was not passed to cross-attention: the decoder attended to <pad> "
-                "in the source. Pass mask=src_mask": layer_with(tgt_mask, lambda h: memory, None),
-                "that is pre-LN (x + Sublayer(LayerNorm(x))); the paper's layer is post-LN: "
-                "LayerNorm(x + Sublayer(x))": DecoderLayer.forward(_pre_ln_copy(layer), x, memory, src_mask, tgt_mask),
-            }
-            got = decoder_layer(x.clone(), memory, src_mask, tgt_mask, sa, ca, ffn, norms)
-        name_known_mistake(got, expected, wrong)
-        expect_tensor(got, expected, "decoder_layer(x, memory, …) for x (2, 4, 16) and memory (2, 6, 16)")
-
-    return run_check("decoder_layer", check, "equals the package's DecoderLayer (masked self, cross, FFN; post-LN)")
+# ---------------------------------------------------------------------------------------------------
+# Exercise 1: find the bug. Two small models, each with one thing wrong inside a decoder layer.
 
 
-def _pre_ln_copy(layer: DecoderLayer) -> DecoderLayer:
-    pre = DecoderLayer(16, 4, 32, dropout=0.0, norm_first=True).eval()
-    pre.load_state_dict(layer.state_dict())
-    return pre
+class _Attention(nn.Module):
+    """Wraps one attention module; with ``drop_mask`` it ignores the mask it is given (a mystery model's bug).
+    Every attention module of both mystery models is wrapped alike, so printing a model gives nothing away."""
+
+    def __init__(self, attention: nn.Module, drop_mask: bool) -> None:
+        super().__init__()
+        self.attention = attention
+        self._drop_mask = drop_mask
+
+    def forward(self, query: Tensor, memory: Tensor | None = None, mask: Tensor | None = None, cache=None) -> Tensor:
+        return self.attention(query, memory, None if self._drop_mask else mask, cache)
 
 
-def check_transformer_parameter_count(transformer_parameter_count: Callable[[int, int, int, int], int]) -> Result:
-    """``transformer_parameter_count(vocab, N, d_model, d_ff)`` must equal the parameters of
-    ``make_model(vocab, vocab, N, d_model, d_ff, tie_embeddings="all")``."""
+def mystery_models(vocab: int = 20) -> tuple[Transformer, Transformer]:
+    """Two models built like ``make_model(vocab, vocab, N=2, d_model=16, d_ff=32, h=4)`` in eval mode,
+    each with one of the bugs the exercise lists. Call them as usual: ``model.encode``, ``model.decode``."""
+    models = []
+    for seed, broken in ((1, "self_attn"), (2, "cross_attn")):
+        with torch.random.fork_rng(devices=[]):  # the learner's random state is left as it was
+            torch.manual_seed(seed)
+            model = make_model(vocab, vocab, N=2, d_model=16, d_ff=32, h=4, dropout=0.0).eval()
+        for layer in model.decoder.layers:
+            for part in ("self_attn", "cross_attn"):
+                setattr(layer, part, _Attention(getattr(layer, part), drop_mask=part == broken))
+        models.append(model)
+    return models[0], models[1]
 
-    def check() -> None:
-        for vocab, N, d_model, d_ff in ((11, 1, 8, 16), (50, 2, 16, 24)):
-            model = make_model(vocab, vocab, N=N, d_model=d_model, d_ff=d_ff, h=4, tie_embeddings="all")
-            expected = count_parameters(model)
-            got = transformer_parameter_count(vocab, N, d_model, d_ff)
-            what = f"transformer_parameter_count(vocab={vocab}, N={N}, d_model={d_model}, d_ff={d_ff})"
-            if isinstance(got, float) and got.is_integer():
-                got = int(got)
-            if not isinstance(got, int) or isinstance(got, bool):
-                raise Hint(f"{what} should return an int, got {type(got).__name__}")
-            if got == expected:
+
+OPTIONS = "abcd"  # a: the future leaks; b: source <pad> is read; c: the source is ignored; d: generator untied
+RULED_OUT = {
+    "a": "run section 5's causality test on it: no earlier output moves when a later target token changes",
+    "b": "append <pad> tokens to the source (with the padding mask): the decoder's outputs stay the same, so "
+    "cross-attention does hide the source <pad>",
+    "c": "change one word of the source: the decoder's outputs change, so cross-attention does read the memory",
+    "d": "model.generator.proj.weight is model.tgt_embed.lut.weight gives True: the weights are tied",
+}
+MYSTERY = {"model_1": "a", "model_2": "b"}
+
+
+def check_mystery(model_1=..., model_2=...) -> Result:
+    """``check_mystery(model_1="a", model_2="b")``: the letter of each model's bug."""
+
+    def check():
+        if model_1 is ... and model_2 is ...:
+            raise NotImplementedError
+        for name, answer in (("model_1", model_1), ("model_2", model_2)):
+            if answer is ...:
+                raise Hint(f"{name}: no answer yet")
+            letter = as_choice(answer, OPTIONS, name)
+            if letter != MYSTERY[name]:
+                raise Hint(f"{name} is not ({letter}): {RULED_OUT[letter]}")
+
+    return run_check(
+        "find the bug",
+        check,
+        "model 1's self-attention ignores tgt_mask (the future leaks); model 2's cross-attention ignores src_mask",
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Exercise 2: the parameters of the whole model, for each kind of tying
+
+COUNT_CASES = [  # (src_vocab, tgt_vocab, N, d_model, d_ff, tie_embeddings)
+    (50, 30, 2, 16, 24, "decoder"),
+    (50, 30, 2, 16, 24, "none"),
+    (40, 40, 1, 8, 32, "all"),
+    (40, 40, 3, 8, 32, "decoder"),
+    (7, 90, 1, 32, 16, "none"),
+]
+
+
+def counted(src_vocab: int, tgt_vocab: int, N: int, d_model: int, d_ff: int, tie: str) -> int:
+    """count_parameters of the package's model (each tied matrix once)."""
+    model = make_model(src_vocab, tgt_vocab, N=N, d_model=d_model, d_ff=d_ff, h=4, tie_embeddings=tie)
+    return count_parameters(model)
+
+
+def _count_mistakes(src_vocab, tgt_vocab, N, d, d_ff, tie, want) -> dict[str, int]:
+    shared = {"none": 0, "decoder": tgt_vocab * d, "all": tgt_vocab * d + src_vocab * d}[tie]
+    mistakes = {
+        "the generator has a bias, one number per target word": want - tgt_vocab,
+        "each decoder layer has a second attention (cross-attention over the memory) with its own LayerNorm": want
+        - N * (4 * d * d + 4 * d + 2 * d),
+        "the decoder layer has three LayerNorms (one per sub-layer), the encoder layer two": want - N * 2 * d,
+        "the two positional encodings are fixed tables (buffers), not parameters": want + 2 * 512 * d,
+    }
+    if shared:
+        mistakes[f"with tie_embeddings={tie!r} shared matrices count once; you counted them again"] = want + shared
+    if tie == "decoder":
+        mistakes["'decoder' ties the target embedding and the generator only; the source embedding is its own"] = (
+            want - src_vocab * d
+        )
+    if tie == "none":
+        mistakes["with 'none' the generator's weight is its own (tgt_vocab × d_model) matrix too"] = (
+            want - tgt_vocab * d
+        )
+    return mistakes
+
+
+def check_parameter_count(parameter_count: Callable[..., int]) -> Result:
+    """``parameter_count(src_vocab, tgt_vocab, N, d_model, d_ff, tie_embeddings)`` must equal
+    ``count_parameters(make_model(..., tie_embeddings=...))`` for 'none', 'decoder' and 'all'."""
+
+    def check():
+        for case in COUNT_CASES:
+            src_vocab, tgt_vocab, N, d_model, d_ff, tie = case
+            what = f"parameter_count{case}"
+            got = as_int(parameter_count(*case), what)
+            want = counted(*case)
+            if got == want:
                 continue
-            d = d_model
-            misses = {
-                expected + 2 * vocab * d: "the three embedding matrices are tied (§3.4): source embedding, "
-                "target embedding and generator weight are one vocab × d_model matrix",
-                expected + vocab * d: "with tie_embeddings='all' the source and target embeddings and the "
-                "generator share ONE matrix; you counted two",
-                expected
-                - N * (4 * d * d + 4 * d + 2 * d): "each decoder layer has a second attention (cross-attention "
-                "over the encoder output) with its own LayerNorm",
-                expected - vocab: "the generator has a bias, one per word of the vocabulary",
-                expected
-                - vocab * d
-                - vocab: "the embedding (vocab × d_model, shared) and the generator's bias are missing",
-            }
+            for hint, value in _count_mistakes(src_vocab, tgt_vocab, N, d_model, d_ff, tie, want).items():
+                if got == value:
+                    raise Hint(f"{what} = {got:,}, expected {want:,}: {hint}")
             raise Hint(
-                f"{what} returned {got:,}, expected {expected:,}: "
-                + misses.get(
-                    got,
-                    "count: encoder layer = attention + FFN + 2 LayerNorms; decoder layer = 2 attentions + FFN "
-                    "+ 3 LayerNorms; times N; plus one shared vocab × d_model matrix and the generator bias",
-                )
+                f"{what} = {got:,}, expected {want:,}: layers as in section 6, then the embedding matrices "
+                "(count a tied one once) and the generator's bias"
             )
 
-    return run_check("transformer_parameter_count", check, "matches count_parameters(make_model(...)) for two sizes")
+    return run_check("parameter_count", check, "matches count_parameters(make_model(...)) with every kind of tying")
 
 
-def check_next_word_log_probs(next_word_log_probs: Callable[..., Tensor]) -> Result:
-    """``next_word_log_probs(model, memory, src_mask, tgt, tgt_mask)`` must return
-    log_softmax(generator(decoder output at the last position)): (batch, tgt_vocab)."""
+# ---------------------------------------------------------------------------------------------------
+# Questions: nn.Transformer as a PyTorch user meets it (section 8)
 
-    def check() -> None:
-        torch.manual_seed(7)
-        model = make_model(13, 17, N=1, d_model=16, d_ff=32, h=4, dropout=0.0).eval()
-        src = torch.tensor([[5, 6, 7, 8], [9, 10, 0, 0]])
-        tgt = torch.tensor([[2, 4, 5], [2, 6, 7]])
-        src_mask, tgt_mask = padding_mask(src, 0), target_mask(tgt, 0)
-        with torch.no_grad():
-            memory = model.encode(src, src_mask)
-            hidden = model.decode(memory, src_mask, tgt, tgt_mask)  # (2, 3, 16)
-            logits = model.generator(hidden)  # (2, 3, 17)
-            expected = logits[:, -1].log_softmax(-1)  # (2, 17)
-            wrong = {
-                "these are logits: model.generator returns scores, not log-probabilities; apply "
-                ".log_softmax(dim=-1)": logits[:, -1],
-                "these are probabilities (softmax); the function should return log-probabilities "
-                "(.log_softmax(dim=-1))": logits[:, -1].softmax(-1),
-                "you took the first target position; the LAST position predicts the next word": logits[
-                    :, 0
-                ].log_softmax(-1),
-                "the softmax ran over the wrong dimension: it should run over the vocabulary (dim=-1)": logits.log_softmax(
-                    1
-                )[:, -1],
-            }
-            got = next_word_log_probs(model, memory, src_mask, tgt, tgt_mask)
-        if isinstance(got, Tensor) and got.shape == logits.shape:
-            raise Hint(
-                f"got shape {tuple(got.shape)} = (batch, tgt_len, vocab): that is every position; "
-                "keep only the last one, hidden[:, -1], to get (batch, vocab)"
-            )
-        name_known_mistake(got, expected, wrong)
-        expect_tensor(got, expected, "next_word_log_probs(...) for a batch of 2 and a vocabulary of 17")
+QUESTIONS = {
+    "q1": Choice(
+        correct="c",
+        why="log 1 = 0 where attending is allowed and log 0 = −∞ where it is not: the float mask nn.Transformer adds",
+        wrong={
+            "a": "a float mask is ADDED to the scores: +1 where allowed and +0 where blocked hides nothing",
+            "b": "a float mask is added: +1 on the blocked (future) keys nudges attention towards them instead of "
+            "hiding them",
+            "d": "−1 on the allowed keys and 0 on the blocked ones only shifts scores a little; nothing is hidden",
+        },
+    ),
+    "q2": Choice(
+        correct="b",
+        why="batch_first=False is the default: dimension 0 is the sequence, dimension 1 the batch",
+        wrong={
+            "a": "that is what batch_first=True reads; nn.Transformer() defaults to batch_first=False, sequence first",
+            "c": "no error: (32, 10, 512) is a valid (sequence, batch, d_model) tensor too, which is why the mistake is "
+            "silent",
+        },
+    ),
+    "q3": Numeric(
+        value=5,
+        why="decoder input tgt[:-1] = <s> a b c d and labels tgt[1:] = a b c d </s>: 5 positions",
+        mistakes={
+            "the decoder input drops the last token (</s> is never an input) and the labels drop <s>: one fewer "
+            "than the 6 tokens": 6,
+            "one token goes from each end, but of two different copies: input tgt[:-1] and labels tgt[1:] are 5 "
+            "long each": 4,
+        },
+        rel_tol=1e-9,
+        otherwise="write the decoder input and the labels under each other and count the positions",
+    ),
+}
 
-    return run_check("next_word_log_probs", check, "log-probabilities of the next word, (batch, vocab)")
+
+def check_quiz(**answers) -> Result:
+    """``check_quiz(q1="c", q2="b", q3=5)``: one line per question."""
+    return _check_quiz(QUESTIONS, answers)

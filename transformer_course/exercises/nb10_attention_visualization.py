@@ -1,8 +1,12 @@
 """Checkers for the exercises of notebook 10 (attention visualization; paper §3.2, Figures 3–5).
 
 from transformer_course.exercises import nb10_attention_visualization as ex
+ex.check_capture_shapes(encoder_shape, decoder_shape, cross_shape)  # predict the captured shapes
 ex.check_head_entropy(head_entropy)
 ex.check_alignment(alignment)
+ex.check_quiz(q1=..., q2=..., q3=...)
+
+Shapes may be tuples, lists or torch.Size; numbers a Python or numpy number or a one-number tensor.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ import math
 
 import torch
 
-from . import Hint, Result, expect_tensor, run_check
+from . import Choice, Hint, Numeric, Result, as_shape, expect_tensor, run_check
+from . import check_quiz as _check_quiz
 
 
 def _weights(seed: int, heads: int, q_len: int, k_len: int, causal: bool = False) -> torch.Tensor:
@@ -75,8 +80,8 @@ def check_head_entropy(head_entropy) -> Result:
                 over_queries = -(w * w.clamp_min(1e-30).log()).sum(-2).mean(-1)  # entropy down the columns
                 if (
                     not causal
-                    and torch.allclose(got, over_queries, atol=1e-4)
-                    and not torch.allclose(got, expected, atol=1e-4)
+                    and torch.allclose(got.float(), over_queries, atol=1e-4)  # any float dtype is fine
+                    and not torch.allclose(got.float(), expected, atol=1e-4)
                 ):
                     raise Hint(
                         "you summed over the queries (dim -2); each row (one query) is a distribution over keys: sum over dim -1"
@@ -124,3 +129,99 @@ def check_alignment(alignment) -> Result:
         expect_tensor(alignment(w), w.mean(0).argmax(-1), "alignment(random cross-attention (2, 6, 7))")
 
     return run_check("alignment", check, "passed: one source position per target position, from the head mean")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Exercise 1 (predict): the shapes viz.capture_attention returns
+
+# The notebook's question: the toy model (2 layers, 4 heads) on a source of 6 symbols and a target of 4.
+LAYERS, HEADS, SRC_LEN, TGT_LEN = 2, 4, 6, 4
+
+
+def captured_shapes() -> dict[str, tuple[int, ...]]:
+    """Run the package's capture on a model of the question's sizes and read the shapes of layer 0."""
+    from ..model import make_model
+    from ..viz import capture_attention
+
+    torch.manual_seed(0)
+    model = make_model(14, 14, N=LAYERS, d_model=16, d_ff=32, h=HEADS, dropout=0.0)
+    src, tgt = list(range(4, 4 + SRC_LEN)), list(range(4, 4 + TGT_LEN))  # symbol ids, no specials
+    capture = capture_attention(model, src, tgt)
+    return {kind: tuple(getattr(capture, kind)[0].shape) for kind in ("encoder", "decoder", "cross")}
+
+
+def _shape_mistakes(kind: str, want: tuple[int, ...]) -> dict[tuple[int, ...], str]:
+    heads, q, k = want
+    mistakes = {
+        (1, *want): "the capture keeps one sentence and drops the batch axis: (heads, q_len, k_len)",
+        (q, k): "there is one (q_len, k_len) table per head: (heads, q_len, k_len)",
+        (heads, k, q): "rows are queries, columns keys: (heads, q_len, k_len)",
+    }
+    if kind in ("decoder", "cross"):
+        forgot_bos = (heads, TGT_LEN, TGT_LEN if kind == "decoder" else k)
+        mistakes[forgot_bos] = (
+            "the decoder reads <s> first (the target shifted right, notebook 08): its positions are the "
+            f"{TGT_LEN} target symbols plus <s>"
+        )
+    if kind == "decoder":
+        mistakes[(heads, q, SRC_LEN)] = "decoder self-attention's keys are target positions too, not source ones"
+    return mistakes
+
+
+def check_capture_shapes(encoder_shape, decoder_shape, cross_shape) -> Result:
+    """The shapes of ``capture.encoder[0]``, ``capture.decoder[0]`` and ``capture.cross[0]`` for the toy
+    model (2 layers, 4 heads) on a source of 6 symbols and a target of 4 (tuples, lists or torch.Size)."""
+
+    def check():
+        answers = {"encoder": encoder_shape, "decoder": decoder_shape, "cross": cross_shape}
+        if any(a is ... for a in answers.values()):
+            raise NotImplementedError
+        want = captured_shapes()
+        for kind, answer in answers.items():
+            got = as_shape(answer, f"{kind}_shape")
+            if got == want[kind]:
+                continue
+            hint = _shape_mistakes(kind, want[kind]).get(got, "count the heads, the queries and the keys again")
+            raise Hint(f"{kind}_shape = {got}: {hint}")
+
+    return run_check("captured shapes", check, "passed: (heads, q_len, k_len), and the decoder's axis has <s> in front")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Questions
+
+QUESTIONS = {
+    "q1": Choice(
+        correct="a",
+        why="the causal mask gives every future key −∞ before the softmax, so its weight is exactly 0",
+        wrong={
+            "b": "masked scores are −∞ (or the smallest float), so after the softmax they are exactly 0, not small",
+            "c": "the mask is the same for every head: no head may look at the future",
+        },
+    ),
+    "q2": Numeric(
+        value=math.log(8),
+        why="a uniform row over 8 keys has entropy −8 · (1/8) ln(1/8) = ln 8 ≈ 2.079 nats",
+        mistakes={
+            "that is in bits (log base 2); the course measures entropy in nats (natural log)": 3.0,
+            "that is the weight of each key, 1/8; the entropy is −Σ w ln w": 1 / 8,
+            "that is the number of keys; the entropy of a uniform row is its logarithm": 8.0,
+        },
+        rel_tol=1e-3,
+        otherwise="use H = −Σ_j w_j ln w_j with w_j = 1/8 for each of the 8 keys",
+    ),
+    "q3": Choice(
+        correct="b",
+        why="a weight says where one head read; W^O, the other heads and later layers decide what is done with it",
+        wrong={
+            "a": "a heatmap cannot show why the model chose a word: the head's output is mixed with the other "
+            "heads by W^O and changed by the feed-forward and later layers",
+            "c": "each head has its own weights; one head's 0.9 says nothing about what the other heads read",
+        },
+    ),
+}
+
+
+def check_quiz(**answers) -> Result:
+    """``check_quiz(q1="a", q2=1.23, q3="b")``: one line per question."""
+    return _check_quiz(QUESTIONS, answers)

@@ -1,12 +1,23 @@
-"""Reference solution of notebook 00's exercise (Table 1 of the paper, §4)."""
+"""Reference solutions of notebook 00's exercises (Table 1 and §4 of the paper). Try the exercises first."""
+
+import math
 
 
-def cost_per_layer(layer: str, n: int, d: int, k: int = 3) -> int:
-    """Operations per layer for a sequence of n positions of size d (k: convolution kernel width)."""
-    if layer == "self-attention":
-        return n * n * d  # every pair of positions, a dot product of size d each
-    if layer == "recurrent":
-        return n * d * d  # n steps, a (d × d) matrix times a d-vector each
-    if layer == "convolutional":
-        return k * n * d * d  # n positions, k (d × d) products each
-    raise ValueError(f"unknown layer {layer!r}; use 'self-attention', 'recurrent' or 'convolutional'")
+def attention_layer_macs(n: int, d: int, heads: int) -> int:
+    """Multiply-adds of one multi-head self-attention layer on n positions of size d."""
+    projections = 4 * n * d * d  # W^Q, W^K, W^V and W^O: each (n, d) @ (d, d)
+    attention = 2 * n * n * d  # Q Kᵀ and weights @ V: h heads × (n, n) × d/h each = n²·d, twice
+    return projections + attention  # the heads split d, so h does not appear
+
+
+def layers_to_connect(n: int, k: int, dilated: bool) -> int:
+    """Stacked causal convolutions of width k until output n − 1 sees input 0 (§4)."""
+    if dilated:  # receptive field k^L after L layers with dilations 1, k, k², …
+        layers = 0
+        while k**layers < n:  # whole numbers: no rounding error of log
+            layers += 1
+        return layers
+    return math.ceil((n - 1) / (k - 1))  # each layer reaches k − 1 positions further back
+
+
+QUIZ = {"q1": "b", "q2": 512 / 12, "q3": 12 * 3600 * 8 * 9.5e12}

@@ -1,41 +1,26 @@
-"""Reference solutions for notebook 07 (the decoder and the whole model; paper §3.1, §3.2.3, §3.4)."""
+"""Reference solutions of notebook 07's exercises (the decoder and the whole model; §3.1, §3.4).
+Try the exercises first."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
-from torch import Tensor
-
-
-def decoder_layer(
-    x: Tensor,
-    memory: Tensor,
-    src_mask: Tensor,
-    tgt_mask: Tensor,
-    self_attn: Callable,
-    cross_attn: Callable,
-    feed_forward: Callable,
-    norms: Sequence[Callable],
-) -> Tensor:
-    """One post-LN decoder layer: masked self-attention, cross-attention over memory, FFN."""
-    x = norms[0](x + self_attn(x, mask=tgt_mask))  # (B, T, d_model), each position sees itself and the past
-    x = norms[1](x + cross_attn(x, memory, mask=src_mask))  # (B, T, d_model), queries from x, keys/values from memory
-    return norms[2](x + feed_forward(x))  # (B, T, d_model)
+# Exercise 1: model 1 fails the causality test (its self-attention ignores tgt_mask: the future leaks);
+# model 2 passes it but its outputs change when <pad> is appended to the source (cross-attention ignores src_mask).
+MYSTERY = {"model_1": "a", "model_2": "b"}
 
 
-def transformer_parameter_count(vocab: int, N: int, d_model: int, d_ff: int) -> int:
-    """Parameters of the whole model with one shared vocabulary and all three embedding matrices tied."""
-    attention = 4 * d_model * d_model + 4 * d_model
-    ffn = 2 * d_model * d_ff + d_ff + d_model
-    norm = 2 * d_model
-    encoder_layer = attention + ffn + 2 * norm
-    decoder_layer = 2 * attention + ffn + 3 * norm  # self- and cross-attention, three LayerNorms
-    embedding = vocab * d_model  # one matrix: source embedding = target embedding = generator weight
-    return N * (encoder_layer + decoder_layer) + embedding + vocab  # + the generator's bias
+def parameter_count(src_vocab: int, tgt_vocab: int, N: int, d_model: int, d_ff: int, tie_embeddings: str) -> int:
+    """Parameters of make_model(src_vocab, tgt_vocab, N, d_model, d_ff, tie_embeddings=...), each tied matrix once."""
+    d = d_model
+    attention = 4 * d * d + 4 * d  # W^Q, W^K, W^V, W^O and their biases
+    ffn = 2 * d * d_ff + d_ff + d  # W_1, b_1, W_2, b_2
+    norm = 2 * d  # γ and β
+    layers = N * ((attention + ffn + 2 * norm) + (2 * attention + ffn + 3 * norm))  # encoder + decoder layers
+    matrices = {
+        "none": src_vocab * d + tgt_vocab * d + tgt_vocab * d,  # source, target, generator: three matrices
+        "decoder": src_vocab * d + tgt_vocab * d,  # the generator reuses the target embedding
+        "all": tgt_vocab * d,  # one matrix (src_vocab == tgt_vocab)
+    }[tie_embeddings]
+    return layers + matrices + tgt_vocab  # + the generator's bias
 
 
-def next_word_log_probs(model, memory: Tensor, src_mask: Tensor, tgt: Tensor, tgt_mask: Tensor) -> Tensor:
-    """log P(next word | source, tgt so far) for every sentence: (batch, tgt_vocab)."""
-    hidden = model.decode(memory, src_mask, tgt, tgt_mask)  # (B, T, d_model)
-    logits = model.generator(hidden[:, -1])  # (B, tgt_vocab): the last position predicts the next word
-    return logits.log_softmax(dim=-1)  # (B, tgt_vocab)
+QUIZ = {"q1": "c", "q2": "b", "q3": 5}

@@ -1,23 +1,12 @@
 """Reference solutions of notebook 09's exercises (decoding, §6.1). Try the exercises first."""
 
-import torch
+import math
 
-
-def greedy(model, src, src_mask, max_len, start_symbol, end_symbol):
-    memory = model.encode(src, src_mask)  # (1, S, d_model)
-    ys = torch.tensor([[start_symbol]])  # (1, 1)
-    while ys.size(1) < max_len:
-        causal = torch.ones(ys.size(1), ys.size(1), dtype=torch.bool).tril()[None, None]  # (1, 1, t, t)
-        hidden = model.decode(memory, src_mask, ys, causal)  # (1, t, d_model)
-        next_word = model.generator(hidden[:, -1]).argmax(dim=-1)  # (1,): from the last position
-        ys = torch.cat([ys, next_word[:, None]], dim=1)  # (1, t + 1)
-        if next_word.item() == end_symbol:
-            break
-    return ys[0].tolist()
-
-
-def beam_score(log_prob, length, alpha):
-    return log_prob / ((5 + length) / 6) ** alpha
+# Exercise 1, by hand. Greedy: A (0.5), then C (0.4), then </s> (0.9): P = 0.18.
+# Beam search, k = 2: step 1 keeps A (0.5) and B (0.4). Step 2: B C = 0.28, A C = 0.2, A B = 0.15, …:
+# keeps B C and A C. Step 3: B C </s> = 0.252 and A C </s> = 0.18 finish; nothing open can beat 0.252.
+GREEDY_PREDICTION = ["A", "C", "</s>"]
+BEAM_PREDICTION = ["B", "C", "</s>"]
 
 
 def top_k_extensions(beam_log_probs, next_log_probs, k):
@@ -25,3 +14,16 @@ def top_k_extensions(beam_log_probs, next_log_probs, k):
     candidates = beam_log_probs[:, None] + next_log_probs  # (k, V): log P of every extension
     scores, index = candidates.flatten().topk(k)  # (k,), (k,): index = beam · V + word
     return scores, index // V, index % V
+
+
+def crossover_alpha(log_p_short, len_short, log_p_long, len_long):
+    # log P_s / lp_s^α = log P_l / lp_l^α  ⇔  (lp_l / lp_s)^α = log P_l / log P_s; the 6 of lp cancels
+    return math.log(log_p_long / log_p_short) / math.log((5 + len_long) / (5 + len_short))
+
+
+def cache_numbers(batch, layers, heads, d_k, t, src_len):
+    per_position = 2 * batch * heads * d_k  # keys and values of one position in one layer
+    return layers * per_position * (t + src_len)  # self-attention: t positions; cross-attention: src_len
+
+
+QUIZ = {"q1": "b", "q2": 4 * 6190, "q3": "a"}

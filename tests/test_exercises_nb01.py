@@ -1,0 +1,202 @@
+"""Notebook 01's checkers: every allowed answer form passes, every named mistake fails with its hint.
+
+Allowed mask forms (said in the notebook): a boolean tensor, or 0/1 numbers of any dtype, True/1 = may attend.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+import transformer_course as tc
+from transformer_course.exercises import nb01_masks as ex
+from transformer_course.solutions import nb01_masks as sol
+
+MASK_FORMS = {
+    "bool": lambda m: m,
+    "uint8": lambda m: m.to(torch.uint8),
+    "int64": lambda m: m.long(),
+    "float32": lambda m: m.float(),
+    "float64": lambda m: m.double(),
+}
+
+
+def failed_with(result, *words):
+    return not result.passed and all(w.lower() in result.message.lower() for w in words)
+
+
+def not_done(*args, **kwargs):
+    raise NotImplementedError
+
+
+def additive(mask):
+    """The other convention: 0 where allowed, −inf where blocked (nn.Transformer's float masks)."""
+    return torch.zeros(mask.shape).masked_fill(~mask.bool(), float("-inf"))
+
+
+# --- exercise 1: predict the allowed pairs -----------------------------------------------------------
+
+
+def test_the_predicted_counts_equal_the_package_target_mask():
+    counts = tc.target_mask(ex.TOKENS, ex.PAD).sum(dim=(1, 2, 3)).tolist()
+    assert counts == ex.expected_allowed_pairs() == list(sol.ALLOWED_PAIRS)
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        list,
+        tuple,
+        lambda c: [np.int64(n) for n in c],
+        lambda c: tuple(torch.tensor(n) for n in c),
+        lambda c: [float(n) for n in c],
+    ],
+    ids=["list", "tuple", "numpy-ints", "0-d-tensors", "whole-floats"],
+)
+def test_allowed_pairs_checker_passes_every_form(form):
+    assert ex.check_allowed_pairs(form(sol.ALLOWED_PAIRS)).passed
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        ([15, 15, 15], ["ignored the padding"]),
+        ([15, 25, 5], ["causal"]),
+        ([6, 15, 1], ["pad queries"]),
+        ([9, 10, 4], ["diagonal"]),
+    ],
+)
+def test_allowed_pairs_checker_names_each_mistake(answer, words):
+    assert failed_with(ex.check_allowed_pairs(answer), *words)
+
+
+def test_allowed_pairs_checker_says_what_is_wrong_with_other_answers():
+    assert failed_with(ex.check_allowed_pairs([12, 15]), "3 items")
+    assert failed_with(ex.check_allowed_pairs([12, 14, 5]), "sentence 1")
+    assert failed_with(ex.check_allowed_pairs(...), "not done yet")
+
+
+# --- exercise 2: a mask from lengths -----------------------------------------------------------------
+
+
+def test_mask_from_lengths_equals_the_package_padding_mask_of_padded_tokens():
+    lengths = torch.tensor([2, 7, 4])
+    tokens = torch.stack([torch.cat([torch.full((n,), 5), torch.zeros(7 - n, dtype=torch.long)]) for n in lengths])
+    assert torch.equal(sol.mask_from_lengths(lengths, 7), tc.padding_mask(tokens, 0))
+
+
+@pytest.mark.parametrize("form", MASK_FORMS.values(), ids=MASK_FORMS.keys())
+def test_mask_from_lengths_checker_passes_every_mask_form(form):
+    assert ex.check_mask_from_lengths(lambda lengths, max_len: form(sol.mask_from_lengths(lengths, max_len))).passed
+
+
+@pytest.mark.parametrize(
+    "mistake, words",
+    [
+        (lambda n, L: (torch.arange(L)[None] <= n[:, None])[:, None, None], ["one pad", "<"]),
+        (lambda n, L: ~sol.mask_from_lengths(n, L), ["inverted"]),
+        (lambda n, L: torch.arange(L)[None] < n[:, None], ["(batch, 1, 1, max_len)", "head and query"]),
+        (lambda n, L: (torch.arange(L)[None] < n[:, None])[:, None, :, None], ["masks queries"]),
+        (lambda n, L: additive(sol.mask_from_lengths(n, L)), ["additive"]),
+        (lambda n, L: 2 * sol.mask_from_lengths(n, L).long(), ["other than 0 and 1"]),
+        (lambda n, L: sol.mask_from_lengths(n, L).tolist(), ["torch.Tensor"]),
+    ],
+    ids=["less-or-equal", "inverted", "no-broadcast-axes", "query-axis", "additive", "zeros-and-twos", "a-list"],
+)
+def test_mask_from_lengths_checker_names_each_mistake(mistake, words):
+    assert failed_with(ex.check_mask_from_lengths(mistake), *words)
+
+
+# --- exercise 3: a centred window with padding -------------------------------------------------------
+
+
+@pytest.mark.parametrize("form", MASK_FORMS.values(), ids=MASK_FORMS.keys())
+def test_window_checker_passes_every_mask_form(form):
+    assert ex.check_window_mask(lambda t, p, r: form(sol.window_mask(t, p, r))).passed
+
+
+def band_mask(tokens, pad_idx, radius, keep):
+    """window_mask with a different rule keep(i, j, real_i, real_j)."""
+    size = tokens.size(1)
+    i, j = torch.arange(size)[:, None], torch.arange(size)[None, :]
+    real = tokens != pad_idx  # (batch, len)
+    return keep(i[None], j[None], real[:, :, None], real[:, None, :], radius)[:, None]  # (batch, 1, len, len)
+
+
+@pytest.mark.parametrize(
+    "keep, words",
+    [
+        (lambda i, j, rq, rk, r: (i - j >= 0) & (i - j <= r) & rk, ["only the past"]),
+        (lambda i, j, rq, rk, r: ((i - j).abs() < r) & rk, ["too narrow"]),
+        (lambda i, j, rq, rk, r: ((i - j).abs() <= r + 1) & rk, ["too wide"]),
+        (lambda i, j, rq, rk, r: ((i - j).abs() <= r).expand(rk.size(0), -1, -1), ["pads are looked at"]),
+        (lambda i, j, rq, rk, r: ((i - j).abs() <= r) & rk & rq, ["pad queries", "NaN"]),
+    ],
+    ids=["causal-window", "narrow", "wide", "no-padding", "pad-queries"],
+)
+def test_window_checker_names_each_mistake(keep, words):
+    assert failed_with(ex.check_window_mask(lambda t, p, r: band_mask(t, p, r, keep)), *words)
+
+
+def test_window_checker_catches_a_hard_coded_pad_id():
+    result = ex.check_window_mask(lambda t, p, r: sol.window_mask(t, 0, r))
+    assert failed_with(result, "pad_idx, not with 0")
+
+
+# --- exercise 4: a causal window ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("form", MASK_FORMS.values(), ids=MASK_FORMS.keys())
+def test_local_mask_checker_passes_every_mask_form(form):
+    assert ex.check_local_mask(lambda size, window: form(sol.local_mask(size, window))).passed
+
+
+def test_local_mask_checker_names_each_mistake():
+    def symmetric(size, window):
+        i, j = torch.arange(size)[:, None], torch.arange(size)[None, :]
+        return ((i - j).abs() < window)[None, None]
+
+    def no_diagonal(size, window):
+        return sol.local_mask(size, window) & ~torch.eye(size, dtype=torch.bool)
+
+    assert failed_with(ex.check_local_mask(lambda size, window: sol.local_mask(size, window + 1)), "keys before it")
+    assert failed_with(ex.check_local_mask(symmetric), "after it")
+    assert failed_with(ex.check_local_mask(no_diagonal), "itself")
+    assert failed_with(
+        ex.check_local_mask(lambda size, window: sol.local_mask(size, window)[0, 0]), "(1, 1, size, size)"
+    )
+    assert failed_with(ex.check_local_mask(lambda s, w: additive(sol.local_mask(s, w))), "additive")
+    assert failed_with(ex.check_local_mask(not_done), "not done yet")
+
+
+# --- questions -----------------------------------------------------------------------------------------
+
+
+def test_the_solutions_answer_every_question():
+    assert ex.check_quiz(**sol.QUIZ).passed and set(sol.QUIZ) == set(ex.QUESTIONS)
+
+
+@pytest.mark.parametrize("form", [int, float, np.int64, torch.tensor], ids=lambda f: f.__name__)
+def test_quiz_accepts_every_number_form(form):
+    assert ex.check_quiz(q3=form(2560)).passed
+
+
+def test_every_row_of_sentence_2_may_see_its_first_key():
+    # the fact behind q2, from the package's target mask
+    assert tc.target_mask(ex.TOKENS, ex.PAD)[2, 0, :, 0].all()
+
+
+@pytest.mark.parametrize(
+    "answers, words",
+    [
+        ({"q1": "a"}, ["opposite"]),
+        ({"q1": "c"}, ["about keys"]),
+        ({"q2": "a"}, ["every later row"]),
+        ({"q2": "c"}, ["pad KEYS"]),
+        ({"q3": 64 * 8 * 40 * 40}, ["size of the scores"]),
+        ({"q3": 64 * 8 * 40}, ["head axis"]),
+        ({"q3": 64 * 40 * 40}, ["query axis"]),
+    ],
+)
+def test_quiz_names_each_mistake(answers, words, capsys):
+    assert not ex.check_quiz(**answers).passed
+    assert all(w in capsys.readouterr().out for w in words)

@@ -1,0 +1,64 @@
+"""The language of the checkers' messages: English, or Simplified Chinese for the 中文版 (notebooks/zh/).
+
+A checker writes each message as an English template and passes it through :func:`t`:
+
+    raise Hint(t("{what} has shape {got}, expected {expected}", what=what, got=shape, expected=want))
+
+In English the template is filled in as it is. After ``set_language("zh")`` (the first code cell of every
+notebook in ``notebooks/zh/`` calls it) :func:`t` looks the same template up in the Chinese catalogue and
+fills in the Chinese one with the same values. The catalogues are plain dictionaries, one per exercise
+module (``ZH = {english template: chinese template}``), registered with :func:`register`; a test checks that
+every template a checker uses has its Chinese entry with the same ``{fields}``.
+
+A template missing from the catalogue falls back to English (never an error in front of a learner).
+"""
+
+from __future__ import annotations
+
+import os
+import string
+
+__all__ = ["LANGUAGES", "get_language", "register", "set_language", "t", "template_fields", "CATALOGUES"]
+
+LANGUAGES = ("en", "zh")
+LANGUAGE_ENV = "TC_LANG"  # the default language, e.g. TC_LANG=zh
+
+CATALOGUES: dict[str, dict[str, str]] = {"zh": {}}
+_language = os.environ.get(LANGUAGE_ENV, "en") if os.environ.get(LANGUAGE_ENV, "en") in LANGUAGES else "en"
+
+
+def set_language(language: str) -> None:
+    """Choose the language of every checker message from now on: ``"en"`` or ``"zh"``."""
+    global _language
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+    _language = language
+
+
+def get_language() -> str:
+    return _language
+
+
+def register(language: str, catalogue: dict[str, str]) -> None:
+    """Add ``{english template: translated template}`` entries for ``language``."""
+    if language not in CATALOGUES:
+        raise ValueError(f"no catalogue for {language!r}; languages with catalogues: {sorted(CATALOGUES)}")
+    for english, translated in catalogue.items():
+        if template_fields(english) != template_fields(translated):
+            raise ValueError(
+                f"the {language} template {translated!r} must use the same fields as {english!r}: "
+                f"{sorted(template_fields(english))}"
+            )
+    CATALOGUES[language].update(catalogue)
+
+
+def template_fields(template: str) -> set[str]:
+    """The ``{names}`` a template fills in (format specs and conversions ignored)."""
+    return {field for _, field, _, _ in string.Formatter().parse(template) if field is not None}
+
+
+def t(template: str, /, **values) -> str:
+    """The message in the current language: ``template`` (English) or its translation, filled in."""
+    if _language != "en":
+        template = CATALOGUES.get(_language, {}).get(template, template)
+    return template.format(**values) if values else template
