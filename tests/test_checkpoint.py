@@ -16,6 +16,7 @@ import transformer_course
 from transformer_course import train
 from transformer_course.checkpoint import Resolved, resolve_model
 from transformer_course.config import get_preset
+from transformer_course.data import Vocab, VocabMismatchError
 from transformer_course.model import build_model
 from transformer_course.train import (
     CheckpointError,
@@ -190,7 +191,9 @@ def test_a_checkpoint_stores_its_languages_and_old_files_without_them_load_as_ge
     assert (loaded.state["src_lang"], loaded.state["tgt_lang"]) == ("en", "de")
 
     old = torch.load(tmp_path / "en-de.pt", weights_only=True)
-    del old["src_lang"], old["tgt_lang"]  # as written before languages were stored
+    del old["src_lang"], old["tgt_lang"]  # as written before languages were stored,
+    old["format"] = "transformer_course/checkpoint-v1"  # which was also before checksums were stored
+    del old["checksums"]
     torch.save(old, tmp_path / "old.pt")
     loaded = load_checkpoint(tmp_path / "old.pt")
     assert (loaded.src_lang, loaded.tgt_lang) == ("de", "en")  # Multi30k's direction
@@ -220,10 +223,14 @@ def test_resolve_model_takes_a_path_a_checkpoint_or_a_model_with_its_vocabularie
         "en",
         "fr",
     )
-    assert resolve_model(checkpoint, tgt_vocab=other).tgt_vocab == other  # vocabularies given win
+    copy = Vocab(list(vocab.itos))
+    assert resolve_model(checkpoint, tgt_vocab=copy).tgt_vocab is copy  # the same vocabulary given: used
+    with pytest.raises(VocabMismatchError, match="tgt_vocab .* is not the tgt vocabulary"):
+        resolve_model(checkpoint, tgt_vocab=other)  # another one would give its ids other words
 
-    bare = resolve_model(model, vocab, other)
-    assert bare.model is model and (bare.src_vocab, bare.tgt_vocab) == (vocab, other)
+    wider = build_model(CONFIG.replace(tie_embeddings="decoder"), len(vocab), len(other))
+    bare = resolve_model(wider, vocab, other)
+    assert bare.model is wider and (bare.src_vocab, bare.tgt_vocab) == (vocab, other)
     assert (bare.src_lang, bare.tgt_lang) == ("de", "en")  # a bare model: Multi30k's languages
 
 

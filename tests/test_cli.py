@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from transformer_course.cli import build_parser
+from transformer_course.cli import build_parser, main
 
 
 def run(*args, cwd=None):
@@ -23,7 +23,7 @@ def test_every_command_has_help(command, capsys):
 
 
 FLAGS = {
-    "download": ["--root"],
+    "download": ["--root", "--deadline"],
     "train": [
         "--preset",
         "--epochs",
@@ -99,3 +99,10 @@ def test_train_then_refuse_to_overwrite_then_resume_then_translate(tmp_path):
 def test_a_negative_beam_exits_1(tmp_path):
     result = run("translate", "--checkpoint", str(tmp_path / "x.pt"), "--beam", "0", "Hallo")
     assert result.returncode == 1 and "--beam must be at least 1" in result.stderr
+
+
+def test_the_classroom_command_hands_over_to_the_classroom_build(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["classroom", "--help"])
+    assert exit_info.value.code == 0
+    assert "usage: python -m transformer_course classroom" in capsys.readouterr().out

@@ -57,6 +57,7 @@ CORPUS = [["a", "dog", "runs", "."], ["a", "cat", "runs", "."], ["the", "dog", "
 DATA_MODULES = [
     "vocab",
     "corpus",
+    "download",
     "tokenization",
     "bpe",
     "subword",

@@ -92,7 +92,7 @@ def server(tmp_path):
 
 @pytest.fixture
 def originals(tmp_path, monkeypatch) -> Path:
-    """A folder with the six files: the real ones, or stand-ins whose SHA-256 replace the published ones."""
+    """A folder with the six files: the real ones, or stand-ins whose sizes and SHA-256 replace the published ones."""
     folder = tmp_path / "originals"
     folder.mkdir()
     for name in MULTI30K_SHA256:
@@ -101,9 +101,9 @@ def originals(tmp_path, monkeypatch) -> Path:
         else:
             with gzip.open(folder / name, "wt", encoding="utf-8") as f:
                 f.write("".join(f"{name} line {i}\n" for i in range(100)))
-            monkeypatch.setitem(
-                data_module.MULTI30K_SHA256, name, hashlib.sha256((folder / name).read_bytes()).hexdigest()
-            )
+            data = (folder / name).read_bytes()
+            monkeypatch.setitem(data_module.MULTI30K_SHA256, name, hashlib.sha256(data).hexdigest())
+            monkeypatch.setitem(data_module.MULTI30K_SIZES, name, len(data))
     return folder
 
 
@@ -283,12 +283,15 @@ def test_a_missing_file_without_download_says_how_to_get_it(tmp_path):
         load_pairs("train", tmp_path, download=False)
 
 
-def test_a_corrupt_file_in_data_is_removed_even_when_no_source_can_replace_it(originals, tmp_path, monkeypatch):
+def test_a_corrupt_file_in_data_is_moved_aside_not_lost_when_no_source_can_replace_it(originals, tmp_path, monkeypatch):
+    """Issue #15 item 5: it used to be deleted, so offline it was simply gone. Now it is never read under
+    its own name, and kept as NAME.corrupt until a good copy is in place (tests/test_reliability_inputs.py)."""
     root = tmp_path / "data"
     root.mkdir()
     copy(["val.de.gz"], originals, root)
     corrupt(root / "val.de.gz")
+    damaged = (root / "val.de.gz").read_bytes()
     monkeypatch.delenv(MIRROR_ENV, raising=False)
-    with pytest.raises(DownloadError):
+    with pytest.raises(DownloadError, match="val.de.gz.corrupt"):
         download_multi30k(root, splits=["val"], langs=["de"], url=None, verbose=False)
-    assert leftovers(root) == []
+    assert leftovers(root) == ["val.de.gz.corrupt"] and (root / "val.de.gz.corrupt").read_bytes() == damaged

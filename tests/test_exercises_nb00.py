@@ -5,9 +5,11 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import solutions
 
 from transformer_course.exercises import nb00_introduction as ex
-from transformer_course.solutions import nb00_introduction as sol
+
+sol = solutions("nb00_introduction")  # notebooks/solutions/nb00_introduction.py
 
 
 def failed_with(result, *words):

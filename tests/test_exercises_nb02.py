@@ -10,10 +10,12 @@ import nbformat
 import numpy as np
 import pytest
 import torch
+from conftest import solutions
 
 from transformer_course.attention import scaled_dot_product_attention
 from transformer_course.exercises import nb02_attention as ex
-from transformer_course.solutions import nb02_attention as sol
+
+sol = solutions("nb02_attention")  # notebooks/solutions/nb02_attention.py
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "02_attention.ipynb"
 

@@ -10,12 +10,14 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import solutions
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 import transformer_course as tc
 from transformer_course.exercises import nb03_multi_head_attention as ex
-from transformer_course.solutions import nb03_multi_head_attention as sol
+
+sol = solutions("nb03_multi_head_attention")  # notebooks/solutions/nb03_multi_head_attention.py
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -183,6 +185,13 @@ def test_predicted_shapes_checker_names_each_mistake(name, shape, words):
 def test_predicted_shapes_checker_asks_for_every_entry_and_a_dict():
     assert failed_with(ex.check_predicted_shapes({"q": (2, 8, 4, 64)}), "no entry", "weights")
     assert failed_with(ex.check_predicted_shapes([(2, 8, 4, 64)]), "dict")
+
+
+def test_predicted_shapes_checker_calls_the_notebooks_blanks_not_done_yet():
+    blanks = {name: ... for name in sol.predicted}  # the notebook's `predicted = {"q": ..., ...}`
+    assert failed_with(ex.check_predicted_shapes(blanks), "not done yet", "'q'", "'output'")
+    assert failed_with(ex.check_predicted_shapes({**sol.predicted, "weights": ...}), "not done yet", "'weights'")
+    assert "'q'" not in ex.check_predicted_shapes({**sol.predicted, "weights": ...}).message
 
 
 # ---- exercise 2: parameter count with free d_k, d_v -----------------------------------------------------

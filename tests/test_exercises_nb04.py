@@ -10,11 +10,13 @@ import nbformat
 import numpy as np
 import pytest
 import torch
+from conftest import solutions
 from torch import nn
 
 import transformer_course as tc
 from transformer_course.exercises import nb04_layernorm_residual as ex
-from transformer_course.solutions import nb04_layernorm_residual as sol
+
+sol = solutions("nb04_layernorm_residual")  # notebooks/solutions/nb04_layernorm_residual.py
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "04_layernorm_residual.ipynb"
 

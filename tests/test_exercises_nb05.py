@@ -5,11 +5,13 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import solutions
 from torch import nn
 
 from transformer_course.exercises import check_question
 from transformer_course.exercises import nb05_embeddings_positional_encoding as ex
-from transformer_course.solutions import nb05_embeddings_positional_encoding as sol
+
+sol = solutions("nb05_embeddings_positional_encoding")  # notebooks/solutions/nb05_embeddings_positional_encoding.py
 
 
 def failed_with(result, *words):
@@ -152,6 +154,12 @@ def test_learned_positions_checker_names_a_too_long_input_that_passes_silently()
 )
 def test_quiz_accepts_every_form_of_the_right_answers(answers):
     assert ex.check_quiz(**answers).passed
+
+
+def test_quiz_calls_the_notebooks_blanks_not_done_yet(capsys):
+    result = ex.check_quiz(q1=..., q2=..., q3=...)  # the notebook's `q1 = ...` lines, run unchanged
+    assert not result.passed and result.message == "0 of 3 right"
+    assert capsys.readouterr().out.count("not done yet") == 3
 
 
 @pytest.mark.parametrize(

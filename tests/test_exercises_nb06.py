@@ -3,10 +3,12 @@
 import numpy as np
 import pytest
 import torch
+from conftest import solutions
 
 from transformer_course.exercises import check_question
 from transformer_course.exercises import nb06_encoder as ex
-from transformer_course.solutions import nb06_encoder as sol
+
+sol = solutions("nb06_encoder")  # notebooks/solutions/nb06_encoder.py
 
 
 def failed_with(result, *words):
@@ -172,6 +174,12 @@ def test_encoder_parameter_count_checker_names_each_mistake(wrong, words):
 )
 def test_quiz_accepts_every_form_of_the_right_answers(answers):
     assert ex.check_quiz(**answers).passed
+
+
+def test_quiz_calls_the_notebooks_blanks_not_done_yet(capsys):
+    result = ex.check_quiz(q1=..., q2=..., q3=...)  # the notebook's `q1 = ...` lines, run unchanged
+    assert not result.passed and result.message == "0 of 3 right"
+    assert capsys.readouterr().out.count("not done yet") == 3
 
 
 @pytest.mark.parametrize(

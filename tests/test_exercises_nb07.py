@@ -3,11 +3,13 @@
 import numpy as np
 import pytest
 import torch
+from conftest import solutions
 
 import transformer_course as tc
 from transformer_course.exercises import check_question
 from transformer_course.exercises import nb07_decoder as ex
-from transformer_course.solutions import nb07_decoder as sol
+
+sol = solutions("nb07_decoder")  # notebooks/solutions/nb07_decoder.py
 
 
 def failed_with(result, *words):
@@ -90,6 +92,7 @@ def test_mystery_checker_accepts_every_letter_form(answers):
         ({"model_1": "a"}, ["model_2: no answer yet"]),
         ({"model_1": "e", "model_2": "b"}, ["one of the letters"]),
         ({}, ["not done yet"]),
+        ({"model_1": ..., "model_2": ...}, ["not done yet"]),  # the notebook's `bug_in_model_1 = ...` lines
     ],
 )
 def test_mystery_checker_names_each_wrong_answer(answers, words):
@@ -157,6 +160,12 @@ def test_the_right_float_mask_is_what_nn_transformer_generates():
 )
 def test_quiz_accepts_every_form_of_the_right_answers(answers):
     assert ex.check_quiz(**answers).passed
+
+
+def test_quiz_calls_the_notebooks_blanks_not_done_yet(capsys):
+    result = ex.check_quiz(q1=..., q2=..., q3=...)  # the notebook's `q1 = ...` lines, run unchanged
+    assert not result.passed and result.message == "0 of 3 right"
+    assert capsys.readouterr().out.count("not done yet") == 3
 
 
 @pytest.mark.parametrize(

@@ -5,10 +5,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import solutions
 
 from transformer_course.decode import gnmt_length_penalty
 from transformer_course.exercises import nb09_decoding as ex
-from transformer_course.solutions import nb09_decoding as sol
+
+sol = solutions("nb09_decoding")  # notebooks/solutions/nb09_decoding.py
 
 
 def failed_with(result, *words):

@@ -5,10 +5,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import solutions
 
 from transformer_course.exercises import nb10_attention_visualization as ex
-from transformer_course.solutions import nb10_attention_visualization as sol
 from transformer_course.viz import attention_entropy
+
+sol = solutions("nb10_attention_visualization")  # notebooks/solutions/nb10_attention_visualization.py
 
 
 def failed_with(result, *words):

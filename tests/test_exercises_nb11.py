@@ -5,9 +5,11 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import solutions
 
 from transformer_course.exercises import nb11_train_multi30k as ex
-from transformer_course.solutions import nb11_train_multi30k as sol
+
+sol = solutions("nb11_train_multi30k")  # notebooks/solutions/nb11_train_multi30k.py
 
 
 def failed_with(result, *words):

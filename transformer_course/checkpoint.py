@@ -6,6 +6,10 @@ source and target language) and — when written by the training loop — to res
 
 - :func:`save_checkpoint` / :func:`read_checkpoint` / :func:`load_checkpoint` — files that load with
   ``torch.load(weights_only=True)``, written atomically (:func:`transformer_course.files.atomic_write`).
+  A checkpoint is one self-consistent unit, checked by :mod:`transformer_course.integrity`: it is written
+  only from finite weights, carries a SHA-256 of each tensor (verified on load), and its config must
+  describe its weights before a model is built. A damaged, edited or foreign file raises
+  :class:`CheckpointError`, one line naming the file and what is wrong.
 - :func:`average_checkpoints` — the paper averages the last 5 (base) or 20 (big) checkpoints (§6.1).
 - :func:`resolve_model` — the one place that turns what a user hands to ``translate``, ``evaluate`` or the
   attention views (a path, a :class:`Checkpoint`, or a model with its vocabularies) into a model.
@@ -16,8 +20,8 @@ This module needs no training code: decoding, evaluation and the views import it
 from __future__ import annotations
 
 import os
-import pickle
 import random
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,8 +29,19 @@ import torch
 from torch import nn
 
 from .config import Config
-from .data import Vocab
-from .files import atomic_write
+from .data import Vocab, VocabMismatchError
+from .files import atomic_write, crash_point
+from .integrity import (
+    CHECKSUMS,
+    CheckpointError,
+    check_state,
+    checksums,
+    difference,
+    first_non_finite,
+    load_untrusted,
+    tensors,
+    weights_problem,
+)
 from .model import Transformer, build_model
 
 __all__ = [
@@ -34,6 +49,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointError",
     "Resolved",
+    "RunLockedError",
     "average_checkpoints",
     "epoch_checkpoints",
     "load_checkpoint",
@@ -45,12 +61,14 @@ __all__ = [
     "unwrap",
 ]
 
-FORMAT = "transformer_course/checkpoint-v1"  # the "format" entry of every checkpoint file
+FORMAT = "transformer_course/checkpoint-v2"  # the "format" entry of every checkpoint written now
+# v1 files (written before checksums) are still read: their weights are checked finite, not byte for byte.
+FORMATS = (FORMAT, "transformer_course/checkpoint-v1")
 DEFAULT_SRC_LANG, DEFAULT_TGT_LANG = "de", "en"  # Multi30k; files written before languages were stored
 
 
-class CheckpointError(ValueError):
-    """A checkpoint file that cannot be used (unsafe, damaged or from another kind of run)."""
+class RunLockedError(CheckpointError):
+    """A run folder that another training run is writing to (it holds the lock on ``out/.lock``)."""
 
 
 @dataclass
@@ -95,10 +113,31 @@ def set_rng_states(states: dict) -> None:
 
 
 def _write(state: dict, path: str | Path) -> Path:
-    """``torch.save`` through :func:`atomic_write`: a reader, or a crash, never sees half a checkpoint."""
-    with atomic_write(path) as f:
-        torch.save(state, f)
-    return Path(path)
+    """``torch.save`` through :func:`atomic_write` (a reader, or a crash, never sees half a checkpoint),
+    only from finite weights, with the checksums of everything in the file."""
+    path = Path(path)
+    bad = first_non_finite(tensors(state))
+    if bad is not None:
+        raise CheckpointError(
+            f"refusing to write {path}: the tensor '{bad}' holds NaN or infinite values (the training diverged); "
+            "the file already there, if any, is left as it was"
+        )
+    state = {**state, "format": FORMAT}
+    state[CHECKSUMS] = checksums(state)
+    try:
+        with atomic_write(path) as f:
+            torch.save(state, f)
+            crash_point("checkpoint-write")  # a test hook (files.crash_point): bytes written, not yet renamed
+    except (OSError, RuntimeError) as err:  # a full disk: torch's zip writer says "enforce fail at inline_container"
+        if isinstance(err, RuntimeError) and "inline_container" not in str(err):
+            raise
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else "the write stopped short"
+        free = shutil.disk_usage(path.parent).free // 2**20
+        raise OSError(
+            f"could not write {path}: {reason} (a full disk? {free} MiB free in {path.parent}); the file already "
+            "there, if any, is left as it was: free some space or write elsewhere"
+        ) from None
+    return path
 
 
 def save_checkpoint(
@@ -120,7 +159,8 @@ def save_checkpoint(
 ) -> Path:
     """Write everything needed to translate with the model, and — with optimizer and scheduler — to
     resume training exactly. Only tensors, numbers, strings, lists and dicts are stored, so the file
-    loads with ``torch.load(weights_only=True)``."""
+    loads with ``torch.load(weights_only=True)``; with them a SHA-256 of each tensor. Weights (or optimizer
+    state) holding NaN or ±inf are refused with a :class:`CheckpointError`, and the old file is kept."""
     state = {
         "format": FORMAT,
         "model": unwrap(model).state_dict(),
@@ -144,35 +184,35 @@ def save_checkpoint(
 
 
 def read_checkpoint(path: str | Path, map_location="cpu") -> dict:
-    """The raw checkpoint dictionary, read with ``weights_only=True`` (no arbitrary code runs)."""
+    """The raw checkpoint dictionary, read with ``weights_only=True`` (no arbitrary code runs) and checked:
+    the expected entries, the checksums of a v2 file, finite values. Raises :class:`CheckpointError`."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(
             f"no checkpoint at {path}; train one with: python -m transformer_course train --preset NAME --out DIR"
         )
+    return check_state(load_untrusted(path, map_location), path, FORMATS)
+
+
+def _config_and_vocabularies(state: dict, path: Path) -> tuple[Config, Vocab, Vocab]:
+    """The stored config, validated, and both vocabularies, their fingerprints checked."""
     try:
-        state = torch.load(path, map_location=map_location, weights_only=True)
-    except pickle.UnpicklingError as err:
-        lines = str(err).splitlines()
-        reason = next((line.strip() for line in lines if "Unsupported global" in line), lines[0])
-        raise CheckpointError(
-            f"refusing to load {path}: it holds Python objects other than tensors, numbers, strings, lists "
-            f"and dicts, and loading those could run arbitrary code (torch.load(weights_only=True) said: "
-            f"{reason}). Only use checkpoints written by transformer_course.save_checkpoint."
-        ) from None
-    except (RuntimeError, EOFError) as err:
-        raise CheckpointError(f"{path} is not a readable checkpoint ({str(err).splitlines()[0]})") from None
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
-        raise CheckpointError(
-            f"{path} is not a transformer_course checkpoint (no 'format' entry); write it with save_checkpoint"
-        )
-    return state
+        config = Config.from_dict(state["config"])
+        if hasattr(config, "validate"):
+            config.validate()
+        src_vocab, tgt_vocab = Vocab.from_dict(state["src_vocab"]), Vocab.from_dict(state["tgt_vocab"])
+    except (ValueError, TypeError) as err:  # a config or vocabulary entry that was edited or damaged
+        raise CheckpointError(f"{path} cannot be used: {' '.join(str(err).split())}") from None
+    return config, src_vocab, tgt_vocab
 
 
 def _checkpoint_from_state(state: dict, weights: dict, path: Path, device="cpu") -> Checkpoint:
-    """Build the model a state describes, load ``weights`` into it, eval mode."""
-    config = Config.from_dict(state["config"])
-    src_vocab, tgt_vocab = Vocab.from_dict(state["src_vocab"]), Vocab.from_dict(state["tgt_vocab"])
+    """Build the model a state describes, load ``weights`` into it, eval mode. The config is checked against
+    the weights first (on the meta device), so a config that claims a huge model allocates nothing."""
+    config, src_vocab, tgt_vocab = _config_and_vocabularies(state, path)
+    problem = weights_problem(config, len(src_vocab), len(tgt_vocab), weights)
+    if problem is not None:
+        raise CheckpointError(f"{path} cannot be used: {problem}")
     model = build_model(config, len(src_vocab), len(tgt_vocab))
     model.load_state_dict(weights)
     model.to(device).eval()
@@ -185,8 +225,8 @@ def _checkpoint_from_state(state: dict, weights: dict, path: Path, device="cpu")
         state["epoch"],
         path,
         state,
-        state.get("src_lang", DEFAULT_SRC_LANG),  # files written before languages were stored: Multi30k de→en
-        state.get("tgt_lang", DEFAULT_TGT_LANG),
+        str(state.get("src_lang", DEFAULT_SRC_LANG)),  # files written before languages were stored: de→en
+        str(state.get("tgt_lang", DEFAULT_TGT_LANG)),
     )
 
 
@@ -198,15 +238,21 @@ def load_checkpoint(path: str | Path, map_location="cpu") -> Checkpoint:
 
 def average_checkpoints(paths: list[str | Path], out: str | Path | None = None) -> Checkpoint:
     """Average the parameters of several checkpoints of one run (the paper averages the last 5 or 20,
-    §6.1). Returns the averaged checkpoint (model in eval mode) and writes it to ``out`` if given."""
+    §6.1). Returns the averaged checkpoint (model in eval mode) and writes it to ``out`` if given.
+    Checkpoints whose configs, vocabularies or languages differ are refused."""
     if not paths:
         raise ValueError("average_checkpoints needs at least one checkpoint path")
     states = [read_checkpoint(p) for p in paths]
+    for p, s in zip(paths, states):
+        _config_and_vocabularies(s, Path(p))
+        s.setdefault("src_lang", DEFAULT_SRC_LANG)  # files written before languages were stored
+        s.setdefault("tgt_lang", DEFAULT_TGT_LANG)
     first = states[0]
     for p, s in zip(paths[1:], states[1:]):
-        if s["config"] != first["config"] or s["model"].keys() != first["model"].keys():
+        how = difference(first, s)
+        if how is not None:
             raise CheckpointError(
-                f"{p} comes from a different model than {paths[0]}; average checkpoints of one run only"
+                f"{p} comes from a different model than {paths[0]}: {how}; average checkpoints of one run only"
             )
     averaged = {}
     for key, value in first["model"].items():
@@ -214,12 +260,13 @@ def average_checkpoints(paths: list[str | Path], out: str | Path | None = None) 
             averaged[key] = sum(s["model"][key].double() for s in states).div(len(states)).to(value.dtype)
         else:  # integer buffers are not averaged
             averaged[key] = value
-    state = {k: v for k, v in states[-1].items() if k not in ("optimizer", "scheduler", "rng")}
+    state = {k: v for k, v in states[-1].items() if k not in ("optimizer", "scheduler", "rng", CHECKSUMS)}
     state["model"] = averaged
     state["averaged_from"] = [str(p) for p in paths]
+    checkpoint = _checkpoint_from_state(state, averaged, Path(out) if out else Path(paths[-1]))
     if out is not None:
         _write(state, out)
-    return _checkpoint_from_state(state, averaged, Path(out) if out else Path(paths[-1]))
+    return checkpoint
 
 
 def epoch_checkpoints(out_dir: str | Path) -> list[Path]:
@@ -242,11 +289,33 @@ class Resolved:
         return iter((self.model, self.src_vocab, self.tgt_vocab, self.src_lang, self.tgt_lang))
 
 
+def _check_vocabulary(given: Vocab | None, own: Vocab, side: str, where: str) -> Vocab:
+    """``given`` if it is the vocabulary the model was trained with (same fingerprint), else an error."""
+    if given is None or given.fingerprint() == own.fingerprint():
+        return own if given is None else given
+    raise VocabMismatchError(
+        f"{side}_vocab ({len(given)} tokens, fingerprint {given.fingerprint()}) is not the {side} vocabulary "
+        f"{where} was trained with ({len(own)} tokens, fingerprint {own.fingerprint()}): its ids would mean "
+        f"other words. Leave {side}_vocab out to use the checkpoint's own vocabulary"
+    )
+
+
+def _check_vocabulary_size(given: Vocab, model: nn.Module, side: str) -> None:
+    """A bare model stores no vocabulary, but its embedding size says how many tokens it was trained with."""
+    size = getattr(unwrap(model), f"{side}_vocab", None)  # Transformer keeps src_vocab / tgt_vocab sizes
+    if isinstance(size, int) and size != len(given):
+        raise VocabMismatchError(
+            f"{side}_vocab has {len(given)} tokens but the model was built for {size}; "
+            "pass the vocabularies the model was trained with"
+        )
+
+
 def resolve_model(model_or_checkpoint, src_vocab: Vocab | None = None, tgt_vocab: Vocab | None = None) -> Resolved:
     """A checkpoint path, a loaded :class:`Checkpoint`, or a model with both vocabularies → :class:`Resolved`.
 
     A checkpoint brings its own vocabularies and languages; ``src_vocab`` / ``tgt_vocab`` given next to
-    it replace its own. A bare model has no languages stored: it gets Multi30k's (de → en).
+    it must be the same ones (same fingerprint), or :class:`~transformer_course.data.VocabMismatchError`
+    is raised. A bare model has no languages stored: it gets Multi30k's (de → en).
     """
     if isinstance(model_or_checkpoint, (str, os.PathLike)):
         model_or_checkpoint = load_checkpoint(model_or_checkpoint)
@@ -254,8 +323,8 @@ def resolve_model(model_or_checkpoint, src_vocab: Vocab | None = None, tgt_vocab
         checkpoint = model_or_checkpoint
         return Resolved(
             checkpoint.model,
-            src_vocab or checkpoint.src_vocab,
-            tgt_vocab or checkpoint.tgt_vocab,
+            _check_vocabulary(src_vocab, checkpoint.src_vocab, "src", str(checkpoint.path)),
+            _check_vocabulary(tgt_vocab, checkpoint.tgt_vocab, "tgt", str(checkpoint.path)),
             checkpoint.src_lang,
             checkpoint.tgt_lang,
         )
@@ -265,5 +334,7 @@ def resolve_model(model_or_checkpoint, src_vocab: Vocab | None = None, tgt_vocab
                 "got a model without vocabularies; pass src_vocab= and tgt_vocab=, "
                 "or pass the checkpoint (path or load_checkpoint(...)) that stores them"
             )
+        _check_vocabulary_size(src_vocab, model_or_checkpoint, "src")
+        _check_vocabulary_size(tgt_vocab, model_or_checkpoint, "tgt")
         return Resolved(model_or_checkpoint, src_vocab, tgt_vocab)
     raise TypeError(f"expected a checkpoint path, a Checkpoint or a model, got {type(model_or_checkpoint).__name__}")

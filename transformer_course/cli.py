@@ -6,7 +6,11 @@
     python -m transformer_course evaluate --checkpoint runs/multi30k-cpu/best.pt --split test --beam 4
     python -m transformer_course translate --checkpoint runs/multi30k-cpu/best.pt "Ein Mann fährt Fahrrad."
 
-Bad input ends the program with exit code 1 (2 for unknown options) and one line saying what to change.
+Every failure a user can act on — a bad argument or config, a missing or damaged file, a failed download, a
+diverged training, a full disk — ends the program with exit code 1 and one line ``error: …`` on stderr that
+names the argument or file and says what to do (2 for unknown options, argparse's convention). A real bug
+(a TypeError, an IndexError …) still shows its whole traceback. SIGTERM is turned into an exception, so
+temporary files are removed as on Ctrl-C (exit code 143; Ctrl-C: 130).
 Multi-GPU: ``torchrun --nproc_per_node=N -m transformer_course train --preset multi30k-base``.
 """
 
@@ -14,11 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import signal
 import sys
+import threading
 from pathlib import Path
 
-from .config import PRESETS, get_preset
-from .files import atomic_write_text
+from .config import MAX_BEAM_SIZE, PRESETS, get_preset
+from .failures import DISK_FULL, Terminated, expected_errors, on_sigterm, one_line, write_text
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -37,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
         "The TC_DATA_MIRROR environment variable (a folder or base URL) is tried first.",
     )
     p.add_argument("--root", default="data", help="folder for the data files (default: data)")
+    p.add_argument(
+        "--deadline", type=float, default=300.0, help="seconds one file may take from one source (default: 300)"
+    )
 
     p = commands.add_parser(
         "train",
@@ -90,14 +100,62 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", required=True, help="a run folder written by train")
     p.add_argument("--last", type=int, default=5, help="how many of the last epoch checkpoints (default: 5)")
     p.add_argument("--out", help="output file (default: RUN/averaged-last-N.pt)")
+
+    commands.add_parser(
+        "classroom",
+        add_help=False,
+        help="write an nbgrader course folder for teachers (needs the [classroom] extra; OUT --help for more)",
+    )
     return parser
 
 
 def cmd_download(args) -> None:
     from .data import download_multi30k
 
-    root = download_multi30k(args.root)
+    check_positive(args, ("deadline",))
+    root = download_multi30k(args.root, deadline=args.deadline)
     print(f"Multi30k is in {root}/ (SHA-256 verified)")
+
+
+def check_positive(args, names: tuple[str, ...]) -> None:
+    """Each option in ``names`` that was given must be a positive finite number (``--max-minutes nan`` or
+    ``inf`` would switch the limit off without a word)."""
+    for name in names:
+        value = getattr(args, name)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive number, got {value}")
+
+
+def check_beam(beam: int) -> None:
+    if not 1 <= beam <= MAX_BEAM_SIZE:
+        raise ValueError(
+            f"--beam must be at least 1 (1 = greedy) and at most {MAX_BEAM_SIZE}, got {beam}; the paper uses 4"
+        )
+
+
+def check_device(name: str | None) -> None:
+    """Refuse a device this machine does not have before anything is written (no empty run folder)."""
+    if name is None:
+        return
+    import torch
+
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError) as err:
+        raise ValueError(f"--device {name!r} is not a device ({err}); use cpu, cuda or cuda:N") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"--device {name}: CUDA is not available on this machine (torch {torch.__version__}); "
+                "pass --device cpu, or leave --device out to use a GPU only when there is one"
+            )
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ValueError(
+                f"--device {name}: this machine has {torch.cuda.device_count()} GPU(s), cuda:0 to "
+                f"cuda:{torch.cuda.device_count() - 1}"
+            )
+    elif device.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"--device {name}: Apple's MPS is not available on this machine; pass --device cpu")
 
 
 def cmd_train(args) -> None:
@@ -107,10 +165,8 @@ def cmd_train(args) -> None:
     from .train import fit, setup_distributed
 
     config = get_preset(args.preset)
-    for name in ("epochs", "max_minutes", "max_steps", "save_every", "limit", "threads"):
-        value = getattr(args, name)
-        if value is not None and value <= 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be positive, got {value}")
+    check_positive(args, ("epochs", "max_minutes", "max_steps", "save_every", "limit", "threads"))
+    check_device(args.device)  # before the run folder is made
     out = Path(args.out or f"runs/{config.name}")
     if not args.resume and (out / "last.pt").exists():
         raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out")
@@ -130,20 +186,25 @@ def cmd_train(args) -> None:
             limit=args.limit,
             progress=not args.no_progress and dist.is_main,
         )
-    result = fit(
-        config,
-        data,
-        out,
-        epochs=args.epochs,
-        max_minutes=args.max_minutes,
-        max_steps=args.max_steps,
-        resume=args.resume,
-        device=args.device,
-        compile=args.compile,
-        save_every=args.save_every,
-        progress=not args.no_progress,
-        dist=dist,
-    )
+    try:
+        result = fit(
+            config,
+            data,
+            out,
+            epochs=args.epochs,
+            max_minutes=args.max_minutes,
+            max_steps=args.max_steps,
+            resume=args.resume,
+            device=args.device,
+            compile=args.compile,
+            save_every=args.save_every,
+            progress=not args.no_progress,
+            dist=dist,
+        )
+    except OSError as err:
+        if err.filename is None and err.errno in DISK_FULL:  # training writes only into the run folder
+            raise OSError(err.errno, f"{err.strerror} while writing into the run folder {out}/") from err
+        raise
     if dist.is_main:
         print(
             f"done ({result.stopped_by}): {result.step} steps, {result.epoch} full epochs, "
@@ -154,8 +215,10 @@ def cmd_train(args) -> None:
 def cmd_evaluate(args) -> None:
     from .evaluate import evaluate_checkpoint
 
-    if args.beam < 1:
-        raise ValueError(f"--beam must be at least 1 (1 = greedy), got {args.beam}")
+    check_beam(args.beam)
+    check_positive(args, ("limit",))
+    if args.samples < 0:
+        raise ValueError(f"--samples is how many translations to print and must be >= 0, got {args.samples}")
     result = evaluate_checkpoint(
         args.checkpoint, args.split, args.beam, args.root, args.limit, progress=not args.no_progress
     )
@@ -163,7 +226,7 @@ def cmd_evaluate(args) -> None:
     for src, ref, hyp in list(zip(result.sources, result.references, result.hypotheses))[: args.samples]:
         print(f"\n  source:     {src}\n  reference:  {ref}\n  model:      {hyp}")
     if args.json:
-        atomic_write_text(
+        write_text(
             args.json,
             json.dumps(
                 {
@@ -188,8 +251,7 @@ def cmd_translate(args) -> None:
     from .checkpoint import resolve_model
     from .decode import translate
 
-    if args.beam < 1:
-        raise ValueError(f"--beam must be at least 1 (1 = greedy), got {args.beam}")
+    check_beam(args.beam)
     model, src_vocab, tgt_vocab, src_lang, _ = resolve_model(args.checkpoint)
     translations = translate(
         model, args.sentences, beam_size=args.beam, src_vocab=src_vocab, tgt_vocab=tgt_vocab, src_lang=src_lang
@@ -201,11 +263,11 @@ def cmd_translate(args) -> None:
 def cmd_average(args) -> None:
     from .checkpoint import average_checkpoints, epoch_checkpoints
 
+    if args.last < 1:
+        raise ValueError(f"--last must be at least 1, got {args.last}")
     paths = epoch_checkpoints(args.run)
     if not paths:
         raise ValueError(f"{args.run} holds no epoch-NNN.pt checkpoints; train with --out {args.run} first")
-    if args.last < 1:
-        raise ValueError(f"--last must be at least 1, got {args.last}")
     chosen = paths[-args.last :]
     out = Path(args.out or Path(args.run) / f"averaged-last-{len(chosen)}.pt")
     average_checkpoints(chosen, out)
@@ -222,14 +284,28 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["classroom"]:  # the classroom build has its own options (transformer_course.classroom)
+        from .classroom import main as classroom_main
+
+        return classroom_main(argv[1:], prog="python -m transformer_course classroom")
     args = build_parser().parse_args(argv)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, on_sigterm) if in_main_thread else None
     try:
         COMMANDS[args.command](args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except (ValueError, TypeError, FileNotFoundError, RuntimeError, OSError) as err:
-        message = " ".join(str(err).split()) or type(err).__name__
-        print(f"error: {message}", file=sys.stderr)
+    except Terminated:
+        print("terminated (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    except Exception as err:
+        if not isinstance(err, expected_errors()):
+            raise  # a bug: keep its traceback
+        print(f"error: {one_line(err)}", file=sys.stderr)
         return 1
+    finally:
+        if in_main_thread and previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return 0

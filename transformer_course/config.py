@@ -2,14 +2,60 @@
 
 The defaults are the paper's base model (Table 3): N=6, d_model=512, d_ff=2048, h=8, P_drop=0.1,
 ε_ls=0.1, warmup 4000 steps.
+
+Every Config is checked when it is made (:meth:`Config.validate`, run by the constructor, so also by
+``replace``, ``from_dict``, the presets and a checkpoint's config): types (``N=True`` is not a number of
+layers), ranges (``lr_factor > 0``, dropout in [0, 1), ``h`` divides ``d_model`` …) and upper bounds
+(:data:`LIMITS`), so that a typo or a damaged file is one clear ValueError before any tensor is allocated.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
 from dataclasses import asdict, dataclass, fields, replace
 
-__all__ = ["Config", "PRESETS", "get_preset", "fast_mode"]
+__all__ = ["Config", "LIMITS", "MAX_BEAM_SIZE", "PRESETS", "get_preset", "fast_mode"]
+
+MAX_BEAM_SIZE = 1000  # the paper decodes with 4 (§6.1); a beam's cost in time and memory grows linearly with it
+
+# The smallest and largest value of each integer field. The upper bounds lie far above any model this course
+# trains (the paper's big model: N=6, d_model=1024, d_ff=4096, h=16) and stop a typo or a damaged
+# checkpoint from building for minutes and allocating gigabytes.
+LIMITS: dict[str, tuple[int, int]] = {
+    "N": (1, 64),
+    "d_model": (1, 16384),
+    "d_ff": (1, 65536),
+    "h": (1, 1024),
+    "max_len": (1, 65536),
+    "min_freq": (1, 1_000_000),
+    "tokens_per_batch": (1, 10_000_000),
+    "warmup": (1, 10_000_000),
+    "epochs": (1, 1_000_000),
+    "accumulate": (1, 10_000),
+    "seed": (0, 2**63 - 1),
+    "beam_size": (1, MAX_BEAM_SIZE),
+}
+PROBABILITIES = {  # fields that are probabilities in [0, 1), with the paper's value to suggest
+    "dropout": "0.1 (the paper's P_drop)",
+    "attention_dropout": "0.0 (the paper's)",
+    "ffn_dropout": "0.0 (the paper's)",
+    "label_smoothing": "0.1 (the paper's ε_ls)",
+}
+CHOICES = {
+    "positional": ("sinusoidal", "learned"),
+    "tie_embeddings": ("none", "decoder", "all"),
+    "task": ("multi30k", "copy", "reverse"),
+}
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)  # True is not a number of layers
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -21,7 +67,7 @@ class Config:
     d_ff: int = 2048
     h: int = 8  # attention heads
     dropout: float = 0.1  # P_drop: on every sub-layer output and on embeddings + positions (§5.4)
-    attention_dropout: float = 0.0  # on attention weights: not in the paper (nn.Transformer uses P_drop)
+    attention_dropout: float = 0.0  # on attention weights: §6.3 names it ("dropout, both attention and residual") but §5.4 applies only residual dropout; nn.Transformer uses P_drop
     ffn_dropout: float = 0.0  # on the FFN's hidden layer: not in the paper (nn.Transformer uses P_drop)
     norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN
     positional: str = "sinusoidal"  # or "learned"
@@ -44,11 +90,73 @@ class Config:
     beam_size: int = 4
     length_penalty: float = 0.6
 
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> Config:
+        """Raise a ValueError naming the first field that is of the wrong type, out of range or above its
+        limit (:data:`LIMITS`); return the config when every field is fine."""
+        for f in fields(self):
+            name, value = f.name, getattr(self, f.name)
+            if name in LIMITS:
+                low, high = LIMITS[name]
+                if not _is_int(value) or value < low:
+                    kind = "a positive integer" if low == 1 else f"an integer >= {low}"
+                    of_type = "" if _is_int(value) else f" of type {type(value).__name__}"
+                    raise ValueError(f"{name} must be {kind}, got {name}={value!r}{of_type}")
+                if value > high:
+                    raise ValueError(
+                        f"{name}={value} is above {high}, the largest this package accepts (a typo or a damaged "
+                        f"file would allocate gigabytes); use {name} <= {high}"
+                    )
+                object.__setattr__(self, name, int(value))  # numpy/torch integers become plain ints
+            elif name in PROBABILITIES:
+                if not _is_real(value) or not 0.0 <= value < 1.0:
+                    raise ValueError(
+                        f"{name}={value!r} is outside [0, 1); use a probability such as {PROBABILITIES[name]}"
+                    )
+            elif name in CHOICES:
+                if value not in CHOICES[name]:
+                    raise ValueError(f"{name} must be one of {list(CHOICES[name])}, got {name}={value!r}")
+            elif f.type in ("bool", bool):
+                if not isinstance(value, bool):
+                    raise ValueError(f"{name} must be True or False, got {name}={value!r} ({type(value).__name__})")
+            elif name == "name":
+                if not isinstance(value, str) or not value:
+                    raise ValueError(f"name must be a non-empty string, got name={value!r}")
+        if not _is_real(self.lr_factor) or not self.lr_factor > 0:
+            raise ValueError(
+                f"lr_factor must be a positive finite number (it scales the learning rate), got "
+                f"lr_factor={self.lr_factor!r}; the paper's schedule is lr_factor=1.0"
+            )
+        if not _is_real(self.length_penalty) or self.length_penalty < 0:
+            raise ValueError(
+                f"length_penalty must be a finite number >= 0 (α of the GNMT length penalty), got "
+                f"length_penalty={self.length_penalty!r}; the paper uses 0.6"
+            )
+        if self.clip_norm is not None and (not _is_real(self.clip_norm) or not self.clip_norm > 0):
+            raise ValueError(
+                f"clip_norm must be None (no clipping) or a positive finite number, got clip_norm={self.clip_norm!r}"
+            )
+        if self.d_model % self.h:
+            raise ValueError(
+                f"d_model={self.d_model} is not divisible by h={self.h} heads; choose d_model as a multiple of "
+                f"h (e.g. d_model={self.h * max(1, round(self.d_model / self.h))})"
+            )
+        if self.positional == "sinusoidal" and self.d_model % 2:
+            raise ValueError(
+                f"sinusoidal positions need an even d_model (sin/cos pairs), got d_model={self.d_model}; "
+                "use an even d_model or positional='learned'"
+            )
+        return self
+
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, values: dict) -> Config:
+        if not isinstance(values, dict):
+            raise ValueError(f"a config must be a dict of field values, got {type(values).__name__}")
         known = {f.name for f in fields(cls)}
         unknown = set(values) - known
         if unknown:

@@ -37,10 +37,12 @@ import torch
 from torch import Tensor, nn
 
 from .checkpoint import resolve_model
+from .config import MAX_BEAM_SIZE
 from .data import BOS, EOS, PAD, detokenize, tokenize_many
 from .masks import padding_mask, subsequent_mask
 
 __all__ = [
+    "check_beam_size",
     "check_decode_args",
     "gnmt_length_penalty",
     "GreedyResult",
@@ -65,12 +67,17 @@ def check_decode_args(
             f"src must be token ids of shape (batch, src_len), got shape {tuple(src.shape)}; "
             "for one sentence use src.unsqueeze(0)"
         )
+    if src.size(0) == 0 or src.size(1) == 0:
+        raise ValueError(
+            f"src holds no tokens to decode (shape {tuple(src.shape)}); pass at least one sentence of at least "
+            "one token, or skip decoding when there is nothing to translate"
+        )
     if src_mask is not None and src_mask.dtype != torch.bool:
         raise ValueError(
             f"src_mask must be boolean (True = real token), got dtype {src_mask.dtype}; "
             "build it with padding_mask(src, PAD)"
         )
-    if not isinstance(max_len, int) or max_len < 2:
+    if not _is_int(max_len) or max_len < 2:
         raise ValueError(f"max_len counts <s> too, so it must be an integer >= 2 to generate a word, got {max_len!r}")
     table = getattr(getattr(model, "config", None), "max_len", None)
     if table is not None and max_len > table:
@@ -87,6 +94,22 @@ def check_decode_args(
             "decoding a model in training mode: dropout is on and results are random; call model.eval() first",
             stacklevel=4,
         )
+
+
+def check_beam_size(beam_size: int) -> None:
+    """A beam of 1 … :data:`~transformer_course.config.MAX_BEAM_SIZE` hypotheses per sentence; its time and
+    memory grow linearly with it (the paper decodes with 4, §6.1)."""
+    if not _is_int(beam_size) or beam_size < 1:
+        raise ValueError(f"beam_size must be a positive integer (1 = greedy), got {beam_size!r}; the paper uses 4")
+    if beam_size > MAX_BEAM_SIZE:
+        raise ValueError(
+            f"beam_size={beam_size} is above {MAX_BEAM_SIZE}, the widest beam this package decodes with (time and "
+            f"memory grow with the beam); use beam_size <= {MAX_BEAM_SIZE} — the paper uses 4"
+        )
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def gnmt_length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
@@ -245,9 +268,8 @@ def beam_search(
     check_decode_args(model, src, src_mask, max_len, start_symbol, end_symbol)
     if end_symbol is None:
         raise ValueError("beam_search needs an end_symbol (the id of </s>) to know when a hypothesis is finished")
-    if not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}; the paper uses 4")
-    if not isinstance(n_best, int) or not 1 <= n_best <= beam_size:
+    check_beam_size(beam_size)
+    if not _is_int(n_best) or not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best must be an integer between 1 and beam_size={beam_size}, got {n_best!r}")
     B, k, n, device = src.size(0), beam_size, n_best, src.device
     neg_inf = float("-inf")
@@ -345,12 +367,13 @@ def decode_sentences(
     """
     if isinstance(sentences, str):
         raise TypeError("decode_sentences expects a list of sentences, got one string; pass [text]")
-    if not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size must be a positive integer (1 = greedy), got {beam_size!r}")
-    if max_len is not None and (not isinstance(max_len, int) or max_len < 1):
+    check_beam_size(beam_size)
+    if max_len is not None and (not _is_int(max_len) or max_len < 1):
         raise ValueError(
             f"max_len is the most output tokens per sentence and must be a positive integer, got {max_len!r}"
         )
+    if not _is_int(batch_size) or batch_size < 1:
+        raise ValueError(f"batch_size is the most sentences decoded at once and must be >= 1, got {batch_size!r}")
     sentences = list(sentences)
     if not sentences:
         return []

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from .checkpoint import resolve_model
 from .data import detokenize, load_pairs, tokenize_many
-from .decode import translate
+from .decode import check_beam_size, translate
 
 
 def sacre_bleu(hypotheses: list[str], references: list[str]) -> tuple[sacrebleu.metrics.BLEUScore, str]:
@@ -85,8 +85,11 @@ def evaluate_checkpoint(
 ) -> EvalResult:
     """Translate ``split`` with ``checkpoint`` (a path or a loaded :class:`~transformer_course.checkpoint.Checkpoint`,
     in the checkpoint's own source language) and score it against the references."""
-    if beam_size < 1:
-        raise ValueError(f"beam_size must be at least 1 (1 = greedy), got {beam_size}")
+    check_beam_size(beam_size)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(
+            f"limit is a number of sentences and must be >= 1 (None: the whole split), got limit={limit!r}"
+        )
     resolved = resolve_model(checkpoint)
     pairs = load_pairs(split, root, src_lang=resolved.src_lang, tgt_lang=resolved.tgt_lang)
     if limit is not None:

@@ -7,11 +7,15 @@ predictable temporary name cannot redirect the write (``mkstemp`` opens with ``O
 The temporary file is removed on every exit path Python sees (an exception, Ctrl-C, SIGTERM turned into
 an exception); what a SIGKILL leaves behind carries :data:`TEMP_SUFFIX` and is swept by
 :func:`remove_stale_temp_files`.
+
+:func:`crash_point` is a test hook: it lets a test SIGKILL a process at a chosen moment (inside a training
+step, a checkpoint write, a validation) and check that nothing is lost.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -19,9 +23,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["TEMP_SUFFIX", "atomic_write", "atomic_write_bytes", "atomic_write_text", "remove_stale_temp_files"]
+__all__ = [
+    "CRASH_AT",
+    "TEMP_SUFFIX",
+    "atomic_write",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "crash_point",
+    "remove_stale_temp_files",
+]
 
 TEMP_SUFFIX = ".tc-tmp"  # every temporary file this package writes ends so, whatever it will become
+CRASH_AT = "TC_CRASH_AT"  # the environment variable crash_point reads: "NAME:N"
+_crossings: dict[str, int] = {}  # how often this process has passed each crash point
 
 
 def _default_mode() -> int:
@@ -83,3 +97,17 @@ def remove_stale_temp_files(
         except FileNotFoundError:
             pass
     return removed
+
+
+def crash_point(name: str) -> None:
+    """A test hook. With ``TC_CRASH_AT=NAME:N`` in the environment the process kills itself with SIGKILL —
+    no exception, no cleanup, as a power cut or the out-of-memory killer would — the N-th time it passes
+    ``crash_point(NAME)``; otherwise it does nothing. The points: ``train-step`` (gradients computed, the
+    weights not yet updated), ``checkpoint-write`` (the bytes in the temporary file, not yet renamed),
+    ``validation`` (a batch of the validation pass done)."""
+    spec = os.environ.get(CRASH_AT)
+    if not spec or spec.partition(":")[0] != name:
+        return
+    _crossings[name] = _crossings.get(name, 0) + 1
+    if _crossings[name] == int(spec.partition(":")[2] or 1):
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -8,12 +8,13 @@ One topic per module, imported in this order (each one only from those above it)
 
     vocab      Vocab, the specials PAD/UNK/BOS/EOS = 0/1/2/3, VocabMismatchError
     corpus     read_lines, check_aligned, sha256_file: parallel text files on disk
+    download   download_multi30k: mirror, official URL, total deadline, size limit, SHA-256
     tokenization  spaCy's blank tokenizers, the token cache on disk, detokenize and its spacing rules
     bpe        byte-pair encoding written out (learn merges, segment words), for teaching (§5.1)
     subword    SubwordTokenizer: one joint de+en BPE model through Hugging Face `tokenizers`
     batching   Batch (shifted target and masks), pad_sequences, collate, PairDataset, TokenBatchSampler
     toy        the copy and reverse tasks: toy_pairs, toy_batches, toy_dataset, toy_vocab
-    multi30k   download with SHA-256 verification, load_pairs, prepare_multi30k → Multi30k
+    multi30k   load_pairs, prepare_multi30k → Multi30k (download, tokenize, vocabularies, datasets)
     loaders    TrainingData, toy_data, multi30k_data: the batch streams ``fit`` reads
 
 Every name is re-exported here, so ``from transformer_course.data import Vocab, collate`` keeps working.
@@ -22,22 +23,21 @@ Every name is re-exported here, so ``from transformer_course.data import Vocab, 
 from .batching import Batch, PairDataset, TokenBatchSampler, collate, pad_sequences, padding_fraction
 from .bpe import BPE, WORD_START, count_pairs, learn_bpe, merge_pair, pretokenize
 from .corpus import check_aligned, read_lines, sha256_file
-from .loaders import TrainingData, multi30k_data, toy_data
-from .multi30k import (
+from .download import (
     LANGUAGES,
     MIRROR_ENV,
     MULTI30K_SHA256,
+    MULTI30K_SIZES,
     MULTI30K_URL,
     SPLITS,
     ChecksumError,
     DownloadError,
-    Multi30k,
     download_multi30k,
-    load_pairs,
     multi30k_filename,
     multi30k_path,
-    prepare_multi30k,
 )
+from .loaders import TrainingData, multi30k_data, toy_data
+from .multi30k import Multi30k, load_pairs, prepare_multi30k
 from .subword import SUBWORD_FORMAT, SubwordTokenizer
 from .tokenization import (
     NO_SPACE_AFTER,
@@ -66,6 +66,7 @@ __all__ = [
     "LANGUAGES",
     "MIRROR_ENV",
     "MULTI30K_SHA256",
+    "MULTI30K_SIZES",
     "MULTI30K_URL",
     "NO_SPACE_AFTER",
     "NO_SPACE_BEFORE",

@@ -5,18 +5,20 @@ again (notebook 11; paper §5.1 "Training Data and Batching", §6.1 for scoring 
 
 ``spacy.blank(lang)`` needs no model download: its tokenizer is rules only. :func:`tokenize_file` keeps
 the tokens of a whole corpus file as JSON, keyed by the file's SHA-256, the spaCy version and
-:data:`TOKENIZER_VERSION`, so a second run reads them back instead of tokenizing again.
+:data:`TOKENIZER_VERSION`, so a second run reads them back instead of tokenizing again. The cache is only a
+copy: a damaged one is rebuilt (with a warning naming it), and one that cannot be written is skipped.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
 
-from ..files import atomic_write_text
+from ..files import atomic_write_text, remove_stale_temp_files
 from .corpus import read_lines, sha256_file
 
 __all__ = [
@@ -62,7 +64,11 @@ def tokenize_file(
 ) -> list[list[str]]:
     """Tokens of every line of ``path``; with ``cache_dir`` the result is kept on disk as JSON, keyed by
     the file's SHA-256, the spaCy version and :data:`TOKENIZER_VERSION`, so a second run reads it back.
-    ``limit``: only the first ``limit`` lines (tokenized without writing a cache, unless one exists)."""
+    ``limit``: only the first ``limit`` lines (tokenized without writing a cache, unless one exists).
+
+    A cache that does not parse, or does not hold one token list per line of ``path``, is tokenized again
+    and rewritten, with a warning naming it; a cache that cannot be written (a full disk) is skipped with a
+    warning. Temporary files a killed run left in ``cache_dir`` are removed."""
     path = Path(path)
     cache = None
     if cache_dir is not None:
@@ -71,11 +77,39 @@ def tokenize_file(
         key = f"{sha256_file(path)[:16]}.spacy-{spacy.__version__}.v{TOKENIZER_VERSION}"
         cache = Path(cache_dir) / f"{path.name}.{lang}.{key}.tokens.json"
         if cache.exists():
-            return json.loads(cache.read_text(encoding="utf-8"))[:limit]
+            tokens = _read_cache(cache, path)
+            if tokens is not None:
+                return tokens[:limit]
     tokens = tokenize_many(read_lines(path)[:limit], lang)
     if cache is not None and limit is None:
-        atomic_write_text(cache, json.dumps(tokens, ensure_ascii=False))
+        remove_stale_temp_files(cache.parent, older_than_s=600, keep=lambda p: ".tokens.json." not in p.name)
+        try:
+            atomic_write_text(cache, json.dumps(tokens, ensure_ascii=False))
+        except OSError as e:
+            warnings.warn(f"could not write the token cache {cache} ({e}); going on without it", stacklevel=2)
     return tokens
+
+
+def _read_cache(cache: Path, path: Path) -> list[list[str]] | None:
+    """The token lists in ``cache``, or None (and a warning naming it) when it is damaged."""
+    try:
+        tokens = json.loads(cache.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        problem = f"{type(e).__name__}: {e}"
+    else:
+        if not isinstance(tokens, list) or not all(
+            isinstance(line, list) and all(isinstance(token, str) for token in line) for line in tokens
+        ):
+            problem = "it is not a list of token lists"
+        elif len(tokens) != len(read_lines(path)):
+            problem = f"it holds {len(tokens)} lines but {path} has {len(read_lines(path))}"
+        else:
+            return tokens
+    warnings.warn(
+        f"the token cache {cache} is damaged ({problem}); tokenizing {path} again and rewriting the cache",
+        stacklevel=3,
+    )
+    return None
 
 
 NO_SPACE_BEFORE = {",", ".", "!", "?", ";", ":", "%", ")", "n't", "'s", "'re", "'m", "'ll", "'ve", "'d", "'"}

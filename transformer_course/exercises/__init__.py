@@ -1,8 +1,8 @@
 """Auto-checkers for the notebooks' exercises.
 
 Each notebook's exercises live in a module of this package named after the notebook
-(``transformer_course.exercises.nb01_masks`` …); the reference solutions live in
-``transformer_course.solutions`` (look there only after trying). A checker calls the learner's
+(``transformer_course.exercises.nb01_masks`` …); the reference solutions live beside the notebooks, in
+``notebooks/solutions/`` (look there only after trying; they are not part of the installed package). A checker calls the learner's
 function on small inputs, compares with the expected answer and prints one clear line:
 a pass, or a hint that names what was wrong (a shape, a value, a mask the wrong way round).
 It never shows a bare traceback.

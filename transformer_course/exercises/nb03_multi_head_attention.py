@@ -19,6 +19,18 @@ import torch.nn.functional as F
 
 from . import Choice, Hint, Result, as_int, as_shape, check_question, expect_tensor, run_check
 
+__all__ = [
+    "SHAPES",
+    "attention_parameter_count",
+    "check_attention_parameter_count",
+    "check_multi_head_attention",
+    "check_multiply_adds",
+    "check_predicted_shapes",
+    "check_question_cross",
+    "check_question_heads",
+    "multiply_adds",
+]
+
 NAMES = {"in_proj.weight", "in_proj.bias", "out_proj.weight", "out_proj.bias"}
 
 
@@ -147,6 +159,9 @@ def check_predicted_shapes(predicted) -> Result:
         missing = [name for name in SHAPES if name not in predicted]
         if missing:
             raise Hint(f"predicted has no entry for {missing}; fill in all of {list(SHAPES)}")
+        blank = [name for name in SHAPES if predicted[name] is ... or predicted[name] is None]
+        if blank:
+            raise Hint(f"not done yet: replace the `...` of {blank} with your predicted shapes, e.g. (1, 2, 3)")
         for name, want in SHAPES.items():
             got = as_shape(predicted[name], f"predicted[{name!r}]")
             if got != want:

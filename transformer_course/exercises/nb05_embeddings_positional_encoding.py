@@ -3,7 +3,7 @@
 from transformer_course.exercises import nb05_embeddings_positional_encoding as ex
 ex.check_pe_dot(pe_dot)                              # PE(pos) · PE(pos + k) in closed form
 ex.check_learned_positions(LearnedPositionalEncoding) # a variant: learned positions (Table 3, row E)
-ex.check_quiz(q1=..., q2=..., q3=...)                 # three short questions
+ex.check_quiz(q1=q1, q2=q2, q3=q3)                    # three short questions (q1 = ... lines above it)
 
 Numbers may be given as a Python int or float, a numpy scalar or a one-number tensor.
 """

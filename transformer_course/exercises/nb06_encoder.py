@@ -4,7 +4,7 @@ from transformer_course.exercises import nb06_encoder as ex
 ex.check_mask_effect(changes)                       # predict which outputs change without the padding mask
 ex.check_local_window_mask(local_window_mask)       # a variant: restricted self-attention (§4)
 ex.check_encoder_parameter_count(encoder_parameter_count)   # estimate the cost
-ex.check_quiz(q1=..., q2=..., q3=...)               # three short questions
+ex.check_quiz(q1=q1, q2=q2, q3=q3)                  # three short questions (q1 = ... lines above it)
 
 Numbers may be given as a Python int or float, a numpy scalar or a one-number tensor; tables of yes/no
 answers as nested lists or tuples, a numpy array or a tensor, of booleans or of 0/1.

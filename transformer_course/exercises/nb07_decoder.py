@@ -2,9 +2,9 @@
 
 from transformer_course.exercises import nb07_decoder as ex
 model_1, model_2 = ex.mystery_models()               # find the bug: each model has one
-ex.check_mystery(model_1=..., model_2=...)
+ex.check_mystery(model_1=bug_in_model_1, model_2=bug_in_model_2)   # the letter of each model's bug
 ex.check_parameter_count(parameter_count)            # estimate the cost, with each kind of tying
-ex.check_quiz(q1=..., q2=..., q3=...)                # nn.Transformer as a PyTorch user meets it
+ex.check_quiz(q1=q1, q2=q2, q3=q3)                   # nn.Transformer as a PyTorch user meets it
 
 Letters may be given as 'b', 'B' or '(b)'; numbers as a Python int or float, a numpy scalar or a
 one-number tensor.

@@ -9,6 +9,7 @@
 - :mod:`.loop` — :func:`fit`: the loop with gradient accumulation, clipping, bf16 autocast, optional
   ``torch.compile``, progress, validation, DDP under ``torchrun``.
 - :mod:`.state` — where a run stands (:class:`RunState`) and its checkpoints, so that it resumes exactly.
+- :mod:`.folder` — :func:`locked_run_folder`: one run writes to a run folder at a time.
 - :mod:`.distributed` — :func:`setup_distributed` (``torchrun``'s process group).
 - :mod:`.history` — history.json/.csv and the loss plot.
 - :mod:`.toy` — :func:`train_toy_model`, a copy/reverse model trained on a CPU in seconds (notebooks 08–10).
@@ -20,6 +21,7 @@ Checkpoints live in :mod:`transformer_course.checkpoint` and the batch streams `
 from ..checkpoint import (
     Checkpoint,
     CheckpointError,
+    RunLockedError,
     average_checkpoints,
     epoch_checkpoints,
     load_checkpoint,
@@ -33,6 +35,7 @@ from ..config import Config, get_preset
 from ..data import PAD, SPECIALS, Batch, TrainingData, Vocab, collate, multi30k_data, toy_data, toy_vocab
 from ..model import Transformer, build_model, count_parameters
 from .distributed import Distributed, all_reduce_sum, setup_distributed
+from .folder import locked_run_folder
 from .history import plot_history, write_history
 from .loop import FitResult, fit
 from .loss import LabelSmoothingLoss
@@ -50,6 +53,7 @@ __all__ = [
     "accumulation_groups",
     "all_reduce_sum",
     "fit",
+    "locked_run_folder",
     "loss_on_batch",
     "make_optimizer",
     "make_scheduler",
@@ -65,6 +69,7 @@ __all__ = [
     # checkpoints (transformer_course.checkpoint)
     "Checkpoint",
     "CheckpointError",
+    "RunLockedError",
     "average_checkpoints",
     "epoch_checkpoints",
     "load_checkpoint",

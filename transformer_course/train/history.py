@@ -1,7 +1,9 @@
 """The record of a run: history.json / history.csv and the loss-curve PNG (notebooks 08 and 11).
 
 One history row per logged step (training loss, learning rate, tokens per second) and one per epoch end
-(validation loss). The plot is drawn on a ``matplotlib.figure.Figure`` of its own: no pyplot state, no
+(validation loss). A training row covers every step since the row before it: the running totals
+(:class:`LogWindow`) are saved in ``last.pt``, so the first row after a resume covers the same steps as in
+a run that never stopped. The plot is drawn on a ``matplotlib.figure.Figure`` of its own: no pyplot state, no
 backend switch, so a notebook's inline plots are left as they were.
 """
 
@@ -11,13 +13,49 @@ import csv
 import io
 import json
 import os
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..data import PAD, Batch
 from ..files import atomic_write_bytes, atomic_write_text
 
-__all__ = ["HISTORY_COLUMNS", "plot_history", "write_history"]
+__all__ = ["HISTORY_COLUMNS", "LogWindow", "plot_history", "write_history"]
 
 HISTORY_COLUMNS = ["step", "epoch", "loss", "lr", "tokens_per_s", "val_loss", "elapsed_s"]
+
+
+@dataclass
+class LogWindow:
+    """Training-loss and speed totals since the last history row (saved in ``last.pt``)."""
+
+    loss: float = 0.0  # summed label-smoothed loss
+    tokens: int = 0  # target tokens the loss is summed over
+    all_tokens: int = 0  # source + target tokens processed (for tokens per second)
+    start_seconds: float = 0.0  # the run's training time when the window opened
+
+    def add(self, loss_sum: float, batch: Batch) -> None:
+        self.loss += loss_sum
+        self.tokens += int(batch.n_tokens)
+        self.all_tokens += int(batch.n_tokens) + int((batch.src != PAD).sum())
+
+    def row(self, step: int, epoch: int, lr: float, train_seconds: float) -> dict:
+        """One history row: the loss per target token over the window, the rate, the speed."""
+        return {
+            "step": step,
+            "epoch": epoch,
+            "loss": self.loss / max(self.tokens, 1),
+            "lr": lr,
+            "tokens_per_s": self.all_tokens / max(train_seconds - self.start_seconds, 1e-9),
+            "val_loss": None,
+            "elapsed_s": round(train_seconds, 2),
+        }
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict | None) -> LogWindow:
+        return cls(**values) if values else cls()  # files written before the window was saved: an empty one
 
 
 def write_history(history: list[dict], out_dir: str | Path) -> None:

@@ -7,7 +7,7 @@ run adds around it, each as a small named step:
         for each group of ≤ config.accumulate micro-batches:       one optimizer step
             for each micro-batch of the group:                     the inner accumulation loop
                 forward, loss per target token, backward           (gradients add up)
-            clip, optimizer step, schedule step
+            clip, optimizer step, schedule step, check the weights are finite
             log · save last.pt · stop at max_steps / max_minutes
         validate · best.pt, epoch-NNN.pt, last.pt, history, loss plot
 
@@ -15,6 +15,12 @@ Gradient accumulation (as nanoGPT's ``train.py`` does it) makes one update out o
 so an update can see a larger batch than fits in memory. Under DDP only the last micro-batch of a group
 all-reduces the gradients (the others run under ``no_sync()``): one all-reduce per update, and every
 rank steps with the same averaged gradient.
+
+A run never calls a broken model good: the loss of every micro-batch and the weights after every update
+are checked to be finite, and a NaN or ±inf stops the run with :class:`TrainingDiverged` before anything
+is written, naming the last checkpoint that is good (written from weights checked finite) or saying that
+none exists. The run folder is locked while the run writes to it (:mod:`.folder`); a run killed at any
+moment, even by SIGKILL, resumes from ``last.pt`` to the same weights and history as a run that never stopped.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import random
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -34,9 +40,13 @@ from torch import nn
 
 from ..checkpoint import set_rng_states, unwrap
 from ..config import Config
-from ..data import PAD, Batch, TrainingData
+from ..data import PAD, TrainingData
+from ..files import crash_point
+from ..integrity import first_non_finite, tensors
 from ..model import Transformer, build_model
 from .distributed import Distributed, setup_distributed
+from .folder import locked_run_folder
+from .history import LogWindow
 from .loss import LabelSmoothingLoss
 from .schedule import make_optimizer, make_scheduler
 from .state import RunState, end_epoch, restore_run, save_last
@@ -82,7 +92,9 @@ def fit(
     of training time (counted over resumes), whichever comes first. With ``out_dir`` it writes
     ``last.pt`` (every ``save_every`` steps, each epoch end and at the stop), ``epoch-NNN.pt`` (model only,
     for averaging), ``best.pt`` (lowest validation loss), ``history.json``/``.csv`` and ``loss.png``.
-    ``resume=True`` continues from ``out_dir/last.pt`` exactly where it stopped.
+    ``resume=True`` continues from ``out_dir/last.pt`` exactly where it stopped. ``out_dir`` is locked
+    while the run writes to it (a second run on it raises :class:`~transformer_course.checkpoint.RunLockedError`).
+    A NaN or infinite loss or weight raises :class:`TrainingDiverged` before anything is written.
 
     ``autocast``: None runs the forward pass in bfloat16 mixed precision on CUDA and in float32 elsewhere;
     True or False forces it on or off (True on a CPU rehearses the GPU path). ``optimizer_factory``
@@ -93,124 +105,116 @@ def fit(
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if device.type == "cuda" and dist.enabled:
         device = torch.device("cuda", dist.local_rank)
-    autocast = device.type == "cuda" if autocast is None else autocast
-    epochs = config.epochs if epochs is None else epochs
     out = Path(out_dir) if out_dir is not None else None
     if resume and out is None:
         raise ValueError("resume=True needs the out_dir of the run to resume")
-    writer = out is not None and dist.is_main  # one process writes the files
-    if writer:
-        out.mkdir(parents=True, exist_ok=True)
-
-    torch.manual_seed(config.seed)
-    random.seed(config.seed)
-    model = build_model(config, len(data.src_vocab), len(data.tgt_vocab)).to(device)
-    optimizer = (optimizer_factory or make_optimizer)(model)
-    scheduler = make_scheduler(optimizer, config)
-    run, saved_rng = RunState(), None
-    if resume:
-        run, saved_rng = restore_run(out / "last.pt", config, data, model, optimizer, scheduler, device)
-    if compile:
-        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", "/tmp/torchinductor_cache")
-        model = torch.compile(model)
-    if dist.enabled:
-        model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    loss_fn = LabelSmoothingLoss(config.label_smoothing, PAD, reduction="sum")
-    accumulate = max(1, config.accumulate)
-
-    def checkpoint_last() -> None:
-        if writer:
-            save_last(out / "last.pt", run, model, config, data, optimizer, scheduler)
-
-    stopped_by = None
-    model.train()
-    while run.epoch < epochs and stopped_by is None:
-        batches = data.train_batches(run.epoch, run.batch_in_epoch)
-        if saved_rng is not None:  # after the sampler has set up this epoch, as in the straight run
-            set_rng_states(saved_rng)
-            saved_rng = None
-        bar = _progress(batches, data.batches_per_epoch(run.epoch), run, epochs, progress and dist.is_main)
-        window, tick = _LogWindow(), time.monotonic()
-        # Groups start at multiples of `accumulate` within the epoch. A run saves only after an optimizer
-        # step, so it resumes at a group boundary and forms the same groups as a run that never stopped.
-        for group in accumulation_groups(bar, accumulate):
-            for i, batch in enumerate(group):  # the inner accumulation loop
-                batch = batch.to(device)
-                # Only the group's last micro-batch all-reduces, a short last group's too; the others
-                # add their gradients up locally under no_sync().
-                sync = i == len(group) - 1
-                with model.no_sync() if dist.enabled and not sync else contextlib.nullcontext():
-                    loss_sum = loss_on_batch(model, batch, loss_fn, autocast)  # summed over target tokens
-                    # The update follows the mean over the group of each micro-batch's loss per token. A
-                    # short last group is divided by its own length, not by `accumulate`: each update is
-                    # then the same kind of mean and takes a full-size step wherever the epoch ends
-                    # (dividing by `accumulate` would shrink that one update by len(group) / accumulate).
-                    (loss_sum / max(int(batch.n_tokens), 1) / len(group)).backward()
-                loss_value = loss_sum.item()
-                if not math.isfinite(loss_value):
-                    raise _diverged(loss_value, run, config, out)
-                window.add(loss_value, batch)
-                run.batch_in_epoch += 1
-            optimizer_step(model, optimizer, scheduler, config.clip_norm)
-            run.step += 1
-            now = time.monotonic()
-            run.train_seconds, tick = run.train_seconds + now - tick, now
-            if after_step is not None:
-                after_step(run.step, unwrap(model))
-            if run.step % log_every == 0:
-                _log(run, window, scheduler.get_last_lr()[0], bar if progress and dist.is_main else None)
-                window = _LogWindow()
-            if save_every and run.step % save_every == 0:
-                checkpoint_last()
-                tick = time.monotonic()  # saving is not training time
-            stopped_by = _stop_reason(run, max_steps, max_minutes, dist)
-            if stopped_by is not None:
-                break
-        if stopped_by is None:  # the epoch ended
-            run.epoch, run.batch_in_epoch = run.epoch + 1, 0
-        val_loss = validation_loss(model, data.val_batches(), loss_fn, device, dist, autocast)
-        lr = scheduler.get_last_lr()[0]
-        end_epoch(run, val_loss, lr, stopped_by is None, model, config, data, out if writer else None, keep_epochs)
-        checkpoint_last()
-        if progress and dist.is_main:
-            print(
-                f"epoch {run.history[-1]['epoch']}: step {run.step}, validation loss {val_loss:.4f}, "
-                f"{run.train_seconds / 60:.1f} min",
-                flush=True,
-            )
+    writer = out is not None and dist.is_main  # one process writes the files, holding the folder's lock
+    epochs = config.epochs if epochs is None else epochs
+    autocast = device.type == "cuda" if autocast is None else autocast
+    with locked_run_folder(out) if writer else contextlib.nullcontext():
+        torch.manual_seed(config.seed)
+        random.seed(config.seed)
+        model = build_model(config, len(data.src_vocab), len(data.tgt_vocab)).to(device)
+        optimizer = (optimizer_factory or make_optimizer)(model)
+        scheduler = make_scheduler(optimizer, config)
+        run, saved_rng, last_good = RunState(), None, None  # last_good: (path, step) of a checkpoint known good
+        if resume:
+            run, saved_rng = restore_run(out / "last.pt", config, data, model, optimizer, scheduler)
+            last_good = (out / "last.pt", run.step)  # its checksums matched and its values are finite
+        if compile:
+            os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", "/tmp/torchinductor_cache")
+            model = torch.compile(model)
         if dist.enabled:
-            torch.distributed.barrier()
-    model = unwrap(model).eval()
-    return FitResult(model, run.history, run.step, run.epoch, out, run.train_seconds, stopped_by or "epochs")
+            model = nn.parallel.DistributedDataParallel(
+                model, device_ids=[device.index] if device.type == "cuda" else None
+            )
+        loss_fn = LabelSmoothingLoss(config.label_smoothing, PAD, reduction="sum")
+        accumulate = max(1, config.accumulate)
+
+        def diverged(what: str) -> TrainingDiverged:
+            return _diverged(what, run, config, out, last_good)
+
+        def checkpoint_last() -> None:
+            nonlocal last_good
+            bad = first_non_finite(tensors(optimizer.state_dict()))  # the weights were checked after the step
+            if bad is not None:
+                raise diverged(f"the optimizer state '{bad}' became NaN or infinite after step {run.step}")
+            if writer:
+                save_last(out / "last.pt", run, model, config, data, optimizer, scheduler)
+                last_good = (out / "last.pt", run.step)
+
+        stopped_by = None
+        model.train()
+        while run.epoch < epochs and stopped_by is None:
+            batches = data.train_batches(run.epoch, run.batch_in_epoch)
+            if saved_rng is not None:  # after the sampler has set up this epoch, as in the straight run
+                set_rng_states(saved_rng)
+                saved_rng = None
+            bar = _progress(batches, data.batches_per_epoch(run.epoch), run, epochs, progress and dist.is_main)
+            tick = time.monotonic()
+            # Groups start at multiples of `accumulate` within the epoch. A run saves only after an optimizer
+            # step, so it resumes at a group boundary and forms the same groups as a run that never stopped.
+            for group in accumulation_groups(bar, accumulate):
+                for i, batch in enumerate(group):  # the inner accumulation loop
+                    batch = batch.to(device)
+                    # Only the group's last micro-batch all-reduces, a short last group's too; the others
+                    # add their gradients up locally under no_sync().
+                    sync = i == len(group) - 1
+                    with model.no_sync() if dist.enabled and not sync else contextlib.nullcontext():
+                        loss_sum = loss_on_batch(model, batch, loss_fn, autocast)  # summed over target tokens
+                        # The update follows the mean over the group of each micro-batch's loss per token. A
+                        # short last group is divided by its own length, not by `accumulate`: each update is
+                        # then the same kind of mean and takes a full-size step wherever the epoch ends
+                        # (dividing by `accumulate` would shrink that one update by len(group) / accumulate).
+                        (loss_sum / max(int(batch.n_tokens), 1) / len(group)).backward()
+                    loss_value = loss_sum.item()
+                    if not math.isfinite(loss_value):
+                        raise diverged(f"the loss became {loss_value} at step {run.step + 1}")
+                    run.window.add(loss_value, batch)
+                    run.batch_in_epoch += 1
+                crash_point("train-step")  # a test hook (files.crash_point): gradients computed, no update yet
+                optimizer_step(model, optimizer, scheduler, config.clip_norm)
+                run.step += 1
+                bad = first_non_finite(unwrap(model).named_parameters())  # one pass over the weights, one sync
+                if bad is not None:
+                    raise diverged(f"the update of step {run.step} made the weight '{bad}' NaN or infinite")
+                now = time.monotonic()
+                run.train_seconds, tick = run.train_seconds + now - tick, now
+                if after_step is not None:
+                    after_step(run.step, unwrap(model))
+                if run.step % log_every == 0:
+                    _log(run, scheduler.get_last_lr()[0], bar if progress and dist.is_main else None)
+                if save_every and run.step % save_every == 0:
+                    checkpoint_last()
+                    tick = time.monotonic()  # saving is not training time
+                stopped_by = _stop_reason(run, max_steps, max_minutes, dist)
+                if stopped_by is not None:
+                    break
+            if stopped_by is None:  # the epoch ended
+                run.epoch, run.batch_in_epoch = run.epoch + 1, 0
+            val_loss = validation_loss(model, data.val_batches(), loss_fn, device, dist, autocast)
+            if not math.isfinite(val_loss):
+                raise diverged(f"the validation loss became {val_loss} after step {run.step}")
+            lr = scheduler.get_last_lr()[0]
+            end_epoch(run, val_loss, lr, stopped_by is None, model, config, data, out if writer else None, keep_epochs)
+            checkpoint_last()
+            if progress and dist.is_main:
+                print(
+                    f"epoch {run.history[-1]['epoch']}: step {run.step}, validation loss {val_loss:.4f}, "
+                    f"{run.train_seconds / 60:.1f} min",
+                    flush=True,
+                )
+            if dist.enabled:
+                torch.distributed.barrier()
+        model = unwrap(model).eval()
+        return FitResult(model, run.history, run.step, run.epoch, out, run.train_seconds, stopped_by or "epochs")
 
 
-@dataclass
-class _LogWindow:
-    """Training-loss and speed totals since the last history row."""
-
-    loss: float = 0.0  # summed label-smoothed loss
-    tokens: int = 0  # target tokens the loss is summed over
-    all_tokens: int = 0  # source + target tokens processed (for tokens per second)
-    start: float = field(default_factory=time.monotonic)
-
-    def add(self, loss_sum: float, batch: Batch) -> None:
-        self.loss += loss_sum
-        self.tokens += int(batch.n_tokens)
-        self.all_tokens += int(batch.n_tokens) + int((batch.src != PAD).sum())
-
-
-def _log(run: RunState, window: _LogWindow, lr: float, bar) -> None:
-    """One history row: the training loss per target token since the last row, the rate, the speed."""
-    entry = {
-        "step": run.step,
-        "epoch": run.epoch + 1,
-        "loss": window.loss / max(window.tokens, 1),
-        "lr": lr,
-        "tokens_per_s": window.all_tokens / max(time.monotonic() - window.start, 1e-9),
-        "val_loss": None,
-        "elapsed_s": round(run.train_seconds, 2),
-    }
+def _log(run: RunState, lr: float, bar) -> None:
+    """One history row for the steps since the last one; the window starts again."""
+    entry = run.window.row(run.step, run.epoch + 1, lr, run.train_seconds)
     run.history.append(entry)
+    run.window = LogWindow(start_seconds=run.train_seconds)
     if bar is not None:
         bar.set_postfix(loss=f"{entry['loss']:.3f}", lr=f"{entry['lr']:.2e}", tok_s=f"{entry['tokens_per_s']:.0f}")
 
@@ -227,10 +231,15 @@ def _stop_reason(run: RunState, max_steps: int | None, max_minutes: float | None
     return "max_minutes" if over else None
 
 
-def _diverged(loss_value: float, run: RunState, config: Config, out: Path | None) -> TrainingDiverged:
+def _diverged(what: str, run: RunState, config: Config, out: Path | None, last_good) -> TrainingDiverged:
+    if last_good is not None:
+        good = f"The last good checkpoint is {last_good[0]} (step {last_good[1]}; written from weights checked finite)"
+    elif out is None:
+        good = "No checkpoint exists (no out_dir)"
+    else:
+        good = f"No good checkpoint exists: none was written in {out} before this step"
     return TrainingDiverged(
-        f"the loss became {loss_value} at step {run.step + 1} (epoch {run.epoch + 1}); stopped without saving. "
-        f"The last good checkpoint is {out / 'last.pt' if out else '(none: no out_dir)'}. "
+        f"{what} (epoch {run.epoch + 1}); stopped without saving. {good}. "
         f"Lower lr_factor (now {config.lr_factor}), raise warmup (now {config.warmup}) or set clip_norm."
     )
 

@@ -2,7 +2,10 @@
 
 ``fit`` saves a :class:`RunState` with the model, optimizer, scheduler and random number generators in
 ``last.pt`` after optimizer steps and at each epoch end; :func:`restore_run` puts all of it back, so a
-resumed run continues with the same numbers as a run that never stopped.
+resumed run continues with the same numbers as a run that never stopped — the weights and the history
+(the logging window's totals are saved too). Every file is written only from finite weights
+(:func:`~transformer_course.checkpoint.save_checkpoint` refuses others), and ``last.pt`` is read back
+only if its checksums match, its values are finite and it was written by the same config on the same data.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from ..checkpoint import CheckpointError, read_checkpoint, save_checkpoint, unwr
 from ..config import Config
 from ..data import TrainingData
 from ..model import count_parameters
-from .history import plot_history, write_history
+from .history import LogWindow, plot_history, write_history
 
 __all__ = ["RunState", "end_epoch", "restore_run", "save_last"]
 
@@ -32,6 +35,7 @@ class RunState:
     train_seconds: float = 0.0  # training time over all resumes (validation and saving not counted)
     history: list[dict] = field(default_factory=list)
     best_val: float = math.inf  # lowest validation loss so far (best.pt holds that model)
+    window: LogWindow = field(default_factory=LogWindow)  # training-loss totals since the last history row
 
 
 def _languages(data: TrainingData) -> dict:
@@ -39,24 +43,41 @@ def _languages(data: TrainingData) -> dict:
     return {"src_lang": getattr(data, "src_lang", "de"), "tgt_lang": getattr(data, "tgt_lang", "en")}
 
 
-def restore_run(path: Path, config: Config, data: TrainingData, model: nn.Module, optimizer, scheduler, device):
+def restore_run(path: Path, config: Config, data: TrainingData, model: nn.Module, optimizer, scheduler):
     """Load ``path`` (a ``last.pt``) into the model, optimizer and scheduler; returns the
-    :class:`RunState` and the saved random number generator states (to set when training continues)."""
-    state = read_checkpoint(path, map_location=device)
-    if Config.from_dict(state["config"]) != config:
+    :class:`RunState` and the saved random number generator states (to set when training continues).
+    A damaged, non-finite or foreign file raises :class:`CheckpointError`: the run does not start."""
+    # Read onto the CPU: load_state_dict copies to the model's device, and the RNG states must stay CPU tensors.
+    state = read_checkpoint(path, map_location="cpu")  # checksums and finite values verified
+    missing = [k for k in ("optimizer", "scheduler", "rng") if k not in state]
+    if missing:
+        raise CheckpointError(
+            f"{path} holds no {' / '.join(missing)} state: it is a model-only checkpoint (for translating and "
+            "averaging, like best.pt or epoch-NNN.pt), not the last.pt of a run; it cannot be resumed"
+        )
+    try:
+        same_config = Config.from_dict(state["config"]) == config
+    except (TypeError, ValueError):
+        same_config = False
+    if not same_config:
         raise CheckpointError(f"{path} was trained with a different config; resume with the same preset and options")
-    if state["src_vocab"] != data.src_vocab.to_dict() or state["tgt_vocab"] != data.tgt_vocab.to_dict():
-        raise CheckpointError(f"the vocabularies in {path} do not match the data; resume on the same data")
-    model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
-    scheduler.load_state_dict(state["scheduler"])
+    for key, vocab in (("src_vocab", data.src_vocab), ("tgt_vocab", data.tgt_vocab)):
+        if state[key]["itos"] != vocab.itos:  # the same tokens in the same order: the same fingerprint
+            raise CheckpointError(f"the vocabularies in {path} do not match the data; resume on the same data")
+    try:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+    except (RuntimeError, ValueError, KeyError) as err:
+        raise CheckpointError(f"{path} does not fit this model and optimizer ({str(err).splitlines()[0]})") from None
     run = RunState(
         state["step"],
         state["epoch"],
-        state["batch_in_epoch"],
+        state.get("batch_in_epoch", 0),
         state.get("train_seconds", 0.0),
         list(state.get("history", [])),
         state.get("best_val", math.inf),
+        LogWindow.from_dict(state.get("log_window")),
     )
     return run, state["rng"]
 
@@ -78,6 +99,7 @@ def save_last(path: Path, run: RunState, model: nn.Module, config: Config, data:
         train_seconds=run.train_seconds,
         history=run.history,
         best_val=run.best_val,
+        log_window=run.window.to_dict(),
     )
 
 

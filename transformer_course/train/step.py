@@ -14,6 +14,7 @@ from torch import Tensor, nn
 
 from ..checkpoint import unwrap
 from ..data import Batch
+from ..files import crash_point
 from .distributed import Distributed, all_reduce_sum
 from .loss import LabelSmoothingLoss
 
@@ -27,7 +28,8 @@ __all__ = [
 
 
 class TrainingDiverged(RuntimeError):
-    """The loss became NaN or infinite; the last good checkpoint is left in place."""
+    """The loss or the weights became NaN or infinite; nothing was written, and the message names the last
+    good checkpoint (or says that none exists)."""
 
 
 def loss_on_batch(model: nn.Module, batch: Batch, loss_fn: LabelSmoothingLoss, autocast: bool = False) -> Tensor:
@@ -63,6 +65,7 @@ def validation_loss(
             batch = batch.to(device)
             total += loss_on_batch(unwrap(model), batch, loss_fn, autocast).item()
             tokens += int(batch.n_tokens)
+            crash_point("validation")  # a test hook (files.crash_point): killed in the middle of validation
     finally:
         model.train(was_training)
     total, tokens = all_reduce_sum([total, float(tokens)], dist or Distributed())

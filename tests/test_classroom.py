@@ -1,0 +1,620 @@
+"""The classroom edition (issue 11): ``python -m transformer_course classroom OUT`` writes an nbgrader course
+folder from the notebooks and their reference solutions, and the real nbgrader grades it into its real gradebook.
+
+The fast tests read the notebooks and the solutions modules; the end-to-end tests (marked ``slow``; their
+shared set-up took 139 s on the 2-core development machine) run nbgrader's own commands in the course folder on notebooks 01 and 02 in fast mode:
+generate_assignment → submissions (the reference solutions; a plausible mistake; an exercise that raises;
+one that never returns) → autograde → generate_feedback, and reads the scores from ``gradebook.db``.
+Run only these with ``pytest -m classroom``.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+
+from transformer_course.classroom import (  # noqa: E402
+    POINTS_RULE,
+    ConventionError,
+    ReferenceModule,
+    build_course,
+    convert_notebook,
+    main,
+)
+from transformer_course.classroom.cells import is_stub_raise, parse_cell  # noqa: E402
+from transformer_course.classroom.course import COURSE_NOTEBOOK, default_solutions, has_exercises  # noqa: E402
+
+pytestmark = pytest.mark.classroom
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS_DIR = REPO / "notebooks"
+NOTEBOOKS = sorted(p for p in NOTEBOOKS_DIR.glob("*.ipynb") if COURSE_NOTEBOOK.match(p.name))
+SOLUTIONS_DIR = default_solutions(NOTEBOOKS_DIR)
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+GRADING_TIMEOUT_S = (
+    30  # per cell while grading; the slowest cell of 01/02 (the imports) took 9.7 s on the busy 2-core dev box
+)
+NBGRADER_LIMIT_S = 900  # a whole nbgrader command; beyond this the grader itself hangs, which is a failure
+
+
+def solution_regions(source: str) -> list[str]:
+    """The code between each BEGIN/END SOLUTION pair of a cell."""
+    return [m.group(1) for m in re.finditer(rf"{BEGIN}\n(.*?)\n[ \t]*{END}", source, re.S)]
+
+
+def meaningful_lines(code: str) -> list[str]:
+    """A region's code lines that would give a solution away: not blank, not a comment, not a bare `return x`."""
+    lines = [line.split("  #")[0].strip() for line in code.splitlines()]
+    return [line for line in lines if line and not line.startswith("#") and not re.fullmatch(r"return \w+", line)]
+
+
+def body_dump(function: ast.FunctionDef) -> str:
+    """A function's statements without its docstring, as a syntax tree: the same code whatever its docstring,
+    comments or layout."""
+    return ast.dump(ast.Module(body=without_docstring(function.body), type_ignores=[]))
+
+
+def exercise_definitions() -> list[tuple[str, ReferenceModule, ast.FunctionDef | ast.ClassDef]]:
+    """(notebook, solutions module, definition) of every function and class a learner writes: a stub in a notebook
+    (its body ends with ``raise NotImplementedError``) answered by the definition of that name in its module."""
+    found = []
+    for path in NOTEBOOKS:
+        modules = list(SOLUTIONS_DIR.glob(f"nb{path.name[:2]}_*.py"))
+        if not modules:
+            continue
+        reference = ReferenceModule.read(modules[0])
+        stubs = {
+            node.name
+            for cell in nbformat.read(path, as_version=4).cells
+            if cell.cell_type == "code" and (tree := parse_cell(cell.source)) is not None
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and any(map(is_stub_raise, ast.walk(node)))
+        }
+        found += [
+            (path.name, reference, node)
+            for node in reference.tree.body
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in stubs
+        ]
+    return found
+
+
+def reference_code_in(files: dict[str, str]) -> list[str]:
+    """The exercises' reference code found in ``files`` (name → text): the source of a reference function or class
+    as written, or, in a Python file, a function whose statements are those of a reference function or method."""
+    bodies = {}
+    for name, text in files.items():
+        try:
+            tree = ast.parse(text) if name.endswith(".py") else None
+        except SyntaxError:
+            tree = None
+        for node in ast.walk(tree) if tree is not None else []:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and without_docstring(node.body):
+                bodies.setdefault(body_dump(node), f"{name}: {node.name}")
+    offenders = []
+    for notebook, reference, definition in exercise_definitions():
+        where = f"{reference.path.name}: {definition.name} ({notebook}'s exercise)"
+        offenders += [
+            f"{where} as written, in {name}" for name, text in files.items() if reference.segment(definition) in text
+        ]
+        functions = [definition] if isinstance(definition, ast.FunctionDef) else definition.body
+        offenders += [
+            f"{where}, the statements of {f.name}, in {bodies[body_dump(f)]}"
+            for f in functions
+            if isinstance(f, ast.FunctionDef) and body_dump(f) in bodies
+        ]
+    return offenders
+
+
+# --- the convention, on every notebook ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_notebook_converts_to_an_nbgrader_source_notebook(path: Path, tmp_path):
+    [assignment] = build_course(tmp_path, NOTEBOOKS_DIR, SOLUTIONS_DIR, only=[path.name[:2]])
+    assert not [a for a in assignment.assets if (NOTEBOOKS_DIR / a).resolve().is_relative_to(SOLUTIONS_DIR.resolve())]
+    written = nbformat.read(tmp_path / "source" / assignment.name / path.name, as_version=4)
+    nbformat.validate(written)
+    original = nbformat.read(path, as_version=4)
+    assert [c.source for c in written.cells if c.cell_type == "markdown"] == [
+        c.source for c in original.cells if c.cell_type == "markdown"
+    ], "markdown cells are copied unchanged"
+    for cell in written.cells:
+        meta = cell.metadata.get("nbgrader")
+        if meta and meta["solution"]:
+            assert solution_regions(cell.source), f"solution cell {meta['grade_id']} has no BEGIN/END SOLUTION region"
+        if meta and meta["grade"]:
+            assert meta["locked"] and meta["points"] >= 1 and not meta["solution"]
+            assert "assert _result" in cell.source and BEGIN not in cell.source and END not in cell.source
+
+
+def without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    has_docstring = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+    return body[1:] if has_docstring and isinstance(body[0].value.value, str) else body
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_solution_cells_hold_the_statements_of_the_reference_functions(path: Path):
+    """Each function stub, converted, runs the statements of the solutions module's function of that name."""
+    modules = list(SOLUTIONS_DIR.glob(f"nb{path.name[:2]}_*.py"))
+    if not modules:
+        pytest.skip(f"{path.name} has no solutions module")
+    reference = ReferenceModule.read(modules[0])
+    converted = convert_notebook(nbformat.read(path, as_version=4), path.name, reference)
+    written = {s.grade_id: s.names for s in converted.solutions}
+    for cell in converted.notebook.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        for node in ast.parse(cell.source).body if grade_id in written else []:
+            if isinstance(node, ast.FunctionDef) and node.name in written[grade_id]:
+                ref = reference.definition(node.name, ast.FunctionDef)
+                ours = [s for s in without_docstring(node.body) if not isinstance(s, (ast.Import, ast.ImportFrom))]
+                assert [ast.dump(s) for s in ours] == [ast.dump(s) for s in without_docstring(ref.body)], node.name
+
+
+def test_the_points_rule_is_the_one_the_module_docstring_states():
+    import transformer_course.classroom as classroom
+
+    docstring = " ".join(classroom.__doc__.split())
+    assert " ".join(POINTS_RULE.split()) in docstring.replace("- **Points**: ", "")
+
+
+# --- the convention on small made-up notebooks: what converts, and the one-line errors --------------------------
+
+
+def made_up(tmp_path: Path, cells: list[str], solutions: str):
+    """A notebook of code cells and its solutions module nb42_made_up.py, converted."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in cells])
+    (tmp_path / "nb42_made_up.py").write_text(solutions, encoding="utf-8")
+    return convert_notebook(nb, "42_made_up.ipynb", ReferenceModule.read(tmp_path / "nb42_made_up.py"))
+
+
+CHECKERS = "from transformer_course.exercises import nb42 as ex\n"
+
+
+def test_answers_keep_their_lines_and_get_the_reference_values_after_them(tmp_path):
+    conversion = made_up(
+        tmp_path,
+        [CHECKERS, 'q1 = ...  # "a" or "b"\nq2 = ...  # a number\nex.check_quiz(q1=q1, q2=q2);'],
+        "import math\nQ1 = 'b'\nq2 = round(math.pi, 2)\n",
+    )
+    solution, graded = conversion.notebook.cells[1], conversion.notebook.cells[2]
+    assert solution.source == (
+        f'q1 = ...  # "a" or "b"\nq2 = ...  # a number\n{BEGIN}\nimport math\nq1 = \'b\'\nq2 = round(math.pi, 2)\n{END}'
+    )
+    assert graded.metadata["nbgrader"]["points"] == 1  # answers, not a function: 1 point
+    assert "_result = ex.check_quiz(q1=q1, q2=q2)\nassert _result, repr(_result)" in graded.source
+
+
+def test_a_class_stub_gets_each_stubbed_method_body_and_keeps_the_lines_it_shows(tmp_path):
+    stub = (
+        "class Doubler(nn.Module):\n"
+        "    def __init__(self, d):\n"
+        "        super().__init__()\n"
+        "        raise NotImplementedError  # your code here\n"
+        "    def forward(self, x):\n"
+        '        """x (B, d) → (B, d)."""\n'
+        "        raise NotImplementedError\n"
+    )
+    reference = (
+        "from torch import nn\n\n\nclass Doubler(nn.Module):\n    def __init__(self, d):\n        super().__init__()\n"
+        "        self.d = d\n\n    def forward(self, x):\n        return 2 * x  # (B, d)\n"
+    )
+    conversion = made_up(tmp_path, [CHECKERS + "from torch import nn", stub, "ex.check_doubler(Doubler);"], reference)
+    assert conversion.notebook.cells[1].source == (
+        "class Doubler(nn.Module):\n    def __init__(self, d):\n        super().__init__()\n"
+        f"        {BEGIN}\n        self.d = d\n        {END}\n"
+        f'    def forward(self, x):\n        """x (B, d) → (B, d)."""\n        {BEGIN}\n        return 2 * x  # (B, d)\n'
+        f"        {END}"
+    )
+    assert conversion.graded[0].points == 2  # a class to write
+
+
+def test_an_answer_given_to_a_checker_may_be_named_after_the_checker_or_be_an_entry_of_its_dict(tmp_path):
+    conversion = made_up(
+        tmp_path,
+        [CHECKERS + "answer_1 = ...\nq1 = ...", "ex.check_question_heads(answer_1)\nex.check_quiz(q1=q1)"],
+        "question_heads = 'b'\nQUIZ = {'q1': 512 / 8}\n",
+    )
+    assert conversion.notebook.cells[0].source.endswith(f"{BEGIN}\nanswer_1 = 'b'\nq1 = 512 / 8\n{END}")
+
+
+def test_an_import_the_reference_needs_goes_inside_the_solution(tmp_path):
+    conversion = made_up(
+        tmp_path,
+        [CHECKERS + "def root(x):\n    raise NotImplementedError", "ex.check_root(root);"],
+        "import math\n\n\ndef root(x):\n    return math.sqrt(x)\n",
+    )
+    assert f"    {BEGIN}\n    import math\n    return math.sqrt(x)\n    {END}" in conversion.notebook.cells[0].source
+
+
+def test_a_cell_with_an_exercise_and_its_checker_is_split_and_an_if_condition_is_kept(tmp_path):
+    conversion = made_up(
+        tmp_path,
+        [CHECKERS + "def f(x):\n    raise NotImplementedError\n# check it\nif ex.check_f(f):\n    print(f(2))"],
+        "def f(x):\n    return x + 1\n",
+    )
+    solution, graded = conversion.notebook.cells
+    assert solution.metadata["nbgrader"]["solution"] and graded.metadata["nbgrader"]["grade"]
+    assert graded.source.splitlines()[1:] == [
+        "# check it",
+        "if (_result := ex.check_f(f)):",
+        "    print(f(2))",
+        "assert _result, repr(_result)  # a failed check fails this graded cell",
+    ]
+
+
+def test_two_checker_calls_in_one_cell_are_each_asserted_and_their_points_add_up(tmp_path):
+    conversion = made_up(
+        tmp_path,
+        [
+            CHECKERS + "def f(x):\n    raise NotImplementedError\nanswer = ...",
+            "ex.check_f(f)\nex.check_answer(answer);",
+        ],
+        "def f(x):\n    return x\n\n\nANSWER = 3\n",
+    )
+    graded = conversion.notebook.cells[1]
+    assert graded.metadata["nbgrader"]["points"] == 2 + 1  # a function to write, then an answer
+    assert graded.source.splitlines()[1:] == [
+        "_result_1 = ex.check_f(f)",
+        "_result_2 = ex.check_answer(answer)",
+        "assert _result_1, repr(_result_1)  # a failed check fails this graded cell",
+        "assert _result_2, repr(_result_2)  # a failed check fails this graded cell",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("cells", "solutions", "message"),
+    [
+        (
+            ["def g(x):\n    raise NotImplementedError", "ex.check_g(g)"],
+            "def f(x):\n    return x\n",
+            "defines no function 'g'",
+        ),
+        (
+            ["def f(y):\n    raise NotImplementedError", "ex.check_f(f)"],
+            "def f(x):\n    return x\n",
+            "name their parameters",
+        ),
+        (["def f(x):\n    raise NotImplementedError"], "def f(x):\n    return x\n", "no checker is given f"),
+        (["ex.check_quiz(q1=...)"], "", "write the answers as `name = ...` lines"),
+        (
+            ["def f(x):\n    raise NotImplementedError", "for _ in range(2):\n    ex.check_f(f)"],
+            "def f(x):\n    return x\n",
+            "may not run",
+        ),
+        (["answer = ...", "ex.check_a(answer)"], "", "looked for answer, ANSWER, a, A;"),
+        (["raise NotImplementedError"], "", "outside a function or class stub"),
+        (['shapes = {"q": None}\nex.check_shapes(shapes)'], "", "shapes is written in the checker's cell"),
+    ],
+    ids=[
+        "unknown-name",
+        "other-parameters",
+        "no-checker",
+        "ellipsis-in-checker",
+        "checker-in-loop",
+        "no-answer",
+        "bare-raise",
+        "answer-in-checker-cell",
+    ],
+)
+def test_a_broken_convention_stops_the_build_with_one_line_that_names_the_cell(tmp_path, cells, solutions, message):
+    with pytest.raises(ConventionError, match=re.escape(message)) as error:
+        made_up(tmp_path, [CHECKERS, *cells], solutions)
+    assert "\n" not in str(error.value) and str(error.value).startswith("42_made_up.ipynb")
+
+
+def test_the_command_line_writes_the_folder_and_refuses_bad_input_in_one_line(tmp_path, capsys):
+    out = tmp_path / "course"
+    args = [str(out), "--notebooks", str(NOTEBOOKS_DIR), "--solutions", str(SOLUTIONS_DIR), "--only", "01"]
+    assert main(args) == 0
+    assert (out / "source" / "nb01" / "01_masks.ipynb").is_file() and (out / "README.md").is_file()
+    config = (out / "nbgrader_config.py").read_text()
+    assert "c.Execute.timeout = 120" in config and "c.Execute.interrupt_on_timeout = True" in config
+    assert "c.CourseDirectory.course_id = 'transformer_course'" in config
+    capsys.readouterr()
+    assert main(args) == 1  # the folder exists: no silent overwrite
+    assert main([str(tmp_path / "x"), "--notebooks", str(NOTEBOOKS_DIR), "--only", "99"]) == 1
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 2 and "--force" in errors[0] and "choose from" in errors[1]
+
+
+def test_the_pictures_a_notebook_shows_travel_with_its_assignment(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    (notebooks / "figures").mkdir(parents=True)
+    for name in ("a.svg", "b.png", "unused.png"):
+        (notebooks / "figures" / name).write_text("<svg/>")
+    cells = [
+        nbformat.v4.new_markdown_cell("![the model](figures/a.svg) and [the next notebook](01_next.ipynb)"),
+        nbformat.v4.new_code_cell('from IPython.display import Image\nImage(filename="figures/b.png")'),
+    ]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), notebooks / "00_pictures.ipynb")
+    nbformat.write(nbformat.v4.new_notebook(), notebooks / "01_next.ipynb")
+    build_course(tmp_path / "course", notebooks, tmp_path, only=["00"])
+    copied = sorted(
+        p.relative_to(tmp_path / "course" / "source" / "nb00").as_posix()
+        for p in (tmp_path / "course" / "source" / "nb00").rglob("*")
+        if p.is_file()
+    )
+    assert copied == ["00_pictures.ipynb", "figures/a.svg", "figures/b.png"]
+
+
+def test_a_notebooks_link_to_its_reference_solutions_does_not_travel_with_the_assignment(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    (notebooks / "solutions").mkdir(parents=True)
+    (notebooks / "solutions" / "nb00_linked.py").write_text("ANSWER = 42\n")
+    (notebooks / "solutions" / "README.md").write_text("Try first.\n")
+    cells = [
+        nbformat.v4.new_markdown_cell(
+            "[solutions/nb00_linked.py](solutions/nb00_linked.py), [all](solutions/README.md)"
+        ),
+        nbformat.v4.new_code_cell(CHECKERS + "answer = ...\nex.check_answer(answer)"),
+    ]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), notebooks / "00_linked.ipynb")
+    [assignment] = build_course(tmp_path / "course", notebooks, only=["00"])  # default: notebooks/solutions
+    assert assignment.conversion.solutions[0].names == ["answer"]  # the reference was read from there
+    copied = [p.name for p in (tmp_path / "course" / "source" / "nb00").rglob("*") if p.is_file()]
+    assert copied == ["00_linked.ipynb"]
+
+
+def test_the_reference_solutions_live_beside_the_notebooks_not_in_the_package():
+    import importlib.util
+
+    assert importlib.util.find_spec("transformer_course.solutions") is None
+    assert SOLUTIONS_DIR == NOTEBOOKS_DIR / "solutions" and (SOLUTIONS_DIR / "README.md").is_file()
+    with_exercises = {p.name[:2] for p in NOTEBOOKS if has_exercises(nbformat.read(p, as_version=4))}
+    assert with_exercises == {p.name[2:4] for p in SOLUTIONS_DIR.glob("nb*_*.py")}  # one module per notebook
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_each_notebook_links_its_reference_solutions_where_jupyterlab_opens_them(path: Path):
+    modules = sorted(SOLUTIONS_DIR.glob(f"nb{path.name[:2]}_*.py"))
+    if not modules:
+        pytest.skip(f"{path.name} has no solutions module")
+    text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+    link = f"solutions/{modules[0].name}"
+    assert f"]({link})" in text, f"{path.name}: link [{link}]({link}) in its exercise section"
+    assert "transformer_course/solutions" not in text, f"{path.name} still sends learners to the package's solutions"
+
+
+def test_python_dash_m_runs_the_command_line():
+    done = subprocess.run(
+        [sys.executable, "-m", "transformer_course.classroom", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and "OUT" in done.stdout
+
+
+# --- end to end with the real nbgrader ------------------------------------------------------------------------------
+
+# A plausible mistake in notebook 01's local_mask (a window one key too wide), and code that fails in other ways.
+MISTAKE = ("local_mask", "return torch.ones(size, size, dtype=torch.bool).tril().triu(-window)[None, None]")
+RAISES = 'raise RuntimeError("a bug in the learner\'s code")'
+NEVER_RETURNS = "while True:\n    pass"
+
+
+def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run ``nbgrader ARGS`` in the course folder, as an instructor would, with this environment's tools."""
+    env = dict(os.environ, TC_FAST="1", MPLCONFIGDIR=str(course.parent / "mpl"))
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # nbgrader runs `alembic`
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args],
+        cwd=course,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=NBGRADER_LIMIT_S,
+    )
+    log = done.stdout + done.stderr
+    first_error = log[max(log.find("Traceback"), 0) :][:4000]  # nbgrader logs each failure's traceback, then goes on
+    assert done.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{first_error}\n[...]\n{log[-2000:]}"
+    return done
+
+
+def fill(release_source: str, codes: list[str]) -> str:
+    """What a learner does: replace each `# YOUR CODE HERE` / `raise NotImplementedError()` of a cell by code."""
+    stubs = list(re.finditer(r"^([ \t]*)# YOUR CODE HERE\n[ \t]*raise NotImplementedError\(\)$", release_source, re.M))
+    assert len(stubs) == len(codes), f"{len(codes)} answers for {len(stubs)} stubs in:\n{release_source}"
+    for stub, code in reversed(list(zip(stubs, codes))):
+        body = "\n".join(stub.group(1) + line if line else "" for line in code.splitlines())
+        release_source = release_source[: stub.start()] + body + release_source[stub.end() :]
+    return release_source
+
+
+def dedent_region(region: str) -> str:
+    indent = re.match(r"[ \t]*", region).group(0)
+    return "\n".join(line.removeprefix(indent) for line in region.splitlines())
+
+
+def submit(course: Path, student: str, assignment: str, changes: dict[str, str] | None = None) -> None:
+    """The released notebook with every exercise filled in with the reference code, except ``changes``
+    (function name → the body written instead), saved as nbgrader expects: submitted/<student>/<assignment>/."""
+    [released] = (course / "release" / assignment).glob("*.ipynb")
+    source = nbformat.read(course / "source" / assignment / released.name, as_version=4)
+    reference = {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells if "nbgrader" in c.metadata}
+    nb = nbformat.read(released, as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            regions = [dedent_region(r) for r in solution_regions(reference[meta["grade_id"]])]
+            defined = [n.name for n in ast.parse(reference[meta["grade_id"]]).body if isinstance(n, ast.FunctionDef)]
+            changed = [changes[name] for name in defined if name in (changes or {})]
+            cell.source = fill(cell.source, changed if changed and len(regions) == 1 else regions)
+    path = course / "submitted" / student / assignment / released.name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+
+
+def last_function_exercise(assignment) -> str:
+    """The last function the learner writes in a notebook (no later exercise calls it), alone in its cell."""
+    functions = [
+        node.name
+        for cell in assignment.conversion.notebook.cells
+        if cell.metadata.get("nbgrader", {}).get("solution") and len(solution_regions(cell.source)) == 1
+        for node in ast.parse(cell.source).body
+        if isinstance(node, ast.FunctionDef)
+    ]
+    assert functions, f"{assignment.notebook.name} has no function exercise for the end-to-end test"
+    return functions[-1]
+
+
+def grading(assignment, function: str) -> tuple[set[str], float]:
+    """The graded cells that check ``function``, and their points."""
+    cells = [g for g in assignment.conversion.graded if function in g.given]
+    assert cells, f"no graded cell checks {function}"
+    return {g.grade_id for g in cells}, sum(g.points for g in cells)
+
+
+@pytest.fixture(scope="module")
+def graded_course(tmp_path_factory):
+    """Notebooks 01 and 02 as a course, released, submitted by three students, autograded, with feedback."""
+    pytest.importorskip("nbgrader", reason="the classroom extra: pip install -e '.[classroom]'")
+    course = tmp_path_factory.mktemp("classroom") / "course"
+    nb01, nb02 = build_course(course, NOTEBOOKS_DIR, SOLUTIONS_DIR, only=["01", "02"], timeout=GRADING_TIMEOUT_S)
+    nbgrader(course, "generate_assignment", "nb0[12]")
+    raises, never_returns = last_function_exercise(nb01), last_function_exercise(nb02)
+    submit(course, "alice", "nb01")  # the reference solutions
+    submit(course, "alice", "nb02")
+    submit(course, "bob", "nb01", {MISTAKE[0]: MISTAKE[1]})
+    submit(course, "carol", "nb01", {raises: RAISES})
+    submit(course, "carol", "nb02", {never_returns: NEVER_RETURNS})
+    nbgrader(course, "autograde", "nb0[12]")
+    nbgrader(course, "generate_feedback", "nb0[12]")
+    return course, {"nb01": nb01, "nb02": nb02}, {"raises": raises, "never_returns": never_returns}
+
+
+def scores(course: Path, assignment: str, student: str) -> tuple[float, float, dict[str, float]]:
+    """(score, max score, {grade_id: score}) of one submission, from nbgrader's gradebook database."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "transformer_course") as gradebook:
+        submission = gradebook.find_submission(assignment, student)
+        cells = {grade.name: grade.score for notebook in submission.notebooks for grade in notebook.grades}
+        return submission.score, submission.max_score, cells
+
+
+def feedback(course: Path, student: str, assignment: str) -> str:
+    [page] = (course / "feedback" / student / assignment).glob("*.html")
+    return html.unescape(page.read_text(encoding="utf-8"))
+
+
+@pytest.mark.slow
+def test_the_released_notebooks_hold_no_solution(graded_course):
+    course = graded_course[0]
+    for assignment in ("nb01", "nb02"):
+        [released] = (course / "release" / assignment).glob("*.ipynb")
+        student = nbformat.read(released, as_version=4)
+        text = "\n".join(cell.source for cell in student.cells)
+        assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text
+        original = "\n".join(cell.source for cell in nbformat.read(NOTEBOOKS_DIR / released.name, as_version=4).cells)
+        source = nbformat.read(course / "source" / assignment / released.name, as_version=4)
+        lines = [
+            line
+            for cell in source.cells
+            for region in solution_regions(cell.source)
+            for line in meaningful_lines(region)
+        ]
+        assert lines, f"{assignment}: no solution lines found to look for"
+        for line in lines:  # a solution line may appear only as often as the learner's own notebook already shows it
+            assert text.count(line) <= original.count(line), f"{released.name} gives away: {line}"
+        stubs = [c.source for c in student.cells if c.metadata.get("nbgrader", {}).get("solution")]
+        assert stubs and all("raise NotImplementedError()" in stub for stub in stubs)
+        files = {
+            p.relative_to(course).as_posix(): p.read_text(encoding="utf-8", errors="replace")
+            for p in (course / "release" / assignment).rglob("*")
+            if p.is_file()
+        }
+        assert not [name for name in files if re.search(r"(^|/)nb\d\d_\w+\.py$", name)], sorted(files)
+        assert not reference_code_in(files)
+
+
+@pytest.mark.slow
+def test_the_reference_solutions_get_full_marks(graded_course):
+    for assignment in ("nb01", "nb02"):
+        score, max_score, cells = scores(graded_course[0], assignment, "alice")
+        assert max_score > 0 and score == max_score, cells
+
+
+@pytest.mark.slow
+def test_a_plausible_mistake_gets_partial_marks_and_the_checkers_hint_in_the_feedback(graded_course):
+    course, assignments, _ = graded_course
+    score, max_score, cells = scores(course, "nb01", "bob")
+    wrong, points = grading(assignments["nb01"], MISTAKE[0])
+    assert 0 < score == max_score - points and all(cells[grade_id] == 0 for grade_id in wrong), cells
+    from transformer_course.exercises import nb01_masks
+
+    namespace = {"torch": __import__("torch")}
+    exec(f"def {MISTAKE[0]}(size, window):\n    {MISTAKE[1]}", namespace)
+    result = nb01_masks.check_local_mask(namespace[MISTAKE[0]])  # the hint the learner gets
+    assert not result and result.message in feedback(course, "bob", "nb01")
+
+
+@pytest.mark.slow
+def test_an_exercise_that_raises_scores_zero_and_the_other_cells_are_graded(graded_course):
+    course, assignments, chosen = graded_course
+    score, max_score, cells = scores(course, "nb01", "carol")
+    failed, points = grading(assignments["nb01"], chosen["raises"])
+    assert all(cells[grade_id] == 0 for grade_id in failed) and score == max_score - points, cells
+    assert "RuntimeError" in feedback(course, "carol", "nb01")
+
+
+@pytest.mark.slow
+def test_an_exercise_that_never_returns_is_stopped_by_the_timeout_and_the_rest_is_graded(graded_course):
+    course, assignments, chosen = graded_course
+    score, max_score, cells = scores(course, "nb02", "carol")
+    failed, points = grading(assignments["nb02"], chosen["never_returns"])
+    assert all(cells[grade_id] == 0 for grade_id in failed) and 0 < score == max_score - points, cells
+    assert "CellTimeoutError" in feedback(course, "carol", "nb02")  # the feedback says why
+
+
+# --- what students install -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_installed_package_holds_no_reference_solution(tmp_path):
+    """Build the wheel `pip install .` installs; no file in it is a solutions module or holds the reference code of
+    an exercise (as written, or as the same statements under another docstring)."""
+    project = tmp_path / "project"
+    shutil.copytree(
+        REPO / "transformer_course", project / "transformer_course", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, project / name)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(project),
+        ],
+        check=True,
+        timeout=600,
+    )
+    [wheel] = tmp_path.glob("transformer_course-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        files = {
+            name: archive.read(name).decode("utf-8", "replace") for name in archive.namelist() if name.endswith(".py")
+        }
+    assert files and not [name for name in files if "/solutions/" in name], "the wheel ships a solutions folder"
+    assert len(exercise_definitions()) >= 20, "too few exercises found to look for"
+    assert not reference_code_in(files)
+    for module in sorted(SOLUTIONS_DIR.glob("nb*_*.py")):  # nor any function or class of them as written
+        reference = ReferenceModule.read(module)
+        for node in reference.tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                code = reference.segment(node)
+                assert not [name for name, text in files.items() if code in text], f"{module.name}: {node.name}"

@@ -1,0 +1,230 @@
+"""Reading a notebook's code cells for the classroom build: exercises (stubs, ``name = ...`` answers), checker
+calls, and how a checker cell becomes an nbgrader graded cell (the convention is in
+:mod:`transformer_course.classroom`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from .reference import ConventionError
+
+__all__ = [
+    "POINTS_RULE",
+    "checker_aliases",
+    "fixed_answers",
+    "graded_source",
+    "is_check",
+    "is_stub_raise",
+    "nbgrader_metadata",
+    "parse_cell",
+    "placeholder_name",
+    "points_of",
+    "python_lines",
+    "split_line",
+    "validate_checks",
+]
+
+EXERCISES_MODULE = "transformer_course.exercises"
+POINTS_RULE = (
+    "each checker call is worth 2 points when it is given a function or class the learner writes, "
+    "1 point when it is given answers (name = ...); a graded cell is worth the sum of its checker calls, all or nothing."
+)
+
+
+def python_lines(source: str) -> str:
+    """A cell's text with its line magics (``%time``, ``!pip``) read as ``pass``, line for line."""
+    return "\n".join(re.sub(r"^(\s*)[%!].*$", r"\1pass", line) for line in source.split("\n"))
+
+
+def parse_cell(source: str) -> ast.Module | None:
+    """A code cell's syntax tree; line magics (``%time``, ``!pip``) read as ``pass``; None for a ``%%`` cell magic
+    or a cell that is not Python."""
+    if source.lstrip().startswith("%%"):
+        return None
+    try:
+        return ast.parse(python_lines(source))
+    except SyntaxError:
+        return None
+
+
+def is_stub_raise(node: ast.AST) -> bool:
+    """``raise NotImplementedError`` or ``raise NotImplementedError(...)``."""
+    exc = node.exc if isinstance(node, ast.Raise) else None
+    exc = exc.func if isinstance(exc, ast.Call) else exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
+def _has_placeholder(expr: ast.AST) -> bool:
+    """``...`` as the value or as an element of a literal tuple, list, set or dict: an answer to fill in."""
+    if isinstance(expr, ast.Constant):
+        return expr.value is Ellipsis
+    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+        return any(_has_placeholder(e) for e in expr.elts)
+    if isinstance(expr, ast.Dict):
+        return any(_has_placeholder(e) for e in expr.values if e is not None)
+    return False
+
+
+def placeholder_name(stmt: ast.stmt) -> str | None:
+    """``name`` when ``stmt`` is an answer to fill in, ``name = ...`` (at a cell's top level), else None."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id if _has_placeholder(stmt.value) else None
+    return None
+
+
+def checker_aliases(trees: list[ast.Module]) -> set[str]:
+    """Names bound to an exercises module: ``ex`` in ``from transformer_course.exercises import nb01_masks as ex``."""
+    aliases = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == EXERCISES_MODULE:
+                aliases |= {a.asname or a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                aliases |= {a.asname for a in node.names if a.asname and a.name.startswith(EXERCISES_MODULE + ".")}
+    return aliases
+
+
+def points_of(call: ast.Call, to_write: set[str]) -> int:
+    """The points of one checker call (:data:`POINTS_RULE`): 2 when it is given a function or class the learner
+    writes (``to_write``), else 1."""
+    arguments = [*call.args, *(k.value for k in call.keywords)]
+    return 2 if any(isinstance(a, ast.Name) and a.id in to_write for a in arguments) else 1
+
+
+def _offset(lines: list[str], lineno: int, col: int) -> int:
+    """ast's (1-based line, UTF-8 byte column) → an index into "\n".join(lines)."""
+    before = sum(len(line) + 1 for line in lines[: lineno - 1])
+    return before + len(lines[lineno - 1].encode("utf-8")[:col].decode("utf-8"))
+
+
+def _unconditional(stmt: ast.stmt) -> set[int]:
+    """ids of the expressions of a top-level statement that run whenever the statement runs."""
+    roots = {
+        ast.Expr: lambda s: [s.value],
+        ast.Assign: lambda s: [s.value],
+        ast.AnnAssign: lambda s: [s.value] if s.value else [],
+        ast.If: lambda s: [s.test],
+        ast.Assert: lambda s: [s.test],
+    }.get(type(stmt), lambda s: [])(stmt)
+    seen, todo = set(), list(roots)
+    while todo:
+        expr = todo.pop()
+        seen.add(id(expr))
+        if isinstance(expr, ast.BoolOp):
+            todo.append(expr.values[0])  # the others may be skipped by `and` / `or`
+        elif isinstance(expr, ast.Call):
+            todo += [*expr.args, *(k.value for k in expr.keywords)]
+        elif isinstance(expr, (ast.UnaryOp, ast.Starred, ast.FormattedValue)):
+            todo.append(getattr(expr, "operand", None) or expr.value)
+        elif isinstance(expr, (ast.BinOp, ast.Compare)):
+            todo.append(expr.left)
+        elif isinstance(expr, (ast.Tuple, ast.List, ast.JoinedStr)):
+            todo += list(getattr(expr, "elts", None) or expr.values)
+    return seen
+
+
+def is_check(node: ast.AST, aliases: set[str]) -> bool:
+    """``ex.check_…(…)``, ``ex`` one of ``aliases`` (names bound to an exercises module)."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id in aliases
+        and node.func.attr.startswith("check_")
+    )
+
+
+def validate_checks(where: str, stmt: ast.stmt, aliases: set[str]) -> None:
+    """A top-level statement's checker calls must each run exactly once, on names, not on ``...`` to fill in."""
+    safe = _unconditional(stmt)
+    for call in (n for n in ast.walk(stmt) if is_check(n, aliases)):
+        text = f"{call.func.value.id}.{call.func.attr}(...)"
+        if any(is_check(n, aliases) for arg in [*call.args, *call.keywords] for n in ast.walk(arg)):
+            raise ConventionError(f"{where}: a checker call inside {text}; call them one by one")
+        if any(isinstance(n, ast.Constant) and n.value is Ellipsis for n in ast.walk(call)):
+            raise ConventionError(
+                f"{where}: {text} is given a `...` to fill in, but checker cells are read-only in "
+                "the classroom; write the answers as `name = ...` lines above it and pass the names"
+            )
+        if id(call) not in safe:
+            raise ConventionError(
+                f"{where}: {text} sits where it may not run (in a loop, a function, an `if` body "
+                "or after `and`/`or`); make it a statement of its own or the condition of an `if`"
+            )
+
+
+def fixed_answers(text: str, aliases: set[str]) -> list[str]:
+    """Names given to a checker that the same (read-only) cell assigns a literal value: in the classroom the learner
+    could not change them (``predicted = {"q": None}`` then ``ex.check_shapes(predicted)``)."""
+    tree = ast.parse(python_lines(text))
+    literal = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
+            try:
+                ast.literal_eval(stmt.value)
+            except ValueError:
+                continue
+            literal |= {t.id for t in stmt.targets}
+    given = {
+        a.id
+        for n in ast.walk(tree)
+        if is_check(n, aliases)
+        for a in [*n.args, *(k.value for k in n.keywords)]
+        if isinstance(a, ast.Name)
+    }
+    return sorted(literal & given)
+
+
+def graded_source(text: str, aliases: set[str], to_write: set[str]) -> tuple[str, int, list[str], list[str]]:
+    """A checker part of a cell as a graded cell: each checker's result kept (``_result = ex.check_x(f)``, or
+    ``(_result := …)`` in an ``if`` condition) and asserted at the end, so a failed check raises AssertionError
+    with the checker's ❌ hint. Returns the source, its points, the checkers called and the names given to them."""
+    lines = text.split("\n")
+    tree = ast.parse(python_lines(text))
+    calls = sorted((n for n in ast.walk(tree) if is_check(n, aliases)), key=lambda n: (n.lineno, n.col_offset))
+    results = ["_result"] if len(calls) == 1 else [f"_result_{i}" for i in range(1, len(calls) + 1)]
+    statement_of = {id(s.value): s for s in tree.body if isinstance(s, ast.Expr)}
+    checked = []
+    edits = []
+    for call, result in zip(calls, results):
+        checked += [a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name)]
+        start = _offset(lines, call.lineno, call.col_offset)
+        call_text = text[start : _offset(lines, call.end_lineno, call.end_col_offset)]
+        stmt = statement_of.get(id(call))
+        if stmt is not None:  # `ex.check_x(f);` → `_result = ex.check_x(f)`
+            stop = _offset(lines, stmt.end_lineno, stmt.end_col_offset)
+            after = re.match(r"[ \t]*;(?=[ \t]*($|#|\n))", text[stop:])  # a `;` that ends the line
+            edits.append((start, stop + (len(after.group(0)) if after else 0), f"{result} = {call_text}"))
+        else:  # inside an `if` condition or an argument: keep the value with `:=`
+            edits.append((start, start + len(call_text), f"({result} := {call_text})"))
+    for start, stop, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[stop:]
+    points = sum(points_of(call, to_write) for call in calls)
+    asserts = [f"assert {r}, repr({r})  # a failed check fails this graded cell" for r in results]
+    header = f"# graded cell, {points} point{'s' if points > 1 else ''}: it passes when the check passes"
+    return "\n".join([header, text.rstrip(), *asserts]), points, [c.func.attr for c in calls], checked
+
+
+def nbgrader_metadata(grade_id: str, solution: bool = False, points: int | None = None) -> dict:
+    """nbgrader's cell metadata (schema 3): a solution cell the learner edits, or a locked graded cell."""
+    graded = points is not None
+    extra = {"points": points} if graded else {}
+    return {
+        "grade": graded,
+        "grade_id": grade_id,
+        "locked": graded,
+        **extra,
+        "schema_version": 3,
+        "solution": solution,
+        "task": False,
+    }
+
+
+def split_line(lines: list[str], stmt: ast.stmt) -> int:
+    """The 0-based line where the checker part of a cell starts: the statement, with the comments just above it."""
+    start = stmt.lineno - 1
+    while start > 0 and lines[start - 1].strip().startswith("#"):
+        start -= 1
+    return start

@@ -1,0 +1,279 @@
+"""The nbgrader course folder: one assignment per notebook, the config, a short README; the command line.
+
+    python -m transformer_course.classroom OUT                 # every notebook of notebooks/
+    python -m transformer_course.classroom OUT --only 01 02    # notebooks whose names start with 01 or 02
+    python -m transformer_course.classroom OUT --timeout 300   # seconds a cell may run while grading
+
+Run it from the repository's top folder (or pass --notebooks and --solutions). Then, in OUT, use nbgrader's
+own commands: ``nbgrader generate_assignment nb01``, ``nbgrader autograde nb01``, ``nbgrader generate_feedback nb01``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..files import atomic_write_text
+from .cells import POINTS_RULE, is_stub_raise, parse_cell, placeholder_name
+from .convert import Conversion, convert_notebook
+from .reference import ConventionError, ReferenceModule, find_reference_module
+
+__all__ = [
+    "COURSE_ID",
+    "Assignment",
+    "build_course",
+    "default_solutions",
+    "main",
+    "nbgrader_config",
+    "select_notebooks",
+]
+
+COURSE_ID = "transformer_course"
+COURSE_NOTEBOOK = re.compile(r"^(\d\d)_.+\.ipynb$")
+REFERENCE_MODULE = re.compile(r"^nb\d\d_.+\.py$")
+IMAGE_SUFFIXES = (".svg", ".png", ".jpg", ".jpeg", ".gif", ".webp")
+LOCAL_LINK = re.compile(r"""\]\(\s*<?([^)\s>]+)>?[^)]*\)|\bsrc\s*=\s*["']([^"']+)["']""")
+
+
+@dataclass
+class Assignment:
+    """One assignment of the course: its name (``nb01``), its source notebook and what it grades."""
+
+    name: str
+    notebook: Path
+    conversion: Conversion
+    assets: list[str]
+
+    @property
+    def points(self) -> int:
+        return self.conversion.points
+
+
+def select_notebooks(folder: Path, only: list[str] | None = None) -> list[Path]:
+    """The course notebooks (``NN_name.ipynb``) of ``folder`` in course order, or those starting with ``only``."""
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no folder {folder}; run from the repository's top folder or pass --notebooks DIR")
+    paths = sorted(p for p in folder.glob("*.ipynb") if COURSE_NOTEBOOK.match(p.name))
+    if not paths:
+        raise FileNotFoundError(f"no course notebooks (00_….ipynb) in {folder}")
+    if only:
+        chosen = [p for p in paths if p.name.startswith(tuple(only))]
+        if not chosen:
+            raise ValueError(
+                f"no notebook starts with {', '.join(only)}; choose from {', '.join(p.name[:2] for p in paths)}"
+            )
+        paths = chosen
+    return paths
+
+
+def default_solutions(notebooks: Path) -> Path:
+    """``notebooks/solutions``: the reference solutions live beside the notebooks, not in the package."""
+    return Path(notebooks) / "solutions"
+
+
+def is_withheld(path: Path, solutions: Path, notebooks: Path) -> bool:
+    """True when ``path`` is a reference solution: a file in ``solutions``, or, when ``solutions`` holds the
+    notebooks themselves, one of its ``nbNN_*.py`` modules."""
+    if notebooks.is_relative_to(solutions):
+        return path.parent == solutions and REFERENCE_MODULE.match(path.name) is not None
+    return path.is_relative_to(solutions)
+
+
+def local_assets(nb, folder: Path, withheld: Path | None = None) -> list[str]:
+    """Files beside the notebook that it shows, as paths relative to ``folder``: links in its text
+    (``![](figures/x.svg)``, ``<img src=…>``) and images its code opens (``SVG(filename="figures/x.svg")``);
+    never notebooks, never files outside ``folder``, never the reference solutions in ``withheld`` (the
+    notebooks link them for self-learners, but a file in the source folder would reach the students): its
+    files, or only its ``nbNN_*.py`` modules when ``withheld`` is ``folder`` or a folder above it."""
+    links = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            links += [(m.group(1) or m.group(2)).split("#")[0] for m in LOCAL_LINK.finditer(cell.source)]
+        elif cell.cell_type == "code" and (tree := parse_cell(cell.source)) is not None:
+            strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+            links += [s for s in strings if s.lower().endswith(IMAGE_SUFFIXES) and "\n" not in s]
+    found = set()
+    for link in links:
+        if not link or re.match(r"^[a-z][a-z0-9+.-]*:|^/", link, re.I) or link.endswith(".ipynb"):
+            continue
+        path = (folder / link).resolve()
+        if withheld is not None and is_withheld(path, Path(withheld).resolve(), folder.resolve()):
+            continue
+        if path.is_file() and path.is_relative_to(folder.resolve()):
+            found.add(path.relative_to(folder.resolve()).as_posix())
+    return sorted(found)
+
+
+def has_exercises(nb) -> bool:
+    """True when a code cell holds a stub (``raise NotImplementedError``) or an answer (``name = ...``)."""
+    trees = [parse_cell(c.source) for c in nb.cells if c.cell_type == "code"]
+    return any(
+        is_stub_raise(node) or (isinstance(node, ast.stmt) and placeholder_name(node))
+        for tree in trees
+        if tree is not None
+        for node in ast.walk(tree)
+    )
+
+
+def nbgrader_config(course_id: str, timeout: int, fast: bool) -> str:
+    """The text of ``nbgrader_config.py``."""
+    fast_lines = (
+        [
+            "# Grading runs the notebooks with their fast sizes (TC_FAST=1: tiny models, few steps); the checkers do",
+            "# not need more. Run `TC_FAST=0 nbgrader autograde ...` to grade with full sizes (and a longer timeout).",
+            'os.environ.setdefault("TC_FAST", "1")',
+        ]
+        if fast
+        else ["# Grading runs the notebooks with their full sizes; `TC_FAST=1 nbgrader autograde ...` for small ones."]
+    )
+    return "\n".join(
+        [
+            '"""nbgrader configuration of the Transformer course, written by `python -m transformer_course classroom`.',
+            "",
+            "Run nbgrader's commands in this folder: nbgrader generate_assignment nb01, nbgrader autograde nb01, …",
+            '"""',
+            "",
+            "import os",
+            "",
+            "c = get_config()  # noqa: F821 (nbgrader provides get_config)",
+            "",
+            "c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))  # this folder, wherever it is moved",
+            f"c.CourseDirectory.course_id = {course_id!r}",
+            "",
+            *fast_lines,
+            "",
+            "# A cell that runs longer than this is interrupted: it scores zero, and grading goes on with the next cell.",
+            f"c.Execute.timeout = {timeout}",
+            "c.Execute.interrupt_on_timeout = True",
+            "c.Execute.startup_timeout = 180  # seconds for a kernel to start on a busy grading machine",
+            "",
+            "# On JupyterHub with nbgrader's exchange (nbgrader release_assignment / collect), also set e.g.",
+            '# c.Exchange.root = "/srv/nbgrader/exchange"',
+            "",
+        ]
+    )
+
+
+def readme(assignments: list[Assignment], course_id: str, timeout: int) -> str:
+    """The text of the folder's README.md: what is where, the points, the commands."""
+    rows = [
+        f"| {a.name} | {a.notebook.name} | {', '.join(n for s in a.conversion.solutions for n in s.names) or '—'} "
+        f"| {len(a.conversion.graded)} | {a.points} |"
+        for a in assignments
+    ]
+    return "\n".join(
+        [
+            f"# {course_id}: the nbgrader course folder",
+            "",
+            "Written by `python -m transformer_course classroom`. One assignment per notebook; the source notebooks",
+            "in `source/<assignment>/` hold the reference solutions between `### BEGIN SOLUTION` and `### END SOLUTION`.",
+            "The notebooks link the self-learners' solution files (`solutions/nbNN_*.py`); none is copied here, so in",
+            "the student release those links lead nowhere.",
+            "",
+            f"Points: {POINTS_RULE}",
+            "",
+            "| assignment | notebook | exercises | graded cells | points |",
+            "|---|---|---|---|---|",
+            *rows,
+            "",
+            "## Commands (run in this folder, with the course's Python environment active: nbgrader calls `alembic`)",
+            "",
+            "    nbgrader generate_assignment nb01    # release/nb01/: the student version, no solutions",
+            "    # students' work goes to submitted/<student>/nb01/ (nbgrader collect, or copy it there)",
+            "    nbgrader autograde nb01              # runs every submission, scores into gradebook.db",
+            "    nbgrader generate_feedback nb01      # feedback/<student>/nb01/*.html, with the checkers' hints",
+            "",
+            f"A cell that runs longer than {timeout} s is interrupted and scores zero (nbgrader_config.py).",
+            "",
+        ]
+    )
+
+
+def build_course(
+    out: str | Path,
+    notebooks: str | Path = "notebooks",
+    solutions: str | Path | None = None,
+    only: list[str] | None = None,
+    timeout: int = 120,
+    fast: bool = True,
+    course_id: str = COURSE_ID,
+    force: bool = False,
+) -> list[Assignment]:
+    """Write the nbgrader course folder ``out``: ``nbgrader_config.py``, ``README.md`` and
+    ``source/nbNN/NN_name.ipynb`` (with the files its text shows) for each selected notebook. Every notebook is
+    converted before anything is written; a broken convention raises :class:`ConventionError`."""
+    import nbformat
+
+    notebooks, out = Path(notebooks), Path(out)
+    solutions = Path(solutions) if solutions is not None else default_solutions(notebooks)
+    if timeout <= 0:
+        raise ValueError(f"timeout={timeout}: give the seconds a cell may run while grading, e.g. 120")
+    if (out / "source").exists() and not force:
+        raise FileExistsError(f"{out} already holds a course (source/); pass --force to rewrite source/ and the config")
+    assignments = []
+    for path in select_notebooks(notebooks, only):
+        number = COURSE_NOTEBOOK.match(path.name).group(1)
+        nb = nbformat.read(path, as_version=4)
+        reference = None
+        if has_exercises(nb):
+            if not solutions.is_dir():
+                raise FileNotFoundError(f"no solutions folder {solutions}; pass --solutions DIR")
+            reference = ReferenceModule.read(find_reference_module(solutions, number))
+        conversion = convert_notebook(nb, path.name, reference)
+        assignments.append(Assignment(f"nb{number}", path, conversion, local_assets(nb, notebooks, solutions)))
+    for assignment in assignments:
+        folder = out / "source" / assignment.name
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        nbformat.validate(assignment.conversion.notebook)
+        atomic_write_text(folder / assignment.notebook.name, nbformat.writes(assignment.conversion.notebook) + "\n")
+        for asset in assignment.assets:
+            (folder / asset).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(notebooks / asset, folder / asset)
+    atomic_write_text(out / "nbgrader_config.py", nbgrader_config(course_id, timeout, fast))
+    atomic_write_text(out / "README.md", readme(assignments, course_id, timeout))
+    return assignments
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m transformer_course.classroom") -> int:
+    """The command line (``prog``: the name its help shows, e.g. "python -m transformer_course classroom")."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("out", metavar="OUT", help="the course folder to write (nbgrader's course root)")
+    parser.add_argument("--notebooks", default="notebooks", help="folder of the course notebooks (default: notebooks)")
+    parser.add_argument(
+        "--solutions",
+        help="folder of the reference solutions nbNN_*.py (default: NOTEBOOKS/solutions)",
+    )
+    parser.add_argument("--only", nargs="+", metavar="NN", help="only notebooks whose names start with these")
+    parser.add_argument("--timeout", type=int, default=120, help="seconds a cell may run while grading (default: 120)")
+    parser.add_argument(
+        "--full", action="store_true", help="grade with the notebooks' full sizes (default: fast mode, TC_FAST=1)"
+    )
+    parser.add_argument("--course-id", default=COURSE_ID, help=f"nbgrader course id (default: {COURSE_ID})")
+    parser.add_argument("--force", action="store_true", help="rewrite source/ and the config of an existing folder")
+    args = parser.parse_args(argv)
+    try:
+        assignments = build_course(
+            args.out, args.notebooks, args.solutions, args.only, args.timeout, not args.full, args.course_id, args.force
+        )
+    except ModuleNotFoundError as error:
+        print(f"error: {error}; install the classroom extra: pip install -e '.[classroom]'", file=sys.stderr)
+        return 1
+    except (ConventionError, FileNotFoundError, FileExistsError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    for a in assignments:
+        print(f"{a.name}  {a.notebook.name:40s} {len(a.conversion.graded):2d} graded cells  {a.points:3d} points")
+    print(f"wrote {len(assignments)} assignment(s) to {Path(args.out) / 'source'}; next, in {args.out}:")
+    print(f"  nbgrader generate_assignment {assignments[0].name}   (see {Path(args.out) / 'README.md'})")
+    return 0
