@@ -29,17 +29,20 @@ import torch
 from torch import nn
 
 from .config import Config
-from .data import Vocab, VocabMismatchError
+from .data import Vocab
 from .files import atomic_write, crash_point
 from .integrity import (
     CHECKSUMS,
     CheckpointError,
     check_state,
+    check_vocabulary,
+    check_vocabulary_size,
     checksums,
     difference,
     first_non_finite,
     load_untrusted,
     tensors,
+    unwrap,
     weights_problem,
 )
 from .model import Transformer, build_model
@@ -86,12 +89,6 @@ class Checkpoint:
     state: dict = field(repr=False)
     src_lang: str = DEFAULT_SRC_LANG  # spaCy language of the source side ("de" for Multi30k)
     tgt_lang: str = DEFAULT_TGT_LANG
-
-
-def unwrap(model: nn.Module) -> nn.Module:
-    """The plain model inside a DDP and/or ``torch.compile`` wrapper."""
-    model = getattr(model, "module", model)  # DistributedDataParallel
-    return getattr(model, "_orig_mod", model)  # torch.compile
 
 
 def rng_states() -> dict:
@@ -289,27 +286,6 @@ class Resolved:
         return iter((self.model, self.src_vocab, self.tgt_vocab, self.src_lang, self.tgt_lang))
 
 
-def _check_vocabulary(given: Vocab | None, own: Vocab, side: str, where: str) -> Vocab:
-    """``given`` if it is the vocabulary the model was trained with (same fingerprint), else an error."""
-    if given is None or given.fingerprint() == own.fingerprint():
-        return own if given is None else given
-    raise VocabMismatchError(
-        f"{side}_vocab ({len(given)} tokens, fingerprint {given.fingerprint()}) is not the {side} vocabulary "
-        f"{where} was trained with ({len(own)} tokens, fingerprint {own.fingerprint()}): its ids would mean "
-        f"other words. Leave {side}_vocab out to use the checkpoint's own vocabulary"
-    )
-
-
-def _check_vocabulary_size(given: Vocab, model: nn.Module, side: str) -> None:
-    """A bare model stores no vocabulary, but its embedding size says how many tokens it was trained with."""
-    size = getattr(unwrap(model), f"{side}_vocab", None)  # Transformer keeps src_vocab / tgt_vocab sizes
-    if isinstance(size, int) and size != len(given):
-        raise VocabMismatchError(
-            f"{side}_vocab has {len(given)} tokens but the model was built for {size}; "
-            "pass the vocabularies the model was trained with"
-        )
-
-
 def resolve_model(model_or_checkpoint, src_vocab: Vocab | None = None, tgt_vocab: Vocab | None = None) -> Resolved:
     """A checkpoint path, a loaded :class:`Checkpoint`, or a model with both vocabularies → :class:`Resolved`.
 
@@ -323,8 +299,8 @@ def resolve_model(model_or_checkpoint, src_vocab: Vocab | None = None, tgt_vocab
         checkpoint = model_or_checkpoint
         return Resolved(
             checkpoint.model,
-            _check_vocabulary(src_vocab, checkpoint.src_vocab, "src", str(checkpoint.path)),
-            _check_vocabulary(tgt_vocab, checkpoint.tgt_vocab, "tgt", str(checkpoint.path)),
+            check_vocabulary(src_vocab, checkpoint.src_vocab, "src", str(checkpoint.path)),
+            check_vocabulary(tgt_vocab, checkpoint.tgt_vocab, "tgt", str(checkpoint.path)),
             checkpoint.src_lang,
             checkpoint.tgt_lang,
         )
@@ -334,7 +310,7 @@ def resolve_model(model_or_checkpoint, src_vocab: Vocab | None = None, tgt_vocab
                 "got a model without vocabularies; pass src_vocab= and tgt_vocab=, "
                 "or pass the checkpoint (path or load_checkpoint(...)) that stores them"
             )
-        _check_vocabulary_size(src_vocab, model_or_checkpoint, "src")
-        _check_vocabulary_size(tgt_vocab, model_or_checkpoint, "tgt")
+        check_vocabulary_size(src_vocab, model_or_checkpoint, "src")
+        check_vocabulary_size(tgt_vocab, model_or_checkpoint, "tgt")
         return Resolved(model_or_checkpoint, src_vocab, tgt_vocab)
     raise TypeError(f"expected a checkpoint path, a Checkpoint or a model, got {type(model_or_checkpoint).__name__}")

@@ -22,10 +22,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from .config import Config
-from .data import Vocab
+from .data import Vocab, VocabMismatchError
 from .model import build_model
 
 __all__ = [
@@ -38,6 +38,9 @@ __all__ = [
     "load_untrusted",
     "tensors",
     "weights_problem",
+    "check_vocabulary",
+    "check_vocabulary_size",
+    "unwrap",
 ]
 
 CHECKSUMS = "checksums"  # the entry of a checkpoint that holds them
@@ -230,3 +233,30 @@ def difference(a: dict, b: dict) -> str | None:
     if {k: tuple(v.shape) for k, v in a["model"].items()} != {k: tuple(v.shape) for k, v in b["model"].items()}:
         return "their weights have different names or shapes"
     return None
+
+
+def unwrap(model: nn.Module) -> nn.Module:
+    """The plain model inside a DDP and/or ``torch.compile`` wrapper."""
+    model = getattr(model, "module", model)  # DistributedDataParallel
+    return getattr(model, "_orig_mod", model)  # torch.compile
+
+
+def check_vocabulary(given: Vocab | None, own: Vocab, side: str, where: str) -> Vocab:
+    """``given`` if it is the vocabulary the model was trained with (same fingerprint), else an error."""
+    if given is None or given.fingerprint() == own.fingerprint():
+        return own if given is None else given
+    raise VocabMismatchError(
+        f"{side}_vocab ({len(given)} tokens, fingerprint {given.fingerprint()}) is not the {side} vocabulary "
+        f"{where} was trained with ({len(own)} tokens, fingerprint {own.fingerprint()}): its ids would mean "
+        f"other words. Leave {side}_vocab out to use the checkpoint's own vocabulary"
+    )
+
+
+def check_vocabulary_size(given: Vocab, model: nn.Module, side: str) -> None:
+    """A bare model stores no vocabulary, but its embedding size says how many tokens it was trained with."""
+    size = getattr(unwrap(model), f"{side}_vocab", None)  # Transformer keeps src_vocab / tgt_vocab sizes
+    if isinstance(size, int) and size != len(given):
+        raise VocabMismatchError(
+            f"{side}_vocab has {len(given)} tokens but the model was built for {size}; "
+            "pass the vocabularies the model was trained with"
+        )

@@ -19,6 +19,27 @@ from dataclasses import dataclass
 
 import torch
 
+__all__ = [
+    "Hint",
+    "Result",
+    "run_check",
+    "expect_tensor",
+    "divmod_index",
+    "same",
+    "name_known_mistake",
+    "as_number",
+    "as_int",
+    "as_sequence",
+    "as_shape",
+    "as_choice",
+    "as_mask",
+    "Choice",
+    "Numeric",
+    "check_question",
+    "check_quiz",
+    "print_numbered",
+]
+
 
 class Hint(Exception):
     """Raised inside a checker to say what the learner should look at."""

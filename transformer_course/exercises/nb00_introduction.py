@@ -19,6 +19,17 @@ from torch.utils.flop_counter import FlopCounterMode
 from . import Choice, Hint, Numeric, Result, as_int, run_check
 from . import check_quiz as _check_quiz
 
+__all__ = [
+    "counted_attention_macs",
+    "MAC_CASES",
+    "check_attention_layer_macs",
+    "simulated_layers",
+    "CONV_CASES",
+    "check_layers_to_connect",
+    "QUESTIONS",
+    "check_quiz",
+]
+
 # ---------------------------------------------------------------------------------------------------
 # Exercise 1: the multiply-adds of one whole multi-head self-attention layer
 

@@ -17,6 +17,23 @@ import torch
 from . import Choice, Hint, Numeric, Result, as_int, as_mask, as_sequence, run_check
 from . import check_quiz as _check_quiz
 
+__all__ = [
+    "PAD",
+    "TOKENS",
+    "expected_allowed_pairs",
+    "check_allowed_pairs",
+    "LENGTH_CASES",
+    "check_mask_from_lengths",
+    "expected_window",
+    "WINDOW_MISTAKES",
+    "WINDOW_CASES",
+    "check_window_mask",
+    "expected_local",
+    "check_local_mask",
+    "QUESTIONS",
+    "check_quiz",
+]
+
 PAD = 0
 # The notebook's toy batch: "the cat sat", "a dog ran very fast", "hello", padded with 0 to length 5.
 TOKENS = torch.tensor([[4, 5, 6, PAD, PAD], [7, 8, 9, 10, 11], [12, PAD, PAD, PAD, PAD]])  # (3, 5)

@@ -31,6 +31,21 @@ from . import (
     run_check,
 )
 
+__all__ = [
+    "check_attention",
+    "check_additive_attention",
+    "buggy_attention",
+    "BUG_LINES",
+    "check_bug_lines",
+    "check_weights_bytes",
+    "SCALING",
+    "MASK_SUM",
+    "ADDITIVE",
+    "check_question_scaling",
+    "check_question_mask_sum",
+    "check_question_additive",
+]
+
 
 def _reference(query, key, value, mask=None):
     """softmax(Q Kᵀ / √d_k) V, one query row at a time (independent of the package)."""

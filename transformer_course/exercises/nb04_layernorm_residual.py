@@ -29,6 +29,22 @@ from . import (
     run_check,
 )
 
+__all__ = [
+    "check_layer_norm_module",
+    "DROPOUT_HINTS",
+    "check_residual_connection",
+    "check_rms_norm",
+    "BuggyResidualConnection",
+    "BUG_LINES",
+    "check_bug_lines",
+    "layer_norm_parameter_count",
+    "check_layer_norm_parameter_count",
+    "BATCH_NORM",
+    "WARMUP",
+    "check_question_batch_norm",
+    "check_question_warmup",
+]
+
 
 def _inputs(features: int = 8) -> list[Tensor]:
     """The course matrix, a random batch, and rows whose spread (std ≈ 1e-3, variance ≈ 1e-6) is below ε = 1e-5.

@@ -20,6 +20,23 @@ from torch import Tensor, nn
 from . import Choice, Hint, Numeric, Result, as_int, as_number, as_sequence, expect_tensor, run_check
 from . import check_quiz as _check_quiz
 
+__all__ = [
+    "TableModel",
+    "WORDS",
+    "EXERCISE_TABLE",
+    "exercise_model",
+    "check_predictions",
+    "check_top_k_extensions",
+    "crossover_by_bisection",
+    "CROSSOVER_CASES",
+    "check_crossover_alpha",
+    "counted_cache_numbers",
+    "CACHE_CASES",
+    "check_cache_numbers",
+    "QUESTIONS",
+    "check_quiz",
+]
+
 PAD, BOS, EOS = 0, 2, 3
 
 

@@ -18,6 +18,15 @@ import torch
 from . import Choice, Hint, Numeric, Result, as_shape, expect_tensor, run_check
 from . import check_quiz as _check_quiz
 
+__all__ = [
+    "check_head_entropy",
+    "check_alignment",
+    "captured_shapes",
+    "check_capture_shapes",
+    "QUESTIONS",
+    "check_quiz",
+]
+
 
 def _weights(seed: int, heads: int, q_len: int, k_len: int, causal: bool = False) -> torch.Tensor:
     """Random attention weights (heads, q_len, k_len); rows sum to 1; zeros above the diagonal if causal."""

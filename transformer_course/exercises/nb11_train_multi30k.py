@@ -20,6 +20,18 @@ import torch
 from . import Choice, Hint, Numeric, Result, as_number, expect_tensor, run_check
 from . import check_quiz as _check_quiz
 
+__all__ = [
+    "check_update_average",
+    "sacrebleu_score",
+    "BLEU_CASES",
+    "check_bleu_from_counts",
+    "package_loss_floor",
+    "FLOOR_CASES",
+    "check_loss_floor",
+    "QUESTIONS",
+    "check_quiz",
+]
+
 # ---------------------------------------------------------------------------------------------------
 # Exercise 1: a running average of checkpoints (§6.1 averages the last 5, or 20 for the big models)
 
