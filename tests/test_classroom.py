@@ -348,6 +348,22 @@ def test_the_pictures_a_notebook_shows_travel_with_its_assignment(tmp_path):
     assert copied == ["00_pictures.ipynb", "figures/a.svg", "figures/b.png"]
 
 
+def test_an_assignment_that_imports_the_learners_files_gets_those_of_the_notebooks_before_it(tmp_path):
+    build_course(tmp_path / "course", NOTEBOOKS_DIR, only=["02", "03", "07"])
+    source = tmp_path / "course" / "source"
+    files = {nb: sorted(p.name for p in (source / nb / "my_transformer").glob("*.py")) for nb in ("nb03", "nb07")}
+    assert files["nb03"] == ["__init__.py", "attention.py"]  # notebook 02 writes it; 03 writes multi_head.py itself
+    assert files["nb07"] == [
+        "__init__.py",
+        "attention.py",
+        "embeddings.py",
+        "encoder.py",
+        "multi_head.py",
+        "norm_residual.py",
+    ]
+    assert not (source / "nb02" / "my_transformer").exists()  # notebook 02 writes the first file itself
+
+
 def test_a_notebooks_link_to_its_reference_solutions_does_not_travel_with_the_assignment(tmp_path):
     notebooks = tmp_path / "notebooks"
     (notebooks / "solutions").mkdir(parents=True)

@@ -95,8 +95,12 @@ def with_dilated(contiguous, dilated=None):
             with_dilated(lambda n, k: math.ceil((n - 1) / (k - 1)), lambda n, k: math.ceil(math.log2(n))),
             ["base 2"],
         ),
+        (
+            with_dilated(lambda n, k: math.ceil((n - 1) / (k - 1)), lambda n, k: math.ceil(math.log(n, k))),
+            ["float", "whole numbers"],
+        ),
     ],
-    ids=["n-over-k", "rounded-down", "n-over-k-minus-1", "dilated-rounded-down", "dilated-log2"],
+    ids=["n-over-k", "rounded-down", "n-over-k-minus-1", "dilated-rounded-down", "dilated-log2", "float-log"],
 )
 def test_layers_checker_names_each_mistake(mistake, words):
     assert failed_with(ex.check_layers_to_connect(mistake), *words)

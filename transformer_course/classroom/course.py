@@ -194,6 +194,26 @@ def readme(assignments: list[Assignment], course_id: str, timeout: int) -> str:
     )
 
 
+def write_learner_files(notebook: Path, notebooks: Path, folder: Path) -> list[str]:
+    """An assignment that imports ``my_transformer`` gets the files the notebooks before it write (their
+    ``%%writefile`` cells: the course's own code, no exercise answers), so it runs on its own in nbgrader."""
+    from ..learner import FILES, writefile_cells
+
+    if "my_transformer" not in notebook.read_text(encoding="utf-8"):
+        return []
+    written = []
+    for name, source in FILES.items():
+        if source[:2] >= notebook.name[:2] or not (notebooks / source).exists():
+            continue
+        cells = writefile_cells(notebooks / source)
+        if name in cells:
+            (folder / "my_transformer").mkdir(exist_ok=True)
+            (folder / "my_transformer" / "__init__.py").touch()
+            atomic_write_text(folder / "my_transformer" / name, cells[name])
+            written.append(name)
+    return written
+
+
 def build_course(
     out: str | Path,
     notebooks: str | Path = "notebooks",
@@ -236,6 +256,7 @@ def build_course(
         for asset in assignment.assets:
             (folder / asset).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(notebooks / asset, folder / asset)
+        write_learner_files(assignment.notebook, notebooks, folder)
     atomic_write_text(out / "nbgrader_config.py", nbgrader_config(course_id, timeout, fast))
     atomic_write_text(out / "README.md", readme(assignments, course_id, timeout))
     return assignments

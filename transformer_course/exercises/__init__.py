@@ -65,7 +65,9 @@ def run_check(name: str, check: Callable[[], None], success: str = "passed") -> 
     except Hint as hint:
         result = Result(name, False, str(hint))
     except NotImplementedError:
-        result = Result(name, False, "not done yet: replace the `raise NotImplementedError` with your code")
+        result = Result(
+            name, False, "not done yet: write your code (or answer) in place of `raise NotImplementedError` or `...`"
+        )
     except Exception as error:  # the learner's code failed: say where, not the whole traceback
         frame = traceback.extract_tb(error.__traceback__)[-1]
         result = Result(name, False, f"your code raised {type(error).__name__}: {error} (line {frame.lineno})")

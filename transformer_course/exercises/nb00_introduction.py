@@ -108,7 +108,17 @@ def simulated_layers(n: int, k: int, dilated: bool) -> int:
 
 
 # contiguous cases first (20, 4) separates n/k (5), rounding down (6) and the answer (7); (11, 3) catches n/(k − 1)
-CONV_CASES = [(20, 4, False), (11, 3, False), (64, 4, False), (10, 3, True), (100, 2, True), (64, 4, True)]
+# (125, 5) and (216, 6) are exact powers where math.log(n, k) comes out a hair above the whole number
+CONV_CASES = [
+    (20, 4, False),
+    (11, 3, False),
+    (64, 4, False),
+    (10, 3, True),
+    (100, 2, True),
+    (64, 4, True),
+    (125, 5, True),
+    (216, 6, True),
+]
 
 
 def _conv_mistakes(n: int, k: int, dilated: bool) -> dict[str, int]:
@@ -118,6 +128,10 @@ def _conv_mistakes(n: int, k: int, dilated: bool) -> dict[str, int]:
             "must reach n (round up, not down)": int(math.floor(math.log(n, k) + 1e-9)),
             "that is log base 2: the receptive field multiplies by the kernel width k each layer": math.ceil(
                 math.log2(n) - 1e-9
+            ),
+            "math.log(n, k) is a float: for n = k^L it can come out a hair above L (math.log(125, 5) = "
+            "3.0000000000000004), so rounding up adds a layer; count with whole numbers (k ** L < n)": math.ceil(
+                math.log(n, k)
             ),
         }
     return {
