@@ -29,19 +29,22 @@ import torch
 from torch import nn
 
 from .config import Config
-from .data import Vocab
+from .data import SubwordTokenizer, Vocab
 from .files import atomic_write, crash_point
 from .integrity import (
     CHECKSUMS,
     CheckpointError,
     check_state,
+    check_tokenizer,
     check_vocabulary,
     check_vocabulary_size,
     checksums,
     difference,
     first_non_finite,
     load_untrusted,
+    stored_tokenizer,
     tensors,
+    tokenizer_entries,
     unwrap,
     weights_problem,
 )
@@ -89,6 +92,7 @@ class Checkpoint:
     state: dict = field(repr=False)
     src_lang: str = DEFAULT_SRC_LANG  # spaCy language of the source side ("de" for Multi30k)
     tgt_lang: str = DEFAULT_TGT_LANG
+    tokenizer: SubwordTokenizer | None = None  # a subword checkpoint's tokenizer; None: spaCy words
 
 
 def rng_states() -> dict:
@@ -152,6 +156,7 @@ def save_checkpoint(
     *,
     src_lang: str = DEFAULT_SRC_LANG,
     tgt_lang: str = DEFAULT_TGT_LANG,
+    tokenizer: SubwordTokenizer | None = None,
     **extra,
 ) -> Path:
     """Write everything needed to translate with the model, and — with optimizer and scheduler — to
@@ -169,6 +174,7 @@ def save_checkpoint(
         "step": int(step),
         "epoch": int(epoch),
         "batch_in_epoch": int(batch_in_epoch),
+        **tokenizer_entries(tokenizer, src_vocab, tgt_vocab),  # a subword run's tokenizer travels with its model
         **extra,
     }
     if optimizer is not None:
@@ -207,23 +213,16 @@ def _checkpoint_from_state(state: dict, weights: dict, path: Path, device="cpu")
     """Build the model a state describes, load ``weights`` into it, eval mode. The config is checked against
     the weights first (on the meta device), so a config that claims a huge model allocates nothing."""
     config, src_vocab, tgt_vocab = _config_and_vocabularies(state, path)
+    tokenizer = stored_tokenizer(state, src_vocab, tgt_vocab, path)  # None: spaCy words
     problem = weights_problem(config, len(src_vocab), len(tgt_vocab), weights)
     if problem is not None:
         raise CheckpointError(f"{path} cannot be used: {problem}")
     model = build_model(config, len(src_vocab), len(tgt_vocab))
     model.load_state_dict(weights)
     model.to(device).eval()
+    languages = [str(state.get(k, d)) for k, d in (("src_lang", DEFAULT_SRC_LANG), ("tgt_lang", DEFAULT_TGT_LANG))]
     return Checkpoint(
-        model,
-        config,
-        src_vocab,
-        tgt_vocab,
-        state["step"],
-        state["epoch"],
-        path,
-        state,
-        str(state.get("src_lang", DEFAULT_SRC_LANG)),  # files written before languages were stored: de→en
-        str(state.get("tgt_lang", DEFAULT_TGT_LANG)),
+        model, config, src_vocab, tgt_vocab, state["step"], state["epoch"], path, state, *languages, tokenizer
     )
 
 
@@ -281,17 +280,19 @@ class Resolved:
     tgt_vocab: Vocab
     src_lang: str = DEFAULT_SRC_LANG
     tgt_lang: str = DEFAULT_TGT_LANG
+    tokenizer: SubwordTokenizer | None = None  # not unpacked: None means spaCy words
 
     def __iter__(self):
         return iter((self.model, self.src_vocab, self.tgt_vocab, self.src_lang, self.tgt_lang))
 
 
-def resolve_model(model_or_checkpoint, src_vocab: Vocab | None = None, tgt_vocab: Vocab | None = None) -> Resolved:
+def resolve_model(model_or_checkpoint, src_vocab=None, tgt_vocab=None, tokenizer=None) -> Resolved:
     """A checkpoint path, a loaded :class:`Checkpoint`, or a model with both vocabularies → :class:`Resolved`.
 
     A checkpoint brings its own vocabularies and languages; ``src_vocab`` / ``tgt_vocab`` given next to
     it must be the same ones (same fingerprint), or :class:`~transformer_course.data.VocabMismatchError`
-    is raised. A bare model has no languages stored: it gets Multi30k's (de → en).
+    is raised; so must a ``tokenizer`` (a subword checkpoint carries its own). A bare model has no languages
+    stored: it gets Multi30k's (de → en), and spaCy words unless a ``tokenizer`` is given.
     """
     if isinstance(model_or_checkpoint, (str, os.PathLike)):
         model_or_checkpoint = load_checkpoint(model_or_checkpoint)
@@ -303,6 +304,7 @@ def resolve_model(model_or_checkpoint, src_vocab: Vocab | None = None, tgt_vocab
             check_vocabulary(tgt_vocab, checkpoint.tgt_vocab, "tgt", str(checkpoint.path)),
             checkpoint.src_lang,
             checkpoint.tgt_lang,
+            check_tokenizer(tokenizer, checkpoint.tokenizer, str(checkpoint.path)),
         )
     if isinstance(model_or_checkpoint, nn.Module):
         if src_vocab is None or tgt_vocab is None:
@@ -312,5 +314,6 @@ def resolve_model(model_or_checkpoint, src_vocab: Vocab | None = None, tgt_vocab
             )
         check_vocabulary_size(src_vocab, model_or_checkpoint, "src")
         check_vocabulary_size(tgt_vocab, model_or_checkpoint, "tgt")
-        return Resolved(model_or_checkpoint, src_vocab, tgt_vocab)
+        tokenizer_entries(tokenizer, src_vocab, tgt_vocab)  # a tokenizer must match both vocabularies
+        return Resolved(model_or_checkpoint, src_vocab, tgt_vocab, tokenizer=tokenizer)
     raise TypeError(f"expected a checkpoint path, a Checkpoint or a model, got {type(model_or_checkpoint).__name__}")

@@ -252,9 +252,16 @@ def cmd_translate(args) -> None:
     from .decode import translate
 
     check_beam(args.beam)
-    model, src_vocab, tgt_vocab, src_lang, _ = resolve_model(args.checkpoint)
+    resolved = resolve_model(args.checkpoint)  # a subword checkpoint brings its tokenizer
+    model, src_vocab, tgt_vocab, src_lang, _ = resolved
     translations = translate(
-        model, args.sentences, beam_size=args.beam, src_vocab=src_vocab, tgt_vocab=tgt_vocab, src_lang=src_lang
+        model,
+        args.sentences,
+        beam_size=args.beam,
+        src_vocab=src_vocab,
+        tgt_vocab=tgt_vocab,
+        src_lang=src_lang,
+        tokenizer=resolved.tokenizer,
     )
     for sentence in translations:
         print(sentence)

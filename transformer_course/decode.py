@@ -357,11 +357,13 @@ def decode_sentences(
     length_penalty: float | None = None,
     src_lang: str = "de",
     batch_size: int = 64,
+    tokenizer=None,
 ) -> list[tuple[list[str], list[int]]]:
     """:func:`translate` before it writes text: per sentence, its source tokens and the decoder's output ids.
 
     The ids are a row of :func:`greedy_decode` / :func:`beam_search`: ``<s> w1 … </s>``, then ``PAD`` up to
-    the batch's longest (``[]`` for an empty sentence). The options are :func:`translate`'s. ``translate``
+    the batch's longest (``[]`` for an empty sentence). The options are :func:`translate`'s; a subword
+    ``tokenizer`` splits the source into pieces instead of spaCy words. ``translate``
     and ``viz.translate_and_capture`` both decode through here, so the attention views show the very
     translation ``translate`` gives.
     """
@@ -381,7 +383,7 @@ def decode_sentences(
     if length_penalty is None:
         length_penalty = model.config.length_penalty
     device = next(model.parameters()).device
-    tokens = tokenize_many(sentences, src_lang)
+    tokens = tokenizer.encode_many(sentences) if tokenizer is not None else tokenize_many(sentences, src_lang)
     ids = [src_vocab.encode(words) for words in tokens]
     for i, sentence_ids in enumerate(ids):
         if len(sentence_ids) > table:
@@ -427,6 +429,7 @@ def translate(
     tgt_vocab=None,
     src_lang: str | None = None,
     batch_size: int = 64,
+    tokenizer=None,
 ) -> list[str]:
     """Translate sentences: tokenize, map to ids, decode (greedy for ``beam_size=1``, else beam search), detokenize.
 
@@ -440,14 +443,17 @@ def translate(
       rule, source length + 50. It is cut to what the positional table holds (``config.max_len - 1``).
     - Sentences are decoded in batches of equal source length (up to ``batch_size``), so each
       sentence gets its own length limit and its result does not depend on the other sentences.
+    - A subword checkpoint carries its tokenizer (pieces in, exact text out); ``tokenizer`` is for a bare model.
     - An empty (or all-space) sentence gives ``""``; unknown words become ``<unk>``.
     - A sentence with more tokens than the positional table holds is a ValueError that names it.
     """
     if isinstance(sentences, str):
         raise TypeError("translate expects a list of sentences, got one string; use translate(model, [text])[0]")
-    resolved = resolve_model(model_or_checkpoint, src_vocab, tgt_vocab)
-    src_lang = src_lang or resolved.src_lang
-    decoded = decode_sentences(
-        resolved.model, resolved.src_vocab, sentences, beam_size, max_len, length_penalty, src_lang, batch_size
+    model, src_vocab, tgt_vocab, own_src_lang, _ = resolved = resolve_model(
+        model_or_checkpoint, src_vocab, tgt_vocab, tokenizer
     )
-    return [detokenize(resolved.tgt_vocab.decode(out, strip_specials=True)) for _, out in decoded]
+    args = (beam_size, max_len, length_penalty, src_lang or own_src_lang, batch_size, resolved.tokenizer)
+    decoded = decode_sentences(model, src_vocab, sentences, *args)
+    if resolved.tokenizer is not None:  # subwords: the exact text back
+        return [resolved.tokenizer.decode(out) for _, out in decoded]
+    return [detokenize(tgt_vocab.decode(out, strip_specials=True)) for _, out in decoded]

@@ -4,6 +4,8 @@ Two BLEU figures, because published numbers use both:
 
 - **sacreBLEU** (Post, 2018) on detokenized, cased text — the standard, comparable figure; its
   *signature* (``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:…``) says exactly how it was computed.
+  A word-level model's output is detokenized by spacing rules; a subword model's is its tokenizer's exact
+  decoding (the pieces joined, ``▁`` back to spaces), both read from the checkpoint.
 - **tokenized lowercase BLEU**: both sides split by spaCy, lowercased, scored with
   ``tokenize='none', lowercase=True`` — how many tutorials (e.g. torchtext-era Multi30k notebooks)
   report BLEU, so our number can be compared with theirs.
@@ -108,6 +110,7 @@ def evaluate_checkpoint(
                 tgt_vocab=resolved.tgt_vocab,
                 src_lang=resolved.src_lang,
                 batch_size=batch_size,
+                tokenizer=resolved.tokenizer,  # a subword checkpoint: pieces in, exactly detokenized text out
             )
             bar.update(len(sources[first : first + chunk]))
     seconds = time.perf_counter() - start

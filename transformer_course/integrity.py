@@ -25,7 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from .config import Config
-from .data import Vocab, VocabMismatchError
+from .data import SubwordTokenizer, Vocab, VocabMismatchError
 from .model import build_model
 
 __all__ = [
@@ -40,6 +40,9 @@ __all__ = [
     "weights_problem",
     "check_vocabulary",
     "check_vocabulary_size",
+    "check_tokenizer",
+    "stored_tokenizer",
+    "tokenizer_entries",
     "unwrap",
 ]
 
@@ -227,9 +230,10 @@ def difference(a: dict, b: dict) -> str | None:
         fa, fb = Vocab.from_dict(a[key]).fingerprint(), Vocab.from_dict(b[key]).fingerprint()
         if fa != fb:
             return f"their {side} vocabularies differ (fingerprints {fa} vs {fb})"
-    for key in ("src_lang", "tgt_lang"):
+    for key in ("tokenizer_fingerprint", "src_lang", "tgt_lang"):  # words (None) vs subwords, or two subword models
         if a.get(key) != b.get(key):
-            return f"their languages differ ({key}: {a.get(key)!r} vs {b.get(key)!r})"
+            what = "subword tokenizers" if key == "tokenizer_fingerprint" else "languages"
+            return f"their {what} differ ({key}: {a.get(key)!r} vs {b.get(key)!r})"
     if {k: tuple(v.shape) for k, v in a["model"].items()} != {k: tuple(v.shape) for k, v in b["model"].items()}:
         return "their weights have different names or shapes"
     return None
@@ -260,3 +264,41 @@ def check_vocabulary_size(given: Vocab, model: nn.Module, side: str) -> None:
             f"{side}_vocab has {len(given)} tokens but the model was built for {size}; "
             "pass the vocabularies the model was trained with"
         )
+
+
+def tokenizer_entries(tokenizer: SubwordTokenizer | None, src_vocab: Vocab, tgt_vocab: Vocab) -> dict:
+    """The checkpoint entries of a subword tokenizer (``{}`` for spaCy words): its JSON (a plain str, safe for
+    ``weights_only=True``) and fingerprint. Both vocabularies must be the tokenizer's own (same fingerprint)."""
+    if tokenizer is None:
+        return {}
+    for side, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
+        if vocab.fingerprint() != tokenizer.vocab().fingerprint():
+            raise VocabMismatchError(
+                f"{side}_vocab (fingerprint {vocab.fingerprint()}) is not the vocabulary of the subword tokenizer "
+                f"({tokenizer.vocab().fingerprint()}); use tokenizer.vocab() for both sides"
+            )
+    return {"tokenizer": tokenizer.to_json(), "tokenizer_fingerprint": tokenizer.fingerprint()}
+
+
+def stored_tokenizer(state: dict, src_vocab: Vocab, tgt_vocab: Vocab, path) -> SubwordTokenizer | None:
+    """The subword tokenizer a checkpoint carries (None: a word-level checkpoint), checked against its stored
+    fingerprint and against both vocabularies; a damaged one is a :class:`CheckpointError`."""
+    if state.get("tokenizer") is None:
+        return None
+    try:
+        tokenizer = SubwordTokenizer.from_json(state["tokenizer"], fingerprint=state.get("tokenizer_fingerprint"))
+        tokenizer_entries(tokenizer, src_vocab, tgt_vocab)
+    except (ValueError, TypeError) as err:  # VocabMismatchError is a ValueError
+        raise CheckpointError(f"{path} cannot be used: its subword tokenizer: {' '.join(str(err).split())}") from None
+    return tokenizer
+
+
+def check_tokenizer(given: SubwordTokenizer | None, own: SubwordTokenizer | None, where: str):
+    """``own`` (the checkpoint's tokenizer) unless a different ``given`` one is passed next to it: an error."""
+    if given is None or given == own:
+        return own
+    own_name = f"the subword tokenizer {own.fingerprint()}" if own is not None else "spaCy words"
+    raise VocabMismatchError(
+        f"the tokenizer given ({given.fingerprint()}) is not the one {where} was trained with ({own_name}): its ids "
+        "would mean other pieces. Leave tokenizer out to use the checkpoint's own"
+    )

@@ -15,7 +15,7 @@ One topic per module, imported in this order (each one only from those above it)
     batching   Batch (shifted target and masks), pad_sequences, collate, PairDataset, TokenBatchSampler
     toy        the copy and reverse tasks: toy_pairs, toy_batches, toy_dataset, toy_vocab
     multi30k   load_pairs, prepare_multi30k → Multi30k (download, tokenize, vocabularies, datasets)
-    loaders    TrainingData, toy_data, multi30k_data: the batch streams ``fit`` reads
+    loaders    TrainingData, toy_data, multi30k_data (spaCy words or subwords), subword_tokenizer: what ``fit`` reads
 
 Every name is re-exported here, so ``from transformer_course.data import Vocab, collate`` keeps working.
 """
@@ -36,7 +36,7 @@ from .download import (
     multi30k_filename,
     multi30k_path,
 )
-from .loaders import TrainingData, multi30k_data, toy_data
+from .loaders import TrainingData, multi30k_data, prepare_multi30k_subwords, subword_tokenizer, toy_data
 from .multi30k import Multi30k, load_pairs, prepare_multi30k
 from .subword import SUBWORD_FORMAT, SubwordTokenizer
 from .tokenization import (
@@ -83,6 +83,8 @@ __all__ = [
     "PairDataset",
     "TokenBatchSampler",
     "TrainingData",
+    "prepare_multi30k_subwords",
+    "subword_tokenizer",
     "Vocab",
     "VocabMismatchError",
     "check_aligned",

@@ -12,26 +12,40 @@ same number of batches and no pair twice in one epoch.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import torch
 
 from ..config import Config
-from .batching import Batch, TokenBatchSampler, collate
-from .multi30k import prepare_multi30k
+from ..files import atomic_write_text
+from .batching import Batch, PairDataset, TokenBatchSampler, collate
+from .corpus import sha256_file
+from .download import multi30k_path
+from .multi30k import Multi30k, load_pairs, prepare_multi30k
+from .subword import SubwordTokenizer
 from .toy import toy_pairs, toy_vocab
 from .vocab import Vocab
 
-__all__ = ["TrainingData", "multi30k_data", "toy_data", "toy_vocab"]  # toy_vocab lives in .toy
+__all__ = [
+    "TrainingData",
+    "multi30k_data",
+    "prepare_multi30k_subwords",
+    "subword_tokenizer",
+    "toy_data",
+    "toy_vocab",
+]  # toy_vocab lives in .toy
 
 
 class TrainingData:
     """Vocabularies plus batches: ``train_batches(epoch, start)`` yields the batches of one epoch from
     batch number ``start`` on (resume mid-epoch), the same batches for the same epoch every time;
     ``val_batches()`` yields the validation batches. ``src_lang``/``tgt_lang`` name the languages (the
-    checkpoint keeps them, so translation tokenizes the source as the training did)."""
+    checkpoint keeps them, so translation tokenizes the source as the training did). ``tokenizer`` is the
+    :class:`SubwordTokenizer` of a subword run (None: spaCy words); checkpoints carry it."""
 
     def __init__(
         self,
@@ -42,7 +56,16 @@ class TrainingData:
         batches_per_epoch: Callable[[int], int] | None = None,
         src_lang: str = "de",
         tgt_lang: str = "en",
+        tokenizer: SubwordTokenizer | None = None,
     ):
+        if tokenizer is not None:
+            for side, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
+                if vocab.fingerprint() != tokenizer.vocab().fingerprint():
+                    raise ValueError(
+                        f"{side}_vocab (fingerprint {vocab.fingerprint()}) is not the subword tokenizer's vocabulary "
+                        f"({tokenizer.vocab().fingerprint()}); pass tokenizer.vocab() for both sides"
+                    )
+        self.tokenizer = tokenizer
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.src_lang, self.tgt_lang = src_lang, tgt_lang
         self.train_batches, self.val_batches = train_batches, val_batches
@@ -95,15 +118,24 @@ def multi30k_data(
     ``config.tokens_per_batch``, shuffled per (seed, epoch) and shared between DDP ranks."""
     if progress:
         print(f"preparing Multi30k in {root}/ (download, verify, tokenize, vocabularies) …", flush=True)
-    m = prepare_multi30k(root, min_freq=config.min_freq, shared_vocab=config.shared_vocab, limit=limit)
+    if config.tokenizer == "bpe":
+        m, tokenizer = prepare_multi30k_subwords(root, config.subword_vocab, config.min_freq, limit)
+    else:
+        m = prepare_multi30k(root, min_freq=config.min_freq, shared_vocab=config.shared_vocab, limit=limit)
+        tokenizer = None
     train_sampler = TokenBatchSampler(
         m.train, config.tokens_per_batch, shuffle=True, seed=config.seed, num_replicas=world_size, rank=rank
     )
     val_sampler = TokenBatchSampler(m.val, config.tokens_per_batch, shuffle=False, num_replicas=world_size, rank=rank)
     if progress:
         print(
-            f"Multi30k: {len(m.train):,} training pairs, vocabularies de {len(m.src_vocab):,} / "
-            f"en {len(m.tgt_vocab):,}, {len(train_sampler)} batches per epoch per process",
+            f"Multi30k: {len(m.train):,} training pairs, "
+            + (
+                f"one shared subword vocabulary of {len(tokenizer):,} pieces"
+                if tokenizer is not None
+                else f"vocabularies de {len(m.src_vocab):,} / en {len(m.tgt_vocab):,}"
+            )
+            + f", {len(train_sampler)} batches per epoch per process",
             flush=True,
         )
 
@@ -120,4 +152,81 @@ def multi30k_data(
         train_sampler.set_epoch(epoch)
         return len(train_sampler)
 
-    return TrainingData(m.src_vocab, m.tgt_vocab, train_batches, val_batches, batches_per_epoch, m.src_lang, m.tgt_lang)
+    return TrainingData(
+        m.src_vocab, m.tgt_vocab, train_batches, val_batches, batches_per_epoch, m.src_lang, m.tgt_lang, tokenizer
+    )
+
+
+def subword_tokenizer(
+    root: str | Path = "data",
+    vocab_size: int = 8000,
+    min_frequency: int = 2,
+    limit: int | None = None,
+    src_lang: str = "de",
+    tgt_lang: str = "en",
+    cache: bool = True,
+) -> SubwordTokenizer:
+    """The joint ``src_lang`` + ``tgt_lang`` :class:`SubwordTokenizer` learned on the **train split only**
+    (its first ``limit`` pairs). Cached in ``root/cache/`` under a key made of the train files' SHA-256, the
+    settings and the ``tokenizers`` version, written atomically: the same data and settings give the same
+    tokenizer without training again; other files or settings never reuse it."""
+    import tokenizers  # the library version is part of the cache key
+
+    paths = [multi30k_path("train", lang, root) for lang in (src_lang, tgt_lang)]
+    key = json.dumps(
+        {
+            "train_sha256": [sha256_file(p) for p in paths],
+            "languages": [src_lang, tgt_lang],
+            "vocab_size": vocab_size,
+            "min_frequency": min_frequency,
+            "limit": limit,
+            "tokenizers": tokenizers.__version__,
+        },
+        sort_keys=True,
+    )
+    cached = Path(root) / "cache" / f"subword-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+    if cache and cached.is_file():
+        try:
+            return SubwordTokenizer.from_json(cached.read_text(encoding="utf-8"))
+        except (ValueError, TypeError):  # a damaged cache file is learned again and replaced
+            pass
+    pairs = [(s, t) for s, t in load_pairs("train", root, src_lang, tgt_lang) if s.strip() and t.strip()][:limit]
+    tokenizer = SubwordTokenizer.train([s for s, _ in pairs] + [t for _, t in pairs], vocab_size, min_frequency)
+    if cache:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(cached, tokenizer.to_json())
+    return tokenizer
+
+
+def prepare_multi30k_subwords(
+    root: str | Path = "data",
+    vocab_size: int = 8000,
+    min_frequency: int = 2,
+    limit: int | None = None,
+    src_lang: str = "de",
+    tgt_lang: str = "en",
+    tokenizer: SubwordTokenizer | None = None,
+) -> tuple[Multi30k, SubwordTokenizer]:
+    """Multi30k on subwords: :func:`subword_tokenizer` (train split only, or the ``tokenizer`` given) encodes
+    every split into pieces of one shared vocabulary (``src_vocab is tgt_vocab``). ``limit``: the first
+    ``limit`` pairs of each split. Pairs with an empty side are dropped."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be a positive number of pairs or None (everything), got limit={limit}")
+    if tokenizer is None:
+        tokenizer = subword_tokenizer(root, vocab_size, min_frequency, limit, src_lang, tgt_lang)
+    vocab = tokenizer.vocab()
+    datasets = {}
+    for split in ("train", "val", "test"):
+        pairs = [(s, t) for s, t in load_pairs(split, root, src_lang, tgt_lang) if s.strip() and t.strip()][:limit]
+        src_text, tgt_text = [s for s, _ in pairs], [t for _, t in pairs]
+        src_pieces, tgt_pieces = tokenizer.encode_many(src_text), tokenizer.encode_many(tgt_text)
+        datasets[split] = PairDataset(
+            [vocab.encode(p) for p in src_pieces],
+            [vocab.encode(p) for p in tgt_pieces],
+            src_text,
+            tgt_text,
+            src_tokens=src_pieces,
+            tgt_tokens=tgt_pieces,
+        )
+    m = Multi30k(datasets["train"], datasets["val"], datasets["test"], vocab, vocab, src_lang, tgt_lang)
+    return m, tokenizer

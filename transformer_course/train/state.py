@@ -39,8 +39,13 @@ class RunState:
 
 
 def _languages(data: TrainingData) -> dict:
-    """The data's source and target language (Multi30k's de → en unless the data says otherwise)."""
-    return {"src_lang": getattr(data, "src_lang", "de"), "tgt_lang": getattr(data, "tgt_lang", "en")}
+    """The data's source and target language (Multi30k's de → en unless the data says otherwise) and its
+    subword tokenizer (None: spaCy words): every checkpoint carries them, so it translates with no other file."""
+    return {
+        "src_lang": getattr(data, "src_lang", "de"),
+        "tgt_lang": getattr(data, "tgt_lang", "en"),
+        "tokenizer": getattr(data, "tokenizer", None),
+    }
 
 
 def restore_run(path: Path, config: Config, data: TrainingData, model: nn.Module, optimizer, scheduler):

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -180,6 +180,7 @@ def translate_and_capture(
     max_len: int | None = None,
     length_penalty: float | None = None,
     src_lang: str | None = None,
+    tokenizer: Any = None,
 ) -> tuple[str, AttentionCapture]:
     """Translate ``sentence`` with the model, then capture its attention on (sentence, its translation).
 
@@ -189,17 +190,24 @@ def translate_and_capture(
     the same tokenizer, length limit (source length + 50), greedy (``beam_size=1``) or beam search, and
     length penalty (None: ``config.length_penalty``). Returns (translation text, capture); the capture's
     target axis is what the decoder read: ``<s>`` and the words, without ``</s>``.
+
+    A subword checkpoint (or a bare model with its ``tokenizer``) shows pieces on the axes, made readable by
+    ``SubwordTokenizer.display_pieces``: ``Schnee ·mobil ·en`` (``·``: the piece continues the word before).
     """
-    model, src_vocab, tgt_vocab, own_src_lang, tgt_lang = resolve_model(model_or_checkpoint, src_vocab, tgt_vocab)
-    src_lang = src_lang or own_src_lang
+    resolved = resolve_model(model_or_checkpoint, src_vocab, tgt_vocab, tokenizer)
+    model, src_vocab, tgt_vocab, own_src_lang, tgt_lang = resolved
+    src_lang, tokenizer = src_lang or own_src_lang, resolved.tokenizer
     [(words, out)] = decode_sentences(
-        model, src_vocab, [sentence], beam_size, max_len, length_penalty, src_lang=src_lang
+        model, src_vocab, [sentence], beam_size, max_len, length_penalty, src_lang=src_lang, tokenizer=tokenizer
     )  # out: <s> y_1 … y_n </s> (PAD …)
     if not words:
         raise ValueError(f"the sentence is empty; type a few words of the source language ({src_lang!r})")
     ids = out[1:]  # drop <s>
     ids = ids[: ids.index(EOS)] if EOS in ids else ids  # up to </s>
     ids = [i for i in ids if i != PAD]
-    translation = detokenize(tgt_vocab.decode(out, strip_specials=True))  # as decode.translate writes it
     capture = capture_attention(model, words, [BOS, *ids], src_vocab, tgt_vocab, src_lang=src_lang, tgt_lang=tgt_lang)
-    return translation, capture
+    if tokenizer is None:
+        return detokenize(tgt_vocab.decode(out, strip_specials=True)), capture  # as decode.translate writes it
+    readable = {"src_tokens": tokenizer.display_pieces(capture.src_tokens)}
+    readable["tgt_tokens"] = tokenizer.display_pieces(capture.tgt_tokens)  # <s> stays <s>
+    return tokenizer.decode(out), replace(capture, **readable)

@@ -108,17 +108,20 @@ def sentence_explorer(
     tgt_vocab: Any = None,
     sentence: str = "Ein Mann fährt mit dem Fahrrad die Straße entlang.",
     beam_size: int = 1,
+    tokenizer: Any = None,
 ):
     """A text box for a sentence of the model's source language; on Enter (or the button) it shows the
     translation and the attention explorer of the model on it (notebook 10). Needs a running kernel (ipywidgets).
 
     ``model_or_checkpoint``: a checkpoint path, a Checkpoint (its vocabularies and languages are used), or a
-    model with both vocabularies (German → English). It is loaded once, here, not at every sentence.
+    model with both vocabularies (German → English; a subword model also with its ``tokenizer``). It is loaded
+    once, here, not at every sentence; a subword checkpoint's axes show its pieces (``Schnee ·mobil ·en``).
     """
     import ipywidgets as widgets
     from IPython.display import display
 
-    model, src_vocab, tgt_vocab, src_lang, tgt_lang = resolve_model(model_or_checkpoint, src_vocab, tgt_vocab)
+    resolved = resolve_model(model_or_checkpoint, src_vocab, tgt_vocab, tokenizer)
+    model, src_vocab, tgt_vocab, src_lang, tgt_lang = resolved
     text = widgets.Text(
         value=sentence,
         description=f"{LANGUAGE_NAMES.get(src_lang, src_lang)}:",
@@ -133,7 +136,7 @@ def sentence_explorer(
             out.clear_output()
             try:
                 translation, capture = translate_and_capture(
-                    model, text.value, src_vocab, tgt_vocab, beam_size, src_lang=src_lang
+                    model, text.value, src_vocab, tgt_vocab, beam_size, src_lang=src_lang, tokenizer=resolved.tokenizer
                 )
             except ValueError as error:
                 print(error)
