@@ -2,6 +2,7 @@
 #   make course   create .venv, install, open JupyterLab on notebooks/
 #   make test     create .venv, install, run the whole test suite
 #   make html     the offline HTML edition of the executed notebooks, in html/
+#   make slides   one offline reveal.js deck per notebook, in html/slides/ (SLIDES_ARGS=--fast: small loops)
 #
 # torch is installed first and on its own, so that no open version range pulls a multi-GB CUDA build
 # onto a CPU machine. Choose the build with TORCH_SPEC / TORCH_PIP_ARGS, e.g. on a laptop:
@@ -16,7 +17,7 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install course test test-fast lint format benchmarks html clean
+.PHONY: install course test test-fast lint format benchmarks html slides clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,6 +54,10 @@ benchmarks: install
 
 html: install
 	$(BIN)/python -m transformer_course.edition --check
+
+SLIDES_ARGS ?=
+slides: install
+	$(BIN)/python -m transformer_course.edition --slides --check $(SLIDES_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -4,7 +4,9 @@
 - :mod:`.export` — one executed notebook → one offline HTML page (Vega bundle inlined, MathML formulas);
 - :mod:`.build` — execute the notebooks, export each, write the contents page; the command line
   (``python -m transformer_course.edition --help``);
-- :mod:`.browser` — open a page in headless Chromium with no network and report what drew and what failed.
+- :mod:`.browser` — open a page in headless Chromium with no network and report what drew and what failed;
+- :mod:`.slides` — one executed notebook → one offline reveal.js deck along its cells' slide metadata
+  (``--slides``), and its check in headless Chromium.
 
 The arrow goes one way: the edition imports :mod:`transformer_course.viz.offline` (the Vega bundle and the
 ``vegaEmbed`` calls), never the reverse.
@@ -15,6 +17,7 @@ from __future__ import annotations
 from .browser import CHROMIUM_FLAGS, browser_check, find_chromium, page_problems
 from .build import Edition, build_contents_page, build_edition, execute, main, page_title, select_notebooks
 from .export import math_to_mathml, notebook_to_html, offline_outputs
+from .slides import count_slides, deck_check, deck_problems, notebook_to_slides, slide_screenshot
 
 __all__ = [
     "CHROMIUM_FLAGS",
@@ -22,13 +25,18 @@ __all__ = [
     "browser_check",
     "build_contents_page",
     "build_edition",
+    "count_slides",
+    "deck_check",
+    "deck_problems",
     "execute",
     "find_chromium",
     "main",
     "math_to_mathml",
     "notebook_to_html",
+    "notebook_to_slides",
     "offline_outputs",
     "page_problems",
     "page_title",
     "select_notebooks",
+    "slide_screenshot",
 ]

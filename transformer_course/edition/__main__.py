@@ -1,4 +1,5 @@
-"""``python -m transformer_course.edition``: build the offline HTML edition (see :mod:`.build`)."""
+"""``python -m transformer_course.edition``: build the offline HTML edition, or with ``--slides`` the offline
+reveal.js decks (see :mod:`.build` and :mod:`.slides`)."""
 
 from .build import main
 

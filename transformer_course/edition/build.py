@@ -5,6 +5,7 @@ a contents page in course order (notebook 10's charts, every notebook's text; is
     python -m transformer_course.edition --fast           # TC_FAST=1: small loops, a few minutes in all
     python -m transformer_course.edition --only 01 10     # notebooks whose names start with 01 or 10
     python -m transformer_course.edition --fast --check   # then open every page in headless Chromium, offline
+    python -m transformer_course.edition --slides --fast  # reveal.js decks instead: html/slides/NN_name.slides.html
 
 Run it from the repository's top folder. The pages need no network: charts draw from one inlined Vega
 bundle, formulas are MathML (:mod:`.export`). A notebook that fails is still exported (its error shows on
@@ -26,6 +27,7 @@ from ..files import atomic_write_text
 from ..viz.offline import PAGE_CSS
 from .browser import browser_check, page_problems
 from .export import notebook_to_html
+from .slides import count_slides, deck_check, deck_problems, notebook_to_slides
 
 __all__ = [
     "COURSE_NOTEBOOK",
@@ -104,12 +106,16 @@ def build_edition(
     timeout: int = 900,
     run: bool = True,
     progress: bool = True,
+    slides: bool = False,
 ) -> Edition:
     """Execute the selected notebooks (``fast``: with ``TC_FAST=1``), export each to ``out_dir/NN_name.html``
     with :func:`.export.notebook_to_html`, and write ``out_dir/index.html`` listing every page of ``out_dir``
-    in course order. ``run=False`` exports the notebooks as saved (no kernel)."""
+    in course order. ``run=False`` exports the notebooks as saved (no kernel). ``slides=True`` writes
+    reveal.js decks instead, ``out_dir/slides/NN_name.slides.html`` (:func:`.slides.notebook_to_slides`),
+    and their contents page ``out_dir/slides/index.html``."""
     paths = select_notebooks(notebooks, only)
-    out_dir = Path(out_dir)
+    out_dir = Path(out_dir) / "slides" if slides else Path(out_dir)
+    export, suffix = (notebook_to_slides, ".slides.html") if slides else (notebook_to_html, ".html")
     out_dir.mkdir(parents=True, exist_ok=True)
     saved = {name: os.environ.get(name) for name in ("TC_FAST", "MPLCONFIGDIR")}
     os.environ.setdefault("MPLCONFIGDIR", str(Path(os.environ.get("TMPDIR", "/tmp")) / "tc-matplotlib"))
@@ -120,7 +126,7 @@ def build_edition(
         for path in paths:
             start = time.perf_counter()
             nb, error = execute(path, timeout) if run else (path, None)
-            edition.pages.append(notebook_to_html(nb, out_dir / f"{path.stem}.html", title=path.stem))
+            edition.pages.append(export(nb, out_dir / f"{path.stem}{suffix}", title=path.stem))
             edition.seconds[path.stem] = time.perf_counter() - start
             if error:
                 edition.failures[path.stem] = error
@@ -133,7 +139,7 @@ def build_edition(
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    title = "Transformer course" + (" (fast mode: small loops)" if fast else "")
+    title = "Transformer course" + (": slides" if slides else "") + (" (fast mode: small loops)" if fast else "")
     build_contents_page(out_dir, edition.index, title=title)
     return edition
 
@@ -151,13 +157,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=900, help="seconds one cell may run (default: 900)")
     parser.add_argument("--no-run", action="store_true", help="export the notebooks as saved, without running them")
     parser.add_argument(
+        "--slides",
+        action="store_true",
+        help="write reveal.js slide decks instead of pages: OUT/slides/NN_name.slides.html (edition.slides)",
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="then open every page in headless Chromium with no network (browser.browser_check)",
     )
     args = parser.parse_args(argv)
     try:
-        edition = build_edition(args.notebooks, args.out, args.fast, args.only, args.timeout, run=not args.no_run)
+        edition = build_edition(
+            args.notebooks, args.out, args.fast, args.only, args.timeout, run=not args.no_run, slides=args.slides
+        )
     except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -166,12 +179,20 @@ def main(argv: list[str] | None = None) -> int:
     if edition.failures:
         print("failed: " + "; ".join(f"{name}: {error}" for name, error in edition.failures.items()), file=sys.stderr)
     if args.check:
+        import nbformat
+
         for page in [edition.index, *edition.pages]:
-            report = browser_check(page)
-            problems = page_problems(report)
+            if args.slides and page != edition.index:
+                report = deck_check(page)
+                source = Path(args.notebooks) / page.name.replace(".slides.html", ".ipynb")
+                problems = deck_problems(report, count_slides(nbformat.read(source, as_version=4)))
+                seen = f"{report['slides']} slides, "
+            else:
+                report = browser_check(page)
+                problems, seen = page_problems(report), ""
             failed |= bool(problems)
             print(
-                f"{'FAIL' if problems else 'ok  '} {page.name}: {report['drawn']}/{report['charts']} charts drawn"
+                f"{'FAIL' if problems else 'ok  '} {page.name}: {seen}{report['drawn']}/{report['charts']} charts drawn"
                 + "".join(f"\n     {p}" for p in problems)
             )
     return 1 if failed else 0
