@@ -1,188 +1,312 @@
-"""Checkers for the exercises of notebook 08 (the training loop; paper §3.1, §5.3, §5.4).
+"""Checkers for notebook 08 (the training loop; paper §5.1 batches, §5.3 the schedule, §5.4 label smoothing).
 
-from transformer_course.exercises import nb08_training_loop as ex
-ex.check_shift_target(shift_target)
-ex.check_label_smoothing_loss(label_smoothing_loss)
-ex.check_noam_rate(noam_rate)
+    from transformer_course.exercises import nb08_training_loop as ex
+    ex.check_batch_prediction(tgt_out_shape, n_tokens, eos_in_tgt_in)  # exercise 1: predict a batch, then verify
+    ex.print_numbered(ex.buggy_label_smoothing_loss)
+    ex.check_bug_lines(bug_lines)                                      # exercise 2: find the bugs
+    ex.check_loss_floor(loss_floor)                                    # exercise 3: the smallest smoothed loss
+    ex.check_peak(peak_step, peak_rate)                                # exercise 4: the peak of a schedule
+    ex.check_quiz(q1=..., q2=..., q3=...)                              # three short questions
+
+Numbers may come as Python, numpy or one-element tensor numbers; shapes and lists of lines as tuples or lists
+(a torch.Size or a set where the instructions say so). ``...`` or None means "not answered yet".
 """
 
 from __future__ import annotations
 
 import math
 
-import torch
+from ..config import get_preset
+from . import (
+    Choice,
+    Hint,
+    Numeric,
+    Result,
+    as_int,
+    as_number,
+    as_shape,
+    print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
+    run_check,
+)
+from . import check_quiz as _check_quiz
 
-from . import Hint, Result, expect_tensor, run_check
-
-PAD, BOS, EOS = 0, 2, 3
-# Three targets wrapped as <s> … </s> and padded: (3, 6)
-TGT = torch.tensor([[BOS, 5, 6, 7, EOS, PAD], [BOS, 8, 9, 10, 11, EOS], [BOS, 12, EOS, PAD, PAD, PAD]])
-
-
-def _as_int(value, what: str) -> int:
-    if isinstance(value, torch.Tensor):
-        if value.numel() != 1:
-            raise Hint(f"{what} should be one number, got a tensor of shape {tuple(value.shape)}")
-        value = value.item()
-    if isinstance(value, float) and not value.is_integer():
-        raise Hint(f"{what} should be a whole number of tokens, got {value}")
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise Hint(f"{what} should be a number, got {type(value).__name__}") from None
-
-
-def check_shift_target(shift_target) -> Result:
-    """``shift_target(tgt, pad)`` → ``(tgt_in, tgt_out, n_tokens)``: decoder input, what it must predict,
-    and the number of real (non-pad) tokens in ``tgt_out``."""
-
-    def check():
-        for pad in (PAD, 1):  # another pad id catches a hard-coded 0
-            tgt = TGT.masked_fill(TGT == PAD, pad)  # (3, 6)
-            got = shift_target(tgt.clone(), pad)
-            if not isinstance(got, tuple) or len(got) != 3:
-                raise Hint("return three things: (tgt_in, tgt_out, n_tokens)")
-            tgt_in, tgt_out, n_tokens = got
-            want_in, want_out = tgt[:, :-1], tgt[:, 1:]  # (3, 5) each
-            if isinstance(tgt_in, torch.Tensor) and isinstance(tgt_out, torch.Tensor):
-                if torch.equal(tgt_in, want_out) and torch.equal(tgt_out, want_in):
-                    raise Hint(
-                        "tgt_in and tgt_out are swapped: the decoder reads <s> y1 … (tgt[:, :-1]) "
-                        "and must predict y1 … </s> (tgt[:, 1:])"
-                    )
-                if tgt_in.shape == tgt.shape or tgt_out.shape == tgt.shape:
-                    raise Hint(
-                        f"tgt_in and tgt_out are one position shorter than tgt {tuple(tgt.shape)}: "
-                        "drop the last position for the input and the first for the output"
-                    )
-            expect_tensor(tgt_in, want_in, "tgt_in")
-            expect_tensor(tgt_out, want_out, "tgt_out")
-            want_n = int((want_out != pad).sum())
-            n = _as_int(n_tokens, "n_tokens")
-            if pad != PAD and n == int((want_out != PAD).sum()):
-                raise Hint(f"with pad={pad} your n_tokens={n} counts the ids != 0; compare with the argument pad")
-            if n == int((tgt != pad).sum()):
-                raise Hint(
-                    f"n_tokens={n} counts the real tokens of the whole tgt; count them in tgt_out "
-                    "(what the loss is computed on), which has no <s>"
-                )
-            if n == tgt_out.numel():
-                raise Hint(f"n_tokens={n} counts the padding too; count only tokens != pad")
-            if n == int((tgt_in != pad).sum()) and n != want_n:
-                raise Hint(f"n_tokens={n} counts tgt_in; count the targets, tgt_out")
-            if n != want_n:
-                raise Hint(f"n_tokens is {n}, expected {want_n} (non-pad tokens of tgt_out) for pad={pad}")
-
-    return run_check("shift target", check, "passed: the decoder reads <s> y1 … and predicts y1 … </s>")
+__all__ = [
+    "LENGTHS",
+    "PEAK_PRESET",
+    "QUESTIONS",
+    "buggy_label_smoothing_loss",
+    "check_batch_prediction",
+    "check_bug_lines",
+    "check_loss_floor",
+    "check_peak",
+    "check_quiz",
+    "print_numbered",
+    "smoothed_target_entropy",
+]
 
 
-def _reference_loss(logits: torch.Tensor, target: torch.Tensor, eps: float, pad: int) -> torch.Tensor:
-    """Written out from the definition, position by position (independent of F.cross_entropy)."""
-    total, count = 0.0, 0
-    flat_logits, flat_target = logits.reshape(-1, logits.size(-1)).double(), target.reshape(-1)
-    vocab = logits.size(-1)
-    for row, y in zip(flat_logits, flat_target.tolist()):
-        if y == pad:
-            continue
-        log_p = row - torch.logsumexp(row, dim=0)
-        q = torch.full((vocab,), eps / vocab, dtype=torch.float64)
-        q[y] += 1.0 - eps
-        total += float(-(q * log_p).sum())
-        count += 1
-    return torch.tensor(total / count)
+def _require_answers(**answers) -> None:
+    """A blank (``...`` or None, as the notebook ships it) means the learner has not answered yet."""
+    blank = [name for name, value in answers.items() if value is ... or value is None]
+    if blank:
+        raise Hint(f"not done yet: replace the ... of {', '.join(blank)} with your answer")
 
 
-def check_label_smoothing_loss(label_smoothing_loss) -> Result:
-    """``label_smoothing_loss(logits, target, eps, pad)``: the mean over real tokens of
-    −Σ_v q(v) log p(v), with q = (1 − ε) one-hot + ε/V."""
+# ---- exercise 1: predict a batch (predict, then verify with collate) --------------------------------------
+
+LENGTHS = (7, 3, 5, 9)  # words in each of the four target sentences (one longest, so exactly one loses its </s>)
+
+
+def _batch_facts(lengths=LENGTHS) -> dict[str, int]:
+    batch, longest = len(lengths), max(lengths)
+    return {
+        "batch": batch,
+        "T": longest + 1,  # <s> + words + </s> = longest + 2 columns in tgt; tgt_out drops the first
+        "n_tokens": sum(n + 1 for n in lengths),  # words + </s> of each sentence: no <s>, no pads
+        "eos_in": sum(n < longest for n in lengths),  # a </s> stays in tgt_in unless it sat in the last column
+    }
+
+
+def check_batch_prediction(tgt_out_shape, n_tokens, eos_in_tgt_in) -> Result:
+    """The four targets of ``LENGTHS`` words, wrapped as <s> … </s>, padded and shifted: the shape of
+    ``tgt_out`` (a tuple, list or torch.Size), its real tokens, and how many </s> remain in ``tgt_in``."""
+    facts = _batch_facts()
+    batch, T, longest = facts["batch"], facts["T"], max(LENGTHS)
 
     def check():
-        g = torch.Generator().manual_seed(8)
-        logits = torch.randn(2, 5, 7, generator=g) * 3  # (batch, len, vocab)
-        target = torch.tensor([[4, 5, 6, 3, PAD], [5, 3, PAD, PAD, PAD]])  # (batch, len)
-        logits[0, 0, 4] = 200.0  # a very confident right answer: the other probabilities round to 0
-        for eps in (0.1, 0.0, 0.3):
-            want = _reference_loss(logits, target, eps, PAD).float()
-            got = label_smoothing_loss(logits.clone(), target.clone(), eps, PAD)
-            if not isinstance(got, torch.Tensor):
-                raise Hint(f"return a tensor (the mean loss), got {type(got).__name__}")
-            if got.dim() != 0:
-                raise Hint(f"return one number (the mean over real tokens), got shape {tuple(got.shape)}")
-            if not torch.isfinite(got):
-                raise Hint(
-                    f"the loss is {got.item()}: take log_softmax of the logits instead of log(softmax(...)), "
-                    "which gives -inf when a probability rounds to 0"
-                )
-            real = target != PAD
-            vocab = logits.size(-1)
-            if eps > 0:
-                wrong_v1 = _smoothed(logits, target, eps, PAD, spread=vocab - 1)
-                if torch.allclose(got.float(), wrong_v1, atol=1e-4) and not torch.allclose(want, wrong_v1, atol=1e-4):
-                    raise Hint(
-                        "you spread ε over the V − 1 wrong words; the paper's form (and F.cross_entropy) "
-                        "spreads ε over all V words: q = (1 − ε)·one-hot + ε/V"
-                    )
-            all_positions = _smoothed(logits, target, eps, PAD, count_pads=True)
-            if torch.allclose(got.float(), all_positions, atol=1e-4):
-                raise Hint(
-                    "pad positions are counted: a target equal to pad must add nothing to the loss "
-                    f"and not to the count (here {int(real.sum())} real tokens of {target.numel()})"
-                )
-            summed = want * real.sum()
-            if torch.allclose(got.float(), summed, atol=1e-3):
-                raise Hint("this is the sum over tokens; divide by the number of real tokens for the mean")
-            if torch.allclose(got.float(), -want, atol=1e-4):
-                raise Hint("the sign is wrong: the loss is −Σ q log p, a positive number")
-            expect_tensor(got.float(), want, f"the loss with eps={eps}", atol=1e-4)
+        _require_answers(tgt_out_shape=tgt_out_shape, n_tokens=n_tokens, eos_in_tgt_in=eos_in_tgt_in)
+        shape = as_shape(tgt_out_shape, "tgt_out_shape")
+        shape_hints = {
+            (batch, T + 1): f"{(batch, T + 1)} is the shape of tgt itself (<s>, {longest} words, </s>); tgt_out "
+            "drops its first column",
+            (batch, T - 1): f"the longest sentence has {longest} words, and after them the model must predict "
+            "</s>: one more column",
+            (T, batch): "the batch comes first: (batch, T), one row per sentence",
+            (T + 1, batch): "the batch comes first, and tgt_out is one column shorter than tgt",
+        }
+        if shape != (batch, T):
+            raise Hint(f"tgt_out_shape = {shape}: {shape_hints.get(shape, 'count the columns again')}")
+        n = as_int(n_tokens, "n_tokens")
+        token_hints = {
+            sum(n + 2 for n in LENGTHS): "counts <s> too: tgt_out starts at the first word; nobody predicts <s>",
+            sum(LENGTHS): "forgets </s>: the model must learn to stop, so each </s> is a target too",
+            batch * T: "counts the padding: pads are not words to predict, the loss skips them",
+            batch * (T + 1): "counts every position of tgt, padding included",
+        }
+        if n != facts["n_tokens"]:
+            raise Hint(f"n_tokens = {n} {token_hints.get(n, 'is not the number of real tokens in tgt_out')}")
+        eos = as_int(eos_in_tgt_in, "eos_in_tgt_in")
+        eos_hints = {
+            0: "cutting the last column removes a </s> only where it sat in the last column: in the longest "
+            "sentence. The shorter ones have a pad there",
+            batch: "the longest sentence's </s> sat in the last column, which tgt_in drops",
+            1: "the other way round: only the longest sentence loses its </s>; the others keep theirs",
+        }
+        if eos != facts["eos_in"]:
+            raise Hint(f"eos_in_tgt_in = {eos}: {eos_hints.get(eos, 'write out the four rows of tgt and cut')}")
 
     return run_check(
-        "label smoothing loss",
+        "predict the batch",
         check,
-        "passed: equals F.cross_entropy(logits, target, label_smoothing=ε, ignore_index=pad)",
+        f"passed: tgt_out is {(batch, T)}, with {facts['n_tokens']} real tokens; {facts['eos_in']} sentences keep "
+        "a harmless </s> in tgt_in (its target is a pad)",
     )
 
 
-def _smoothed(logits, target, eps, pad, spread=None, count_pads=False) -> torch.Tensor:
-    """Variants of the loss a learner may write (for hints)."""
-    log_p = logits.double().log_softmax(-1)  # (B, T, V)
-    safe = target.clamp(min=0)
-    nll = -log_p.gather(-1, safe[..., None]).squeeze(-1)  # (B, T)
-    if spread is None:
-        smooth = -log_p.mean(-1)
-        loss = (1 - eps) * nll + eps * smooth
-    else:  # ε over the other V − 1 words
-        rest = -log_p.sum(-1) - nll
-        loss = (1 - eps) * nll + eps / spread * rest
-    real = target != pad
-    if count_pads:
-        return loss.mean().float()
-    return (loss * real).sum().div(real.sum()).float()
+# ---- exercise 2: find the bugs in a label-smoothed loss -------------------------------------------------
 
 
-def check_noam_rate(noam_rate) -> Result:
-    """``noam_rate(step, d_model, warmup)`` = d_model^-0.5 · min(step^-0.5, step · warmup^-1.5) (§5.3)."""
+def buggy_label_smoothing_loss(logits, target, eps, pad):
+    probs = logits.softmax(dim=-1)  # (batch, T, V)
+    log_p = probs.log()  # (batch, T, V): log p(v)
+    nll = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (batch, T): −log p(y)
+    uniform = -log_p.mean(dim=-1)  # (batch, T): the mean over the V words of −log p(v)
+    loss = eps * nll + (1 - eps) * uniform  # (batch, T)
+    return loss.mean()  # one number: the mean loss per target token
+
+
+BUG_LINES = {3, 6, 7}  # line 1 is the def line, as ex.print_numbered shows it
+_RIGHT_LINES = {
+    1: "line 1 is the signature; it is fine",
+    2: "line 2 alone is fine: the softmax is right. The trouble is what line 3 does with it",
+    4: "line 4 is right: gather picks −log p of the target word at each position",
+    5: "line 5 is right: the mean over V words, times ε, gives each word ε/V (the form F.cross_entropy uses)",
+}
+_MISSED = {
+    3: "one bug is still hidden: call the function on logits with one very large entry (e.g. 200 for the "
+    "right word). What comes out, and which line makes it?",
+    6: "one bug is still hidden: compare line 6 with the formula (1 − ε)·(−log p(y)) + ε·mean_v(−log p(v)): "
+    "which term gets the 1 − ε?",
+    7: "one bug is still hidden: over which positions does loss.mean() average? What do the pad positions add?",
+}
+
+
+def check_bug_lines(bug_lines) -> Result:
+    """``bug_lines``: the numbers of the lines of ``buggy_label_smoothing_loss`` you would change (a list,
+    tuple or set). Lines 3, 6 and 7; naming line 2 with line 3 is fine (log_softmax replaces both)."""
 
     def check():
-        cases = [(1, 512, 4000), (100, 512, 4000), (4000, 512, 4000), (10000, 512, 4000), (50, 64, 100), (400, 64, 100)]
-        for step, d_model, warmup in cases:
-            want = d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
-            got = noam_rate(step, d_model, warmup)
-            if isinstance(got, torch.Tensor):
-                got = got.item()
-            if not isinstance(got, (int, float)):
-                raise Hint(f"return a number, got {type(got).__name__}")
-            if math.isclose(got, want, rel_tol=1e-6):
-                continue
-            no_scale = min(step**-0.5, step * warmup**-1.5)
-            if math.isclose(got, no_scale, rel_tol=1e-6):
-                raise Hint("the factor d_model^-0.5 is missing: bigger models get a smaller rate")
-            if math.isclose(got, d_model**-0.5 * max(step**-0.5, step * warmup**-1.5), rel_tol=1e-6):
-                raise Hint(f"at step {step} you took the larger of the two terms; the schedule uses min(…)")
-            if math.isclose(got, d_model**-0.5 * min(step**-0.5, step * warmup**-0.5), rel_tol=1e-6):
-                raise Hint("the warmup term is step · warmup^-1.5 (power −1.5, so the two terms meet at step = warmup)")
-            raise Hint(f"noam_rate({step}, {d_model}, {warmup}) = {got:.3e}, expected {want:.3e}")
-        peak = max(range(1, 300), key=lambda s: noam_rate(s, 64, 100))
-        if peak != 100:
-            raise Hint(f"the rate should peak at step = warmup = 100, yours peaks at {peak}")
+        _require_answers(bug_lines=bug_lines)
+        if not isinstance(bug_lines, (list, tuple, set, frozenset)):
+            raise Hint(f"bug_lines should be a list (or tuple, or set) of line numbers, got {type(bug_lines).__name__}")
+        lines = {as_int(n, "each line number") for n in bug_lines}
+        outside = sorted(n for n in lines if not 1 <= n <= 7)
+        if outside:
+            raise Hint(f"buggy_label_smoothing_loss has lines 1–7 (print_numbered shows them), got {outside}")
+        if 2 in lines and 3 in lines:
+            lines.discard(2)  # replacing lines 2–3 by one log_softmax is the same fix
+        for n in sorted(lines - BUG_LINES):
+            raise Hint(_RIGHT_LINES[n])
+        for n in sorted(BUG_LINES - lines):
+            raise Hint(_MISSED[n])
 
-    return run_check("Noam learning rate", check, "passed: a linear rise for warmup steps, then 1/√step")
+    return run_check(
+        "find the bugs",
+        check,
+        "passed: line 3 (log of a softmax: −inf, then inf or nan, for a confident model; use log_softmax), "
+        "line 6 (the weights 1 − ε and ε swapped) and line 7 (the mean counts the pads; divide by the real tokens)",
+    )
+
+
+# ---- exercise 3: the smallest possible label-smoothed loss -----------------------------------------------
+
+FLOOR_EPS, FLOOR_V = 0.1, 14  # the paper's ε_ls and the toy task's vocabulary
+
+
+def smoothed_target_entropy(eps: float, vocab: int, spread: int | None = None) -> float:
+    """H(q) in nats for q = (1 − ε)·one-hot + ε/``spread`` on ``spread`` words (default: all V, the course's form;
+    ``spread = V − 1`` is the other convention, ε over the wrong words only)."""
+    spread = spread or vocab
+    right = 1 - eps + (eps / spread if spread == vocab else 0.0)  # q(y)
+    other = eps / spread  # q(v) of each of the V − 1 other words
+    return -(right * math.log(right) + (vocab - 1) * other * math.log(other))
+
+
+def check_loss_floor(loss_floor) -> Result:
+    """``loss_floor``: the smallest value −Σ_v q(v) log p(v) can take at one position, ε = 0.1, V = 14."""
+    floor = smoothed_target_entropy(FLOOR_EPS, FLOOR_V)
+    question = Numeric(
+        value=floor,
+        why=f"the minimum is at p = q, and it is the entropy of q: {floor:.4f} nats, never 0 while ε > 0",
+        mistakes={
+            "0 is the common misconception: with ε > 0 the target q itself is spread out, and the loss "
+            "−Σ q log p is at least the entropy of q (reached when p = q)": 0.0,
+            "that is ε·ln V: you let −log p(y) go to 0, but p(y) = 1 leaves every other p(v) = 0, whose "
+            "−log p(v) is infinite. The best p is q itself": FLOOR_EPS * math.log(FLOOR_V),
+            "that is −log q(y) only: at p = q the ε·mean_v(−log p(v)) term adds its share too": -math.log(
+                1 - FLOOR_EPS + FLOOR_EPS / FLOOR_V
+            ),
+            "that is in bits (log base 2); the loss uses the natural log (nats)": floor / math.log(2),
+            "that spreads ε over the V − 1 wrong words; the course's form (and F.cross_entropy) spreads it over "
+            "all V words: q(y) = 1 − ε + ε/V": smoothed_target_entropy(FLOOR_EPS, FLOOR_V, FLOOR_V - 1),
+            "that is V = 10, the demo's vocabulary; the toy task has V = 14": smoothed_target_entropy(FLOOR_EPS, 10),
+        },
+        rel_tol=2e-3,
+        otherwise="the loss −Σ q log p is smallest when p = q; compute −Σ_v q(v) ln q(v) for this q",
+    )
+
+    def check():
+        _require_answers(loss_floor=loss_floor)
+        got = as_number(loss_floor, "loss_floor")
+        if got < 0:
+            raise Hint(f"loss_floor = {got:g}: −Σ q log p is never negative (every log p ≤ 0)")
+        if math.isclose(got, floor, rel_tol=question.rel_tol):
+            return
+        for hint, value in question.mistakes.items():
+            if math.isclose(got, value, rel_tol=question.rel_tol, abs_tol=1e-12):
+                raise Hint(f"loss_floor = {got:g}: {hint}")
+        raise Hint(f"loss_floor = {got:g}: {question.otherwise}")
+
+    return run_check("the loss floor", check, f"right: {question.why}")
+
+
+# ---- exercise 4: the peak of a schedule ------------------------------------------------------------------
+
+PEAK_PRESET = "multi30k-cpu"  # the preset notebook 11 trains on a CPU
+
+
+def check_peak(peak_step, peak_rate) -> Result:
+    """For ``PEAK_PRESET`` (lr = lr_factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5), steps from 1):
+    the step with the largest rate (a whole number) and that rate (a number)."""
+    c = get_preset(PEAK_PRESET)
+    d, w, f = c.d_model, c.warmup, c.lr_factor
+    want_rate = f * (d * w) ** -0.5
+
+    def check():
+        _require_answers(peak_step=peak_step, peak_rate=peak_rate)
+        step = as_int(peak_step, "peak_step")
+        if step != w:
+            if abs(step - w) == 1:
+                raise Hint(
+                    f"peak_step = {step} is off by one: the two terms of the min are equal where "
+                    f"step^-0.5 = step · warmup^-1.5, that is at step = warmup = {w} exactly"
+                )
+            if step <= 1:
+                raise Hint(
+                    f"peak_step = {step}: the rate rises linearly during warmup, so step 1 has the smallest rate"
+                )
+            raise Hint(f"peak_step = {step}: where are the two terms of the min equal?")
+        rate = as_number(peak_rate, "peak_rate")
+        mistakes = {
+            f"the factor lr_factor = {f} is missing": (d * w) ** -0.5,
+            f"the factor d_model^-0.5 (d_model = {d}) is missing": f * w**-0.5,
+            f"that uses the paper's warmup of 4,000 steps; this preset warms up for {w}": f * (d * 4000) ** -0.5,
+            "that is the rate of step 1, the smallest one": f * d**-0.5 * w**-1.5,
+            "that is the paper's base model (d_model 512, warmup 4,000, no factor)": (512 * 4000) ** -0.5,
+        }
+        if math.isclose(rate, want_rate, rel_tol=5e-3):
+            return
+        for hint, value in mistakes.items():
+            if math.isclose(rate, value, rel_tol=5e-3):
+                raise Hint(f"peak_rate = {rate:.3g}: {hint}")
+        raise Hint(f"peak_rate = {rate:.3g}: put step = warmup into the formula, with all three factors")
+
+    return run_check(
+        "the peak of the schedule",
+        check,
+        f"passed: step {w}, rate {f} · ({d} · {w})^-0.5 = {want_rate:.3e}",
+    )
+
+
+# ---- questions (letters: 'c', 'C', '(c)' all work; numbers in any numeric form) ----------------------------
+
+QUESTIONS = {
+    "q1": Choice(
+        correct="c",
+        why="the peak is lr_factor · (d_model · warmup)^-0.5: twice the d_model gives 1/√2 of the rate",
+        wrong={
+            "a": "(a): d_model has the power −0.5 in the formula: a bigger model gets a smaller rate",
+            "b": "(b): the power is −0.5, not −1: the rate shrinks by √2, not by 2",
+            "d": "(d): the factor d_model^-0.5 multiplies every step's rate, the peak too",
+        },
+    ),
+    "q2": Choice(
+        correct="b",
+        why="perplexity rewards putting all the mass on the right word; a smoothed model keeps ε of it on the "
+        "others by design, which costs perplexity and helps BLEU (§5.4, Table 3 rows D)",
+        wrong={
+            "a": "(a): no bug is needed to explain it; the paper predicts it: label smoothing 'hurts perplexity, "
+            "as the model learns to be more unsure, but improves accuracy and BLEU score' (§5.4)",
+            "c": "(c): it is the other way round: smoothing is a regulariser, it works against over-confidence "
+            "and over-fitting",
+            "d": "(d): they measure different things: perplexity the probability given to the reference word, "
+            "BLEU the n-gram overlap of the translation a beam search writes",
+        },
+    ),
+    "q3": Numeric(
+        value=25_000 * 100_000,
+        why="about 25,000 target tokens per batch (§5.1) × 100,000 steps (§5.2) = 2.5·10⁹ target tokens",
+        mistakes={
+            "that counts source and target tokens; the question asks for target tokens only": 50_000 * 100_000,
+            "4,000 is the warmup; the base model trained for 100,000 steps (§5.2)": 25_000 * 4_000,
+            "that is one batch; multiply by the number of steps (100,000, §5.2)": 25_000,
+        },
+        rel_tol=0.02,
+        otherwise="multiply the target tokens per batch (§5.1) by the training steps of the base model (§5.2)",
+    ),
+}
+
+
+def check_quiz(**answers) -> Result:
+    """``check_quiz(q1="c", q2="b", q3=2.5e9)``: one line per question."""
+    return _check_quiz(QUESTIONS, answers)
