@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..edition.build import select_notebooks  # the course notebooks in order, shared with the HTML edition
 from ..files import atomic_write_text
 from .cells import POINTS_RULE, is_stub_raise, parse_cell, placeholder_name
 from .convert import Conversion, convert_notebook
@@ -52,23 +53,6 @@ class Assignment:
     @property
     def points(self) -> int:
         return self.conversion.points
-
-
-def select_notebooks(folder: Path, only: list[str] | None = None) -> list[Path]:
-    """The course notebooks (``NN_name.ipynb``) of ``folder`` in course order, or those starting with ``only``."""
-    if not folder.is_dir():
-        raise FileNotFoundError(f"no folder {folder}; run from the repository's top folder or pass --notebooks DIR")
-    paths = sorted(p for p in folder.glob("*.ipynb") if COURSE_NOTEBOOK.match(p.name))
-    if not paths:
-        raise FileNotFoundError(f"no course notebooks (00_….ipynb) in {folder}")
-    if only:
-        chosen = [p for p in paths if p.name.startswith(tuple(only))]
-        if not chosen:
-            raise ValueError(
-                f"no notebook starts with {', '.join(only)}; choose from {', '.join(p.name[:2] for p in paths)}"
-            )
-        paths = chosen
-    return paths
 
 
 def default_solutions(notebooks: Path) -> Path:

@@ -39,6 +39,7 @@ __all__ = [
     "math_to_mathml",
     "notebook_to_html",
     "offline_outputs",
+    "read_notebook",
 ]
 
 VEGA_MIMETYPE = re.compile(r"^application/vnd\.vega(lite)?\.v\d+\+json$")
@@ -130,15 +131,10 @@ def math_to_mathml(nb: Any) -> dict[str, str]:
     return formulas
 
 
-def notebook_to_html(notebook: Any, out_path: str | Path, title: str | None = None) -> Path:
-    """Write an executed notebook (a path or an ``nbformat`` node) as one offline HTML file.
-
-    The notebook itself is not changed. Charts from Altair's mimetype renderer draw with no network;
-    the page holds the Vega bundle once (≈ 0.9 MB) plus each chart's spec.
-    """
-    import jinja2
+def read_notebook(notebook: Any, title: str | None, what: str) -> tuple[Any, str | None, str | None]:
+    """A notebook to export (a path or an nbformat node, copied so the caller's is never changed) →
+    (notebook, title, the folder its own images are found in)."""
     import nbformat
-    from nbconvert import HTMLExporter
 
     folder = None  # where the notebook's own images (![…](figures/…)) are found
     if isinstance(notebook, (str, Path)):
@@ -152,7 +148,20 @@ def notebook_to_html(notebook: Any, out_path: str | Path, title: str | None = No
         folder = nb.metadata.get("tc_folder")  # set by build.execute
         nb.metadata.pop("tc_folder", None)
     if "cells" not in nb:
-        raise ValueError("notebook_to_html needs a notebook (nbformat node or .ipynb path)")
+        raise ValueError(f"{what} needs a notebook (nbformat node or .ipynb path)")
+    return nb, title, folder
+
+
+def notebook_to_html(notebook: Any, out_path: str | Path, title: str | None = None) -> Path:
+    """Write an executed notebook (a path or an ``nbformat`` node) as one offline HTML file.
+
+    The notebook itself is not changed. Charts from Altair's mimetype renderer draw with no network;
+    the page holds the Vega bundle once (≈ 0.9 MB) plus each chart's spec.
+    """
+    import jinja2
+    from nbconvert import HTMLExporter
+
+    nb, title, folder = read_notebook(notebook, title, "notebook_to_html")
     offline_outputs(nb)
     formulas = math_to_mathml(nb)
     exporter = HTMLExporter(

@@ -25,7 +25,6 @@ request it tried to make outside the machine; :func:`deck_problems` lists what i
 
 from __future__ import annotations
 
-import copy
 import functools
 import html
 import json
@@ -38,7 +37,7 @@ from typing import Any
 from ..files import atomic_write_text
 from ..viz.offline import bundle_script
 from .browser import CHROMIUM_FLAGS, PROBE, find_chromium, page_problems
-from .export import BUNDLE_PLACEHOLDER, VEGA_MIMETYPE, WIDGET_MIMETYPE, math_to_mathml, offline_outputs
+from .export import BUNDLE_PLACEHOLDER, VEGA_MIMETYPE, WIDGET_MIMETYPE, math_to_mathml, offline_outputs, read_notebook
 
 __all__ = [
     "DECK_SIZE",
@@ -146,22 +145,9 @@ def notebook_to_slides(notebook: Any, out_path: str | Path, title: str | None = 
     with an unknown slide type is an error that names it.
     """
     import jinja2
-    import nbformat
     from nbconvert import SlidesExporter
 
-    folder = None  # where the notebook's own images (![…](figures/…)) are found
-    if isinstance(notebook, (str, Path)):
-        path = Path(notebook)
-        if not path.is_file():
-            raise FileNotFoundError(f"no notebook at {path}; give the path of an executed .ipynb file")
-        nb = nbformat.read(path, as_version=4)
-        title, folder = title or path.stem, str(path.parent)
-    else:
-        nb = copy.deepcopy(notebook)
-        folder = nb.metadata.get("tc_folder")  # set by build.execute
-        nb.metadata.pop("tc_folder", None)
-    if "cells" not in nb:
-        raise ValueError("notebook_to_slides needs a notebook (nbformat node or .ipynb path)")
+    nb, title, folder = read_notebook(notebook, title, "notebook_to_slides")
     for index, cell in enumerate(nb.cells):
         if slide_type(cell) not in SLIDE_TYPES:
             raise ValueError(
