@@ -26,6 +26,7 @@ from .data import (
     toy_pairs,
 )
 from .decode import BeamResult, GreedyResult, beam_search, greedy_decode, score_sequences, translate
+from .i18n import get_language, set_language
 from .layers import (
     Embeddings,
     LayerNorm,
@@ -73,6 +74,7 @@ __all__ = [
     "get_preset",
     "greedy_decode",
     "GreedyResult",
+    "get_language",
     "KVCache",
     "LabelSmoothingLoss",
     "LayerNorm",
@@ -94,6 +96,7 @@ __all__ = [
     "ResidualConnection",
     "save_checkpoint",
     "scaled_dot_product_attention",
+    "set_language",
     "score_sequences",
     "sinusoidal_table",
     "SPECIALS",

@@ -1,4 +1,5 @@
-"""The language of the checkers' messages: English, or Simplified Chinese for the 中文版 (notebooks/zh/).
+"""The language of the course's messages (checkers, chart labels): English, or Simplified Chinese
+for the 中文版 (notebooks/zh/).
 
 A checker writes each message as an English template and passes it through :func:`t`:
 
