@@ -4,6 +4,7 @@ the same merges in the same order (ties included), the same vocabulary, the same
 
 import json
 import os
+import random
 from collections import Counter
 from pathlib import Path
 
@@ -23,14 +24,24 @@ CORPUS = [
     "zwei Hunde rennen im Schnee , ein Hund bellt",
     "the snow dog runs , the dogs run",
     "newer lower wider low new",
+    "ein Hund, zwei Hunde. (newer) low-lower snow-dog's run!",
 ]
 UNSEEN = ["lowering", "Schneehund", "snowdogs", "widen", "Hundeschnee", "bellende", "renner"]
 
 
+LIBRARY_PRE_TOKENIZER = pre_tokenizers.Sequence(
+    [
+        pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always"),
+        pre_tokenizers.Punctuation(behavior="isolated"),
+    ]
+)
+
+
 def library_bpe(texts, vocab_size, min_frequency):
-    """The reference, set up by hand here (not through SubwordTokenizer): BpeTrainer + Metaspace, no normalizer."""
+    """The reference, set up by hand here (not through SubwordTokenizer): BpeTrainer after Metaspace +
+    Punctuation("isolated"), no normalizer."""
     tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always")
+    tokenizer.pre_tokenizer = LIBRARY_PRE_TOKENIZER
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIALS, show_progress=False
     )
@@ -56,11 +67,21 @@ def tie_statistics(texts, merges):
     return ties, decided_by_ids
 
 
-def test_pretokenize_splits_words_like_the_metaspace_pre_tokenizer():
-    metaspace = pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always")
-    for text in ["a cat", "Ein Schneemobil fährt.", "two  spaces", "trailing ", "x"]:
-        assert pretokenize(text) == [word for word, _ in metaspace.pre_tokenize_str(text)]
+def test_pretokenize_splits_words_like_the_library_pre_tokenizers():
+    for text in ["a cat", "Ein Schneemobil fährt.", "two  spaces", "trailing ", "x", " lead", "", '"Hi," (he) said...']:
+        assert pretokenize(text) == [word for word, _ in LIBRARY_PRE_TOKENIZER.pre_tokenize_str(text)], text
     assert pretokenize("a cat") == ["▁a", "▁cat"]
+    assert pretokenize("Männer, Männer.") == ["▁Männer", ",", "▁Männer", "."]  # one word, whatever follows it
+
+
+def test_pretokenize_equals_the_library_on_random_strings():
+    """Brute force over short strings of spaces, ▁, letters and punctuation (ASCII and Unicode), edge cases
+    included: leading, trailing and double spaces, punctuation runs, a literal ▁."""
+    rng = random.Random(0)
+    alphabet = list("ab ,.▁'(-Ü«—")
+    for _ in range(5000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+        assert pretokenize(text) == [word for word, _ in LIBRARY_PRE_TOKENIZER.pre_tokenize_str(text)], repr(text)
 
 
 def test_merge_pair_merges_left_to_right_without_overlap():

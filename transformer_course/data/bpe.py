@@ -5,9 +5,10 @@ Units", ACL, https://aclanthology.org/P16-1162).
 
 The idea: start from characters and learn, from counts alone, which neighbours belong together.
 
-1. Split each sentence into words and mark where a word starts: ``"a cat" → ["▁a", "▁cat"]``. (Sennrich et
-   al. mark the word's end with ``</w>`` instead; the start marker ``▁`` of SentencePiece works the same way
-   and lets the decoder turn every ``▁`` back into a space.)
+1. Split each sentence into words and mark where a word starts: ``"a cat" → ["▁a", "▁cat"]``; a punctuation
+   mark is a word of its own (``"cat," → ["▁cat", ","]``). (Sennrich et al. mark the word's end with
+   ``</w>`` instead; the start marker ``▁`` of SentencePiece works the same way and lets the decoder turn
+   every ``▁`` back into a space.)
 2. Write each word as a tuple of symbols, first its characters, and count how often each word occurs.
 3. Count every pair of adjacent symbols, weighted by the count of the word it sits in; merge the most
    frequent pair everywhere into one new symbol; repeat until the vocabulary has ``vocab_size`` symbols or
@@ -16,9 +17,9 @@ The idea: start from characters and learn, from counts alone, which neighbours b
    whose merge was learned earliest. A word never seen in training still gets pieces, never ``<unk>``,
    as long as its characters are in the alphabet.
 
-The rules follow Hugging Face ``tokenizers`` (its ``BpeTrainer`` with the ``Metaspace`` pre-tokenizer,
-which :class:`~transformer_course.data.subword.SubwordTokenizer` uses), so that tests/test_bpe.py can check
-that both learn the same merges in the same order:
+The rules follow Hugging Face ``tokenizers`` (its ``BpeTrainer`` after the ``Metaspace`` and ``Punctuation``
+pre-tokenizers, which :class:`~transformer_course.data.subword.SubwordTokenizer` uses), so that
+tests/test_bpe.py can check that both learn the same merges in the same order:
 
 - ids: the specials first, then the alphabet in Unicode order, then each new symbol in the order it is made;
 - ties: among pairs with the same count, the pair whose left symbol has the smallest id wins, then the one
@@ -32,23 +33,50 @@ everything. The test corpora check that no merge repeats a symbol.
 
 from __future__ import annotations
 
+import re
+import string
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .vocab import SPECIALS
 
-__all__ = ["WORD_START", "BPE", "count_pairs", "learn_bpe", "merge_pair", "pretokenize"]
+__all__ = ["WORD_START", "BPE", "count_pairs", "is_punctuation", "learn_bpe", "merge_pair", "pretokenize"]
 
 WORD_START = "▁"  # U+2581, the word-start marker of SentencePiece and of the tokenizers Metaspace pre-tokenizer
 
 
-def pretokenize(text: str) -> list[str]:
-    """Split at every space and mark each word's start: ``"a cat" → ["▁a", "▁cat"]``.
+def is_punctuation(ch: str) -> bool:
+    """An ASCII punctuation mark or any Unicode punctuation (categories P*), as the library's ``Punctuation``."""
+    return ch in string.punctuation or unicodedata.category(ch).startswith("P")
 
-    Like ``Metaspace``: each space starts a new word, so two spaces in a row give a word that is just ``▁``
-    (and the text, spaces included, can be restored exactly)."""
-    return [WORD_START + word for word in text.split(" ")]
+
+def pretokenize(text: str) -> list[str]:
+    """Split at every space and mark each word's start, then cut every punctuation mark off as a word of its own:
+    ``"a cat, too." → ["▁a", "▁cat", ",", "▁too", "."]``.
+
+    Like ``Metaspace`` followed by ``Punctuation("isolated")``: each space starts a new word, so two spaces in a
+    row give a word that is just ``▁``, and the text, spaces included, can be restored exactly. Without the
+    punctuation split ``Männer``, ``Männer,`` and ``Männer.`` would be three words whose pieces share nothing,
+    and the vocabulary would spend thousands of entries on word + comma."""
+    marked = text.replace(" ", WORD_START)  # "a cat" → "a▁cat"
+    if marked and not marked.startswith(WORD_START):
+        marked = WORD_START + marked  # the first word gets its ▁ too: "▁a▁cat"
+    words = []
+    for word in re.split(f"(?={WORD_START})", marked):  # split before every ▁: "▁a", "▁cat"
+        current = ""
+        for ch in word:
+            if is_punctuation(ch):
+                if current:
+                    words.append(current)
+                words.append(ch)
+                current = ""
+            else:
+                current += ch
+        if current:
+            words.append(current)
+    return words
 
 
 def count_pairs(words: dict[tuple[str, ...], int]) -> Counter:

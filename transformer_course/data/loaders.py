@@ -181,6 +181,7 @@ def subword_tokenizer(
             "min_frequency": min_frequency,
             "limit": limit,
             "tokenizers": tokenizers.__version__,
+            "pre_tokenizer": "metaspace+punctuation",  # what SubwordTokenizer.train builds now
         },
         sort_keys=True,
     )

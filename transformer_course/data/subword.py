@@ -48,6 +48,19 @@ def _check_texts(texts: Iterable[str], what: str) -> list[str]:
     return texts
 
 
+def _pre_tokenizer_kind(tokenizer) -> str | None:
+    """ "metaspace+punctuation" (what :meth:`SubwordTokenizer.train` builds), "metaspace" (tokenizers saved before
+    the punctuation split), or None for anything else (its decode could not restore the text exactly)."""
+    spec = json.loads(tokenizer.to_str()).get("pre_tokenizer") or {}
+    parts = spec.get("pretokenizers", []) if spec.get("type") == "Sequence" else [spec]
+    kinds = [(part.get("type"), part.get("behavior")) for part in parts]
+    if kinds == [("Metaspace", None)]:
+        return "metaspace"
+    if kinds == [("Metaspace", None), ("Punctuation", "Isolated")]:
+        return "metaspace+punctuation"
+    return None
+
+
 class SubwordTokenizer:
     """A trained byte-pair tokenizer (Hugging Face ``tokenizers``): text ↔ pieces ↔ ids, exactly reversible.
 
@@ -61,11 +74,13 @@ class SubwordTokenizer:
                 f"SubwordTokenizer wraps a tokenizers.Tokenizer with a BPE model, got {type(tokenizer).__name__}; "
                 "build one with SubwordTokenizer.train(texts, vocab_size) or SubwordTokenizer.from_json(text)"
             )
-        exact = isinstance(tokenizer.pre_tokenizer, pre_tokenizers.Metaspace) and tokenizer.normalizer is None
+        self.pre_tokenizer = _pre_tokenizer_kind(tokenizer)
+        exact = self.pre_tokenizer is not None and tokenizer.normalizer is None
         if not exact or not isinstance(tokenizer.decoder, decoders.Metaspace):
             raise ValueError(
-                "SubwordTokenizer needs the Metaspace pre-tokenizer and decoder and no normalizer (so that decode "
-                "restores the exact text); build it with SubwordTokenizer.train(texts, vocab_size)"
+                "SubwordTokenizer needs the Metaspace pre-tokenizer (alone or followed by Punctuation('isolated')), "
+                "the Metaspace decoder and no normalizer (so that decode restores the exact text); build it with "
+                "SubwordTokenizer.train(texts, vocab_size)"
             )
         tokenizer.encode_special_tokens = True  # text is text: a literal "<s>" in a sentence is 3 characters
         self._tokenizer = tokenizer
@@ -107,7 +122,14 @@ class SubwordTokenizer:
                 "(the paper used about 37000, §5.1)"
             )
         tokenizer = Tokenizer(models.BPE(unk_token=SPECIALS[1]))
-        tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always")
+        # spaces become ▁ and start words; then every punctuation mark is a word of its own ("Männer," → "▁Männer"
+        # ","), as bpe.pretokenize does: otherwise "Männer", "Männer," and "Männer." share no piece
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always"),
+                pre_tokenizers.Punctuation(behavior="isolated"),
+            ]
+        )
         tokenizer.decoder = decoders.Metaspace(replacement=WORD_START, prepend_scheme="always")
         trainer = trainers.BpeTrainer(
             vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials, show_progress=False
@@ -191,9 +213,11 @@ class SubwordTokenizer:
         return Vocab(self.itos)
 
     def fingerprint(self) -> str:
-        """A short hash of the pieces and the merges in order: equal fingerprints give equal encodings (the
-        pre-tokenizer, decoder and specials are the same for every SubwordTokenizer)."""
+        """A short hash of the pieces, the merges in order and the pre-tokenizer: equal fingerprints give equal
+        encodings (the decoder and specials are the same for every SubwordTokenizer)."""
         text = "\n".join(self.itos) + "\n\n" + "\n".join(f"{a} {b}" for a, b in self.merges)
+        if self.pre_tokenizer != "metaspace":  # tokenizers from before the punctuation split keep their hash
+            text += "\n\npre-tokenizer: " + self.pre_tokenizer
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     def to_json(self) -> str:
