@@ -11,6 +11,10 @@ fills in the Chinese one with the same values. The catalogues are plain dictiona
 module (``ZH = {english template: chinese template}``), registered with :func:`register`; a test checks that
 every template a checker uses has its Chinese entry with the same ``{fields}``.
 
+A text written once when a module is imported (a table of hints, a question and its explanations) uses
+:func:`lazy_t` instead: it is put into the language of the moment each time it is shown, so a notebook may
+import the checkers before or after ``set_language``.
+
 A template missing from the catalogue falls back to English (never an error in front of a learner).
 """
 
@@ -19,7 +23,17 @@ from __future__ import annotations
 import os
 import string
 
-__all__ = ["LANGUAGES", "get_language", "register", "set_language", "t", "template_fields", "CATALOGUES"]
+__all__ = [
+    "CATALOGUES",
+    "LANGUAGES",
+    "LazyText",
+    "get_language",
+    "lazy_t",
+    "register",
+    "set_language",
+    "t",
+    "template_fields",
+]
 
 LANGUAGES = ("en", "zh")
 LANGUAGE_ENV = "TC_LANG"  # the default language, e.g. TC_LANG=zh
@@ -32,7 +46,9 @@ def set_language(language: str) -> None:
     """Choose the language of every checker message from now on: ``"en"`` or ``"zh"``."""
     global _language
     if language not in LANGUAGES:
-        raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+        raise ValueError(
+            f"unknown language {language!r}: use set_language('en') for English or set_language('zh') for 中文"
+        )
     _language = language
 
 
@@ -63,3 +79,28 @@ def t(template: str, /, **values) -> str:
     if _language != "en":
         template = CATALOGUES.get(_language, {}).get(template, template)
     return template.format(**values) if values else template
+
+
+class LazyText:
+    """A template and its values, translated by :func:`t` each time the text is shown: ``str(text)``, or as
+    a ``{field}`` of an f-string or of another template. Made by :func:`lazy_t`."""
+
+    __slots__ = ("template", "values")
+
+    def __init__(self, template: str, values: dict) -> None:
+        self.template, self.values = template, values
+
+    def __str__(self) -> str:
+        return t(self.template, **self.values)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __repr__(self) -> str:
+        return f"lazy_t({self.template!r})"
+
+
+def lazy_t(template: str, /, **values) -> LazyText:
+    """Like :func:`t`, for a text written when a module is imported (a hint in a table, a question's
+    explanation): the language is chosen when the text is shown, not when it is written."""
+    return LazyText(template, values)

@@ -9,6 +9,10 @@ It never shows a bare traceback.
 
     from transformer_course.exercises import nb01_masks as ex
     ex.check_local_mask(local_mask)   # prints "✅ ..." or "❌ ... hint"
+
+Every message goes through :func:`transformer_course.i18n.t` (or ``lazy_t`` for a text written at import):
+an English template with ``{named}`` fields, shown in English or, after ``set_language("zh")``, from the
+Chinese catalogue of the module (``transformer_course/exercises/zh/``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,11 @@ from dataclasses import dataclass
 
 import torch
 
+from ..i18n import LazyText, lazy_t, register, t
+from .zh.common import ZH
+
+register("zh", ZH)
+
 __all__ = [
     "Hint",
     "Result",
@@ -26,6 +35,7 @@ __all__ = [
     "expect_tensor",
     "divmod_index",
     "same",
+    "known_mistake",
     "name_known_mistake",
     "as_number",
     "as_int",
@@ -55,24 +65,36 @@ class Result:
         return self.passed
 
     def __repr__(self) -> str:  # shown by Jupyter when a checker is the last line of a cell
-        return f"{'✅' if self.passed else '❌'} {self.name}: {self.message}"
+        return t("{mark} {name}: {message}", mark="✅" if self.passed else "❌", name=self.name, message=self.message)
 
 
-def run_check(name: str, check: Callable[[], None], success: str = "passed") -> Result:
-    """Run ``check``; a Hint or any error of the learner's code becomes a one-line message."""
+def run_check(name: str, check: Callable[[], None], success: str | None = None) -> Result:
+    """Run ``check``; a Hint or any error of the learner's code becomes a one-line message. ``name`` and
+    ``success`` are messages already put through ``t()``; ``success`` defaults to "passed"."""
     try:
         check()
     except Hint as hint:
         result = Result(name, False, str(hint))
     except NotImplementedError:
         result = Result(
-            name, False, "not done yet: write your code (or answer) in place of `raise NotImplementedError` or `...`"
+            name,
+            False,
+            t("not done yet: write your code (or answer) in place of `raise NotImplementedError` or `...`"),
         )
     except Exception as error:  # the learner's code failed: say where, not the whole traceback
         frame = traceback.extract_tb(error.__traceback__)[-1]
-        result = Result(name, False, f"your code raised {type(error).__name__}: {error} (line {frame.lineno})")
+        result = Result(
+            name,
+            False,
+            t(
+                "your code raised {error_type}: {error} (line {line})",
+                error_type=type(error).__name__,
+                error=error,
+                line=frame.lineno,
+            ),
+        )
     else:
-        result = Result(name, True, success)
+        result = Result(name, True, t("passed") if success is None else success)
     print(repr(result))
     return result
 
@@ -80,19 +102,33 @@ def run_check(name: str, check: Callable[[], None], success: str = "passed") -> 
 def expect_tensor(got, expected: torch.Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
     """Raise a Hint naming the first difference between ``got`` and ``expected``: type, shape, dtype, values."""
     if not isinstance(got, torch.Tensor):
-        raise Hint(f"{what} should be a torch.Tensor, got {type(got).__name__}")
+        raise Hint(t("{what} should be a torch.Tensor, got {type}", what=what, type=type(got).__name__))
     if got.shape != expected.shape:
-        raise Hint(f"{what} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}")
+        raise Hint(
+            t(
+                "{what} has shape {got}, expected {expected}",
+                what=what,
+                got=tuple(got.shape),
+                expected=tuple(expected.shape),
+            )
+        )
     if expected.dtype == torch.bool and got.dtype != torch.bool:
-        raise Hint(f"{what} should be a boolean tensor (True = may attend), got dtype {got.dtype}")
+        raise Hint(
+            t("{what} should be a boolean tensor (True = may attend), got dtype {dtype}", what=what, dtype=got.dtype)
+        )
     if expected.dtype == torch.bool:
         if torch.equal(got, ~expected):
-            raise Hint(f"{what} is inverted: True should mean 'may attend'")
+            raise Hint(t("{what} is inverted: True should mean 'may attend'", what=what))
         if not torch.equal(got, expected):
             wrong = (got != expected).nonzero()[0].tolist()
             raise Hint(
-                f"{what} differs at index {wrong}: got {got[tuple(wrong)].item()}, "
-                f"expected {expected[tuple(wrong)].item()}"
+                t(
+                    "{what} differs at index {index}: got {got}, expected {expected}",
+                    what=what,
+                    index=wrong,
+                    got=got[tuple(wrong)].item(),
+                    expected=expected[tuple(wrong)].item(),
+                )
             )
         return
     got = got.to(expected.dtype)
@@ -100,8 +136,13 @@ def expect_tensor(got, expected: torch.Tensor, what: str, atol: float = 1e-5, rt
         diff = (got - expected).abs()
         index = tuple(divmod_index(int(diff.argmax()), expected.shape))
         raise Hint(
-            f"{what} has the right shape but wrong values: at index {list(index)} got "
-            f"{got[index].item():.4f}, expected {expected[index].item():.4f}"
+            t(
+                "{what} has the right shape but wrong values: at index {index} got {got:.4f}, expected {expected:.4f}",
+                what=what,
+                index=list(index),
+                got=got[index].item(),
+                expected=expected[index].item(),
+            )
         )
 
 
@@ -122,15 +163,22 @@ def same(got, expected: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4) ->
     )
 
 
-def name_known_mistake(
-    got, expected: torch.Tensor, mistakes: dict[str, torch.Tensor], atol: float = 1e-5, message: str = "{}"
-) -> None:
-    """If ``got`` is wrong but equals one of the plausible wrong answers in ``mistakes`` (hint → tensor),
-    raise a Hint with that answer's hint (put into ``message``)."""
+def known_mistake(got, expected: torch.Tensor, mistakes: dict[str, torch.Tensor], atol: float = 1e-5) -> str | None:
+    """When ``got`` is wrong but equals one of the plausible wrong answers in ``mistakes`` (hint → tensor),
+    that answer's hint; otherwise None."""
     if isinstance(got, torch.Tensor) and got.shape == expected.shape and not same(got, expected, atol):
         for hint, value in mistakes.items():
             if same(got, value, atol):
-                raise Hint(message.format(hint))
+                return hint
+    return None
+
+
+def name_known_mistake(got, expected: torch.Tensor, mistakes: dict[str, torch.Tensor], atol: float = 1e-5) -> None:
+    """If ``got`` is wrong but equals one of the plausible wrong answers in ``mistakes`` (hint → tensor),
+    raise a Hint with that answer's hint."""
+    hint = known_mistake(got, expected, mistakes, atol)
+    if hint is not None:
+        raise Hint(hint)
 
 
 def as_number(got, what: str) -> float:
@@ -139,48 +187,73 @@ def as_number(got, what: str) -> float:
     import numbers
 
     if isinstance(got, bool) or type(got).__name__ in ("bool", "bool_"):  # Python or numpy booleans
-        raise Hint(f"{what} should be a number, got the boolean {got}")
+        raise Hint(t("{what} should be a number, got the boolean {got}", what=what, got=got))
     if isinstance(got, numbers.Real):  # int, float and numpy's integer and float scalars
         return float(got)
     if isinstance(got, torch.Tensor) or type(got).__name__ == "ndarray":
         if str(got.dtype) in ("torch.bool", "bool"):
-            raise Hint(f"{what} should be a number, got a boolean {type(got).__name__}")
+            raise Hint(t("{what} should be a number, got a boolean {type}", what=what, type=type(got).__name__))
         size = got.numel() if isinstance(got, torch.Tensor) else got.size
         if size == 1:
             return float(got.item())
-        raise Hint(f"{what} should be one number, got {type(got).__name__} of shape {tuple(got.shape)}")
-    raise Hint(f"{what} should be a number (int or float), got {type(got).__name__}: {got!r}"[:200])
+        raise Hint(
+            t(
+                "{what} should be one number, got {type} of shape {shape}",
+                what=what,
+                type=type(got).__name__,
+                shape=tuple(got.shape),
+            )
+        )
+    raise Hint(
+        t("{what} should be a number (int or float), got {type}: {got!r}", what=what, type=type(got).__name__, got=got)[
+            :200
+        ]
+    )
 
 
 def as_int(got, what: str) -> int:
     """Like :func:`as_number`, for a whole number (a count, a size): 12.0 passes as 12, 12.5 does not."""
     value = as_number(got, what)
     if not value.is_integer():
-        raise Hint(f"{what} should be a whole number, got {value}")
+        raise Hint(t("{what} should be a whole number, got {value}", what=what, value=value))
     return int(value)
 
 
 def as_sequence(got, length: int | None, what: str) -> list:
     """A learner's tuple or list (either is fine) as a list, of ``length`` items when that is given."""
     if not isinstance(got, (tuple, list)):
-        raise Hint(f"{what} should be a tuple or a list, got {type(got).__name__}")
+        raise Hint(t("{what} should be a tuple or a list, got {type}", what=what, type=type(got).__name__))
     if length is not None and len(got) != length:
-        raise Hint(f"{what} should have {length} items, got {len(got)}")
+        raise Hint(t("{what} should have {length} items, got {got}", what=what, length=length, got=len(got)))
     return list(got)
 
 
 def as_shape(got, what: str) -> tuple[int, ...]:
     """A learner's shape as a tuple of ints: a tuple, a list or a torch.Size of whole numbers."""
-    return tuple(as_int(n, f"{what}, item {i}") for i, n in enumerate(as_sequence(got, None, what)))
+    return tuple(as_int(n, t("{what}, item {i}", what=what, i=i)) for i, n in enumerate(as_sequence(got, None, what)))
 
 
 def as_choice(got, choices: str, what: str) -> str:
     """A multiple-choice answer as one lower-case letter: 'b', 'B', ' b ', '(b)' and 'b)' all give 'b'."""
     if not isinstance(got, str):
-        raise Hint(f"{what}: answer with one letter as a string, e.g. '{choices[0]}', got {type(got).__name__}")
+        raise Hint(
+            t(
+                "{what}: answer with one letter as a string, e.g. '{example}', got {type}",
+                what=what,
+                example=choices[0],
+                type=type(got).__name__,
+            )
+        )
     letter = got.strip().strip("().").strip().lower()
     if len(letter) != 1 or letter not in choices:
-        raise Hint(f"{what}: answer with one of the letters {', '.join(choices)}, got {got!r}")
+        raise Hint(
+            t(
+                "{what}: answer with one of the letters {letters}, got {got!r}",
+                what=what,
+                letters=", ".join(choices),
+                got=got,
+            )
+        )
     return letter
 
 
@@ -189,28 +262,41 @@ def as_mask(got, expected_shape: tuple[int, ...], what: str) -> torch.Tensor:
     any integer or float dtype holding only 0 and 1 (1 = may attend). An additive mask (0 = allowed,
     −inf = blocked, the other convention) and any other values raise a Hint, as does a wrong shape."""
     if not isinstance(got, torch.Tensor):
-        raise Hint(f"{what} should be a torch.Tensor, got {type(got).__name__}")
+        raise Hint(t("{what} should be a torch.Tensor, got {type}", what=what, type=type(got).__name__))
     if tuple(got.shape) != tuple(expected_shape):
-        raise Hint(f"{what} has shape {tuple(got.shape)}, expected {tuple(expected_shape)}")
+        raise Hint(
+            t(
+                "{what} has shape {got}, expected {expected}",
+                what=what,
+                got=tuple(got.shape),
+                expected=tuple(expected_shape),
+            )
+        )
     if got.dtype == torch.bool:
         return got
     if got.is_floating_point() and torch.isinf(got).any():
         raise Hint(
-            f"{what} is an additive mask (0 = allowed, −inf = blocked, as nn.Transformer's); return True "
-            "(or 1) where the query may attend and False (or 0) where it may not"
+            t(
+                "{what} is an additive mask (0 = allowed, −inf = blocked, as nn.Transformer's); return True "
+                "(or 1) where the query may attend and False (or 0) where it may not",
+                what=what,
+            )
         )
     if not bool(((got == 0) | (got == 1)).all()):
-        raise Hint(f"{what} holds values other than 0 and 1: a mask is True/1 = may attend, False/0 = may not")
+        raise Hint(
+            t("{what} holds values other than 0 and 1: a mask is True/1 = may attend, False/0 = may not", what=what)
+        )
     return got != 0
 
 
 @dataclass
 class Choice:
-    """A multiple-choice question: the right letter, why it is right, and a hint for each wrong letter."""
+    """A multiple-choice question: the right letter, why it is right, and a hint for each wrong letter
+    (texts written with ``lazy_t``, so that they are shown in the language of the moment)."""
 
     correct: str
-    why: str
-    wrong: dict[str, str]
+    why: str | LazyText
+    wrong: dict[str, str | LazyText]
 
     @property
     def letters(self) -> str:
@@ -219,13 +305,14 @@ class Choice:
 
 @dataclass
 class Numeric:
-    """A question with a number for answer: the value, why, and plausible wrong values with their hints."""
+    """A question with a number for answer: the value, why, and plausible wrong values with their hints
+    (texts written with ``lazy_t``)."""
 
     value: float
-    why: str
-    mistakes: dict[str, float]
+    why: str | LazyText
+    mistakes: dict[str | LazyText, float]
     rel_tol: float = 1e-3
-    otherwise: str = "not this number; work it out again step by step"
+    otherwise: str | LazyText = lazy_t("not this number; work it out again step by step")
 
 
 def check_question(name: str, question: Choice | Numeric, answer) -> Result:
@@ -235,21 +322,21 @@ def check_question(name: str, question: Choice | Numeric, answer) -> Result:
 
     def check():
         if answer is ... or answer is None:
-            raise Hint("not done yet: replace the `...` with your answer")
+            raise Hint(t("not done yet: replace the `...` with your answer"))
         if isinstance(question, Choice):
-            letter = as_choice(answer, question.letters, "answer")
+            letter = as_choice(answer, question.letters, t("answer"))
             if letter != question.correct:
                 raise Hint(question.wrong[letter])
             return
-        got = as_number(answer, "answer")
+        got = as_number(answer, t("answer"))
         if math.isclose(got, question.value, rel_tol=question.rel_tol, abs_tol=1e-12):
             return
         for hint, value in question.mistakes.items():
             if math.isclose(got, value, rel_tol=question.rel_tol, abs_tol=1e-12):
                 raise Hint(hint)
-        raise Hint(f"{got:g}: {question.otherwise}")
+        raise Hint(t("{got:g}: {otherwise}", got=got, otherwise=question.otherwise))
 
-    return run_check(name, check, f"right: {question.why}")
+    return run_check(name, check, t("right: {why}", why=question.why))
 
 
 def check_quiz(questions: dict[str, Choice | Numeric], answers: dict) -> Result:
@@ -260,11 +347,21 @@ def check_quiz(questions: dict[str, Choice | Numeric], answers: dict) -> Result:
     if unknown:
 
         def name_unknown():
-            raise Hint(f"no question named {', '.join(unknown)}: the questions are {', '.join(questions)}")
+            raise Hint(
+                t(
+                    "no question named {unknown}: the questions are {questions}",
+                    unknown=", ".join(unknown),
+                    questions=", ".join(questions),
+                )
+            )
 
-        results.append(run_check("quiz", name_unknown))
+        results.append(run_check(t("quiz"), name_unknown))
     right = sum(r.passed for r in results)
-    return Result("quiz", bool(results) and right == len(results), f"{right} of {len(results)} right")
+    return Result(
+        t("quiz"),
+        bool(results) and right == len(results),
+        t("{right} of {total} right", right=right, total=len(results)),
+    )
 
 
 def print_numbered(obj) -> None:

@@ -16,8 +16,12 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from ..i18n import lazy_t, register, t
 from . import Choice, Hint, Numeric, Result, as_int, run_check
 from . import check_quiz as _check_quiz
+from .zh.nb00_introduction import ZH
+
+register("zh", ZH)
 
 __all__ = [
     "counted_attention_macs",
@@ -54,17 +58,17 @@ MAC_CASES = [(10, 64, 4), (50, 32, 8), (7, 48, 3)]
 
 def _mac_mistakes(n: int, d: int, heads: int) -> dict[str, int]:
     return {
-        "only the attention core is counted: the four projections W^Q, W^K, W^V, W^O cost n·d² each": 2 * n * n * d,
-        "the product weights @ V is missing: it costs as much as Q Kᵀ (n·n weights, each times d numbers)": (
+        t("only the attention core is counted: the four projections W^Q, W^K, W^V, W^O cost n·d² each"): 2 * n * n * d,
+        t("the product weights @ V is missing: it costs as much as Q Kᵀ (n·n weights, each times d numbers)"): (
             4 * n * d * d + n * n * d
         ),
-        "one projection is missing: there are four, W^Q, W^K, W^V and the output projection W^O": (
+        t("one projection is missing: there are four, W^Q, W^K, W^V and the output projection W^O"): (
             3 * n * d * d + 2 * n * n * d
         ),
-        "the count grows with the number of heads: h heads of size d/h cost what one head of size d costs": (
+        t("the count grows with the number of heads: h heads of size d/h cost what one head of size d costs"): (
             heads * (4 * n * d * d + 2 * n * n * d)
         ),
-        "these are Table 1's two terms only (n²·d + n·d²); count every matrix product of the layer": (
+        t("these are Table 1's two terms only (n²·d + n·d²); count every matrix product of the layer"): (
             n * n * d + n * d * d
         ),
     }
@@ -83,11 +87,20 @@ def check_attention_layer_macs(attention_layer_macs) -> Result:
                 continue
             for hint, value in _mac_mistakes(n, d, heads).items():
                 if got == value:
-                    raise Hint(f"{what} = {got:,}: {hint}")
-            raise Hint(f"{what} = {got:,}, PyTorch's FlopCounterMode counts {want:,} multiply-adds")
+                    raise Hint(t("{what} = {got:,}: {hint}", what=what, got=got, hint=hint))
+            raise Hint(
+                t(
+                    "{what} = {got:,}, PyTorch's FlopCounterMode counts {want:,} multiply-adds",
+                    what=what,
+                    got=got,
+                    want=want,
+                )
+            )
 
     return run_check(
-        "attention layer cost", check, "passed: 4·n·d² for the projections + 2·n²·d for attention, whatever h is"
+        t("attention layer cost"),
+        check,
+        t("passed: 4·n·d² for the projections + 2·n²·d for attention, whatever h is"),
     )
 
 
@@ -124,21 +137,25 @@ CONV_CASES = [
 def _conv_mistakes(n: int, k: int, dilated: bool) -> dict[str, int]:
     if dilated:
         return {
-            "one layer short: with dilations 1, k, k², … the receptive field after L layers is k^L, and it "
-            "must reach n (round up, not down)": int(math.floor(math.log(n, k) + 1e-9)),
-            "that is log base 2: the receptive field multiplies by the kernel width k each layer": math.ceil(
+            t(
+                "one layer short: with dilations 1, k, k², … the receptive field after L layers is k^L, and it "
+                "must reach n (round up, not down)"
+            ): int(math.floor(math.log(n, k) + 1e-9)),
+            t("that is log base 2: the receptive field multiplies by the kernel width k each layer"): math.ceil(
                 math.log2(n) - 1e-9
             ),
-            "math.log(n, k) is a float: for n = k^L it can come out a hair above L (math.log(125, 5) = "
-            "3.0000000000000004), so rounding up adds a layer; count with whole numbers (k ** L < n)": math.ceil(
-                math.log(n, k)
-            ),
+            t(
+                "math.log(n, k) is a float: for n = k^L it can come out a hair above L (math.log(125, 5) = "
+                "3.0000000000000004), so rounding up adds a layer; count with whole numbers (k ** L < n)"
+            ): math.ceil(math.log(n, k)),
         }
     return {
-        "that is n / k rounded up, the O(n/k) of §4 taken literally: a kernel of width k reaches k − 1 "
-        "positions back per layer, and the distance from first to last is n − 1": math.ceil(n / k),
-        "one layer short: round the number of layers up": (n - 1) // (k - 1),
-        "with n / (k − 1) you count n steps; the distance from the first to the last position is n − 1": math.ceil(
+        t(
+            "that is n / k rounded up, the O(n/k) of §4 taken literally: a kernel of width k reaches k − 1 "
+            "positions back per layer, and the distance from first to last is n − 1"
+        ): math.ceil(n / k),
+        t("one layer short: round the number of layers up"): (n - 1) // (k - 1),
+        t("with n / (k − 1) you count n steps; the distance from the first to the last position is n − 1"): math.ceil(
             n / (k - 1)
         ),
     }
@@ -157,10 +174,12 @@ def check_layers_to_connect(layers_to_connect) -> Result:
                 continue
             for hint, value in _conv_mistakes(n, k, dilated).items():
                 if got == value and value != want:
-                    raise Hint(f"{what} = {got}: {hint}")
-            raise Hint(f"{what} = {got}; stacking the layers one by one needs {want}")
+                    raise Hint(t("{what} = {got}: {hint}", what=what, got=got, hint=hint))
+            raise Hint(t("{what} = {got}; stacking the layers one by one needs {want}", what=what, got=got, want=want))
 
-    return run_check("layers to connect", check, "passed: ⌈(n − 1)/(k − 1)⌉ contiguous layers, ⌈log_k n⌉ dilated ones")
+    return run_check(
+        t("layers to connect"), check, t("passed: ⌈(n − 1)/(k − 1)⌉ contiguous layers, ⌈log_k n⌉ dilated ones")
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -169,33 +188,39 @@ def check_layers_to_connect(layers_to_connect) -> Result:
 QUESTIONS = {
     "q1": Choice(
         correct="b",
-        why="training sees the whole target at once (O(1) sequential steps); generating a translation "
-        "still needs one decoder step per output word (notebook 09)",
+        why=lazy_t(
+            "training sees the whole target at once (O(1) sequential steps); generating a translation "
+            "still needs one decoder step per output word (notebook 09)"
+        ),
         wrong={
-            "a": "at test time the next word depends on the words already written, so they cannot all be "
-            "produced in one step; Table 1's O(1) is about one layer over a known sequence",
-            "c": "the encoder reads the whole source in one step; only the output is written word by word",
+            "a": lazy_t(
+                "at test time the next word depends on the words already written, so they cannot all be "
+                "produced in one step; Table 1's O(1) is about one layer over a known sequence"
+            ),
+            "c": lazy_t("the encoder reads the whole source in one step; only the output is written word by word"),
         },
     ),
     "q2": Numeric(
         value=512 / 12,
-        why="n·d² / (n²·d) = d / n = 512 / 12 ≈ 42.7",
+        why="n·d² / (n²·d) = d / n = 512 / 12 ≈ 42.7",  # a formula: the same in every language
         mistakes={
-            "upside down: the recurrent layer costs n·d², self-attention n²·d; divide the first by the second": 12 / 512
+            lazy_t(
+                "upside down: the recurrent layer costs n·d², self-attention n²·d; divide the first by the second"
+            ): 12 / 512
         },
         rel_tol=1e-2,
-        otherwise="divide Table 1's recurrent cost n·d² by the self-attention cost n²·d, then put in n and d",
+        otherwise=lazy_t("divide Table 1's recurrent cost n·d² by the self-attention cost n²·d, then put in n and d"),
     ),
     "q3": Numeric(
         value=12 * 3600 * 8 * 9.5e12,
-        why="12 h × 3,600 s × 8 GPUs × 9.5·10¹² FLOP/s ≈ 3.3·10¹⁸ FLOPs, Table 2's figure",
+        why=lazy_t("12 h × 3,600 s × 8 GPUs × 9.5·10¹² FLOP/s ≈ 3.3·10¹⁸ FLOPs, Table 2's figure"),
         mistakes={
-            "the hours must become seconds (× 3,600): FLOPS are operations per second": 12 * 8 * 9.5e12,
-            "all 8 GPUs worked for those 12 hours: multiply by 8": 12 * 3600 * 9.5e12,
-            "a TFLOPS is 10¹² operations per second, not 10⁹": 12 * 3600 * 8 * 9.5e9,
+            lazy_t("the hours must become seconds (× 3,600): FLOPS are operations per second"): 12 * 8 * 9.5e12,
+            lazy_t("all 8 GPUs worked for those 12 hours: multiply by 8"): 12 * 3600 * 9.5e12,
+            lazy_t("a TFLOPS is 10¹² operations per second, not 10⁹"): 12 * 3600 * 8 * 9.5e9,
         },
         rel_tol=0.02,
-        otherwise="multiply the training time in seconds, the number of GPUs and 9.5·10¹² FLOP/s per GPU",
+        otherwise=lazy_t("multiply the training time in seconds, the number of GPUs and 9.5·10¹² FLOP/s per GPU"),
     ),
 }
 

@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import torch
 
+from ..i18n import lazy_t, register, t
 from . import Choice, Hint, Numeric, Result, as_int, as_mask, as_sequence, run_check
 from . import check_quiz as _check_quiz
+from .zh.nb01_masks import ZH
+
+register("zh", ZH)
 
 __all__ = [
     "PAD",
@@ -46,10 +50,16 @@ def _real(tokens: torch.Tensor, pad_idx: int) -> list[list[bool]]:
 def _compare(got: torch.Tensor, expected: torch.Tensor, what: str) -> None:
     if not torch.equal(got, expected):
         if torch.equal(got, ~expected):
-            raise Hint(f"{what} is inverted: True (or 1) should mean 'may attend'")
+            raise Hint(t("{what} is inverted: True (or 1) should mean 'may attend'", what=what))
         index = (got != expected).nonzero()[0].tolist()
         raise Hint(
-            f"{what} differs at index {index}: got {bool(got[tuple(index)])}, expected {bool(expected[tuple(index)])}"
+            t(
+                "{what} differs at index {index}: got {got}, expected {expected}",
+                what=what,
+                index=index,
+                got=bool(got[tuple(index)]),
+                expected=bool(expected[tuple(index)]),
+            )
         )
 
 
@@ -71,15 +81,17 @@ def expected_allowed_pairs() -> list[int]:
 
 def _pair_mistakes() -> dict[str, list[int]]:
     return {
-        "you ignored the padding: a key must also be a real token, so pads are never looked at": _target_counts(
+        t("you ignored the padding: a key must also be a real token, so pads are never looked at"): _target_counts(
             TOKENS, PAD, lambda i, j, real: j <= i
         ),
-        "you ignored the causal rule: query i sees only keys 0…i": _target_counts(
+        t("you ignored the causal rule: query i sees only keys 0…i"): _target_counts(
             TOKENS, PAD, lambda i, j, real: real[j]
         ),
-        "you left out the pad queries: the target mask hides pad keys only, so a pad query still looks at "
-        "the real tokens before it": _target_counts(TOKENS, PAD, lambda i, j, real: j <= i and real[j] and real[i]),
-        "you hid the diagonal: query i may attend to itself (keys 0…i, i included)": _target_counts(
+        t(
+            "you left out the pad queries: the target mask hides pad keys only, so a pad query still looks at "
+            "the real tokens before it"
+        ): _target_counts(TOKENS, PAD, lambda i, j, real: j <= i and real[j] and real[i]),
+        t("you hid the diagonal: query i may attend to itself (keys 0…i, i included)"): _target_counts(
             TOKENS, PAD, lambda i, j, real: j < i and real[j]
         ),
     }
@@ -92,17 +104,19 @@ def check_allowed_pairs(answer) -> Result:
     def check():
         if answer is ... or answer is None:
             raise NotImplementedError
-        got = [as_int(n, f"answer[{b}]") for b, n in enumerate(as_sequence(answer, 3, "your answer"))]
+        got = [as_int(n, f"answer[{b}]") for b, n in enumerate(as_sequence(answer, 3, t("your answer")))]
         want = expected_allowed_pairs()
         if got == want:
             return
         for hint, value in _pair_mistakes().items():
             if got == value:
-                raise Hint(f"{got}: {hint}")
+                raise Hint(t("{got}: {hint}", got=got, hint=hint))
         wrong = next(b for b in range(3) if got[b] != want[b])
-        raise Hint(f"sentence {wrong} is not right: draw its 5 × 5 table, rows = queries, columns = keys")
+        raise Hint(
+            t("sentence {wrong} is not right: draw its 5 × 5 table, rows = queries, columns = keys", wrong=wrong)
+        )
 
-    return run_check("allowed pairs", check, "passed: only real keys, only the past and the present")
+    return run_check(t("allowed pairs"), check, t("passed: only real keys, only the past and the present"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -128,20 +142,32 @@ def check_mask_from_lengths(mask_from_lengths) -> Result:
             if isinstance(got, torch.Tensor) and got.shape != expected.shape:
                 if got.shape == expected.shape[:1] + expected.shape[-1:]:
                     raise Hint(
-                        f"{what} has shape {tuple(got.shape)}: add the head and query axes, "
-                        "(batch, 1, 1, max_len), so that it broadcasts over heads and queries"
+                        t(
+                            "{what} has shape {shape}: add the head and query axes, "
+                            "(batch, 1, 1, max_len), so that it broadcasts over heads and queries",
+                            what=what,
+                            shape=tuple(got.shape),
+                        )
                     )
                 if got.shape == (len(lengths), 1, max_len, 1):
                     raise Hint(
-                        f"{what} has shape {tuple(got.shape)}: that masks queries; the padding mask is about "
-                        "keys, the last axis: (batch, 1, 1, max_len)"
+                        t(
+                            "{what} has shape {shape}: that masks queries; the padding mask is about "
+                            "keys, the last axis: (batch, 1, 1, max_len)",
+                            what=what,
+                            shape=tuple(got.shape),
+                        )
                     )
             got = as_mask(got, tuple(expected.shape), what)
             if torch.equal(got, _from_lengths(lengths, max_len, lambda j, n: j <= n)[:, None, None, :]):
-                raise Hint(f"{what} lets one pad through: positions 0 … length − 1 are real (use <, not <=)")
+                raise Hint(
+                    t("{what} lets one pad through: positions 0 … length − 1 are real (use <, not <=)", what=what)
+                )
             _compare(got, expected, what)
 
-    return run_check("mask from lengths", check, "passed: torch.arange(max_len) < lengths[:, None], as (B, 1, 1, L)")
+    return run_check(
+        t("mask from lengths"), check, t("passed: torch.arange(max_len) < lengths[:, None], as (B, 1, 1, L)")
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -162,20 +188,22 @@ def expected_window(tokens: torch.Tensor, pad_idx: int, radius: int, rule=_in_wi
 
 
 WINDOW_MISTAKES = {
-    "it sees only the past: a centred window reaches radius positions on both sides (|i − j| <= radius)": (
+    lazy_t("it sees only the past: a centred window reaches radius positions on both sides (|i − j| <= radius)"): (
         lambda i, j, real, r: 0 <= i - j <= r and real[j]
     ),
-    "the window is one too narrow: |i − j| <= radius, so radius = 1 means 3 keys": (
+    lazy_t("the window is one too narrow: |i − j| <= radius, so radius = 1 means 3 keys"): (
         lambda i, j, real, r: abs(i - j) < r and real[j]
     ),
-    "the window is one too wide: |i − j| <= radius, not radius + 1": (
+    lazy_t("the window is one too wide: |i − j| <= radius, not radius + 1"): (
         lambda i, j, real, r: abs(i - j) <= r + 1 and real[j]
     ),
-    "pads are looked at: combine the window with the padding mask of the keys (&)": (
+    lazy_t("pads are looked at: combine the window with the padding mask of the keys (&)"): (
         lambda i, j, real, r: abs(i - j) <= r
     ),
-    "you also masked the pad queries: their rows are then empty, and an empty row gives NaN (section 6); "
-    "mask keys only": (lambda i, j, real, r: abs(i - j) <= r and real[j] and real[i]),
+    lazy_t(
+        "you also masked the pad queries: their rows are then empty, and an empty row gives NaN (section 6); "
+        "mask keys only"
+    ): (lambda i, j, real, r: abs(i - j) <= r and real[j] and real[i]),
 }
 
 
@@ -194,13 +222,13 @@ def check_window_mask(window_mask) -> Result:
             if torch.equal(got, expected):
                 continue
             if pad_idx != PAD and torch.equal(got, expected_window(tokens, PAD, radius)):
-                raise Hint(f"{what}: compare the tokens with pad_idx, not with 0")
+                raise Hint(t("{what}: compare the tokens with pad_idx, not with 0", what=what))
             for hint, rule in WINDOW_MISTAKES.items():
                 if torch.equal(got, expected_window(tokens, pad_idx, radius, rule)):
-                    raise Hint(f"{what}: {hint}")
+                    raise Hint(t("{what}: {hint}", what=what, hint=hint))
             _compare(got, expected, what)
 
-    return run_check("window mask", check, "passed: a band of width 2·radius + 1 around each query, no pads")
+    return run_check(t("window mask"), check, t("passed: a band of width 2·radius + 1 around each query, no pads"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -224,22 +252,41 @@ def check_local_mask(local_mask) -> Result:
             expected = expected_local(size, window)
             got = local_mask(size, window)
             if isinstance(got, torch.Tensor) and got.shape == (size, size):
-                raise Hint(f"{what} has shape {(size, size)}: add the batch and head axes, (1, 1, size, size)")
+                raise Hint(
+                    t(
+                        "{what} has shape {shape}: add the batch and head axes, (1, 1, size, size)",
+                        what=what,
+                        shape=(size, size),
+                    )
+                )
             got = as_mask(got, tuple(expected.shape), what)
             if torch.equal(got, expected):
                 continue
             if torch.equal(got, expected_local(size, window + 1)):
                 raise Hint(
-                    f"{what} lets each query see {window + 1} keys: with window={window} a query sees "
-                    f"itself and the {window - 1} keys before it"
+                    t(
+                        "{what} lets each query see {seen} keys: with window={window} a query sees "
+                        "itself and the {before} keys before it",
+                        what=what,
+                        seen=window + 1,
+                        window=window,
+                        before=window - 1,
+                    )
                 )
             if torch.equal(got, expected_local(size, window, lambda i, j, w: abs(i - j) < w)):
-                raise Hint(f"{what} lets a query see keys after it: keep it causal (the lower triangle, torch.tril)")
+                raise Hint(
+                    t(
+                        "{what} lets a query see keys after it: keep it causal (the lower triangle, torch.tril)",
+                        what=what,
+                    )
+                )
             if torch.equal(got, expected_local(size, window, lambda i, j, w: 0 < i - j < w)):
-                raise Hint(f"{what} hides the diagonal: a position may attend to itself")
+                raise Hint(t("{what} hides the diagonal: a position may attend to itself", what=what))
             _compare(got, expected, what)
 
-    return run_check("local mask", check, "passed: each position sees itself and the window − 1 positions before it")
+    return run_check(
+        t("local mask"), check, t("passed: each position sees itself and the window − 1 positions before it")
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -248,33 +295,37 @@ def check_local_mask(local_mask) -> Result:
 QUESTIONS = {
     "q1": Choice(
         correct="b",
-        why="nn.MultiheadAttention's key_padding_mask marks the keys to IGNORE; pass ~src_mask[:, 0, 0]",
+        why=lazy_t("nn.MultiheadAttention's key_padding_mask marks the keys to IGNORE; pass ~src_mask[:, 0, 0]"),
         wrong={
-            "a": "that is this course's convention (and F.scaled_dot_product_attention's); "
-            "key_padding_mask is the opposite",
-            "c": "key_padding_mask is about keys (its shape is (batch, k_len)), not queries",
+            "a": lazy_t(
+                "that is this course's convention (and F.scaled_dot_product_attention's); "
+                "key_padding_mask is the opposite"
+            ),
+            "c": lazy_t("key_padding_mask is about keys (its shape is (batch, k_len)), not queries"),
         },
     ),
     "q2": Choice(
         correct="b",
-        why="key 0 is a real token and no query is before it, so every row, pad rows included, may see it",
+        why=lazy_t("key 0 is a real token and no query is before it, so every row, pad rows included, may see it"),
         wrong={
-            "a": "row 0 sees key 0, and so does every later row: the causal rule lets row i see keys 0…i",
-            "c": "the target mask hides pad KEYS, not pad queries: a pad row still sees the real tokens before it",
+            "a": lazy_t("row 0 sees key 0, and so does every later row: the causal rule lets row i see keys 0…i"),
+            "c": lazy_t(
+                "the target mask hides pad KEYS, not pad queries: a pad row still sees the real tokens before it"
+            ),
         },
     ),
     "q3": Numeric(
         value=64 * 40,
-        why="(64, 1, 1, 40) holds 64 · 40 = 2,560 booleans; broadcasting reuses them for 8 heads × 40 queries",
+        why=lazy_t("(64, 1, 1, 40) holds 64 · 40 = 2,560 booleans; broadcasting reuses them for 8 heads × 40 queries"),
         mistakes={
-            "that is the size of the scores (64, 8, 40, 40); the mask stores size-1 axes for heads and queries": (
-                64 * 8 * 40 * 40
-            ),
-            "the head axis has size 1 too: the mask is (64, 1, 1, 40), the same for every head": 64 * 8 * 40,
-            "the query axis has size 1: the padding mask is about keys only, (64, 1, 1, 40)": 64 * 40 * 40,
+            lazy_t(
+                "that is the size of the scores (64, 8, 40, 40); the mask stores size-1 axes for heads and queries"
+            ): 64 * 8 * 40 * 40,
+            lazy_t("the head axis has size 1 too: the mask is (64, 1, 1, 40), the same for every head"): 64 * 8 * 40,
+            lazy_t("the query axis has size 1: the padding mask is about keys only, (64, 1, 1, 40)"): 64 * 40 * 40,
         },
         rel_tol=0,
-        otherwise="count the numbers in a tensor of shape (batch, 1, 1, len)",
+        otherwise=lazy_t("count the numbers in a tensor of shape (batch, 1, 1, len)"),
     ),
 }
 

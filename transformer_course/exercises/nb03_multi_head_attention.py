@@ -17,7 +17,11 @@ import math
 import torch
 import torch.nn.functional as F
 
+from ..i18n import lazy_t, register, t
 from . import Choice, Hint, Result, as_int, as_shape, check_question, expect_tensor, run_check
+from .zh.nb03_multi_head_attention import ZH
+
+register("zh", ZH)
 
 __all__ = [
     "SHAPES",
@@ -64,17 +68,27 @@ def _mha_reference(query, key, value, state, heads, mask=None, mistake=None):
 
 
 MISTAKES = {
-    "direct_view": "the heads are split with one view (batch, heads, len, d_k), which cuts the sequence into "
-    "pieces and mixes positions: view as (batch, len, heads, d_k), then .transpose(1, 2)",
-    "merge_no_transpose": "the heads are merged in the wrong order: (batch, heads, len, d_k) must go back to "
-    "(batch, len, heads, d_k) with .transpose(1, 2) before the reshape to (batch, len, d_model)",
-    "kqv": "the rows of in_proj are used in the wrong order: rows 0 … d_model−1 are W^Q, then W^K, then W^V "
-    "(nn.MultiheadAttention's layout)",
-    "kv_from_query": "keys and values are computed from `query`: in cross-attention they come from the `key` "
-    "and `value` arguments (the encoder's memory)",
-    "sqrt_d_model": "the scores are divided by √d_model; each head works in d_k = d_model / heads dimensions, "
-    "so divide by √d_k (notebook 02's function does it when it gets (batch, heads, len, d_k) tensors)",
-    "no_mask": "the mask is not passed on: keys where it is False must get weight 0",
+    "direct_view": lazy_t(
+        "the heads are split with one view (batch, heads, len, d_k), which cuts the sequence into "
+        "pieces and mixes positions: view as (batch, len, heads, d_k), then .transpose(1, 2)"
+    ),
+    "merge_no_transpose": lazy_t(
+        "the heads are merged in the wrong order: (batch, heads, len, d_k) must go back to "
+        "(batch, len, heads, d_k) with .transpose(1, 2) before the reshape to (batch, len, d_model)"
+    ),
+    "kqv": lazy_t(
+        "the rows of in_proj are used in the wrong order: rows 0 … d_model−1 are W^Q, then W^K, then W^V "
+        "(nn.MultiheadAttention's layout)"
+    ),
+    "kv_from_query": lazy_t(
+        "keys and values are computed from `query`: in cross-attention they come from the `key` "
+        "and `value` arguments (the encoder's memory)"
+    ),
+    "sqrt_d_model": lazy_t(
+        "the scores are divided by √d_model; each head works in d_k = d_model / heads dimensions, "
+        "so divide by √d_k (notebook 02's function does it when it gets (batch, heads, len, d_k) tensors)"
+    ),
+    "no_mask": lazy_t("the mask is not passed on: keys where it is False must get weight 0"),
 }
 
 
@@ -88,8 +102,13 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
         names = set(mha.state_dict())
         if names != NAMES:
             raise Hint(
-                f"the parameters should be named {sorted(NAMES)} (as the package's, so that weights can be "
-                f"copied by name); missing {sorted(NAMES - names)}, unexpected {sorted(names - NAMES)}"
+                t(
+                    "the parameters should be named {names} (as the package's, so that weights can be "
+                    "copied by name); missing {missing}, unexpected {unexpected}",
+                    names=sorted(NAMES),
+                    missing=sorted(NAMES - names),
+                    unexpected=sorted(names - NAMES),
+                )
             )
         state = {name: t.detach().clone() for name, t in mha.state_dict().items()}
         g = torch.Generator().manual_seed(3)
@@ -97,10 +116,10 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
         src_mask = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], dtype=torch.bool)[:, None, None, :]
         causal = torch.ones(4, 4, dtype=torch.bool).tril()[None, None]  # (1, 1, T, T)
         cases = (
-            ("self-attention with a padding mask", memory, memory, src_mask),
-            ("masked self-attention", tgt, tgt, causal),
-            ("cross-attention", tgt, memory, None),
-            ("cross-attention with a padding mask", tgt, memory, src_mask),
+            (t("self-attention with a padding mask"), memory, memory, src_mask),
+            (t("masked self-attention"), tgt, tgt, causal),
+            (t("cross-attention"), tgt, memory, None),
+            (t("cross-attention with a padding mask"), tgt, memory, src_mask),
         )
         for what, query, kv, mask in cases:
             with torch.no_grad():
@@ -110,16 +129,16 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
                 for mistake, hint in MISTAKES.items():
                     wrong, _ = _mha_reference(query, kv, kv, state, heads, mask, mistake)
                     if torch.allclose(got, wrong, atol=1e-5):
-                        raise Hint(f"{what}: {hint}")
-            expect_tensor(got, want, f"{what}: the output (batch, q_len, d_model)")
+                        raise Hint(t("{what}: {hint}", what=what, hint=hint))
+            expect_tensor(got, want, t("{what}: the output (batch, q_len, d_model)", what=what))
             expect_tensor(getattr(mha, "weights", None), want_w, f"{what}: self.weights (batch, heads, q_len, k_len)")
         try:
             MultiHeadAttention(10, 4)
         except Exception:
             return
-        raise Hint("MultiHeadAttention(10, 4) should raise an error: d_model=10 is not divisible by heads=4")
+        raise Hint(t("MultiHeadAttention(10, 4) should raise an error: d_model=10 is not divisible by heads=4"))
 
-    return run_check("MultiHeadAttention", check, "passed: self, masked and cross-attention, per-head weights kept")
+    return run_check("MultiHeadAttention", check, t("passed: self, masked and cross-attention, per-head weights kept"))
 
 
 # ---- exercise 1: predict the shapes ------------------------------------------------------------------
@@ -134,19 +153,21 @@ SHAPES = {
     "output": (B, T, D_MODEL),
 }
 SHAPE_MISTAKES = {
-    ("q", (B, T, HEADS, D_K)): "that is before the transpose: split_heads puts the heads before the positions",
-    ("q", (B, HEADS, T, D_MODEL)): "each head has d_k = d_model / heads = 64 features, not d_model",
-    ("q", (B, T, D_MODEL)): "that is before the split: the queries are cut into heads, (batch, heads, T, d_k)",
-    ("k", (B, HEADS, T, D_K)): "keys come from the source, the encoder's memory: S = 6 positions, not T",
-    ("k", (B, S, HEADS, D_K)): "that is before the transpose: heads come before positions",
-    ("weights", (B, HEADS, S, T)): "rows are queries (the target, T), columns are keys (the source, S)",
-    ("weights", (B, T, S)): "each head has its own weights: (batch, heads, T, S)",
-    ("weights", (B, HEADS, T, T)): "cross-attention weights are not square: T queries against S keys",
-    ("heads_out", (B, HEADS, S, D_K)): "there is one output per query (T of them), an average over the S values",
-    ("heads_out", (B, HEADS, T, S)): "that is the weights; weights @ v has one d_v = 64 vector per query",
-    ("output", (B, S, D_MODEL)): "the block returns one vector per query, the target's T positions",
-    ("output", (B, T, D_K)): "merging the heads and W^O give back d_model = 512 features",
-    ("output", (B, HEADS, T, D_K)): "that is before the merge: Concat and W^O give (batch, T, d_model)",
+    ("q", (B, T, HEADS, D_K)): lazy_t("that is before the transpose: split_heads puts the heads before the positions"),
+    ("q", (B, HEADS, T, D_MODEL)): lazy_t("each head has d_k = d_model / heads = 64 features, not d_model"),
+    ("q", (B, T, D_MODEL)): lazy_t("that is before the split: the queries are cut into heads, (batch, heads, T, d_k)"),
+    ("k", (B, HEADS, T, D_K)): lazy_t("keys come from the source, the encoder's memory: S = 6 positions, not T"),
+    ("k", (B, S, HEADS, D_K)): lazy_t("that is before the transpose: heads come before positions"),
+    ("weights", (B, HEADS, S, T)): lazy_t("rows are queries (the target, T), columns are keys (the source, S)"),
+    ("weights", (B, T, S)): lazy_t("each head has its own weights: (batch, heads, T, S)"),
+    ("weights", (B, HEADS, T, T)): lazy_t("cross-attention weights are not square: T queries against S keys"),
+    ("heads_out", (B, HEADS, S, D_K)): lazy_t(
+        "there is one output per query (T of them), an average over the S values"
+    ),
+    ("heads_out", (B, HEADS, T, S)): lazy_t("that is the weights; weights @ v has one d_v = 64 vector per query"),
+    ("output", (B, S, D_MODEL)): lazy_t("the block returns one vector per query, the target's T positions"),
+    ("output", (B, T, D_K)): lazy_t("merging the heads and W^O give back d_model = 512 features"),
+    ("output", (B, HEADS, T, D_K)): lazy_t("that is before the merge: Concat and W^O give (batch, T, d_model)"),
 }
 
 
@@ -155,20 +176,32 @@ def check_predicted_shapes(predicted) -> Result:
 
     def check():
         if not isinstance(predicted, dict):
-            raise Hint(f"predicted should be a dict such as {{'q': (…), 'k': (…), …}}, got {type(predicted).__name__}")
+            raise Hint(
+                t(
+                    "predicted should be a dict such as {{'q': (…), 'k': (…), …}}, got {type}",
+                    type=type(predicted).__name__,
+                )
+            )
         missing = [name for name in SHAPES if name not in predicted]
         if missing:
-            raise Hint(f"predicted has no entry for {missing}; fill in all of {list(SHAPES)}")
+            raise Hint(
+                t("predicted has no entry for {missing}; fill in all of {names}", missing=missing, names=list(SHAPES))
+            )
         blank = [name for name in SHAPES if predicted[name] is ... or predicted[name] is None]
         if blank:
-            raise Hint(f"not done yet: replace the `...` of {blank} with your predicted shapes, e.g. (1, 2, 3)")
+            raise Hint(
+                t("not done yet: replace the `...` of {blank} with your predicted shapes, e.g. (1, 2, 3)", blank=blank)
+            )
         for name, want in SHAPES.items():
-            got = as_shape(predicted[name], f"predicted[{name!r}]")
+            what = f"predicted[{name!r}]"
+            got = as_shape(predicted[name], what)
             if got != want:
-                hint = SHAPE_MISTAKES.get((name, got), f"expected {len(want)} dimensions, ending with the right sizes")
-                raise Hint(f"predicted[{name!r}] = {got}: {hint}")
+                hint = SHAPE_MISTAKES.get((name, got)) or t(
+                    "expected {dims} dimensions, ending with the right sizes", dims=len(want)
+                )
+                raise Hint(t("{what} = {got}: {hint}", what=what, got=got, hint=hint))
 
-    return run_check("predicted shapes", check, "passed: now run the next cell to see them measured")
+    return run_check(t("predicted shapes"), check, t("passed: now run the next cell to see them measured"))
 
 
 # ---- exercise 2: parameters with free d_k and d_v -----------------------------------------------------
@@ -195,19 +228,26 @@ def check_attention_parameter_count(count) -> Result:
                 continue
             qk, v = heads * d_k, heads * d_v
             wrong = {
-                4 * d_model * d_model + 4 * d_model: "uses d_model × d_model for every projection; that holds only "
-                "when heads·d_k = heads·d_v = d_model. W^Q and W^K are d_model × heads·d_k, W^V d_model × heads·d_v",
-                want - 2 * qk - v - d_model: "counts the weights only: W^Q and W^K have biases of size heads·d_k, "
-                "W^V of size heads·d_v, W^O of size d_model",
-                want
-                - v * d_model
-                + qk * d_model: "sizes W^O by d_k; it takes the concatenated values, heads·d_v × d_model",
-                attention_parameter_count(d_model, 1, d_k, d_v): "counts one head: every head has its own "
-                "W_i^Q, W_i^K, W_i^V, so all heads together are heads·d_k (or heads·d_v) wide",
+                4 * d_model * d_model + 4 * d_model: t(
+                    "uses d_model × d_model for every projection; that holds only when heads·d_k = heads·d_v = "
+                    "d_model. W^Q and W^K are d_model × heads·d_k, W^V d_model × heads·d_v"
+                ),
+                want - 2 * qk - v - d_model: t(
+                    "counts the weights only: W^Q and W^K have biases of size heads·d_k, "
+                    "W^V of size heads·d_v, W^O of size d_model"
+                ),
+                want - v * d_model + qk * d_model: t(
+                    "sizes W^O by d_k; it takes the concatenated values, heads·d_v × d_model"
+                ),
+                attention_parameter_count(d_model, 1, d_k, d_v): t(
+                    "counts one head: every head has its own "
+                    "W_i^Q, W_i^K, W_i^V, so all heads together are heads·d_k (or heads·d_v) wide"
+                ),
             }
-            raise Hint(f"{what} = {got}, expected {want}: {wrong.get(got, 'add up four matrices and four biases')}")
+            hint = wrong.get(got) or t("add up four matrices and four biases")
+            raise Hint(t("{what} = {got}, expected {want}: {hint}", what=what, got=got, want=want, hint=hint))
 
-    return run_check("parameter count", check, "passed: heads·d_k and heads·d_v set the widths, not d_model")
+    return run_check(t("parameter count"), check, t("passed: heads·d_k and heads·d_v set the widths, not d_model"))
 
 
 # ---- exercise 3: multiply-adds of one call ------------------------------------------------------------
@@ -234,50 +274,56 @@ def check_multiply_adds(count) -> Result:
             d2 = d_model * d_model
             core = 2 * batch * q_len * k_len * d_model
             wrong = {
-                2 * want: "counts FLOPs (a multiply and an add each); count each multiply-add once",
-                4 * batch * q_len * d2 + core: "projects keys and values from q_len positions; in cross-attention "
-                "they come from the memory, k_len positions",
-                want + (heads - 1) * core: "uses d_model-long dot products in every head; each head's are d_k = "
-                "d_model / heads long",
-                want - batch * q_len * d2: "leaves out W^O, the output projection",
-                want - core // 2: "leaves out one of the two attention products, Q Kᵀ or weights @ V",
+                2 * want: t("counts FLOPs (a multiply and an add each); count each multiply-add once"),
+                4 * batch * q_len * d2 + core: t(
+                    "projects keys and values from q_len positions; in cross-attention "
+                    "they come from the memory, k_len positions"
+                ),
+                want + (heads - 1) * core: t(
+                    "uses d_model-long dot products in every head; each head's are d_k = d_model / heads long"
+                ),
+                want - batch * q_len * d2: t("leaves out W^O, the output projection"),
+                want - core // 2: t("leaves out one of the two attention products, Q Kᵀ or weights @ V"),
             }
-            raise Hint(
-                f"{what} = {got}, expected {want}: {wrong.get(got, 'add the four projections and two products')}"
-            )
+            hint = wrong.get(got) or t("add the four projections and two products")
+            raise Hint(t("{what} = {got}, expected {want}: {hint}", what=what, got=got, want=want, hint=hint))
 
-    return run_check("multiply-adds", check, "passed: 2·B·(T + S)·d_model² + 2·B·T·S·d_model")
+    return run_check(t("multiply-adds"), check, t("passed: 2·B·(T + S)·d_model² + 2·B·T·S·d_model"))
 
 
 # ---- conceptual questions (answer: one letter; the shared check_question accepts 'b', 'B', '(b)') --------
 
 HEADS = Choice(
     "b",
-    "one head is 0.9 BLEU worse than the best setting, and too many heads are worse too (§6.2)",
+    lazy_t("one head is 0.9 BLEU worse than the best setting, and too many heads are worse too (§6.2)"),
     {
-        "a": "(a): §6.2 says quality also drops off with too many heads (32 heads: 25.4 BLEU against 25.8)",
-        "c": "(c): single-head attention is 0.9 BLEU worse than the best setting (§6.2, Table 3 (A))",
-        "d": "(d): every row of (A) has the same parameter count (exercise 2: heads·d_k stays 512), "
-        "and one head scored lowest",
+        "a": lazy_t("(a): §6.2 says quality also drops off with too many heads (32 heads: 25.4 BLEU against 25.8)"),
+        "c": lazy_t("(c): single-head attention is 0.9 BLEU worse than the best setting (§6.2, Table 3 (A))"),
+        "d": lazy_t(
+            "(d): every row of (A) has the same parameter count (exercise 2: heads·d_k stays 512), "
+            "and one head scored lowest"
+        ),
     },
 )
 CROSS = Choice(
     "c",
-    "keys and values are the encoder's output, the memory, in every decoder layer",
+    lazy_t("keys and values are the encoder's output, the memory, in every decoder layer"),
     {
-        "a": "(a): the previous decoder layer gives the queries; keys and values come from the encoder",
-        "b": "(b): the target side gives only the queries in cross-attention",
-        "d": "(d): the keys and values come from the encoder's final output (after all N layers), not from the "
-        "source embeddings",
+        "a": lazy_t("(a): the previous decoder layer gives the queries; keys and values come from the encoder"),
+        "b": lazy_t("(b): the target side gives only the queries in cross-attention"),
+        "d": lazy_t(
+            "(d): the keys and values come from the encoder's final output (after all N layers), not from the "
+            "source embeddings"
+        ),
     },
 )
 
 
 def check_question_heads(answer) -> Result:
     """Table 3 rows (A): what did varying the number of heads at fixed computation show?"""
-    return check_question("question 1 (how many heads)", HEADS, answer)
+    return check_question(t("question 1 (how many heads)"), HEADS, answer)
 
 
 def check_question_cross(answer) -> Result:
     """In cross-attention, where do keys and values come from?"""
-    return check_question("question 2 (cross-attention)", CROSS, answer)
+    return check_question(t("question 2 (cross-attention)"), CROSS, answer)

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..i18n import lazy_t, register, t
 from . import (
     Choice,
     Hint,
@@ -24,10 +25,13 @@ from . import (
     as_int,
     check_question,
     expect_tensor,
-    name_known_mistake,
+    known_mistake,
     print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
     run_check,
 )
+from .zh.nb04_layernorm_residual import ZH
+
+register("zh", ZH)
 
 __all__ = [
     "check_layer_norm_module",
@@ -62,19 +66,20 @@ def _layer_norm_variants(x: Tensor, gamma: Tensor, beta: Tensor, eps: float) -> 
     mean, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
     b_mean, b_var = x.mean(0, keepdim=True), x.var(0, unbiased=False, keepdim=True)
     return {
-        "you normalised over the batch (dim 0), which is BatchNorm; LayerNorm normalises each row over "
-        "its last dimension (dim=-1)": gamma * (x - b_mean) / torch.sqrt(b_var + eps) + beta,
-        "you used the unbiased variance (divides by n−1); LayerNorm divides by n: x.var(dim=-1, unbiased=False)": gamma
-        * (x - mean)
-        / torch.sqrt(x.var(-1, keepdim=True) + eps)
-        + beta,
-        "ε belongs inside the square root, √(var + ε), not √var + ε: it matters for rows with a tiny spread": gamma
+        t(
+            "you normalised over the batch (dim 0), which is BatchNorm; LayerNorm normalises each row over "
+            "its last dimension (dim=-1)"
+        ): gamma * (x - b_mean) / torch.sqrt(b_var + eps) + beta,
+        t(
+            "you used the unbiased variance (divides by n−1); LayerNorm divides by n: x.var(dim=-1, unbiased=False)"
+        ): gamma * (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + eps) + beta,
+        t("ε belongs inside the square root, √(var + ε), not √var + ε: it matters for rows with a tiny spread"): gamma
         * (x - mean)
         / (torch.sqrt(var) + eps)
         + beta,
-        "the normalised values are right, but γ (gain) and β (bias) are not applied: γ · x̂ + β": (x - mean)
+        t("the normalised values are right, but γ (gain) and β (bias) are not applied: γ · x̂ + β"): (x - mean)
         / torch.sqrt(var + eps),
-        "you divided by the variance; divide by the standard deviation √(var + ε)": gamma * (x - mean) / (var + eps)
+        t("you divided by the variance; divide by the standard deviation √(var + ε)"): gamma * (x - mean) / (var + eps)
         + beta,
     }
 
@@ -88,7 +93,12 @@ def check_layer_norm_module(LayerNorm) -> Result:  # noqa: N803 (the learner's c
             mine = LayerNorm(features)
             names = set(mine.state_dict())
             if names != {"weight", "bias"}:
-                raise Hint(f"LayerNorm's parameters should be named 'weight' (γ) and 'bias' (β), got {sorted(names)}")
+                raise Hint(
+                    t(
+                        "LayerNorm's parameters should be named 'weight' (γ) and 'bias' (β), got {names}",
+                        names=sorted(names),
+                    )
+                )
             g = torch.Generator().manual_seed(features)
             gamma, beta = torch.rand(features, generator=g) + 0.5, torch.randn(features, generator=g)
             with torch.no_grad():
@@ -96,22 +106,26 @@ def check_layer_norm_module(LayerNorm) -> Result:  # noqa: N803 (the learner's c
                 mine.bias.copy_(beta)
                 got = mine(x)
             expected = F.layer_norm(x, (features,), gamma, beta, eps=1e-5)
-            what = f"LayerNorm({features}) on an input of shape {tuple(x.shape)}"
-            name_known_mistake(got, expected, _layer_norm_variants(x, gamma, beta, 1e-5), message=f"{what}: {{}}")
+            what = t("LayerNorm({features}) on an input of shape {shape}", features=features, shape=tuple(x.shape))
+            hint = known_mistake(got, expected, _layer_norm_variants(x, gamma, beta, 1e-5))
+            if hint is not None:
+                raise Hint(t("{what}: {hint}", what=what, hint=hint))
             expect_tensor(got, expected, what)
         x = _inputs()[2]
         with torch.no_grad():
             got, expected = LayerNorm(x.size(-1), eps=1e-3)(x), F.layer_norm(x, (x.size(-1),), eps=1e-3)
-        expect_tensor(got, expected, "LayerNorm(8, eps=1e-3) (use the eps argument, self.eps, not a fixed 1e-5)")
+        expect_tensor(got, expected, t("LayerNorm(8, eps=1e-3) (use the eps argument, self.eps, not a fixed 1e-5)"))
 
-    return run_check("LayerNorm", check, "equals nn.LayerNorm, also on rows with a tiny spread")
+    return run_check("LayerNorm", check, t("equals nn.LayerNorm, also on rows with a tiny spread"))
 
 
 DROPOUT_HINTS = {
-    "sum": "dropout is applied to the sum, residual included; the paper drops only the sub-layer's output, "
-    "'before it is added to the sub-layer input' (§5.4)",
-    "none": "in training mode dropout should zero some of the sub-layer's outputs: apply self.dropout to them",
-    "after": "dropout is applied after the LayerNorm; it belongs on the sub-layer's output, before the +",
+    "sum": lazy_t(
+        "dropout is applied to the sum, residual included; the paper drops only the sub-layer's output, "
+        "'before it is added to the sub-layer input' (§5.4)"
+    ),
+    "none": lazy_t("in training mode dropout should zero some of the sub-layer's outputs: apply self.dropout to them"),
+    "after": lazy_t("dropout is applied after the LayerNorm; it belongs on the sub-layer's output, before the +"),
 }
 
 
@@ -150,7 +164,12 @@ def check_residual_connection(ResidualConnection) -> Result:  # noqa: N803 (the 
             block = ResidualConnection(8, 0.5, norm_first=norm_first)
             names = set(block.state_dict())
             if names != {"norm.weight", "norm.bias"}:
-                raise Hint(f"the only parameters should be self.norm's, norm.weight and norm.bias; got {sorted(names)}")
+                raise Hint(
+                    t(
+                        "the only parameters should be self.norm's, norm.weight and norm.bias; got {names}",
+                        names=sorted(names),
+                    )
+                )
             with torch.no_grad():
                 block.norm.weight.uniform_(0.5, 1.5)
                 block.norm.bias.normal_()
@@ -160,23 +179,33 @@ def check_residual_connection(ResidualConnection) -> Result:  # noqa: N803 (the 
                 wrong = {
                     "norm(x + sublayer(x))": post,
                     "x + sublayer(norm(x))": pre,
-                    "norm(sublayer(x)) (the residual x is missing)": norm(sublayer(x)),
-                    "sublayer(norm(x)) (the residual x is missing)": sublayer(norm(x)),
+                    t("norm(sublayer(x)) (the residual x is missing)"): norm(sublayer(x)),
+                    t("sublayer(norm(x)) (the residual x is missing)"): sublayer(norm(x)),
                     "x + norm(sublayer(x))": x + norm(sublayer(x)),
                 }
                 got, expected = block.eval()(x, sublayer), (pre if norm_first else post)
-                message = f"{what} in eval mode computed {{}}; it should be {formula}"
-                name_known_mistake(got, expected, wrong, message=message)
-                expect_tensor(got, expected, f"{what} in eval mode")
+                computed = known_mistake(got, expected, wrong)
+                if computed is not None:
+                    raise Hint(
+                        t(
+                            "{what} in eval mode computed {computed}; it should be {formula}",
+                            what=what,
+                            computed=computed,
+                            formula=formula,
+                        )
+                    )
+                expect_tensor(got, expected, t("{what} in eval mode", what=what))
 
                 outcomes = _residual_outcomes(x, sublayer, norm, norm_first)
                 torch.manual_seed(5)
                 got = block.train()(x, sublayer)
-            mistakes = {DROPOUT_HINTS[name]: t for name, t in outcomes.items() if name != "right"}
-            name_known_mistake(got, outcomes["right"], mistakes, message=f"{what} in training mode: {{}}")
-            expect_tensor(got, outcomes["right"], f"{what} in training mode")
+            mistakes = {DROPOUT_HINTS[name]: out for name, out in outcomes.items() if name != "right"}
+            hint = known_mistake(got, outcomes["right"], mistakes)
+            if hint is not None:
+                raise Hint(t("{what} in training mode: {hint}", what=what, hint=hint))
+            expect_tensor(got, outcomes["right"], t("{what} in training mode", what=what))
 
-    return run_check("ResidualConnection", check, "post-LN and pre-LN right, dropout on the sub-layer's output")
+    return run_check("ResidualConnection", check, t("post-LN and pre-LN right, dropout on the sub-layer's output"))
 
 
 # ---- exercise 1: RMSNorm -----------------------------------------------------------------------------
@@ -186,21 +215,25 @@ def _rms_norm_variants(x: Tensor, gamma: Tensor, eps: float) -> dict[str, Tensor
     mean_square = x.pow(2).mean(-1, keepdim=True)
     mean, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
     return {
-        "you subtracted the mean, which is LayerNorm; RMSNorm only rescales: x / √(mean(x²) + ε) · γ": gamma
+        t("you subtracted the mean, which is LayerNorm; RMSNorm only rescales: x / √(mean(x²) + ε) · γ"): gamma
         * (x - mean)
         / torch.sqrt(var + eps),
-        "you divided by the standard deviation; RMSNorm divides by the root of the mean of the squares, "
-        "√(mean(x²) + ε), which does not subtract the mean": gamma * x / torch.sqrt(var + eps),
-        "ε belongs inside the square root, √(mean(x²) + ε), not √mean(x²) + ε: it matters for rows with a tiny "
-        "spread": gamma * x / (torch.sqrt(mean_square) + eps),
-        "you divided by mean(x²) + ε; take its square root": gamma * x / (mean_square + eps),
-        "you summed the squares; RMSNorm takes their mean over the last dimension": gamma
+        t(
+            "you divided by the standard deviation; RMSNorm divides by the root of the mean of the squares, "
+            "√(mean(x²) + ε), which does not subtract the mean"
+        ): gamma * x / torch.sqrt(var + eps),
+        t(
+            "ε belongs inside the square root, √(mean(x²) + ε), not √mean(x²) + ε: it matters for rows with a tiny "
+            "spread"
+        ): gamma * x / (torch.sqrt(mean_square) + eps),
+        t("you divided by mean(x²) + ε; take its square root"): gamma * x / (mean_square + eps),
+        t("you summed the squares; RMSNorm takes their mean over the last dimension"): gamma
         * x
         / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps),
-        "you normalised over the batch (dim 0); normalise each row over its last dimension (dim=-1)": gamma
+        t("you normalised over the batch (dim 0); normalise each row over its last dimension (dim=-1)"): gamma
         * x
         / torch.sqrt(x.pow(2).mean(0, keepdim=True) + eps),
-        "the scaling is right but the gain γ is missing: multiply by gamma": x / torch.sqrt(mean_square + eps),
+        t("the scaling is right but the gain γ is missing: multiply by gamma"): x / torch.sqrt(mean_square + eps),
     }
 
 
@@ -213,11 +246,13 @@ def check_rms_norm(rms_norm) -> Result:
             gamma = torch.rand(features, generator=torch.Generator().manual_seed(features)) + 0.5
             expected = F.rms_norm(x, (features,), gamma, 1e-5)
             got = rms_norm(x.clone(), gamma, 1e-5)
-            what = f"rms_norm(x, gamma, 1e-5) for x of shape {tuple(x.shape)}"
-            name_known_mistake(got, expected, _rms_norm_variants(x, gamma, 1e-5), message=f"{what}: {{}}")
+            what = t("rms_norm(x, gamma, 1e-5) for x of shape {shape}", shape=tuple(x.shape))
+            hint = known_mistake(got, expected, _rms_norm_variants(x, gamma, 1e-5))
+            if hint is not None:
+                raise Hint(t("{what}: {hint}", what=what, hint=hint))
             expect_tensor(got, expected, what)
 
-    return run_check("RMSNorm", check, "equals F.rms_norm, also on rows with a tiny spread")
+    return run_check("RMSNorm", check, t("equals F.rms_norm, also on rows with a tiny spread"))
 
 
 # ---- exercise 2: find the bugs -----------------------------------------------------------------------
@@ -238,14 +273,16 @@ class BuggyResidualConnection(nn.Module):
 
 BUG_LINES = {10, 11}  # line 1 is `class BuggyResidualConnection(nn.Module):`
 _RIGHT_LINES = {
-    4: "line 4 is right: nn.LayerNorm(d_model) normalises each position's d_model features",
-    5: "line 5 is right: one nn.Dropout module, used on the sub-layer's output",
-    9: "line 9 is right: norm_first=True is pre-LN, False the paper's post-LN",
+    4: lazy_t("line 4 is right: nn.LayerNorm(d_model) normalises each position's d_model features"),
+    5: lazy_t("line 5 is right: one nn.Dropout module, used on the sub-layer's output"),
+    9: lazy_t("line 9 is right: norm_first=True is pre-LN, False the paper's post-LN"),
 }
 _MISSED = {
-    10: "one bug is still hidden in the pre-LN branch: what does the residual path carry around the sub-layer?",
-    11: "one bug is still hidden in the post-LN branch: what does the paper drop out? 'the output of each "
-    "sub-layer, before it is added to the sub-layer input' (§5.4). Compare the two in training mode",
+    10: lazy_t("one bug is still hidden in the pre-LN branch: what does the residual path carry around the sub-layer?"),
+    11: lazy_t(
+        "one bug is still hidden in the post-LN branch: what does the paper drop out? 'the output of each "
+        "sub-layer, before it is added to the sub-layer input' (§5.4). Compare the two in training mode"
+    ),
 }
 
 
@@ -254,20 +291,27 @@ def check_bug_lines(bug_lines) -> Result:
 
     def check() -> None:
         if bug_lines is ... or bug_lines is None:
-            raise Hint("not done yet: set bug_lines to the numbers of the wrong lines, e.g. [1, 5]")
+            raise Hint(t("not done yet: set bug_lines to the numbers of the wrong lines, e.g. [1, 5]"))
         if not isinstance(bug_lines, (list, tuple, set, frozenset)):
-            raise Hint(f"bug_lines should be a list (or tuple, or set) of line numbers, got {type(bug_lines).__name__}")
-        lines = {as_int(n, "each line number") for n in bug_lines}
+            raise Hint(
+                t(
+                    "bug_lines should be a list (or tuple, or set) of line numbers, got {type}",
+                    type=type(bug_lines).__name__,
+                )
+            )
+        lines = {as_int(n, t("each line number")) for n in bug_lines}
         outside = sorted(n for n in lines if not 1 <= n <= 11)
         if outside:
-            raise Hint(f"BuggyResidualConnection has lines 1–11 (print_numbered shows them), got {outside}")
+            raise Hint(
+                t("BuggyResidualConnection has lines 1–11 (print_numbered shows them), got {outside}", outside=outside)
+            )
         for n in sorted(lines - BUG_LINES):
-            raise Hint(_RIGHT_LINES.get(n, f"line {n} is right: it only sets the class up"))
+            raise Hint(_RIGHT_LINES[n] if n in _RIGHT_LINES else t("line {n} is right: it only sets the class up", n=n))
         for n in sorted(BUG_LINES - lines):
             raise Hint(_MISSED[n])
 
     return run_check(
-        "find the bugs", check, "passed: line 10 (the residual is x) and line 11 (drop the sub-layer only)"
+        t("find the bugs"), check, t("passed: line 10 (the residual is x) and line 11 (drop the sub-layer only)")
     )
 
 
@@ -292,52 +336,61 @@ def check_layer_norm_parameter_count(count) -> Result:
                 continue
             per_norm, final = 2 * d_model, (2 if norm_first else 0)
             wrong = {
-                want // 2: "counts γ only: each LayerNorm has a gain γ and a bias β, d_model numbers each",
-                (4 * N + final) * per_norm: "gives each decoder layer two LayerNorms; it has three sub-layers "
-                "(self-attention, cross-attention, feed-forward), each in its own Add & Norm",
-                (2 * N + final // 2) * per_norm: "counts the encoder only; the decoder has its LayerNorms too",
+                want // 2: t("counts γ only: each LayerNorm has a gain γ and a bias β, d_model numbers each"),
+                (4 * N + final) * per_norm: t(
+                    "gives each decoder layer two LayerNorms; it has three sub-layers "
+                    "(self-attention, cross-attention, feed-forward), each in its own Add & Norm"
+                ),
+                (2 * N + final // 2) * per_norm: t("counts the encoder only; the decoder has its LayerNorms too"),
             }
             if norm_first:
-                wrong[5 * N * per_norm] = "leaves out the final LayerNorm of each pre-LN stack (section 4)"
-                wrong[(5 * N + 1) * per_norm] = (
+                wrong[5 * N * per_norm] = t("leaves out the final LayerNorm of each pre-LN stack (section 4)")
+                wrong[(5 * N + 1) * per_norm] = t(
                     "has one final LayerNorm; each stack, encoder and decoder, ends with one"
                 )
             else:
-                wrong[(5 * N + 2) * per_norm] = "adds final LayerNorms to the paper's post-LN model; its last Add & "
-                "Norm already normalises, so only pre-LN stacks need one"
-            raise Hint(f"{what} = {got}, expected {want}: {wrong.get(got, 'count the Add & Norm boxes first')}")
+                wrong[(5 * N + 2) * per_norm] = t(
+                    "adds final LayerNorms to the paper's post-LN model; its last Add & "
+                    "Norm already normalises, so only pre-LN stacks need one"
+                )
+            hint = wrong.get(got) or t("count the Add & Norm boxes first")
+            raise Hint(t("{what} = {got}, expected {want}: {hint}", what=what, got=got, want=want, hint=hint))
 
-    return run_check("LayerNorm parameters", check, "passed: (5N, + 2 for pre-LN) LayerNorms × 2·d_model")
+    return run_check(t("LayerNorm parameters"), check, t("passed: (5N, + 2 for pre-LN) LayerNorms × 2·d_model"))
 
 
 # ---- conceptual questions (answer: one letter; the shared check_question accepts 'b', 'B', '(b)') --------
 
 BATCH_NORM = Choice(
     "b",
-    "each token is normalised on its own: no dependence on the batch or its padding, and training = inference",
+    lazy_t("each token is normalised on its own: no dependence on the batch or its padding, and training = inference"),
     {
-        "a": "(a): speed is not the reason; section 1's point is what each normalises over",
-        "c": "(c): BatchNorm has a learned γ and β too (and running averages besides)",
-        "d": "(d): both have 2 · features parameters",
+        "a": lazy_t("(a): speed is not the reason; section 1's point is what each normalises over"),
+        "c": lazy_t("(c): BatchNorm has a learned γ and β too (and running averages besides)"),
+        "d": lazy_t("(d): both have 2 · features parameters"),
     },
 )
 WARMUP = Choice(
     "a",
-    "post-LN starts with large gradients near the output, so full-size steps there are too big",
+    lazy_t("post-LN starts with large gradients near the output, so full-size steps there are too big"),
     {
-        "b": "(b): section 5's plot shows the opposite for post-LN: the layers near the input get the smaller gradients",
-        "c": "(c): warmup is about the first steps of optimisation; over-fitting is what dropout and label "
-        "smoothing address",
-        "d": "(d): masks are notebook 01's business; warmup does not change them",
+        "b": lazy_t(
+            "(b): section 5's plot shows the opposite for post-LN: the layers near the input get the smaller gradients"
+        ),
+        "c": lazy_t(
+            "(c): warmup is about the first steps of optimisation; over-fitting is what dropout and label "
+            "smoothing address"
+        ),
+        "d": lazy_t("(d): masks are notebook 01's business; warmup does not change them"),
     },
 )
 
 
 def check_question_batch_norm(answer) -> Result:
     """Why LayerNorm rather than BatchNorm in the Transformer?"""
-    return check_question("question 1 (LayerNorm or BatchNorm)", BATCH_NORM, answer)
+    return check_question(t("question 1 (LayerNorm or BatchNorm)"), BATCH_NORM, answer)
 
 
 def check_question_warmup(answer) -> Result:
     """What does warmup protect a post-LN Transformer from?"""
-    return check_question("question 2 (warmup)", WARMUP, answer)
+    return check_question(t("question 2 (warmup)"), WARMUP, answer)

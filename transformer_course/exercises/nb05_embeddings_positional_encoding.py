@@ -16,9 +16,13 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from ..i18n import lazy_t, register, t
 from ..layers import sinusoidal_table
 from . import Choice, Hint, Numeric, Result, as_number, run_check
 from . import check_quiz as _check_quiz
+from .zh.nb05_embeddings_positional_encoding import ZH
+
+register("zh", ZH)
 
 __all__ = ["QUESTIONS", "check_learned_positions", "check_pe_dot", "check_quiz"]
 
@@ -38,17 +42,18 @@ def _pe_dot_mistakes(k: int, d_model: int) -> dict[str, float]:
     pairs = range(d_model // 2)
     omega = [1 / 10000 ** (2 * i / d_model) for i in pairs]  # ω_i of pair i
     return {
-        "you summed sin(ω_i·k); the dot product of two (sin, cos) pairs is sin a sin b + cos a cos b = cos(a − b)": sum(
-            math.sin(w * k) for w in omega
-        ),
-        "the frequency of pair i is 1 / 10000^(2i/d_model): the exponent has 2i, the even column index, not i": sum(
+        t(
+            "you summed sin(ω_i·k); the dot product of two (sin, cos) pairs is sin a sin b + cos a cos b = cos(a − b)"
+        ): sum(math.sin(w * k) for w in omega),
+        t("the frequency of pair i is 1 / 10000^(2i/d_model): the exponent has 2i, the even column index, not i"): sum(
             math.cos(k / 10000 ** (i / d_model)) for i in pairs
         ),
-        "that is the mean over the pairs; a dot product sums them": sum(math.cos(w * k) for w in omega) / (d_model / 2),
-        "there are d_model/2 pairs (one frequency per (sin, cos) pair of columns), not d_model frequencies": sum(
+        t("that is the mean over the pairs; a dot product sums them"): sum(math.cos(w * k) for w in omega)
+        / (d_model / 2),
+        t("there are d_model/2 pairs (one frequency per (sin, cos) pair of columns), not d_model frequencies"): sum(
             math.cos(k / 10000 ** (c / d_model)) for c in range(d_model)
         ),
-        "every pair turns at its own speed ω_i; you used one frequency for all of them": d_model / 2 * math.cos(k),
+        t("every pair turns at its own speed ω_i; you used one frequency for all of them"): d_model / 2 * math.cos(k),
     }
 
 
@@ -64,10 +69,18 @@ def check_pe_dot(pe_dot: Callable[[int, int], float]) -> Result:
                 continue
             for hint, value in _pe_dot_mistakes(k, d_model).items():
                 if math.isclose(got, value, rel_tol=1e-4, abs_tol=1e-4):
-                    raise Hint(f"{what} = {got:.4f}: {hint}")
-            raise Hint(f"{what} = {got:.4f}, but the table gives PE(10) · PE(10 + {k}) = {want:.4f}")
+                    raise Hint(t("{what} = {got:.4f}: {hint}", what=what, got=got, hint=hint))
+            raise Hint(
+                t(
+                    "{what} = {got:.4f}, but the table gives PE(10) · PE(10 + {k}) = {want:.4f}",
+                    what=what,
+                    got=got,
+                    k=k,
+                    want=want,
+                )
+            )
 
-    return run_check("pe_dot", check, "Σ_i cos(ω_i·k): it depends on the distance k only, never on pos")
+    return run_check("pe_dot", check, t("Σ_i cos(ω_i·k): it depends on the distance k only, never on pos"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -80,15 +93,30 @@ def _the_table(module: nn.Module, max_len: int, d_model: int) -> nn.Parameter:
     if len(params) == 1:
         return params[0]
     if any(p.shape == (d_model, max_len) for p in module.parameters()):
-        raise Hint(f"the table is ({d_model}, {max_len}): one row per position, so (max_len, d_model)")
-    tensors = [t for t in [*module.buffers(), *vars(module).values()] if isinstance(t, Tensor)]
-    if any(t.shape == (max_len, d_model) for t in tensors):
         raise Hint(
-            "the table is a plain tensor or a buffer, so the optimizer never trains it: wrap it in "
-            "nn.Parameter(...) (a learned table is a parameter; the sinusoidal one is a buffer)"
+            t(
+                "the table is ({d_model}, {max_len}): one row per position, so (max_len, d_model)",
+                d_model=d_model,
+                max_len=max_len,
+            )
+        )
+    tensors = [x for x in [*module.buffers(), *vars(module).values()] if isinstance(x, Tensor)]
+    if any(x.shape == (max_len, d_model) for x in tensors):
+        raise Hint(
+            t(
+                "the table is a plain tensor or a buffer, so the optimizer never trains it: wrap it in "
+                "nn.Parameter(...) (a learned table is a parameter; the sinusoidal one is a buffer)"
+            )
         )
     shapes = [tuple(p.shape) for p in module.parameters()]
-    raise Hint(f"expected one parameter of shape (max_len, d_model) = ({max_len}, {d_model}), got {shapes or 'none'}")
+    raise Hint(
+        t(
+            "expected one parameter of shape (max_len, d_model) = ({max_len}, {d_model}), got {shapes}",
+            max_len=max_len,
+            d_model=d_model,
+            shapes=shapes or t("none"),
+        )
+    )
 
 
 def check_learned_positions(module_class: Callable[..., nn.Module]) -> Result:
@@ -100,7 +128,7 @@ def check_learned_positions(module_class: Callable[..., nn.Module]) -> Result:
             torch.manual_seed(5)
             _check_learned(module_class)
 
-    return run_check("learned positions", check, "one trained vector per seat, and no seat beyond max_len")
+    return run_check(t("learned positions"), check, t("one trained vector per seat, and no seat beyond max_len"))
 
 
 def _check_learned(module_class: Callable[..., nn.Module]) -> None:
@@ -114,24 +142,31 @@ def _check_learned(module_class: Callable[..., nn.Module]) -> None:
     for batch, length in ((1, 5), (3, 7)):  # batch 1 first: there x.size(0) silently picks one row
         x = torch.randn(batch, length, d_model)
         got = module(x)
-        what = f"the output for x of shape ({batch}, {length}, {d_model})"
+        what = t("the output for x of shape {shape}", shape=(batch, length, d_model))
         if not isinstance(got, Tensor) or got.shape != x.shape:
             shape = tuple(got.shape) if isinstance(got, Tensor) else type(got).__name__
-            raise Hint(f"{what} should have x's shape {tuple(x.shape)}, got {shape}")
+            raise Hint(
+                t("{what} should have x's shape {want}, got {shape}", what=what, want=tuple(x.shape), shape=shape)
+            )
         want = x + table[:length]
         if batch == 1 and torch.allclose(got, x + table[0], atol=1e-5):  # seat 0 for every word
-            raise Hint(f"{what}: you took the first x.size(0) rows; that is the batch size, the length is x.size(1)")
+            raise Hint(
+                t(
+                    "{what}: you took the first x.size(0) rows; that is the batch size, the length is x.size(1)",
+                    what=what,
+                )
+            )
         if torch.allclose(got, x, atol=1e-5):
-            raise Hint(f"{what} equals x: the positions were not added")
+            raise Hint(t("{what} equals x: the positions were not added", what=what))
         if not torch.allclose(got, want, atol=1e-5):
-            raise Hint(f"{what} should be x + table[:len] (rows 0 … {length - 1} of the table)")
+            raise Hint(t("{what} should be x + table[:len] (rows 0 … {last} of the table)", what=what, last=length - 1))
     if table.grad is not None:
         table.grad = None
     module(torch.randn(2, 4, d_model, requires_grad=True)).sum().backward()  # x needs grad: backward runs anyway
     if table.grad is None or table.grad[:4].abs().sum() == 0:
-        raise Hint("no gradient reaches the table: use the parameter itself, not table.data or a detached copy")
+        raise Hint(t("no gradient reaches the table: use the parameter itself, not table.data or a detached copy"))
     if table.grad[4:].abs().sum() != 0:
-        raise Hint("positions 4 … max_len − 1 got a gradient from a sentence of 4 tokens: slice table[:len]")
+        raise Hint(t("positions 4 … max_len − 1 got a gradient from a sentence of 4 tokens: slice table[:len]"))
     _check_dropout(module_class, d_model, max_len)
     _check_too_long(module, d_model, max_len)
 
@@ -143,10 +178,10 @@ def _check_dropout(module_class, d_model: int, max_len: int) -> None:
         out = module(x)
         clean = module.eval()(x)
     if torch.allclose(out, clean):
-        raise Hint("with dropout=0.5 in training mode nothing was dropped: apply nn.Dropout(dropout) to x + table")
+        raise Hint(t("with dropout=0.5 in training mode nothing was dropped: apply nn.Dropout(dropout) to x + table"))
     zeros = float((out == 0).float().mean())
     if not 0.3 < zeros < 0.7 or not torch.allclose(out[out != 0], 2 * clean[out != 0], atol=1e-5):
-        raise Hint("dropout should act on the sum x + table, once (nn.Dropout(p) zeroes a share p, scales the rest)")
+        raise Hint(t("dropout should act on the sum x + table, once (nn.Dropout(p) zeroes a share p, scales the rest)"))
 
 
 def _check_too_long(module: nn.Module, d_model: int, max_len: int) -> None:
@@ -156,10 +191,16 @@ def _check_too_long(module: nn.Module, d_model: int, max_len: int) -> None:
         return
     except Exception as error:
         raise Hint(
-            f"a sequence of {max_len + 1} tokens raised {type(error).__name__} from inside PyTorch; check the "
-            "length first and raise a ValueError that names max_len, so the reader knows what to change"
+            t(
+                "a sequence of {tokens} tokens raised {error_type} from inside PyTorch; check the "
+                "length first and raise a ValueError that names max_len, so the reader knows what to change",
+                tokens=max_len + 1,
+                error_type=type(error).__name__,
+            )
         ) from None
-    raise Hint(f"a sequence of {max_len + 1} tokens should raise a ValueError: the table has no row for it")
+    raise Hint(
+        t("a sequence of {tokens} tokens should raise a ValueError: the table has no row for it", tokens=max_len + 1)
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -171,38 +212,60 @@ LONGEST = 2 * math.pi * 10000 ** ((D_MODEL - 2) / D_MODEL)  # the last pair, i =
 QUESTIONS = {
     "q1": Numeric(
         value=LONGEST,
-        why=f"the last pair is i = 255, so 2π · 10000^(510/512) ≈ {LONGEST:,.0f} positions: just short of the "
-        "paper's 10000 · 2π, which no pair reaches",
+        why=lazy_t(
+            "the last pair is i = 255, so 2π · 10000^(510/512) ≈ {longest:,.0f} positions: just short of the "
+            "paper's 10000 · 2π, which no pair reaches",
+            longest=LONGEST,
+        ),
         mistakes={
-            "that is the paper's round bound 10000 · 2π; the last pair is i = d_model/2 − 1 = 255, so the exponent "
-            "is 2i/d_model = 510/512, not 1": 2 * math.pi * 10000,
-            "that is 1/ω, a number of radians per position turned around: a full turn takes 2π / ω positions": 10000
-            ** (510 / 512),
-            "the exponent is 2i/d_model with 2i the EVEN column index: the last pair has 2i = 510, not 511": 2
+            lazy_t(
+                "that is the paper's round bound 10000 · 2π; the last pair is i = d_model/2 − 1 = 255, so the exponent "
+                "is 2i/d_model = 510/512, not 1"
+            ): 2 * math.pi * 10000,
+            lazy_t(
+                "that is 1/ω, a number of radians per position turned around: a full turn takes 2π / ω positions"
+            ): 10000 ** (510 / 512),
+            lazy_t("the exponent is 2i/d_model with 2i the EVEN column index: the last pair has 2i = 510, not 511"): 2
             * math.pi
             * 10000 ** (511 / 512),
-            "with i = 255 the exponent is 2i/d_model = 510/512; you used i/d_model": 2 * math.pi * 10000 ** (255 / 512),
+            lazy_t("with i = 255 the exponent is 2i/d_model = 510/512; you used i/d_model"): 2
+            * math.pi
+            * 10000 ** (255 / 512),
         },
-        otherwise="pair i turns by ω_i = 1/10000^(2i/d_model) per position; one full turn (2π) takes 2π/ω_i positions",
+        otherwise=lazy_t(
+            "pair i turns by ω_i = 1/10000^(2i/d_model) per position; one full turn (2π) takes 2π/ω_i positions"
+        ),
     ),
     "q2": Choice(
         correct="b",
-        why="self-attention without positions treats the input as a set: each word's output moves with the word",
+        why=lazy_t(
+            "self-attention without positions treats the input as a set: each word's output moves with the word"
+        ),
         wrong={
-            "a": "each output belongs to its word: when the words move, their outputs move with them (section 2's check)",
-            "c": "nothing in attention depends on where a word stands, so each word's output is the one it had before; "
-            "only the order changes",
-            "d": "the outputs are equal only for equal words; different words keep different outputs",
+            "a": lazy_t(
+                "each output belongs to its word: when the words move, their outputs move with them (section 2's check)"
+            ),
+            "c": lazy_t(
+                "nothing in attention depends on where a word stands, so each word's output is the one it had before; "
+                "only the order changes"
+            ),
+            "d": lazy_t("the outputs are equal only for equal words; different words keep different outputs"),
         },
     ),
     "q3": Choice(
         correct="b",
-        why="§3.5: the encodings 'have the same dimension d_model as the embeddings, so that the two can be summed'",
+        why=lazy_t(
+            "§3.5: the encodings 'have the same dimension d_model as the embeddings, so that the two can be summed'"
+        ),
         wrong={
-            "a": "concatenating would make the vectors longer than d_model; the paper gives the encodings the same "
-            "size d_model so that they can be added",
-            "c": "a product would scale each word's numbers by its position's, and PE(0) has zeros that would wipe "
-            "out half of the first word; the paper adds",
+            "a": lazy_t(
+                "concatenating would make the vectors longer than d_model; the paper gives the encodings the same "
+                "size d_model so that they can be added"
+            ),
+            "c": lazy_t(
+                "a product would scale each word's numbers by its position's, and PE(0) has zeros that would wipe "
+                "out half of the first word; the paper adds"
+            ),
         },
     ),
 }

@@ -18,10 +18,14 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from ..i18n import lazy_t, register, t
 from ..masks import padding_mask
 from ..model import Encoder, EncoderLayer, make_model
 from . import Choice, Hint, Numeric, Result, as_int, as_mask, run_check
 from . import check_quiz as _check_quiz
+from .zh.nb06_encoder import ZH
+
+register("zh", ZH)
 
 __all__ = ["QUESTIONS", "check_encoder_parameter_count", "check_local_window_mask", "check_mask_effect", "check_quiz"]
 
@@ -52,7 +56,14 @@ def _as_table(got, shape: tuple[int, ...], what: str) -> Tensor:
         try:
             got = torch.as_tensor(got.tolist() if hasattr(got, "tolist") else got)
         except (TypeError, ValueError, RuntimeError):
-            raise Hint(f"{what} should be a {shape[0]} × {shape[1]} table (a list of lists) of True/False") from None
+            raise Hint(
+                t(
+                    "{what} should be a {rows} × {columns} table (a list of lists) of True/False",
+                    what=what,
+                    rows=shape[0],
+                    columns=shape[1],
+                )
+            ) from None
     return as_mask(got, shape, what)
 
 
@@ -60,15 +71,19 @@ def _change_mistakes(want: Tensor) -> dict[str, Tensor]:
     pads = SRC == PAD  # (B, S)
     has_pads = pads.any(dim=1, keepdim=True)  # (B, 1): the sentences that have <pad>
     return {
-        "the real tokens of sentence 1 change too: without the mask their queries also read the two <pad> keys": pads,
-        "the <pad> positions of sentence 1 are queries as well: with the mask they read the 3 real keys only, "
-        "without it all 5 keys, so their outputs change too": ~pads & has_pads,
-        "sentence 0 has no <pad>: its mask allows every key, so leaving it out changes nothing there": torch.ones_like(
-            want
-        ),
-        "leaving the mask out lets every query of sentence 1 read its two <pad> keys: its outputs change": torch.zeros_like(
-            want
-        ),
+        t(
+            "the real tokens of sentence 1 change too: without the mask their queries also read the two <pad> keys"
+        ): pads,
+        t(
+            "the <pad> positions of sentence 1 are queries as well: with the mask they read the 3 real keys only, "
+            "without it all 5 keys, so their outputs change too"
+        ): ~pads & has_pads,
+        t(
+            "sentence 0 has no <pad>: its mask allows every key, so leaving it out changes nothing there"
+        ): torch.ones_like(want),
+        t(
+            "leaving the mask out lets every query of sentence 1 read its two <pad> keys: its outputs change"
+        ): torch.zeros_like(want),
     }
 
 
@@ -88,10 +103,17 @@ def check_mask_effect(changes) -> Result:
                 raise Hint(hint)
         wrong = (got != want).nonzero()[0].tolist()
         raise Hint(
-            f"sentence {wrong[0]}, position {wrong[1]}: you said {bool(got[tuple(wrong)])}; run both and compare"
+            t(
+                "sentence {sentence}, position {position}: you said {said}; run both and compare",
+                sentence=wrong[0],
+                position=wrong[1],
+                said=bool(got[tuple(wrong)]),
+            )
         )
 
-    return run_check("mask effect", check, "only the sentence that has <pad> changes, at every one of its positions")
+    return run_check(
+        t("mask effect"), check, t("only the sentence that has <pad> changes, at every one of its positions")
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -113,16 +135,18 @@ def _window_mistakes(src: Tensor, pad: int, w: int) -> dict[str, Tensor]:
     q, k = torch.arange(S)[:, None], torch.arange(S)[None, :]
     keys = (src != pad)[:, None, None, :]  # (B, 1, 1, S)
     return {
-        "the window reaches back only: §4 centres it 'around the respective output position', w positions to each "
-        "side": ((q - k >= 0) & (q - k <= w))[None, None] & keys,
-        "off by one: a window of w holds every key at distance ≤ w (w = 1: the word and its two neighbours)": (
+        t(
+            "the window reaches back only: §4 centres it 'around the respective output position', w positions to "
+            "each side"
+        ): ((q - k >= 0) & (q - k <= w))[None, None] & keys,
+        t("off by one: a window of w holds every key at distance ≤ w (w = 1: the word and its two neighbours)"): (
             (q - k).abs() < w
         )[None, None]
         & keys,
-        "a <pad> key inside the window must stay hidden: combine the window with the padding mask (&)": (
+        t("a <pad> key inside the window must stay hidden: combine the window with the padding mask (&)"): (
             (q - k).abs() <= w
         )[None, None].expand(src.size(0), 1, S, S),
-        "the window is missing: that is the padding mask alone, broadcast over the queries": keys.expand(
+        t("the window is missing: that is the padding mask alone, broadcast over the queries"): keys.expand(
             src.size(0), 1, S, S
         ),
     }
@@ -140,20 +164,34 @@ def check_local_window_mask(local_window_mask: Callable[[Tensor, int, int], Tens
             want = reference_window_mask(src, PAD, w)
             if isinstance(got, Tensor) and tuple(got.shape) == (src.size(0), 7, 7):
                 raise Hint(
-                    f"{what} is (batch, S, S); add the heads axis, (batch, 1, S, S), so it broadcasts over heads"
+                    t(
+                        "{what} is (batch, S, S); add the heads axis, (batch, 1, S, S), so it broadcasts over heads",
+                        what=what,
+                    )
                 )
             got = as_mask(got, tuple(want.shape), what)
             if torch.equal(got, want):
                 continue
             if torch.equal(got, ~want):
-                raise Hint(f"{what} is inverted: True should mean 'may attend'")
+                raise Hint(t("{what} is inverted: True should mean 'may attend'", what=what))
             for hint, value in _window_mistakes(src, PAD, w).items():
                 if torch.equal(got, value):
-                    raise Hint(f"{what}: {hint}")
+                    raise Hint(t("{what}: {hint}", what=what, hint=hint))
             b, _, q, k = (got != want).nonzero()[0].tolist()
-            raise Hint(f"{what}: sentence {b}, query {q}, key {k} should be {bool(want[b, 0, q, k])}")
+            raise Hint(
+                t(
+                    "{what}: sentence {b}, query {q}, key {k} should be {value}",
+                    what=what,
+                    b=b,
+                    q=q,
+                    k=k,
+                    value=bool(want[b, 0, q, k]),
+                )
+            )
 
-    return run_check("local window mask", check, "each word sees the real words at most w seats away, on both sides")
+    return run_check(
+        t("local window mask"), check, t("each word sees the real words at most w seats away, on both sides")
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -173,29 +211,37 @@ def check_encoder_parameter_count(encoder_parameter_count: Callable[[int, int, i
                 continue
             d = d_model
             misses = {
-                expected // N: "that is one layer; the encoder has N of them",
-                expected - N * (4 * d + d_ff + d): "the biases are missing (4 in attention, b_1 and b_2 in the FFN)",
-                expected - N * 4 * d: "the two LayerNorms of each layer are missing (γ and β, d_model each)",
-                expected
-                - N * 2 * d: "each layer has two LayerNorms, each with γ and β (2 · d_model); you counted half",
-                expected - N * (d * d + d): "multi-head attention has four d_model × d_model projections: "
-                "W^Q, W^K, W^V and the output W^O",
-                expected
-                - N * (d * d_ff + d_ff): "the FFN has two matrices, W_1 (d_model × d_ff) and W_2 (d_ff × d_model)",
+                expected // N: t("that is one layer; the encoder has N of them"),
+                expected - N * (4 * d + d_ff + d): t("the biases are missing (4 in attention, b_1 and b_2 in the FFN)"),
+                expected - N * 4 * d: t("the two LayerNorms of each layer are missing (γ and β, d_model each)"),
+                expected - N * 2 * d: t(
+                    "each layer has two LayerNorms, each with γ and β (2 · d_model); you counted half"
+                ),
+                expected - N * (d * d + d): t(
+                    "multi-head attention has four d_model × d_model projections: W^Q, W^K, W^V and the output W^O"
+                ),
+                expected - N * (d * d_ff + d_ff): t(
+                    "the FFN has two matrices, W_1 (d_model × d_ff) and W_2 (d_ff × d_model)"
+                ),
             }
+            hint = misses.get(got) or t(
+                "count, per layer: attention 4·d_model² + 4·d_model, FFN 2·d_model·d_ff + d_ff + d_model, "
+                "two LayerNorms 2·2·d_model; then multiply by N"
+            )
             raise Hint(
-                f"{what} returned {got:,}, expected {expected:,}: "
-                + misses.get(
-                    got,
-                    "count, per layer: attention 4·d_model² + 4·d_model, FFN 2·d_model·d_ff + d_ff + d_model, "
-                    "two LayerNorms 2·2·d_model; then multiply by N",
+                t(
+                    "{what} returned {got:,}, expected {expected:,}: {hint}",
+                    what=what,
+                    got=got,
+                    expected=expected,
+                    hint=hint,
                 )
             )
 
     return run_check(
         "encoder_parameter_count",
         check,
-        "matches the package's Encoder for three sizes, the paper's base encoder included",
+        t("matches the package's Encoder for three sizes, the paper's base encoder included"),
     )
 
 
@@ -205,38 +251,50 @@ def check_encoder_parameter_count(encoder_parameter_count: Callable[[int, int, i
 QUESTIONS = {
     "q1": Choice(
         correct="b",
-        why="a module listed N times is one module: its weights are shared, so the stack has one layer's parameters",
+        why=lazy_t(
+            "a module listed N times is one module: its weights are shared, so the stack has one layer's parameters"
+        ),
         wrong={
-            "a": "PyTorch accepts the same module several times in a ModuleList; nothing fails, which is why the "
-            "mistake is easy to miss",
-            "c": "the N entries are one object: training one trains all of them, and the parameter count is one "
-            "layer's (count them with sum(p.numel() for p in encoder.parameters()))",
+            "a": lazy_t(
+                "PyTorch accepts the same module several times in a ModuleList; nothing fails, which is why the "
+                "mistake is easy to miss"
+            ),
+            "c": lazy_t(
+                "the N entries are one object: training one trains all of them, and the parameter count is one "
+                "layer's (count them with sum(p.numel() for p in encoder.parameters()))"
+            ),
         },
     ),
     "q2": Numeric(
         value=3,
-        why="each layer reaches w = 5 positions further: 5, 10, 15 ≥ 12 after 3 layers, the O(n/r) path of §4",
+        why=lazy_t("each layer reaches w = 5 positions further: 5, 10, 15 ≥ 12 after 3 layers, the O(n/r) path of §4"),
         mistakes={
-            "12 / 5 = 2.4: round UP — after 2 layers the influence has reached 10 positions, not 12": 2,
-            "each layer lets information travel w = 5 positions, not 1": 12,
-            "one layer reaches only w = 5 positions away": 1,
+            lazy_t("12 / 5 = 2.4: round UP — after 2 layers the influence has reached 10 positions, not 12"): 2,
+            lazy_t("each layer lets information travel w = 5 positions, not 1"): 12,
+            lazy_t("one layer reaches only w = 5 positions away"): 1,
         },
         rel_tol=1e-9,
-        otherwise="after L layers the output at position 12 can depend on inputs down to 12 − 5·L",
+        otherwise=lazy_t("after L layers the output at position 12 can depend on inputs down to 12 − 5·L"),
     ),
     "q3": Numeric(
         value=12,
-        why="two per layer (after self-attention and after the FFN), six layers, and no extra one at the end of a "
-        "post-LN stack",
+        why=lazy_t(
+            "two per layer (after self-attention and after the FFN), six layers, and no extra one at the end of a "
+            "post-LN stack"
+        ),
         mistakes={
-            "a post-LN stack ends without an extra LayerNorm (its last layer already ends with one); only a pre-LN "
-            "stack adds one": 13,
-            "each layer has two: one after self-attention, one after the FFN": 6,
-            "that is the encoder and the decoder together, and the decoder has three per layer; count the encoder "
-            "only": 30,
+            lazy_t(
+                "a post-LN stack ends without an extra LayerNorm (its last layer already ends with one); only a "
+                "pre-LN stack adds one"
+            ): 13,
+            lazy_t("each layer has two: one after self-attention, one after the FFN"): 6,
+            lazy_t(
+                "that is the encoder and the decoder together, and the decoder has three per layer; count the "
+                "encoder only"
+            ): 30,
         },
         rel_tol=1e-9,
-        otherwise="count the Add & Norm boxes of one encoder layer in Figure 1, then the layers",
+        otherwise=lazy_t("count the Add & Norm boxes of one encoder layer in Figure 1, then the layers"),
     ),
 }
 

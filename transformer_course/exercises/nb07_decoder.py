@@ -17,9 +17,13 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from ..i18n import lazy_t, register, t
 from ..model import Transformer, count_parameters, make_model
 from . import Choice, Hint, Numeric, Result, as_choice, as_int, run_check
 from . import check_quiz as _check_quiz
+from .zh.nb07_decoder import ZH
+
+register("zh", ZH)
 
 __all__ = ["QUESTIONS", "check_mystery", "check_parameter_count", "check_quiz", "mystery_models"]
 
@@ -57,11 +61,13 @@ def mystery_models(vocab: int = 20) -> tuple[Transformer, Transformer]:
 
 OPTIONS = "abcd"  # a: the future leaks; b: source <pad> is read; c: the source is ignored; d: generator untied
 RULED_OUT = {
-    "a": "run section 5's causality test on it: no earlier output moves when a later target token changes",
-    "b": "append <pad> tokens to the source (with the padding mask): the decoder's outputs stay the same, so "
-    "cross-attention does hide the source <pad>",
-    "c": "change one word of the source: the decoder's outputs change, so cross-attention does read the memory",
-    "d": "model.generator.proj.weight is model.tgt_embed.lut.weight gives True: the weights are tied",
+    "a": lazy_t("run section 5's causality test on it: no earlier output moves when a later target token changes"),
+    "b": lazy_t(
+        "append <pad> tokens to the source (with the padding mask): the decoder's outputs stay the same, so "
+        "cross-attention does hide the source <pad>"
+    ),
+    "c": lazy_t("change one word of the source: the decoder's outputs change, so cross-attention does read the memory"),
+    "d": lazy_t("model.generator.proj.weight is model.tgt_embed.lut.weight gives True: the weights are tied"),
 }
 MYSTERY = {"model_1": "a", "model_2": "b"}
 
@@ -74,15 +80,15 @@ def check_mystery(model_1=..., model_2=...) -> Result:
             raise NotImplementedError
         for name, answer in (("model_1", model_1), ("model_2", model_2)):
             if answer is ...:
-                raise Hint(f"{name}: no answer yet")
+                raise Hint(t("{name}: no answer yet", name=name))
             letter = as_choice(answer, OPTIONS, name)
             if letter != MYSTERY[name]:
-                raise Hint(f"{name} is not ({letter}): {RULED_OUT[letter]}")
+                raise Hint(t("{name} is not ({letter}): {hint}", name=name, letter=letter, hint=RULED_OUT[letter]))
 
     return run_check(
-        "find the bug",
+        t("find the bug"),
         check,
-        "model 1's self-attention ignores tgt_mask (the future leaks); model 2's cross-attention ignores src_mask",
+        t("model 1's self-attention ignores tgt_mask (the future leaks); model 2's cross-attention ignores src_mask"),
     )
 
 
@@ -107,20 +113,22 @@ def counted(src_vocab: int, tgt_vocab: int, N: int, d_model: int, d_ff: int, tie
 def _count_mistakes(src_vocab, tgt_vocab, N, d, d_ff, tie, want) -> dict[str, int]:
     shared = {"none": 0, "decoder": tgt_vocab * d, "all": tgt_vocab * d + src_vocab * d}[tie]
     mistakes = {
-        "the generator has a bias, one number per target word": want - tgt_vocab,
-        "each decoder layer has a second attention (cross-attention over the memory) with its own LayerNorm": want
+        t("the generator has a bias, one number per target word"): want - tgt_vocab,
+        t("each decoder layer has a second attention (cross-attention over the memory) with its own LayerNorm"): want
         - N * (4 * d * d + 4 * d + 2 * d),
-        "the decoder layer has three LayerNorms (one per sub-layer), the encoder layer two": want - N * 2 * d,
-        "the two positional encodings are fixed tables (buffers), not parameters": want + 2 * 512 * d,
+        t("the decoder layer has three LayerNorms (one per sub-layer), the encoder layer two"): want - N * 2 * d,
+        t("the two positional encodings are fixed tables (buffers), not parameters"): want + 2 * 512 * d,
     }
     if shared:
-        mistakes[f"with tie_embeddings={tie!r} shared matrices count once; you counted them again"] = want + shared
+        mistakes[t("with tie_embeddings={tie!r} shared matrices count once; you counted them again", tie=tie)] = (
+            want + shared
+        )
     if tie == "decoder":
-        mistakes["'decoder' ties the target embedding and the generator only; the source embedding is its own"] = (
+        mistakes[t("'decoder' ties the target embedding and the generator only; the source embedding is its own")] = (
             want - src_vocab * d
         )
     if tie == "none":
-        mistakes["with 'none' the generator's weight is its own (tgt_vocab × d_model) matrix too"] = (
+        mistakes[t("with 'none' the generator's weight is its own (tgt_vocab × d_model) matrix too")] = (
             want - tgt_vocab * d
         )
     return mistakes
@@ -140,13 +148,20 @@ def check_parameter_count(parameter_count: Callable[..., int]) -> Result:
                 continue
             for hint, value in _count_mistakes(src_vocab, tgt_vocab, N, d_model, d_ff, tie, want).items():
                 if got == value:
-                    raise Hint(f"{what} = {got:,}, expected {want:,}: {hint}")
+                    raise Hint(
+                        t("{what} = {got:,}, expected {want:,}: {hint}", what=what, got=got, want=want, hint=hint)
+                    )
             raise Hint(
-                f"{what} = {got:,}, expected {want:,}: layers as in section 6, then the embedding matrices "
-                "(count a tied one once) and the generator's bias"
+                t(
+                    "{what} = {got:,}, expected {want:,}: layers as in section 6, then the embedding matrices "
+                    "(count a tied one once) and the generator's bias",
+                    what=what,
+                    got=got,
+                    want=want,
+                )
             )
 
-    return run_check("parameter_count", check, "matches count_parameters(make_model(...)) with every kind of tying")
+    return run_check("parameter_count", check, t("matches count_parameters(make_model(...)) with every kind of tying"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -155,34 +170,48 @@ def check_parameter_count(parameter_count: Callable[..., int]) -> Result:
 QUESTIONS = {
     "q1": Choice(
         correct="c",
-        why="log 1 = 0 where attending is allowed and log 0 = −∞ where it is not: the float mask nn.Transformer adds",
+        why=lazy_t(
+            "log 1 = 0 where attending is allowed and log 0 = −∞ where it is not: the float mask nn.Transformer adds"
+        ),
         wrong={
-            "a": "a float mask is ADDED to the scores: +1 where allowed and +0 where blocked hides nothing",
-            "b": "a float mask is added: +1 on the blocked (future) keys nudges attention towards them instead of "
-            "hiding them",
-            "d": "−1 on the allowed keys and 0 on the blocked ones only shifts scores a little; nothing is hidden",
+            "a": lazy_t("a float mask is ADDED to the scores: +1 where allowed and +0 where blocked hides nothing"),
+            "b": lazy_t(
+                "a float mask is added: +1 on the blocked (future) keys nudges attention towards them instead of "
+                "hiding them"
+            ),
+            "d": lazy_t(
+                "−1 on the allowed keys and 0 on the blocked ones only shifts scores a little; nothing is hidden"
+            ),
         },
     ),
     "q2": Choice(
         correct="b",
-        why="batch_first=False is the default: dimension 0 is the sequence, dimension 1 the batch",
+        why=lazy_t("batch_first=False is the default: dimension 0 is the sequence, dimension 1 the batch"),
         wrong={
-            "a": "that is what batch_first=True reads; nn.Transformer() defaults to batch_first=False, sequence first",
-            "c": "no error: (32, 10, 512) is a valid (sequence, batch, d_model) tensor too, which is why the mistake is "
-            "silent",
+            "a": lazy_t(
+                "that is what batch_first=True reads; nn.Transformer() defaults to batch_first=False, sequence first"
+            ),
+            "c": lazy_t(
+                "no error: (32, 10, 512) is a valid (sequence, batch, d_model) tensor too, which is why the mistake "
+                "is silent"
+            ),
         },
     ),
     "q3": Numeric(
         value=5,
-        why="decoder input tgt[:-1] = <s> a b c d and labels tgt[1:] = a b c d </s>: 5 positions",
+        why=lazy_t("decoder input tgt[:-1] = <s> a b c d and labels tgt[1:] = a b c d </s>: 5 positions"),
         mistakes={
-            "the decoder input drops the last token (</s> is never an input) and the labels drop <s>: one fewer "
-            "than the 6 tokens": 6,
-            "one token goes from each end, but of two different copies: input tgt[:-1] and labels tgt[1:] are 5 "
-            "long each": 4,
+            lazy_t(
+                "the decoder input drops the last token (</s> is never an input) and the labels drop <s>: one fewer "
+                "than the 6 tokens"
+            ): 6,
+            lazy_t(
+                "one token goes from each end, but of two different copies: input tgt[:-1] and labels tgt[1:] are 5 "
+                "long each"
+            ): 4,
         },
         rel_tol=1e-9,
-        otherwise="write the decoder input and the labels under each other and count the positions",
+        otherwise=lazy_t("write the decoder input and the labels under each other and count the positions"),
     ),
 }
 

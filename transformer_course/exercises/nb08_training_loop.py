@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 from ..config import get_preset
+from ..i18n import lazy_t, register, t
 from . import (
     Choice,
     Hint,
@@ -29,6 +30,9 @@ from . import (
     run_check,
 )
 from . import check_quiz as _check_quiz
+from .zh.nb08_training_loop import ZH
+
+register("zh", ZH)
 
 __all__ = [
     "LENGTHS",
@@ -49,7 +53,7 @@ def _require_answers(**answers) -> None:
     """A blank (``...`` or None, as the notebook ships it) means the learner has not answered yet."""
     blank = [name for name, value in answers.items() if value is ... or value is None]
     if blank:
-        raise Hint(f"not done yet: replace the ... of {', '.join(blank)} with your answer")
+        raise Hint(t("not done yet: replace the ... of {names} with your answer", names=", ".join(blank)))
 
 
 # ---- exercise 1: predict a batch (predict, then verify with collate) --------------------------------------
@@ -77,39 +81,54 @@ def check_batch_prediction(tgt_out_shape, n_tokens, eos_in_tgt_in) -> Result:
         _require_answers(tgt_out_shape=tgt_out_shape, n_tokens=n_tokens, eos_in_tgt_in=eos_in_tgt_in)
         shape = as_shape(tgt_out_shape, "tgt_out_shape")
         shape_hints = {
-            (batch, T + 1): f"{(batch, T + 1)} is the shape of tgt itself (<s>, {longest} words, </s>); tgt_out "
-            "drops its first column",
-            (batch, T - 1): f"the longest sentence has {longest} words, and after them the model must predict "
-            "</s>: one more column",
-            (T, batch): "the batch comes first: (batch, T), one row per sentence",
-            (T + 1, batch): "the batch comes first, and tgt_out is one column shorter than tgt",
+            (batch, T + 1): t(
+                "{shape} is the shape of tgt itself (<s>, {longest} words, </s>); tgt_out drops its first column",
+                shape=(batch, T + 1),
+                longest=longest,
+            ),
+            (batch, T - 1): t(
+                "the longest sentence has {longest} words, and after them the model must predict </s>: one more column",
+                longest=longest,
+            ),
+            (T, batch): t("the batch comes first: (batch, T), one row per sentence"),
+            (T + 1, batch): t("the batch comes first, and tgt_out is one column shorter than tgt"),
         }
         if shape != (batch, T):
-            raise Hint(f"tgt_out_shape = {shape}: {shape_hints.get(shape, 'count the columns again')}")
+            hint = shape_hints.get(shape) or t("count the columns again")
+            raise Hint(t("{what} = {got}: {hint}", what="tgt_out_shape", got=shape, hint=hint))
         n = as_int(n_tokens, "n_tokens")
         token_hints = {
-            sum(n + 2 for n in LENGTHS): "counts <s> too: tgt_out starts at the first word; nobody predicts <s>",
-            sum(LENGTHS): "forgets </s>: the model must learn to stop, so each </s> is a target too",
-            batch * T: "counts the padding: pads are not words to predict, the loss skips them",
-            batch * (T + 1): "counts every position of tgt, padding included",
+            sum(n + 2 for n in LENGTHS): t("counts <s> too: tgt_out starts at the first word; nobody predicts <s>"),
+            sum(LENGTHS): t("forgets </s>: the model must learn to stop, so each </s> is a target too"),
+            batch * T: t("counts the padding: pads are not words to predict, the loss skips them"),
+            batch * (T + 1): t("counts every position of tgt, padding included"),
         }
         if n != facts["n_tokens"]:
-            raise Hint(f"n_tokens = {n} {token_hints.get(n, 'is not the number of real tokens in tgt_out')}")
+            hint = token_hints.get(n) or t("is not the number of real tokens in tgt_out")
+            raise Hint(t("{what} = {got} {hint}", what="n_tokens", got=n, hint=hint))
         eos = as_int(eos_in_tgt_in, "eos_in_tgt_in")
         eos_hints = {
-            0: "cutting the last column removes a </s> only where it sat in the last column: in the longest "
-            "sentence. The shorter ones have a pad there",
-            batch: "the longest sentence's </s> sat in the last column, which tgt_in drops",
-            1: "the other way round: only the longest sentence loses its </s>; the others keep theirs",
+            0: t(
+                "cutting the last column removes a </s> only where it sat in the last column: in the longest "
+                "sentence. The shorter ones have a pad there"
+            ),
+            batch: t("the longest sentence's </s> sat in the last column, which tgt_in drops"),
+            1: t("the other way round: only the longest sentence loses its </s>; the others keep theirs"),
         }
         if eos != facts["eos_in"]:
-            raise Hint(f"eos_in_tgt_in = {eos}: {eos_hints.get(eos, 'write out the four rows of tgt and cut')}")
+            hint = eos_hints.get(eos) or t("write out the four rows of tgt and cut")
+            raise Hint(t("{what} = {got}: {hint}", what="eos_in_tgt_in", got=eos, hint=hint))
 
     return run_check(
-        "predict the batch",
+        t("predict the batch"),
         check,
-        f"passed: tgt_out is {(batch, T)}, with {facts['n_tokens']} real tokens; {facts['eos_in']} sentences keep "
-        "a harmless </s> in tgt_in (its target is a pad)",
+        t(
+            "passed: tgt_out is {shape}, with {n_tokens} real tokens; {eos_in} sentences keep "
+            "a harmless </s> in tgt_in (its target is a pad)",
+            shape=(batch, T),
+            n_tokens=facts["n_tokens"],
+            eos_in=facts["eos_in"],
+        ),
     )
 
 
@@ -127,17 +146,21 @@ def buggy_label_smoothing_loss(logits, target, eps, pad):
 
 BUG_LINES = {3, 6, 7}  # line 1 is the def line, as ex.print_numbered shows it
 _RIGHT_LINES = {
-    1: "line 1 is the signature; it is fine",
-    2: "line 2 alone is fine: the softmax is right. The trouble is what line 3 does with it",
-    4: "line 4 is right: gather picks −log p of the target word at each position",
-    5: "line 5 is right: the mean over V words, times ε, gives each word ε/V (the form F.cross_entropy uses)",
+    1: lazy_t("line 1 is the signature; it is fine"),
+    2: lazy_t("line 2 alone is fine: the softmax is right. The trouble is what line 3 does with it"),
+    4: lazy_t("line 4 is right: gather picks −log p of the target word at each position"),
+    5: lazy_t("line 5 is right: the mean over V words, times ε, gives each word ε/V (the form F.cross_entropy uses)"),
 }
 _MISSED = {
-    3: "one bug is still hidden: call the function on logits with one very large entry (e.g. 200 for the "
-    "right word). What comes out, and which line makes it?",
-    6: "one bug is still hidden: compare line 6 with the formula (1 − ε)·(−log p(y)) + ε·mean_v(−log p(v)): "
-    "which term gets the 1 − ε?",
-    7: "one bug is still hidden: over which positions does loss.mean() average? What do the pad positions add?",
+    3: lazy_t(
+        "one bug is still hidden: call the function on logits with one very large entry (e.g. 200 for the "
+        "right word). What comes out, and which line makes it?"
+    ),
+    6: lazy_t(
+        "one bug is still hidden: compare line 6 with the formula (1 − ε)·(−log p(y)) + ε·mean_v(−log p(v)): "
+        "which term gets the 1 − ε?"
+    ),
+    7: lazy_t("one bug is still hidden: over which positions does loss.mean() average? What do the pad positions add?"),
 }
 
 
@@ -148,11 +171,21 @@ def check_bug_lines(bug_lines) -> Result:
     def check():
         _require_answers(bug_lines=bug_lines)
         if not isinstance(bug_lines, (list, tuple, set, frozenset)):
-            raise Hint(f"bug_lines should be a list (or tuple, or set) of line numbers, got {type(bug_lines).__name__}")
-        lines = {as_int(n, "each line number") for n in bug_lines}
+            raise Hint(
+                t(
+                    "bug_lines should be a list (or tuple, or set) of line numbers, got {type}",
+                    type=type(bug_lines).__name__,
+                )
+            )
+        lines = {as_int(n, t("each line number")) for n in bug_lines}
         outside = sorted(n for n in lines if not 1 <= n <= 7)
         if outside:
-            raise Hint(f"buggy_label_smoothing_loss has lines 1–7 (print_numbered shows them), got {outside}")
+            raise Hint(
+                t(
+                    "buggy_label_smoothing_loss has lines 1–7 (print_numbered shows them), got {outside}",
+                    outside=outside,
+                )
+            )
         if 2 in lines and 3 in lines:
             lines.discard(2)  # replacing lines 2–3 by one log_softmax is the same fix
         for n in sorted(lines - BUG_LINES):
@@ -161,10 +194,12 @@ def check_bug_lines(bug_lines) -> Result:
             raise Hint(_MISSED[n])
 
     return run_check(
-        "find the bugs",
+        t("find the bugs"),
         check,
-        "passed: line 3 (log of a softmax: −inf, then inf or nan, for a confident model; use log_softmax), "
-        "line 6 (the weights 1 − ε and ε swapped) and line 7 (the mean counts the pads; divide by the real tokens)",
+        t(
+            "passed: line 3 (log of a softmax: −inf, then inf or nan, for a confident model; use log_softmax), "
+            "line 6 (the weights 1 − ε and ε swapped) and line 7 (the mean counts the pads; divide by the real tokens)"
+        ),
     )
 
 
@@ -187,37 +222,45 @@ def check_loss_floor(loss_floor) -> Result:
     floor = smoothed_target_entropy(FLOOR_EPS, FLOOR_V)
     question = Numeric(
         value=floor,
-        why=f"the minimum is at p = q, and it is the entropy of q: {floor:.4f} nats, never 0 while ε > 0",
+        why=t(
+            "the minimum is at p = q, and it is the entropy of q: {floor:.4f} nats, never 0 while ε > 0", floor=floor
+        ),
         mistakes={
-            "0 is the common misconception: with ε > 0 the target q itself is spread out, and the loss "
-            "−Σ q log p is at least the entropy of q (reached when p = q)": 0.0,
-            "that is ε·ln V: you let −log p(y) go to 0, but p(y) = 1 leaves every other p(v) = 0, whose "
-            "−log p(v) is infinite. The best p is q itself": FLOOR_EPS * math.log(FLOOR_V),
-            "that is −log q(y) only: at p = q the ε·mean_v(−log p(v)) term adds its share too": -math.log(
+            t(
+                "0 is the common misconception: with ε > 0 the target q itself is spread out, and the loss "
+                "−Σ q log p is at least the entropy of q (reached when p = q)"
+            ): 0.0,
+            t(
+                "that is ε·ln V: you let −log p(y) go to 0, but p(y) = 1 leaves every other p(v) = 0, whose "
+                "−log p(v) is infinite. The best p is q itself"
+            ): FLOOR_EPS * math.log(FLOOR_V),
+            t("that is −log q(y) only: at p = q the ε·mean_v(−log p(v)) term adds its share too"): -math.log(
                 1 - FLOOR_EPS + FLOOR_EPS / FLOOR_V
             ),
-            "that is in bits (log base 2); the loss uses the natural log (nats)": floor / math.log(2),
-            "that spreads ε over the V − 1 wrong words; the course's form (and F.cross_entropy) spreads it over "
-            "all V words: q(y) = 1 − ε + ε/V": smoothed_target_entropy(FLOOR_EPS, FLOOR_V, FLOOR_V - 1),
-            "that is V = 10, the demo's vocabulary; the toy task has V = 14": smoothed_target_entropy(FLOOR_EPS, 10),
+            t("that is in bits (log base 2); the loss uses the natural log (nats)"): floor / math.log(2),
+            t(
+                "that spreads ε over the V − 1 wrong words; the course's form (and F.cross_entropy) spreads it over "
+                "all V words: q(y) = 1 − ε + ε/V"
+            ): smoothed_target_entropy(FLOOR_EPS, FLOOR_V, FLOOR_V - 1),
+            t("that is V = 10, the demo's vocabulary; the toy task has V = 14"): smoothed_target_entropy(FLOOR_EPS, 10),
         },
         rel_tol=2e-3,
-        otherwise="the loss −Σ q log p is smallest when p = q; compute −Σ_v q(v) ln q(v) for this q",
+        otherwise=t("the loss −Σ q log p is smallest when p = q; compute −Σ_v q(v) ln q(v) for this q"),
     )
 
     def check():
         _require_answers(loss_floor=loss_floor)
         got = as_number(loss_floor, "loss_floor")
         if got < 0:
-            raise Hint(f"loss_floor = {got:g}: −Σ q log p is never negative (every log p ≤ 0)")
+            raise Hint(t("loss_floor = {got:g}: −Σ q log p is never negative (every log p ≤ 0)", got=got))
         if math.isclose(got, floor, rel_tol=question.rel_tol):
             return
         for hint, value in question.mistakes.items():
             if math.isclose(got, value, rel_tol=question.rel_tol, abs_tol=1e-12):
-                raise Hint(f"loss_floor = {got:g}: {hint}")
-        raise Hint(f"loss_floor = {got:g}: {question.otherwise}")
+                raise Hint(t("{what} = {got:g}: {hint}", what="loss_floor", got=got, hint=hint))
+        raise Hint(t("{what} = {got:g}: {hint}", what="loss_floor", got=got, hint=question.otherwise))
 
-    return run_check("the loss floor", check, f"right: {question.why}")
+    return run_check(t("the loss floor"), check, t("right: {why}", why=question.why))
 
 
 # ---- exercise 4: the peak of a schedule ------------------------------------------------------------------
@@ -238,33 +281,47 @@ def check_peak(peak_step, peak_rate) -> Result:
         if step != w:
             if abs(step - w) == 1:
                 raise Hint(
-                    f"peak_step = {step} is off by one: the two terms of the min are equal where "
-                    f"step^-0.5 = step · warmup^-1.5, that is at step = warmup = {w} exactly"
+                    t(
+                        "peak_step = {step} is off by one: the two terms of the min are equal where "
+                        "step^-0.5 = step · warmup^-1.5, that is at step = warmup = {warmup} exactly",
+                        step=step,
+                        warmup=w,
+                    )
                 )
             if step <= 1:
                 raise Hint(
-                    f"peak_step = {step}: the rate rises linearly during warmup, so step 1 has the smallest rate"
+                    t(
+                        "peak_step = {step}: the rate rises linearly during warmup, so step 1 has the smallest rate",
+                        step=step,
+                    )
                 )
-            raise Hint(f"peak_step = {step}: where are the two terms of the min equal?")
+            raise Hint(t("peak_step = {step}: where are the two terms of the min equal?", step=step))
         rate = as_number(peak_rate, "peak_rate")
         mistakes = {
-            f"the factor lr_factor = {f} is missing": (d * w) ** -0.5,
-            f"the factor d_model^-0.5 (d_model = {d}) is missing": f * w**-0.5,
-            f"that uses the paper's warmup of 4,000 steps; this preset warms up for {w}": f * (d * 4000) ** -0.5,
-            "that is the rate of step 1, the smallest one": f * d**-0.5 * w**-1.5,
-            "that is the paper's base model (d_model 512, warmup 4,000, no factor)": (512 * 4000) ** -0.5,
+            t("the factor lr_factor = {factor} is missing", factor=f): (d * w) ** -0.5,
+            t("the factor d_model^-0.5 (d_model = {d_model}) is missing", d_model=d): f * w**-0.5,
+            t("that uses the paper's warmup of 4,000 steps; this preset warms up for {warmup}", warmup=w): f
+            * (d * 4000) ** -0.5,
+            t("that is the rate of step 1, the smallest one"): f * d**-0.5 * w**-1.5,
+            t("that is the paper's base model (d_model 512, warmup 4,000, no factor)"): (512 * 4000) ** -0.5,
         }
         if math.isclose(rate, want_rate, rel_tol=5e-3):
             return
         for hint, value in mistakes.items():
             if math.isclose(rate, value, rel_tol=5e-3):
-                raise Hint(f"peak_rate = {rate:.3g}: {hint}")
-        raise Hint(f"peak_rate = {rate:.3g}: put step = warmup into the formula, with all three factors")
+                raise Hint(t("peak_rate = {rate:.3g}: {hint}", rate=rate, hint=hint))
+        raise Hint(t("peak_rate = {rate:.3g}: put step = warmup into the formula, with all three factors", rate=rate))
 
     return run_check(
-        "the peak of the schedule",
+        t("the peak of the schedule"),
         check,
-        f"passed: step {w}, rate {f} · ({d} · {w})^-0.5 = {want_rate:.3e}",
+        t(
+            "passed: step {warmup}, rate {factor} · ({d_model} · {warmup})^-0.5 = {rate:.3e}",
+            warmup=w,
+            factor=f,
+            d_model=d,
+            rate=want_rate,
+        ),
     )
 
 
@@ -273,36 +330,44 @@ def check_peak(peak_step, peak_rate) -> Result:
 QUESTIONS = {
     "q1": Choice(
         correct="c",
-        why="the peak is lr_factor · (d_model · warmup)^-0.5: twice the d_model gives 1/√2 of the rate",
+        why=lazy_t("the peak is lr_factor · (d_model · warmup)^-0.5: twice the d_model gives 1/√2 of the rate"),
         wrong={
-            "a": "(a): d_model has the power −0.5 in the formula: a bigger model gets a smaller rate",
-            "b": "(b): the power is −0.5, not −1: the rate shrinks by √2, not by 2",
-            "d": "(d): the factor d_model^-0.5 multiplies every step's rate, the peak too",
+            "a": lazy_t("(a): d_model has the power −0.5 in the formula: a bigger model gets a smaller rate"),
+            "b": lazy_t("(b): the power is −0.5, not −1: the rate shrinks by √2, not by 2"),
+            "d": lazy_t("(d): the factor d_model^-0.5 multiplies every step's rate, the peak too"),
         },
     ),
     "q2": Choice(
         correct="b",
-        why="perplexity rewards putting all the mass on the right word; a smoothed model keeps ε of it on the "
-        "others by design, which costs perplexity and helps BLEU (§5.4, Table 3 rows D)",
+        why=lazy_t(
+            "perplexity rewards putting all the mass on the right word; a smoothed model keeps ε of it on the "
+            "others by design, which costs perplexity and helps BLEU (§5.4, Table 3 rows D)"
+        ),
         wrong={
-            "a": "(a): no bug is needed to explain it; the paper predicts it: label smoothing 'hurts perplexity, "
-            "as the model learns to be more unsure, but improves accuracy and BLEU score' (§5.4)",
-            "c": "(c): it is the other way round: smoothing is a regulariser, it works against over-confidence "
-            "and over-fitting",
-            "d": "(d): they measure different things: perplexity the probability given to the reference word, "
-            "BLEU the n-gram overlap of the translation a beam search writes",
+            "a": lazy_t(
+                "(a): no bug is needed to explain it; the paper predicts it: label smoothing 'hurts perplexity, "
+                "as the model learns to be more unsure, but improves accuracy and BLEU score' (§5.4)"
+            ),
+            "c": lazy_t(
+                "(c): it is the other way round: smoothing is a regulariser, it works against over-confidence "
+                "and over-fitting"
+            ),
+            "d": lazy_t(
+                "(d): they measure different things: perplexity the probability given to the reference word, "
+                "BLEU the n-gram overlap of the translation a beam search writes"
+            ),
         },
     ),
     "q3": Numeric(
         value=25_000 * 100_000,
-        why="about 25,000 target tokens per batch (§5.1) × 100,000 steps (§5.2) = 2.5·10⁹ target tokens",
+        why=lazy_t("about 25,000 target tokens per batch (§5.1) × 100,000 steps (§5.2) = 2.5·10⁹ target tokens"),
         mistakes={
-            "that counts source and target tokens; the question asks for target tokens only": 50_000 * 100_000,
-            "4,000 is the warmup; the base model trained for 100,000 steps (§5.2)": 25_000 * 4_000,
-            "that is one batch; multiply by the number of steps (100,000, §5.2)": 25_000,
+            lazy_t("that counts source and target tokens; the question asks for target tokens only"): 50_000 * 100_000,
+            lazy_t("4,000 is the warmup; the base model trained for 100,000 steps (§5.2)"): 25_000 * 4_000,
+            lazy_t("that is one batch; multiply by the number of steps (100,000, §5.2)"): 25_000,
         },
         rel_tol=0.02,
-        otherwise="multiply the target tokens per batch (§5.1) by the training steps of the base model (§5.2)",
+        otherwise=lazy_t("multiply the target tokens per batch (§5.1) by the training steps of the base model (§5.2)"),
     ),
 }
 

@@ -17,8 +17,12 @@ import math
 import torch
 from torch import Tensor, nn
 
+from ..i18n import lazy_t, register, t
 from . import Choice, Hint, Numeric, Result, as_int, as_number, as_sequence, expect_tensor, run_check
 from . import check_quiz as _check_quiz
+from .zh.nb09_decoding import ZH
+
+register("zh", ZH)
 
 __all__ = [
     "TableModel",
@@ -121,13 +125,15 @@ def _decoded_words(beam_size: int) -> list[str]:
 def _as_words(answer, what: str) -> list[str]:
     words = as_sequence(answer, None, what)
     if not all(isinstance(w, str) for w in words):
-        raise Hint(f"{what}: write the words as strings, e.g. ['A', 'B', '</s>']")
+        raise Hint(t("{what}: write the words as strings, e.g. ['A', 'B', '</s>']", what=what))
     words = [w.strip() for w in words]
     if words and words[0] == "<s>":  # allowed: with or without the start symbol
         words = words[1:]
     unknown = [w for w in words if w not in WORDS[3:]]
     if unknown:
-        raise Hint(f"{what}: {unknown} are not words of the table; use 'A', 'B', 'C' and '</s>'")
+        raise Hint(
+            t("{what}: {unknown} are not words of the table; use 'A', 'B', 'C' and '</s>'", what=what, unknown=unknown)
+        )
     return words
 
 
@@ -143,28 +149,36 @@ def check_predictions(greedy_prediction, beam_prediction) -> Result:
         want_greedy, want_beam = _decoded_words(1), _decoded_words(2)
         for got, want, what in ((greedy, want_greedy, "greedy_prediction"), (beam, want_beam, "beam_prediction")):
             if got and got[-1] != "</s>" and got + ["</s>"] == want:
-                raise Hint(f"{what}: the output ends with '</s>'; write it too")
+                raise Hint(t("{what}: the output ends with '</s>'; write it too", what=what))
         if greedy != want_greedy:
             if greedy == want_beam:
                 raise Hint(
-                    "greedy_prediction is the better sentence, but greedy cannot find it: it takes the most "
-                    "likely word at each step (0.5 for A at the first step) and never goes back"
+                    t(
+                        "greedy_prediction is the better sentence, but greedy cannot find it: it takes the most "
+                        "likely word at each step (0.5 for A at the first step) and never goes back"
+                    )
                 )
-            raise Hint("greedy_prediction: follow the largest probability of each row, starting from the row <s>")
+            raise Hint(t("greedy_prediction: follow the largest probability of each row, starting from the row <s>"))
         if beam != want_beam:
             if beam == want_greedy:
                 raise Hint(
-                    "beam_prediction equals greedy: beam search keeps the 2 best prefixes at each step, so B "
-                    "(0.4) survives the first step; compare the products of the probabilities at step 2"
+                    t(
+                        "beam_prediction equals greedy: beam search keeps the 2 best prefixes at each step, so B "
+                        "(0.4) survives the first step; compare the products of the probabilities at step 2"
+                    )
                 )
             if beam == ["B", "</s>"]:
-                raise Hint("beam_prediction: B </s> has P = 0.4 · 0.1; B is far more often followed by C")
+                raise Hint(t("beam_prediction: B </s> has P = 0.4 · 0.1; B is far more often followed by C"))
             raise Hint(
-                "beam_prediction: at each step extend both prefixes by every word, multiply the "
-                "probabilities, keep the best 2; a prefix that ends in </s> is finished"
+                t(
+                    "beam_prediction: at each step extend both prefixes by every word, multiply the "
+                    "probabilities, keep the best 2; a prefix that ends in </s> is finished"
+                )
             )
 
-    return run_check("predictions", check, "passed: greedy says A C </s> (P = 0.18), beam search B C </s> (P = 0.252)")
+    return run_check(
+        t("predictions"), check, t("passed: greedy says A C </s> (P = 0.18), beam search B C </s> (P = 0.252)")
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -194,26 +208,28 @@ def check_top_k_extensions(top_k_extensions) -> Result:
         k = 3
         want_scores, want_beam, want_word = _reference_top_k(beam_log_probs, next_log_probs, k)
         got = top_k_extensions(beam_log_probs.clone(), next_log_probs.clone(), k)
-        scores, beam, word = as_sequence(got, 3, "the result of top_k_extensions, (scores, beam, word),")
+        scores, beam, word = as_sequence(got, 3, t("the result of top_k_extensions, (scores, beam, word),"))
         if isinstance(scores, Tensor) and scores.shape == (k,):
             plain = next_log_probs.flatten().topk(k).values
             if torch.allclose(scores.float(), plain, atol=1e-5):
                 raise Hint(
-                    "the scores ignore the beams' own log-probabilities: a candidate's score is "
-                    "beam_log_probs[b] + next_log_probs[b, w]"
+                    t(
+                        "the scores ignore the beams' own log-probabilities: a candidate's score is "
+                        "beam_log_probs[b] + next_log_probs[b, w]"
+                    )
                 )
         expect_tensor(scores, want_scores, "scores", atol=1e-5)
         if isinstance(beam, Tensor) and isinstance(word, Tensor):
             V = next_log_probs.size(1)
             flat = want_beam * V + want_word
             if torch.equal(beam.long(), flat % k) or torch.equal(word.long(), flat // k):
-                raise Hint("the flat index over (k, V) is beam · V + word: beam = index // V, word = index % V")
+                raise Hint(t("the flat index over (k, V) is beam · V + word: beam = index // V, word = index % V"))
             if torch.equal(beam.long(), want_word) and torch.equal(word.long(), want_beam):
-                raise Hint("beam and word are swapped")
+                raise Hint(t("beam and word are swapped"))
         expect_tensor(beam, want_beam.to(beam.dtype) if isinstance(beam, Tensor) else want_beam, "beam")
         expect_tensor(word, want_word.to(word.dtype) if isinstance(word, Tensor) else want_word, "word")
 
-    return run_check("top-k extensions", check, "passed: the k best (beam, word) pairs over all beams at once")
+    return run_check(t("top-k extensions"), check, t("passed: the k best (beam, word) pairs over all beams at once"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -253,22 +269,26 @@ def check_crossover_alpha(crossover_alpha) -> Result:
             if math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-9):
                 continue
             mistakes = {
-                "lp(Y) uses 5 + |Y|, not |Y|: the ratio of the penalties is (5 + |Y_long|) / (5 + |Y_short|)": (
+                t("lp(Y) uses 5 + |Y|, not |Y|: the ratio of the penalties is (5 + |Y_long|) / (5 + |Y_short|)"): (
                     math.log(log_p_l / log_p_s) / math.log(n_l / n_s)
                 ),
-                "the sign is flipped: at α = 0 the short hypothesis wins, so the crossover is a positive α "
-                "(put log P_long / log P_short over (5 + |Y_long|) / (5 + |Y_short|))": -want,
-                "the scores are quotients, so compare the ratio log P_long / log P_short, not the difference": (
+                t(
+                    "the sign is flipped: at α = 0 the short hypothesis wins, so the crossover is a positive α "
+                    "(put log P_long / log P_short over (5 + |Y_long|) / (5 + |Y_short|))"
+                ): -want,
+                t("the scores are quotients, so compare the ratio log P_long / log P_short, not the difference"): (
                     (log_p_l - log_p_s) / math.log((5 + n_l) / (5 + n_s))
                 ),
             }
             for hint, value in mistakes.items():
                 if math.isclose(got, value, rel_tol=1e-6):
-                    raise Hint(f"{what} = {got:.4f}: {hint}")
-            raise Hint(f"{what} = {got:.4f}, but the scores are equal at α = {want:.4f}")
+                    raise Hint(t("{what} = {got:.4f}: {hint}", what=what, got=got, hint=hint))
+            raise Hint(
+                t("{what} = {got:.4f}, but the scores are equal at α = {want:.4f}", what=what, got=got, want=want)
+            )
 
     return run_check(
-        "crossover α", check, "passed: α = ln(log P_long / log P_short) / ln((5 + |Y_long|) / (5 + |Y_short|))"
+        t("crossover α"), check, t("passed: α = ln(log P_long / log P_short) / ln((5 + |Y_long|) / (5 + |Y_short|))")
     )
 
 
@@ -319,30 +339,32 @@ def check_cache_numbers(cache_numbers) -> Result:
 
     def check():
         for case in CACHE_CASES:
-            batch, layers, heads, d_k, t, src_len = case
-            what = f"cache_numbers(batch={batch}, layers={layers}, heads={heads}, d_k={d_k}, t={t}, src_len={src_len})"
+            batch, layers, heads, d_k, read, src_len = case  # read: the t tokens read
+            what = (
+                f"cache_numbers(batch={batch}, layers={layers}, heads={heads}, d_k={d_k}, t={read}, src_len={src_len})"
+            )
             got = as_int(cache_numbers(*case), what)
             want = counted_cache_numbers(*case)
             if got == want:
                 continue
             per = batch * heads * d_k  # one position of one layer's keys (or values)
             mistakes = {
-                "the values are missing: each attention keeps its keys AND its values": want // 2,
-                "the cross-attention is missing: it keeps the projected memory, src_len positions per layer": (
-                    2 * layers * per * t
+                t("the values are missing: each attention keeps its keys AND its values"): want // 2,
+                t("the cross-attention is missing: it keeps the projected memory, src_len positions per layer"): (
+                    2 * layers * per * read
                 ),
-                "that is one layer: every decoder layer keeps its own cache": want // layers,
-                "the self-attention holds t positions after t tokens were read, not t + 1": (
-                    2 * layers * per * (t + 1 + src_len)
+                t("that is one layer: every decoder layer keeps its own cache"): want // layers,
+                t("the self-attention holds t positions after t tokens were read, not t + 1"): (
+                    2 * layers * per * (read + 1 + src_len)
                 ),
-                "the cross-attention's length is the source's, src_len, not t": 2 * layers * per * (2 * t),
+                t("the cross-attention's length is the source's, src_len, not t"): 2 * layers * per * (2 * read),
             }
             for hint, value in mistakes.items():
                 if got == value:
-                    raise Hint(f"{what} = {got:,}: {hint}")
-            raise Hint(f"{what} = {got:,}; the package's cache holds {want:,} numbers")
+                    raise Hint(t("{what} = {got:,}: {hint}", what=what, got=got, hint=hint))
+            raise Hint(t("{what} = {got:,}; the package's cache holds {want:,} numbers", what=what, got=got, want=want))
 
-    return run_check("cache numbers", check, "passed: 2 · layers · batch · heads · d_k · (t + src_len)")
+    return run_check(t("cache numbers"), check, t("passed: 2 · layers · batch · heads · d_k · (t + src_len)"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -351,30 +373,36 @@ def check_cache_numbers(cache_numbers) -> Result:
 QUESTIONS = {
     "q1": Choice(
         correct="b",
-        why="with the causal mask, position i never reads later positions, so its keys and values never change",
+        why=lazy_t("with the causal mask, position i never reads later positions, so its keys and values never change"),
         wrong={
-            "a": "eval mode turns dropout off, but that is not why old keys stay valid: without the causal mask a new "
-            "word would change every earlier position's output, in every layer above the first",
-            "c": "that is true of the cross-attention's keys and values only; the self-attention's keys come from "
-            "the target words, which grow by one each step",
+            "a": lazy_t(
+                "eval mode turns dropout off, but that is not why old keys stay valid: without the causal mask a new "
+                "word would change every earlier position's output, in every layer above the first"
+            ),
+            "c": lazy_t(
+                "that is true of the cross-attention's keys and values only; the self-attention's keys come from "
+                "the target words, which grow by one each step"
+            ),
         },
     ),
     "q2": Numeric(
         value=4 * 6190,
-        why="each of the k = 4 prefixes is extended by each of the 6,190 words: 24,760 candidates, one topk over them",
+        why=lazy_t(
+            "each of the k = 4 prefixes is extended by each of the 6,190 words: 24,760 candidates, one topk over them"
+        ),
         mistakes={
-            "that is one prefix's extensions; all k = 4 prefixes are extended": 6190,
-            "the beam keeps k prefixes, but it scores every word after each of them": 4 * 4,
+            lazy_t("that is one prefix's extensions; all k = 4 prefixes are extended"): 6190,
+            lazy_t("the beam keeps k prefixes, but it scores every word after each of them"): 4 * 4,
         },
         rel_tol=0,
-        otherwise="count the (prefix, next word) pairs",
+        otherwise=lazy_t("count the (prefix, next word) pairs"),
     ),
     "q3": Choice(
         correct="a",
-        why="every word multiplies P by a number below 1, so plain log P (α = 0) favours short outputs",
+        why=lazy_t("every word multiplies P by a number below 1, so plain log P (α = 0) favours short outputs"),
         wrong={
-            "b": "it is the other way round: α = 1 divides log P by about the length, which helps long outputs",
-            "c": "log P falls with every word; only the length penalty makes up for it",
+            "b": lazy_t("it is the other way round: α = 1 divides log P by about the length, which helps long outputs"),
+            "c": lazy_t("log P falls with every word; only the length penalty makes up for it"),
         },
     ),
 }

@@ -15,8 +15,12 @@ import math
 
 import torch
 
+from ..i18n import lazy_t, register, t
 from . import Choice, Hint, Numeric, Result, as_shape, expect_tensor, run_check
 from . import check_quiz as _check_quiz
+from .zh.nb10_attention_visualization import ZH
+
+register("zh", ZH)
 
 __all__ = [
     "check_head_entropy",
@@ -60,8 +64,10 @@ def check_head_entropy(head_entropy) -> Result:
         got = head_entropy(simple)
         if isinstance(got, torch.Tensor) and got.shape == (2,) and torch.isnan(got).any():
             raise Hint(
-                "your entropy is NaN for a head whose weights contain 0: 0 · log 0 must count as 0 "
-                "(e.g. torch.where(w > 0, w * w.log(), 0) or w * w.clamp_min(1e-30).log())"
+                t(
+                    "your entropy is NaN for a head whose weights contain 0: 0 · log 0 must count as 0 "
+                    "(e.g. torch.where(w > 0, w * w.log(), 0) or w * w.clamp_min(1e-30).log())"
+                )
             )
         expected = torch.tensor([0.0, math.log(k)])
         if (
@@ -70,21 +76,24 @@ def check_head_entropy(head_entropy) -> Result:
             and torch.allclose(got.double(), expected.double() / math.log(2), atol=1e-4)
         ):
             raise Hint(
-                "your values are in bits (log2); use the natural log (torch.log), so a uniform row over k keys gives ln k"
+                t(
+                    "your values are in bits (log2); use the natural log (torch.log), so a uniform row over k keys "
+                    "gives ln k"
+                )
             )
         if (
             isinstance(got, torch.Tensor)
             and got.shape == (2,)
             and torch.allclose(got.double(), expected.double() * k, atol=1e-4)
         ):
-            raise Hint("you summed the entropies of the rows; take their mean over the queries (.mean(-1))")
-        expect_tensor(got, expected, "head_entropy(one-hot head, uniform head)")
+            raise Hint(t("you summed the entropies of the rows; take their mean over the queries (.mean(-1))"))
+        expect_tensor(got, expected, t("head_entropy(one-hot head, uniform head)"))
         for seed, causal in ((0, False), (1, True)):
             w = _weights(seed, heads=3, q_len=5, k_len=6 if not causal else 5, causal=causal)  # (3, q, k)
             got = head_entropy(w)
             expected = _entropy_by_hand(w).float()
             if isinstance(got, torch.Tensor) and torch.isnan(got).any():
-                raise Hint("NaN: masked keys have weight 0, and 0 · log 0 must count as 0")
+                raise Hint(t("NaN: masked keys have weight 0, and 0 · log 0 must count as 0"))
             if isinstance(got, torch.Tensor) and got.shape == (3,):
                 over_queries = -(w * w.clamp_min(1e-30).log()).sum(-2).mean(-1)  # entropy down the columns
                 if (
@@ -93,13 +102,19 @@ def check_head_entropy(head_entropy) -> Result:
                     and not torch.allclose(got.float(), expected, atol=1e-4)
                 ):
                     raise Hint(
-                        "you summed over the queries (dim -2); each row (one query) is a distribution over keys: sum over dim -1"
+                        t(
+                            "you summed over the queries (dim -2); each row (one query) is a distribution over keys: "
+                            "sum over dim -1"
+                        )
                     )
-            expect_tensor(
-                got, expected, f"head_entropy(weights {tuple(w.shape)}{', causal' if causal else ''})", atol=1e-4
+            what = (
+                t("head_entropy(weights {shape}, causal)", shape=tuple(w.shape))
+                if causal
+                else f"head_entropy(weights {tuple(w.shape)})"
             )
+            expect_tensor(got, expected, what, atol=1e-4)
 
-    return run_check("head entropy", check, "passed: 0 for a one-hot head, ln k for a uniform one, 0 · log 0 = 0")
+    return run_check(t("head entropy"), check, t("passed: 0 for a one-hot head, ln k for a uniform one, 0 · log 0 = 0"))
 
 
 def _alignment_case() -> torch.Tensor:
@@ -121,23 +136,23 @@ def check_alignment(alignment) -> Result:
         got = alignment(w)
         expected = torch.tensor([4, 3, 2, 1])
         if not isinstance(got, torch.Tensor):
-            raise Hint(f"alignment should return a tensor of source positions, got {type(got).__name__}")
+            raise Hint(t("alignment should return a tensor of source positions, got {type}", type=type(got).__name__))
         if got.shape == (5,):
             raise Hint(
-                "you got one entry per source position: take the argmax over the keys (dim -1), one per target query"
+                t("you got one entry per source position: take the argmax over the keys (dim -1), one per target query")
             )
         if got.shape == (3, 4):
-            raise Hint("you got one row per head: average the heads first (weights.mean(0)), then take the argmax")
+            raise Hint(t("you got one row per head: average the heads first (weights.mean(0)), then take the argmax"))
         if got.shape == (4,) and torch.equal(got.long(), torch.arange(4)):
-            raise Hint("this is head 0 alone; average over all heads (mean over dim 0) before the argmax")
+            raise Hint(t("this is head 0 alone; average over all heads (mean over dim 0) before the argmax"))
         if got.dtype.is_floating_point:
-            raise Hint("return positions (a LongTensor from .argmax), not weights")
+            raise Hint(t("return positions (a LongTensor from .argmax), not weights"))
         expect_tensor(got, expected, "alignment(cross)")
         g = torch.Generator().manual_seed(3)
         w = torch.rand(2, 6, 7, generator=g).softmax(-1)  # (2, 6, 7)
-        expect_tensor(alignment(w), w.mean(0).argmax(-1), "alignment(random cross-attention (2, 6, 7))")
+        expect_tensor(alignment(w), w.mean(0).argmax(-1), t("alignment(random cross-attention (2, 6, 7))"))
 
-    return run_check("alignment", check, "passed: one source position per target position, from the head mean")
+    return run_check("alignment", check, t("passed: one source position per target position, from the head mean"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -162,18 +177,19 @@ def captured_shapes() -> dict[str, tuple[int, ...]]:
 def _shape_mistakes(kind: str, want: tuple[int, ...]) -> dict[tuple[int, ...], str]:
     heads, q, k = want
     mistakes = {
-        (1, *want): "the capture keeps one sentence and drops the batch axis: (heads, q_len, k_len)",
-        (q, k): "there is one (q_len, k_len) table per head: (heads, q_len, k_len)",
-        (heads, k, q): "rows are queries, columns keys: (heads, q_len, k_len)",
+        (1, *want): t("the capture keeps one sentence and drops the batch axis: (heads, q_len, k_len)"),
+        (q, k): t("there is one (q_len, k_len) table per head: (heads, q_len, k_len)"),
+        (heads, k, q): t("rows are queries, columns keys: (heads, q_len, k_len)"),
     }
     if kind in ("decoder", "cross"):
         forgot_bos = (heads, TGT_LEN, TGT_LEN if kind == "decoder" else k)
-        mistakes[forgot_bos] = (
+        mistakes[forgot_bos] = t(
             "the decoder reads <s> first (the target shifted right, notebook 08): its positions are the "
-            f"{TGT_LEN} target symbols plus <s>"
+            "{symbols} target symbols plus <s>",
+            symbols=TGT_LEN,
         )
     if kind == "decoder":
-        mistakes[(heads, q, SRC_LEN)] = "decoder self-attention's keys are target positions too, not source ones"
+        mistakes[(heads, q, SRC_LEN)] = t("decoder self-attention's keys are target positions too, not source ones")
     return mistakes
 
 
@@ -190,10 +206,12 @@ def check_capture_shapes(encoder_shape, decoder_shape, cross_shape) -> Result:
             got = as_shape(answer, f"{kind}_shape")
             if got == want[kind]:
                 continue
-            hint = _shape_mistakes(kind, want[kind]).get(got, "count the heads, the queries and the keys again")
-            raise Hint(f"{kind}_shape = {got}: {hint}")
+            hint = _shape_mistakes(kind, want[kind]).get(got) or t("count the heads, the queries and the keys again")
+            raise Hint(t("{what} = {got}: {hint}", what=f"{kind}_shape", got=got, hint=hint))
 
-    return run_check("captured shapes", check, "passed: (heads, q_len, k_len), and the decoder's axis has <s> in front")
+    return run_check(
+        t("captured shapes"), check, t("passed: (heads, q_len, k_len), and the decoder's axis has <s> in front")
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -202,30 +220,36 @@ def check_capture_shapes(encoder_shape, decoder_shape, cross_shape) -> Result:
 QUESTIONS = {
     "q1": Choice(
         correct="a",
-        why="the causal mask gives every future key −∞ before the softmax, so its weight is exactly 0",
+        why=lazy_t("the causal mask gives every future key −∞ before the softmax, so its weight is exactly 0"),
         wrong={
-            "b": "masked scores are −∞ (or the smallest float), so after the softmax they are exactly 0, not small",
-            "c": "the mask is the same for every head: no head may look at the future",
+            "b": lazy_t(
+                "masked scores are −∞ (or the smallest float), so after the softmax they are exactly 0, not small"
+            ),
+            "c": lazy_t("the mask is the same for every head: no head may look at the future"),
         },
     ),
     "q2": Numeric(
         value=math.log(8),
-        why="a uniform row over 8 keys has entropy −8 · (1/8) ln(1/8) = ln 8 ≈ 2.079 nats",
+        why=lazy_t("a uniform row over 8 keys has entropy −8 · (1/8) ln(1/8) = ln 8 ≈ 2.079 nats"),
         mistakes={
-            "that is in bits (log base 2); the course measures entropy in nats (natural log)": 3.0,
-            "that is the weight of each key, 1/8; the entropy is −Σ w ln w": 1 / 8,
-            "that is the number of keys; the entropy of a uniform row is its logarithm": 8.0,
+            lazy_t("that is in bits (log base 2); the course measures entropy in nats (natural log)"): 3.0,
+            lazy_t("that is the weight of each key, 1/8; the entropy is −Σ w ln w"): 1 / 8,
+            lazy_t("that is the number of keys; the entropy of a uniform row is its logarithm"): 8.0,
         },
         rel_tol=1e-3,
-        otherwise="use H = −Σ_j w_j ln w_j with w_j = 1/8 for each of the 8 keys",
+        otherwise=lazy_t("use H = −Σ_j w_j ln w_j with w_j = 1/8 for each of the 8 keys"),
     ),
     "q3": Choice(
         correct="b",
-        why="a weight says where one head read; W^O, the other heads and later layers decide what is done with it",
+        why=lazy_t(
+            "a weight says where one head read; W^O, the other heads and later layers decide what is done with it"
+        ),
         wrong={
-            "a": "a heatmap cannot show why the model chose a word: the head's output is mixed with the other "
-            "heads by W^O and changed by the feed-forward and later layers",
-            "c": "each head has its own weights; one head's 0.9 says nothing about what the other heads read",
+            "a": lazy_t(
+                "a heatmap cannot show why the model chose a word: the head's output is mixed with the other "
+                "heads by W^O and changed by the feed-forward and later layers"
+            ),
+            "c": lazy_t("each head has its own weights; one head's 0.9 says nothing about what the other heads read"),
         },
     ),
 }

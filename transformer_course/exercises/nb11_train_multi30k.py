@@ -17,8 +17,12 @@ import math
 
 import torch
 
+from ..i18n import lazy_t, register, t
 from . import Choice, Hint, Numeric, Result, as_number, expect_tensor, run_check
 from . import check_quiz as _check_quiz
+from .zh.nb11_train_multi30k import ZH
+
+register("zh", ZH)
 
 __all__ = [
     "check_update_average",
@@ -48,7 +52,9 @@ def _run_average(update_average, dicts: list[dict]) -> dict:
     for count, state in enumerate(dicts[1:], start=2):
         average = update_average(average, state, count)
         if not isinstance(average, dict):
-            raise Hint(f"update_average should return a dict (name → tensor), got {type(average).__name__}")
+            raise Hint(
+                t("update_average should return a dict (name → tensor), got {type}", type=type(average).__name__)
+            )
     return average
 
 
@@ -63,11 +69,20 @@ def check_update_average(update_average) -> Result:
         for name in before[0]:
             if not all(torch.equal(d[name], b[name]) for d, b in zip(dicts, before)):
                 raise Hint(
-                    f"your code changed an input checkpoint ({name!r}); build new tensors, e.g. "
-                    "average[name] + (state[name] − average[name]) / count"
+                    t(
+                        "your code changed an input checkpoint ({name!r}); build new tensors, e.g. "
+                        "average[name] + (state[name] − average[name]) / count",
+                        name=name,
+                    )
                 )
         if set(got) != set(before[0]):
-            raise Hint(f"the average has the keys {sorted(got)}, expected {sorted(before[0])}: one per parameter")
+            raise Hint(
+                t(
+                    "the average has the keys {got}, expected {expected}: one per parameter",
+                    got=sorted(got),
+                    expected=sorted(before[0]),
+                )
+            )
         for name in before[0]:
             stack = torch.stack([b[name] for b in before])  # (checkpoints, ...)
             expected = stack.mean(0)
@@ -79,21 +94,34 @@ def check_update_average(update_average) -> Result:
                     halves = (halves + b[name]) / 2  # an exponential moving average
                 if torch.allclose(value, halves, atol=1e-6):
                     raise Hint(
-                        f"{name!r}: (average + new) / 2 gives the newest checkpoint half the weight and the first "
-                        "one 1/8; each of the count checkpoints must weigh 1/count"
+                        t(
+                            "{name!r}: (average + new) / 2 gives the newest checkpoint half the weight and the first "
+                            "one 1/8; each of the count checkpoints must weigh 1/count",
+                            name=name,
+                        )
                     )
                 if torch.allclose(value, stack.sum(0), atol=1e-6):
-                    raise Hint(f"{name!r} is the sum of the checkpoints; the average divides by how many there are")
+                    raise Hint(
+                        t(
+                            "{name!r} is the sum of the checkpoints; the average divides by how many there are",
+                            name=name,
+                        )
+                    )
                 if torch.allclose(value, before[-1][name], atol=1e-6):
-                    raise Hint(f"{name!r} equals the last checkpoint; the older ones must count too")
+                    raise Hint(t("{name!r} equals the last checkpoint; the older ones must count too", name=name))
                 if torch.allclose(value, stack[1:].mean(0), atol=1e-6):
                     raise Hint(
-                        f"{name!r} lost the first checkpoint: the new one joins count − 1 others, so it weighs "
-                        "1/count, not 1/(count − 1)"
+                        t(
+                            "{name!r} lost the first checkpoint: the new one joins count − 1 others, so it weighs "
+                            "1/count, not 1/(count − 1)",
+                            name=name,
+                        )
                     )
-            expect_tensor(value, expected, f"the average of 4 checkpoints, {name!r}")
+            expect_tensor(value, expected, t("the average of 4 checkpoints, {name!r}", name=name))
 
-    return run_check("update average", check, "passed: average + (new − average) / count, two checkpoints in memory")
+    return run_check(
+        t("update average"), check, t("passed: average + (new − average) / count, two checkpoints in memory")
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -116,16 +144,16 @@ BLEU_CASES = [
 
 
 def _bleu_mistakes(correct, total, sys_len: int, ref_len: int) -> dict[str, float]:
-    precisions = [c / t for c, t in zip(correct, total)]
+    precisions = [c / n for c, n in zip(correct, total)]
     geometric = math.exp(sum(math.log(p) for p in precisions) / 4)
     bp = 1.0 if sys_len > ref_len else math.exp(1 - ref_len / sys_len)
     return {
-        "the precisions are combined by a geometric mean, exp of the mean of their logs, not an arithmetic mean": (
+        t("the precisions are combined by a geometric mean, exp of the mean of their logs, not an arithmetic mean"): (
             100 * bp * sum(precisions) / 4
         ),
-        "the brevity penalty is missing: a short output must pay exp(1 − ref_len / sys_len)": 100 * geometric,
-        "BLEU is reported on a 0–100 scale: multiply by 100": bp * geometric,
-        "the brevity penalty is upside down: exp(1 − ref_len / sys_len) is below 1 when the output is short": (
+        t("the brevity penalty is missing: a short output must pay exp(1 − ref_len / sys_len)"): 100 * geometric,
+        t("BLEU is reported on a 0–100 scale: multiply by 100"): bp * geometric,
+        t("the brevity penalty is upside down: exp(1 − ref_len / sys_len) is below 1 when the output is short"): (
             100 * geometric * (1.0 if sys_len > ref_len else math.exp(1 - sys_len / ref_len))
         ),
     }
@@ -145,10 +173,10 @@ def check_bleu_from_counts(bleu_from_counts) -> Result:
                 continue
             for hint, value in _bleu_mistakes(correct, total, sys_len, ref_len).items():
                 if math.isclose(got, value, rel_tol=1e-6):
-                    raise Hint(f"{what} = {got:.4f}: {hint}")
-            raise Hint(f"{what} = {got:.4f}, sacreBLEU says {want:.4f}")
+                    raise Hint(t("{what} = {got:.4f}: {hint}", what=what, got=got, hint=hint))
+            raise Hint(t("{what} = {got:.4f}, sacreBLEU says {want:.4f}", what=what, got=got, want=want))
 
-    return run_check("BLEU from counts", check, "passed: equal to sacreBLEU's BLEU")
+    return run_check(t("BLEU from counts"), check, t("passed: equal to sacreBLEU's BLEU"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -180,14 +208,18 @@ def _entropy(probs: list[tuple[float, int]]) -> float:
 
 def _floor_mistakes(epsilon: float, V: int) -> dict[str, float]:
     return {
-        "a perfect model cannot reach 0: label smoothing asks for 1 − ε on the right word and ε spread over "
-        "the vocabulary, and the loss is at least the entropy of that target": 0.0,
-        "this package (like F.cross_entropy) spreads ε over all V words, the right one included; you spread it "
-        "over the V − 1 others": _entropy([(1 - epsilon, 1), (epsilon / (V - 1), V - 1)]),
-        "the right word gets 1 − ε plus its own share ε / V: your target does not sum to 1": _entropy(
+        t(
+            "a perfect model cannot reach 0: label smoothing asks for 1 − ε on the right word and ε spread over "
+            "the vocabulary, and the loss is at least the entropy of that target"
+        ): 0.0,
+        t(
+            "this package (like F.cross_entropy) spreads ε over all V words, the right one included; you spread it "
+            "over the V − 1 others"
+        ): _entropy([(1 - epsilon, 1), (epsilon / (V - 1), V - 1)]),
+        t("the right word gets 1 − ε plus its own share ε / V: your target does not sum to 1"): _entropy(
             [(1 - epsilon, 1), (epsilon / V, V - 1)]
         ),
-        "that is in bits; the loss uses the natural log (nats)": _entropy(
+        t("that is in bits; the loss uses the natural log (nats)"): _entropy(
             [(1 - epsilon + epsilon / V, 1), (epsilon / V, V - 1)]
         )
         / math.log(2),
@@ -207,10 +239,17 @@ def check_loss_floor(loss_floor) -> Result:
                 continue
             for hint, value in _floor_mistakes(epsilon, V).items():
                 if math.isclose(got, value, rel_tol=1e-5, abs_tol=1e-9):
-                    raise Hint(f"{what} = {got:.4f}: {hint}")
-            raise Hint(f"{what} = {got:.4f}; the package's loss on the smoothed target is {want:.4f}")
+                    raise Hint(t("{what} = {got:.4f}: {hint}", what=what, got=got, hint=hint))
+            raise Hint(
+                t(
+                    "{what} = {got:.4f}; the package's loss on the smoothed target is {want:.4f}",
+                    what=what,
+                    got=got,
+                    want=want,
+                )
+            )
 
-    return run_check("loss floor", check, "passed: the entropy of the smoothed target, the floor of the curves")
+    return run_check(t("loss floor"), check, t("passed: the entropy of the smoothed target, the floor of the curves"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -219,33 +258,45 @@ def check_loss_floor(loss_floor) -> Result:
 QUESTIONS = {
     "q1": Choice(
         correct="b",
-        why="a real user's sentences hold words the model never saw; a vocabulary that knew the test words "
-        "would make BLEU look better than it is",
+        why=lazy_t(
+            "a real user's sentences hold words the model never saw; a vocabulary that knew the test words "
+            "would make BLEU look better than it is"
+        ),
         wrong={
-            "a": "speed is not the reason; the test sentences must stay as unseen as a user's",
-            "c": "every split has both languages; the point is that test words must be as new to the model as a "
-            "user's words",
+            "a": lazy_t("speed is not the reason; the test sentences must stay as unseen as a user's"),
+            "c": lazy_t(
+                "every split has both languages; the point is that test words must be as new to the model as a "
+                "user's words"
+            ),
         },
     ),
     "q2": Numeric(
         value=4 * 8000,
-        why="each of the 4 processes takes its own batch of up to 8,000 tokens, and their gradients are averaged "
-        "into one step: up to 32,000 tokens per step",
+        why=lazy_t(
+            "each of the 4 processes takes its own batch of up to 8,000 tokens, and their gradients are averaged "
+            "into one step: up to 32,000 tokens per step"
+        ),
         mistakes={
-            "that is one GPU's batch; with DDP each of the 4 GPUs processes its own batch in the same step": 8000,
-            "the batch is not split across GPUs: each GPU takes a whole batch of its own": 8000 / 4,
+            lazy_t(
+                "that is one GPU's batch; with DDP each of the 4 GPUs processes its own batch in the same step"
+            ): 8000,
+            lazy_t("the batch is not split across GPUs: each GPU takes a whole batch of its own"): 8000 / 4,
         },
         rel_tol=0,
-        otherwise="count the batches that go into one optimizer step, and the tokens in each",
+        otherwise=lazy_t("count the batches that go into one optimizer step, and the tokens in each"),
     ),
     "q3": Choice(
         correct="b",
-        why="float16 has 5 exponent bits: small gradients round to 0 unless the loss is scaled up first; "
-        "bfloat16 keeps float32's 8 exponent bits and its range",
+        why=lazy_t(
+            "float16 has 5 exponent bits: small gradients round to 0 unless the loss is scaled up first; "
+            "bfloat16 keeps float32's 8 exponent bits and its range"
+        ),
         wrong={
-            "a": "bfloat16 has float32's 8 exponent bits, so gradients neither overflow nor underflow more than "
-            "in float32",
-            "c": "bfloat16 needs no loss scaling: that is why the package uses it",
+            "a": lazy_t(
+                "bfloat16 has float32's 8 exponent bits, so gradients neither overflow nor underflow more than "
+                "in float32"
+            ),
+            "c": lazy_t("bfloat16 needs no loss scaling: that is why the package uses it"),
         },
     ),
 }

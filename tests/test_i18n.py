@@ -1,0 +1,492 @@
+"""The checkers speak English, or Chinese after ``set_language("zh")``: every message a learner sees is an English
+template passed to ``t()`` (or ``lazy_t()`` for a text written at import), and every template has its Chinese entry
+(transformer_course/exercises/zh/) with the same fields. English stays exactly as it was."""
+
+import ast
+import functools
+import importlib
+import re
+import string
+from pathlib import Path
+
+import pytest
+from conftest import solutions
+
+from transformer_course import i18n
+from transformer_course.attention import scaled_dot_product_attention
+from transformer_course.exercises import (
+    nb00_introduction,
+    nb01_masks,
+    nb02_attention,
+    nb03_multi_head_attention,
+    nb04_layernorm_residual,
+    nb05_embeddings_positional_encoding,
+    nb06_encoder,
+    nb07_decoder,
+    nb08_training_loop,
+    nb09_decoding,
+    nb10_attention_visualization,
+    nb11_train_multi30k,
+)
+from transformer_course.i18n import get_language, lazy_t, register, set_language, t
+
+EXERCISES = Path(__file__).resolve().parent.parent / "transformer_course" / "exercises"
+MODULES = ["__init__", *sorted(p.stem for p in EXERCISES.glob("nb*.py"))]
+TEMPLATE_FUNCTIONS = {"t", "lazy_t"}
+# English words side by side: a sentence, not a code name ("self-attention with a mask", not "x + norm(x)")
+PROSE = re.compile(r"[A-Za-z]{2,}'?[a-z]* +[A-Za-z]{2,}")
+# strings with English words that are not messages to a learner, each with the reason
+NOT_MESSAGES = {
+    ("nb09_decoding", "probs must be a square (V, V) table of P(next | last), got shape {}"): "TableModel's own "
+    "argument check (the checkers build its tables); an error for the course's code, not a learner's",
+}
+
+
+def source(module: str) -> str:
+    return (EXERCISES / f"{module}.py").read_text(encoding="utf-8")
+
+
+@functools.cache
+def tree(module: str) -> ast.Module:
+    """The parsed module (one tree per module, so that its nodes can be told apart by id)."""
+    return ast.parse(source(module))
+
+
+def catalogue(module: str) -> dict[str, str]:
+    name = "common" if module == "__init__" else module
+    return importlib.import_module(f"transformer_course.exercises.zh.{name}").ZH
+
+
+def called(node: ast.AST) -> str | None:
+    """The name a call calls: ``t`` for ``t(...)``, ``format`` for ``"...".format(...)``."""
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Name):
+            return node.func.id
+        if isinstance(node.func, ast.Attribute):
+            return node.func.attr
+    return None
+
+
+def template_calls(module: str) -> list[ast.Call]:
+    return [node for node in ast.walk(tree(module)) if called(node) in TEMPLATE_FUNCTIONS]
+
+
+def templates(module: str) -> set[str]:
+    """The English templates a module passes to t() and lazy_t()."""
+    return {call.args[0].value for call in template_calls(module) if call.args and is_text(call.args[0])}
+
+
+def is_text(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def fields(template: str) -> set[tuple[str, str, str | None]]:
+    """(name, format spec, conversion) of each field: a translation keeps ``{got:,}`` and ``{got!r}`` as they are."""
+    return {(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(template) if name is not None}
+
+
+def all_templates() -> dict[str, set[str]]:
+    return {module: templates(module) for module in MODULES}
+
+
+# ---- static: every template is a literal, has its Chinese entry, and no message bypasses t() ------------------
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_template_is_one_literal_string_with_its_values_named(module):
+    """t("{what} has shape {got}", what=..., got=...): never an f-string, a variable or a concatenation (the
+    catalogue could not hold it), and exactly the template's fields as keywords (a missing one would raise)."""
+    problems = []
+    for call in template_calls(module):
+        where = f"{module}.py:{call.lineno}"
+        if len(call.args) != 1 or not is_text(call.args[0]):
+            problems.append(f"{where}: the first argument of {called(call)}() must be one string literal")
+            continue
+        names = {keyword.arg for keyword in call.keywords}
+        if None in names:
+            problems.append(f"{where}: name each value (no **values)")
+        elif names != {name for name, _, _ in fields(call.args[0].value)}:
+            problems.append(f"{where}: keywords {sorted(names)} do not match the fields of {call.args[0].value!r}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_template_has_a_chinese_entry_with_the_same_fields(module):
+    zh = catalogue(module)
+    missing = sorted(template for template in templates(module) if template not in zh)
+    assert not missing, f"no Chinese entry in exercises/zh/ for {len(missing)} templates:\n" + "\n".join(missing)
+    different = [english for english in templates(module) if fields(english) != fields(zh[english])]
+    assert not different, f"the Chinese templates must keep the fields, specs and conversions of: {different}"
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_chinese_entry_belongs_to_a_template_the_module_uses(module):
+    unused = sorted(set(catalogue(module)) - templates(module))
+    assert not unused, f"entries no checker of {module} uses (a template changed?): {unused}"
+
+
+# a Chinese character, or Chinese punctuation (a template such as "{what}：{hint}" has only the colon)
+CHINESE = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff01-\uff1f]")
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_chinese_entry_is_chinese(module):
+    english = [en for en, zh in catalogue(module).items() if zh == en or not CHINESE.search(zh)]
+    assert not english, f"entries left in English: {english}"
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_two_hints_of_a_module_never_share_one_translation(module):
+    """Hints are keys of tables (hint → wrong answer): two English hints with one Chinese text would merge into one
+    key and lose a hint in Chinese. Only frames around a hint ("{what} = {got}: {hint}") may coincide."""
+    by_translation: dict[str, list[str]] = {}
+    for english, zh in catalogue(module).items():
+        by_translation.setdefault(zh, []).append(english)
+    merged = [
+        english for english in by_translation.values() if len(english) > 1 and not all("{hint}" in e for e in english)
+    ]
+    assert not merged, f"one Chinese text for several English templates: {merged}"
+
+
+def test_a_template_shared_by_two_modules_has_one_translation():
+    seen: dict[str, tuple[str, str]] = {}
+    clashes = []
+    for module in MODULES:
+        for english, zh in catalogue(module).items():
+            if english in seen and seen[english][1] != zh:
+                clashes.append(f"{english!r}: {seen[english][0]} and {module} differ")
+            seen.setdefault(english, (module, zh))
+    assert not clashes, "\n".join(clashes)
+
+
+def import_time_nodes(node: ast.AST):
+    """The nodes that run when the module is imported: everything outside function bodies and lambdas."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield from (d for decorator in getattr(child, "decorator_list", []) for d in ast.walk(decorator))
+            continue
+        yield child
+        yield from import_time_nodes(child)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_no_message_is_translated_at_import(module):
+    """t() at import would fix the language before the notebook chooses it: texts written at import use lazy_t()."""
+    early = [node.lineno for node in import_time_nodes(tree(module)) if called(node) == "t"]
+    assert not early, f"{module}.py calls t() at import on lines {early}; use lazy_t() there"
+
+
+def builds_a_string(node: ast.AST) -> bool:
+    """An f-string, a literal, a concatenation or a .format/.join: a message made without t(). A code name alone
+    ("LayerNorm", "pe_dot") reads the same in every language and may stay a literal."""
+    if isinstance(node, ast.IfExp):
+        return builds_a_string(node.body) or builds_a_string(node.orelse)
+    if is_text(node):
+        return not re.fullmatch(r"[\w.]+", node.value)
+    return isinstance(node, (ast.JoinedStr, ast.BinOp)) or called(node) in {"format", "join"}
+
+
+# the calls whose arguments a learner reads: Hint(message), Result(name, passed, message),
+# run_check(name, check, success), check_question(name, question, answer)
+SHOWN = {"Hint": (0,), "Result": (0, 2), "run_check": (0, 2), "check_question": (0,)}
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_no_hint_or_result_is_built_without_t(module):
+    problems = []
+    for node in ast.walk(tree(module)):
+        for position in SHOWN.get(called(node), ()):
+            if position < len(node.args) and builds_a_string(node.args[position]):
+                problems.append(f"{module}.py:{node.lineno}: {called(node)}(...) argument {position} skips t()")
+    assert not problems, "\n".join(problems)
+
+
+def texts_outside_templates(module: str):
+    """Each string literal (and each literal part of an f-string) that is neither a docstring nor a template."""
+    root = tree(module)
+    skip = {id(call.args[0]) for call in template_calls(module) if call.args}
+    for node in ast.walk(root):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and ast.get_docstring(node, clean=False):
+            skip.add(id(node.body[0].value))
+    for node in ast.walk(root):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.JoinedStr):
+            skip.update(id(part) for part in node.values)
+            text = "".join(part.value if is_text(part) else "{}" for part in node.values)
+            yield node.lineno, text
+        elif is_text(node):
+            yield node.lineno, node.value
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_no_english_sentence_is_left_outside_t(module):
+    """The net under the other checks: a sentence in a checker module is a template, or a listed non-message."""
+    left = [
+        f"{module}.py:{line}: {text!r}"
+        for line, text in texts_outside_templates(module)
+        if PROSE.search(text) and (module, text) not in NOT_MESSAGES
+    ]
+    assert not left, "put these through t() or lazy_t():\n" + "\n".join(left)
+
+
+def test_the_static_checks_catch_a_message_that_skips_t():
+    code = 'def check():\n    raise Hint(f"{what} is wrong")\nX = t("made at import")\n'
+    node = ast.parse(code)
+    hint = next(n for n in ast.walk(node) if called(n) == "Hint")
+    assert builds_a_string(hint.args[0])
+    assert [n.lineno for n in import_time_nodes(node) if called(n) == "t"] == [3]
+    assert PROSE.search("is wrong") and not PROSE.search("x + norm(sublayer(x))")
+
+
+def test_the_chinese_entries_use_the_glossarys_terms():
+    """The checkers speak the 术语表's words (掩码, not 遮罩; 词元, not 令牌), as the zh notebooks do."""
+    from test_zh_edition import GLOSSARY_ZH, avoided_uses, parse_glossary
+
+    texts = [(f"exercises/zh/{module}", zh) for module in MODULES for zh in catalogue(module).values()]
+    found = avoided_uses(texts, parse_glossary(GLOSSARY_ZH))
+    assert not found, "\n".join(found)
+
+
+# ---- dynamic: each notebook's checkers print English by default and Chinese after set_language("zh") ----------
+
+
+@pytest.fixture(autouse=True)
+def language():
+    """Every test starts in English and leaves the language as it found it."""
+    before = get_language()
+    set_language("en")
+    yield
+    set_language(before)
+
+
+def ex_local_mask_hiding_the_diagonal(size, window):
+    return nb01_masks.expected_local(size, window, lambda i, j, w: 0 < i - j < w)
+
+
+# (notebook and path, the checker call, the English line it prints: exactly what it printed before the 中文版)
+LINES = [
+    (
+        "nb00 fails",
+        lambda: nb00_introduction.check_attention_layer_macs(lambda n, d, h: 2 * n * n * d),
+        "❌ attention layer cost: attention_layer_macs(n=10, d=64, heads=4) = 12,800: only the attention core is "
+        "counted: the four projections W^Q, W^K, W^V, W^O cost n·d² each",
+    ),
+    (
+        "nb00 passes",
+        lambda: nb00_introduction.check_layers_to_connect(solutions("nb00_introduction").layers_to_connect),
+        "✅ layers to connect: passed: ⌈(n − 1)/(k − 1)⌉ contiguous layers, ⌈log_k n⌉ dilated ones",
+    ),
+    (
+        "nb01 fails",
+        lambda: nb01_masks.check_local_mask(ex_local_mask_hiding_the_diagonal),
+        "❌ local mask: local_mask(6, window=3) hides the diagonal: a position may attend to itself",
+    ),
+    (
+        "nb01 passes",
+        lambda: nb01_masks.check_mask_from_lengths(solutions("nb01_masks").mask_from_lengths),
+        "✅ mask from lengths: passed: torch.arange(max_len) < lengths[:, None], as (B, 1, 1, L)",
+    ),
+    (
+        "nb02 fails",
+        lambda: nb02_attention.check_bug_lines([3]),
+        "❌ find the bugs: line 3 is right: key.transpose(-2, -1) is (…, d_k, k_len), so query @ it is "
+        "(…, q_len, k_len)",
+    ),
+    (
+        "nb02 passes",
+        lambda: nb02_attention.check_attention(scaled_dot_product_attention),
+        "✅ scaled dot-product attention: passed: softmax(Q Kᵀ / √d_k) V with masking",
+    ),
+    (
+        "nb03 fails",
+        lambda: nb03_multi_head_attention.check_predicted_shapes(
+            {**solutions("nb03_multi_head_attention").predicted, "q": (2, 4, 8, 64)}
+        ),
+        "❌ predicted shapes: predicted['q'] = (2, 4, 8, 64): that is before the transpose: split_heads puts the "
+        "heads before the positions",
+    ),
+    (
+        "nb03 passes",
+        lambda: nb03_multi_head_attention.check_question_cross("c"),
+        "✅ question 2 (cross-attention): right: keys and values are the encoder's output, the memory, in every "
+        "decoder layer",
+    ),
+    (
+        "nb04 fails",
+        lambda: nb04_layernorm_residual.check_bug_lines([10]),
+        "❌ find the bugs: one bug is still hidden in the post-LN branch: what does the paper drop out? 'the output "
+        "of each sub-layer, before it is added to the sub-layer input' (§5.4). Compare the two in training mode",
+    ),
+    (
+        "nb04 passes",
+        lambda: nb04_layernorm_residual.check_rms_norm(solutions("nb04_layernorm_residual").rms_norm),
+        "✅ RMSNorm: equals F.rms_norm, also on rows with a tiny spread",
+    ),
+    (
+        "nb05 fails",
+        lambda: nb05_embeddings_positional_encoding.check_quiz(q1=2 * 3.141592653589793 * 10000),
+        "❌ q1: that is the paper's round bound 10000 · 2π; the last pair is i = d_model/2 − 1 = 255, so the "
+        "exponent is 2i/d_model = 510/512, not 1",
+    ),
+    (
+        "nb05 passes",
+        lambda: nb05_embeddings_positional_encoding.check_pe_dot(
+            solutions("nb05_embeddings_positional_encoding").pe_dot
+        ),
+        "✅ pe_dot: Σ_i cos(ω_i·k): it depends on the distance k only, never on pos",
+    ),
+    (
+        "nb06 fails",
+        lambda: nb06_encoder.check_mask_effect([[False] * 5, [False] * 5]),
+        "❌ mask effect: leaving the mask out lets every query of sentence 1 read its two <pad> keys: its outputs "
+        "change",
+    ),
+    (
+        "nb06 passes",
+        lambda: nb06_encoder.check_encoder_parameter_count(solutions("nb06_encoder").encoder_parameter_count),
+        "✅ encoder_parameter_count: matches the package's Encoder for three sizes, the paper's base encoder included",
+    ),
+    (
+        "nb07 fails",
+        lambda: nb07_decoder.check_mystery(model_1="a", model_2="c"),
+        "❌ find the bug: model_2 is not (c): change one word of the source: the decoder's outputs change, so "
+        "cross-attention does read the memory",
+    ),
+    (
+        "nb07 passes",
+        lambda: nb07_decoder.check_quiz(q2="b"),
+        "✅ q2: right: batch_first=False is the default: dimension 0 is the sequence, dimension 1 the batch",
+    ),
+    (
+        "nb08 fails",
+        lambda: nb08_training_loop.check_loss_floor(0),
+        "❌ the loss floor: loss_floor = 0: 0 is the common misconception: with ε > 0 the target q itself is spread "
+        "out, and the loss −Σ q log p is at least the entropy of q (reached when p = q)",
+    ),
+    (
+        "nb08 passes",
+        lambda: nb08_training_loop.check_peak(*solutions("nb08_training_loop").peak()),
+        "✅ the peak of the schedule: passed: step 150, rate 0.2 · (256 · 150)^-0.5 = 1.021e-03",
+    ),
+    (
+        "nb09 fails",
+        lambda: nb09_decoding.check_predictions(["A", "C", "</s>"], ["A", "C", "</s>"]),
+        "❌ predictions: beam_prediction equals greedy: beam search keeps the 2 best prefixes at each step, so B "
+        "(0.4) survives the first step; compare the products of the probabilities at step 2",
+    ),
+    (
+        "nb09 passes",
+        lambda: nb09_decoding.check_crossover_alpha(solutions("nb09_decoding").crossover_alpha),
+        "✅ crossover α: passed: α = ln(log P_long / log P_short) / ln((5 + |Y_long|) / (5 + |Y_short|))",
+    ),
+    (
+        "nb10 fails",
+        lambda: nb10_attention_visualization.check_alignment(lambda w: w[0].argmax(-1)),
+        "❌ alignment: this is head 0 alone; average over all heads (mean over dim 0) before the argmax",
+    ),
+    (
+        "nb10 passes",
+        lambda: nb10_attention_visualization.check_head_entropy(solutions("nb10_attention_visualization").head_entropy),
+        "✅ head entropy: passed: 0 for a one-hot head, ln k for a uniform one, 0 · log 0 = 0",
+    ),
+    (
+        "nb11 fails",
+        lambda: nb11_train_multi30k.check_quiz(q2=8000),
+        "❌ q2: that is one GPU's batch; with DDP each of the 4 GPUs processes its own batch in the same step",
+    ),
+    (
+        "nb11 passes",
+        lambda: nb11_train_multi30k.check_bleu_from_counts(solutions("nb11_train_multi30k").bleu_from_counts),
+        "✅ BLEU from counts: passed: equal to sacreBLEU's BLEU",
+    ),
+]
+IDEOGRAPH = re.compile(r"[\u4e00-\u9fff]")
+
+
+@functools.cache
+def english_fragments() -> set[str]:
+    """The English text of every template (the parts between its fields) that holds a phrase, not just code."""
+    return {
+        text.strip()
+        for module in MODULES
+        for template in templates(module)
+        for text, _, _, _ in string.Formatter().parse(template)
+        if PROSE.search(text)
+    }
+
+
+def printed(call, capsys) -> str:
+    call()
+    return capsys.readouterr().out.strip()
+
+
+def test_each_notebook_has_a_failing_and_a_passing_line():
+    covered = {where for where, _, _ in LINES}
+    notebooks = sorted(module[:4] for module in MODULES if module != "__init__")
+    assert covered == {f"{nb} {path}" for nb in notebooks for path in ("fails", "passes")}
+    assert all(line[0] == ("❌" if where.endswith("fails") else "✅") for where, _, line in LINES)
+
+
+@pytest.mark.parametrize(("where", "call", "english"), LINES, ids=[where for where, _, _ in LINES])
+def test_a_checker_prints_english_by_default_and_chinese_after_set_language_zh(where, call, english, capsys):
+    assert printed(call, capsys) == english
+    set_language("zh")
+    chinese = printed(call, capsys)
+    assert chinese[0] == english[0] and IDEOGRAPH.search(chinese) and "\n" not in chinese, chinese
+    left = sorted(fragment for fragment in english_fragments() if fragment in chinese)
+    assert not left, f"English left in the Chinese line {chinese!r}: {left}"
+    set_language("en")
+    assert printed(call, capsys) == english  # the same checker, back in English
+
+
+def test_a_quiz_summary_follows_the_language():
+    result = nb00_introduction.check_quiz(q1="a")
+    assert repr(result) == "❌ quiz: 0 of 1 right"
+    set_language("zh")
+    assert repr(result) == "❌ quiz：0 of 1 right"  # its words were made in English; the frame follows the language
+    assert repr(nb00_introduction.check_quiz(q1="b")) == "✅ 小测验：共 1 题，答对 1 题"
+
+
+def test_not_done_and_a_crash_are_said_in_chinese(capsys):
+    def crash(*args):
+        return 1 / 0
+
+    set_language("zh")
+    assert printed(lambda: nb05_embeddings_positional_encoding.check_pe_dot(lambda k, d: ...), capsys).startswith(
+        "❌ pe_dot：pe_dot(k=0, d_model=8) 应是一个数"
+    )
+    assert "还没有完成" in printed(lambda: nb01_masks.check_allowed_pairs(...), capsys)
+    assert "你的代码抛出了 ZeroDivisionError" in printed(lambda: nb09_decoding.check_crossover_alpha(crash), capsys)
+
+
+# ---- the language setting itself ------------------------------------------------------------------------------
+
+
+def test_set_language_rejects_an_unknown_language_with_one_line_that_says_what_to_write():
+    set_language("zh")
+    with pytest.raises(ValueError) as error:
+        set_language("fr")
+    message = str(error.value)
+    assert "\n" not in message and "'fr'" in message and "set_language('zh')" in message
+    assert get_language() == "zh"  # unchanged
+
+
+def test_a_template_without_an_entry_falls_back_to_english():
+    set_language("zh")
+    assert t("a template no catalogue has, {n} times", n=3) == "a template no catalogue has, 3 times"
+    assert t("passed") == "通过"
+
+
+def test_a_lazy_text_is_translated_when_shown_not_when_written():
+    text = lazy_t("right: {why}", why=lazy_t("passed"))
+    assert str(text) == "right: passed" and f"[{text}]" == "[right: passed]"
+    set_language("zh")
+    assert str(text) == "正确：通过" and f"[{text}]" == "[正确：通过]"
+
+
+def test_register_refuses_a_translation_with_other_fields_and_keeps_the_catalogue_unchanged():
+    before = dict(i18n.CATALOGUES["zh"])
+    with pytest.raises(ValueError, match="same fields"):
+        register("zh", {"{a} is fine": "{a} 没问题", "{got} of {total}": "共 {total} 个"})
+    assert i18n.CATALOGUES["zh"] == before
