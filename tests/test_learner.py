@@ -260,3 +260,38 @@ def test_fill_missing_files_refuses_an_unknown_name(tmp_path):
 def test_fill_missing_files_says_where_the_notebooks_should_be(tmp_path):
     with pytest.raises(FileNotFoundError, match="02_attention.ipynb"):
         fill_missing_files("attention.py", folder=tmp_path / "my_transformer", notebooks=tmp_path)
+
+
+# ---- the 中文版: the same cells run in notebooks/zh/, with the learner's own notebooks/zh/my_transformer/ ---------
+
+
+def zh_course(tmp_path, zh_edit=None):
+    """A course folder in tmp_path (the package's folder, notebooks/02_attention.ipynb, notebooks/zh/), and the
+    zh learner's folder notebooks/zh/my_transformer. With ``zh_edit``, notebooks/zh/02_attention.ipynb too: the
+    English one with its %%writefile cell passed through ``zh_edit``."""
+    (tmp_path / "transformer_course").mkdir()
+    (tmp_path / "notebooks" / "zh").mkdir(parents=True)
+    english = (NOTEBOOKS / "02_attention.ipynb").read_text(encoding="utf-8")
+    (tmp_path / "notebooks" / "02_attention.ipynb").write_text(english, encoding="utf-8")
+    if zh_edit is not None:
+        notebook = json.loads(english)
+        for cell in notebook["cells"]:
+            if "".join(cell["source"]).startswith("%%writefile my_transformer/attention.py"):
+                cell["source"] = zh_edit("".join(cell["source"]))
+        (tmp_path / "notebooks" / "zh" / "02_attention.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    return tmp_path / "notebooks" / "zh" / "my_transformer"
+
+
+def test_fill_missing_files_in_notebooks_zh_writes_from_the_zh_notebook_beside_it(tmp_path):
+    folder = zh_course(tmp_path, zh_edit=lambda source: source.replace("\n", "\n# 中文版\n", 1))
+    assert fill_missing_files("attention.py", folder=folder) == ["attention.py"]
+    assert (folder / "attention.py").read_text(encoding="utf-8").startswith("# 中文版\n")
+    assert not (tmp_path / "notebooks" / "my_transformer").exists()  # the English learner's folder is untouched
+
+
+def test_fill_missing_files_in_notebooks_zh_falls_back_to_the_english_notebook(tmp_path, capsys):
+    folder = zh_course(tmp_path)  # no notebooks/zh/02_attention.ipynb
+    assert fill_missing_files("attention.py", folder=folder) == ["attention.py"]
+    written = (folder / "attention.py").read_text(encoding="utf-8")
+    assert written == writefile_cells(NOTEBOOKS / "02_attention.ipynb")["attention.py"]
+    assert "attention.py was missing" in capsys.readouterr().out

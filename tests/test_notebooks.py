@@ -1,7 +1,8 @@
 """Every course notebook runs top to bottom, and is committed clean (no outputs, no execution counts).
 
 The execution test runs each ``notebooks/*.ipynb`` with nbclient in fast mode (``TC_FAST=1``), in the
-``notebooks/`` folder, with the ``python3`` kernel, as a learner's "Restart Kernel and Run All Cells" would.
+``notebooks/`` folder, with the ``python3`` kernel, as a learner's "Restart Kernel and Run All Cells" would
+(``run_in_fast_mode``, which tests/test_notebooks_zh.py uses for the 中文版 in ``notebooks/zh/``).
 A failure names the cell and shows its source and its error. Run only these tests with
 ``pytest -m notebooks``; skip them with ``pytest -m "not notebooks"``.
 """
@@ -36,9 +37,9 @@ def failing_cell_report(nb, path: Path) -> str:
     return f"{path.name}: execution failed before any cell reported an error"
 
 
-@pytest.mark.notebooks
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_top_to_bottom_in_fast_mode(path: Path, monkeypatch, tmp_path):
+def run_in_fast_mode(path: Path, monkeypatch, tmp_path) -> None:
+    """Execute ``path`` top to bottom in fast mode, in its own folder (``notebooks/`` or ``notebooks/zh/``) as
+    JupyterLab would; a failure names the cell, its source and its error."""
     monkeypatch.setenv("TC_FAST", "1")  # the kernel inherits this environment
     monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
     nb = nbformat.read(path, as_version=4)
@@ -47,7 +48,7 @@ def test_notebook_runs_top_to_bottom_in_fast_mode(path: Path, monkeypatch, tmp_p
         kernel_name="python3",
         timeout=CELL_TIMEOUT_S,
         startup_timeout=KERNEL_STARTUP_S,
-        resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
+        resources={"metadata": {"path": str(path.parent)}},
     )
     try:
         client.execute()
@@ -55,6 +56,12 @@ def test_notebook_runs_top_to_bottom_in_fast_mode(path: Path, monkeypatch, tmp_p
         pytest.fail(f"{path.name}: a cell ran longer than {CELL_TIMEOUT_S} s in fast mode\n{error}", pytrace=False)
     except nbclient.exceptions.CellExecutionError:
         pytest.fail(failing_cell_report(nb, path), pytrace=False)
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_top_to_bottom_in_fast_mode(path: Path, monkeypatch, tmp_path):
+    run_in_fast_mode(path, monkeypatch, tmp_path)
 
 
 def test_committed_notebooks_have_no_outputs_or_execution_counts():

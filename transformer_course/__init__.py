@@ -37,6 +37,7 @@ from .layers import (
 )
 from .masks import padding_mask, subsequent_mask, target_mask
 from .model import DecoderCache, Transformer, build_model, count_parameters, make_model
+from .paths import course_path, course_root
 from .train import (
     Checkpoint,
     LabelSmoothingLoss,
@@ -64,6 +65,8 @@ __all__ = [
     "collate",
     "Config",
     "count_parameters",
+    "course_path",
+    "course_root",
     "DecoderCache",
     "detokenize",
     "download_multi30k",

@@ -1,7 +1,8 @@
 """The learner's own Transformer: the files notebooks 02–07 write, loaded, checked and trained (issue 10; paper §3).
 
 Each of notebooks 02–07 ends its from-scratch build with a ``%%writefile my_transformer/<file>.py`` cell, so the
-code the learner reads and runs is saved as a small package beside the notebooks:
+code the learner reads and runs is saved as a small package beside the notebooks (``notebooks/my_transformer/``;
+a learner of the 中文版 gets their own ``notebooks/zh/my_transformer/``, as the same cells run in ``notebooks/zh/``):
 
     my_transformer/attention.py      notebook 02   scaled_dot_product_attention
     my_transformer/multi_head.py     notebook 03   MultiHeadAttention
@@ -17,7 +18,8 @@ notebook 08 trains this model beside the package's (same weights in, same losses
 - :func:`learner_or_package_model` builds the learner's model, or the package's with a printed line saying why;
 - :func:`copy_weights` copies one model's weights into the other and names the first name that does not fit;
 - :func:`fill_missing_files` writes a missing file from its notebook's ``%%writefile`` cell, so that a later
-  notebook runs even when the learner skipped an earlier one (it says so).
+  notebook runs even when the learner skipped an earlier one (it says so). The notebook is the one beside the
+  folder (``notebooks/`` or ``notebooks/zh/``: the same cells), else the course's English one.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 from torch import nn
 
 from .model import make_model as package_make_model
+from .paths import course_root
 
 __all__ = [
     "FILES",
@@ -69,10 +72,11 @@ def fill_missing_files(
     *files: str, folder: str | Path = "my_transformer", notebooks: str | Path | None = None
 ) -> list[str]:
     """Make sure ``folder`` holds ``files`` (default: all six). A missing one is written from the
-    ``%%writefile`` cell of the notebook that teaches it (found in ``notebooks``, default: the folder
-    that holds ``folder``), with one printed line naming it. Returns the names written."""
+    ``%%writefile`` cell of the notebook that teaches it, with one printed line naming it. The notebook is
+    looked for in ``notebooks``; by default in the folder that holds ``folder`` (``notebooks/`` or
+    ``notebooks/zh/``), then in the course's ``notebooks/``. Returns the names written."""
     folder = Path(folder)
-    notebooks = Path(notebooks) if notebooks is not None else folder.resolve().parent
+    places = [Path(notebooks)] if notebooks is not None else _notebook_folders(folder)
     unknown = [f for f in files if f not in FILES]
     if unknown:
         raise ValueError(f"unknown file(s) {unknown}; the course writes {', '.join(FILES)}")
@@ -82,11 +86,11 @@ def fill_missing_files(
     for name in files or tuple(FILES):
         if (folder / name).exists():
             continue
-        notebook = notebooks / FILES[name]
-        if not notebook.exists():
+        notebook = next((place / FILES[name] for place in places if (place / FILES[name]).exists()), None)
+        if notebook is None:
             raise FileNotFoundError(
-                f"{folder.name}/{name} is missing and so is {notebook}, whose %%writefile cell writes it; "
-                f"run that notebook, or pass notebooks= the folder that holds the course notebooks"
+                f"{folder.name}/{name} is missing and so is {places[0] / FILES[name]}, whose %%writefile cell "
+                f"writes it; run that notebook, or pass notebooks= the folder that holds the course notebooks"
             )
         cells = writefile_cells(notebook)
         if name not in cells:
@@ -98,6 +102,16 @@ def fill_missing_files(
             f"notebook runs (run {FILES[name]} to write it yourself)"
         )
     return written
+
+
+def _notebook_folders(folder: Path) -> list[Path]:
+    """Where the notebooks that write ``folder``'s files are: beside it, then in the course's notebooks/."""
+    beside = folder.resolve().parent
+    try:
+        english = course_root(beside) / "notebooks"
+    except FileNotFoundError:  # a notebook handed out on its own: only its own folder
+        return [beside]
+    return [beside] if english == beside else [beside, english]
 
 
 def load_learner_model(folder: str | Path = "my_transformer"):

@@ -1,0 +1,553 @@
+"""The 中文版 (issue 14): ``notebooks/zh/`` is the English course with its prose in Chinese, its code shared.
+
+- every English notebook has its zh notebook, and ``transformer_course.edition.zh.differences`` finds nothing:
+  the same cells, code identical except the language lines, every markdown cell translated;
+- the 术语表 ``notebooks/zh/GLOSSARY.md`` parses, covers every term of ``notebooks/GLOSSARY.md`` with the same
+  notebook numbers, and gives each a Chinese form (or the English word itself, kept in English);
+- the Chinese prose (the zh notebooks' markdown, the README's 中文版 section, the glossary's explanations) uses
+  none of the variants the glossary lists as avoided; a variant inside a longer chosen form does not count;
+- relative links and images in that prose lead to files that exist;
+- the language lines set the language to zh (run in a fresh interpreter);
+- code cells name course files only through ``course_path``, which finds the same file from ``notebooks/``
+  and ``notebooks/zh/``.
+
+Each check is a function of files; the last tests run it on a broken copy in ``tmp_path`` to show it can fail.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from transformer_course.edition import zh
+from transformer_course.paths import course_path, course_root, is_course_root
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = REPO / "notebooks"
+ZH = NOTEBOOKS / "zh"
+GLOSSARY_EN = NOTEBOOKS / "GLOSSARY.md"
+GLOSSARY_ZH = ZH / "GLOSSARY.md"
+README = REPO / "README.md"
+ENGLISH = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+CHINESE = sorted(ZH.glob("[0-9][0-9]_*.ipynb"))
+CJK = re.compile(r"[\u4e00-\u9fff]")
+NUMBERS = re.compile(r"\[(\d\d(?:, \d\d)*)\]$")  # the notebook numbers that end an entry: [02, 03]
+ZH_SECTION = "## 中文版"
+
+
+# ---- reading the glossaries ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Avoided:
+    variant: str  # the word the prose must not use
+    exceptions: tuple[str, ...]  # longer phrases in which it is fine (the note's 除外：…)
+
+
+@dataclass(frozen=True)
+class Term:
+    english: str
+    chosen: str
+    explanation: str
+    avoided: tuple[Avoided, ...]
+
+    @property
+    def forms(self) -> set[str]:
+        """Every way the chosen column may be written: 交叉注意力（编码器-解码器注意力） gives 交叉注意力,
+        编码器-解码器注意力 and 交叉注意力编码器-解码器注意力; 注意力头 / 头 gives both."""
+        found = set()
+        for alternative in re.split(r"\s+/\s+", self.chosen.replace("`", "")):
+            found.add(alternative.strip())
+            if "（" in alternative:
+                found.add(re.sub(r"（.*?）", "", alternative).strip())
+                found.update(re.findall(r"（(.*?)）", alternative))
+                found.add(alternative.replace("（", "").replace("）", ""))
+        return {form for form in found if form}
+
+
+def split_outside_brackets(text: str, separator: str) -> list[str]:
+    """``text`` split at each ``separator`` that is not inside （） or ()."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        depth += ch in "（(" and 1 or 0
+        depth -= ch in "）)" and 1 or 0
+        if ch == separator and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    return [p.strip() for p in parts + [current] if p.strip()]
+
+
+def parse_avoided(text: str) -> tuple[Avoided, ...]:
+    """``数值（指 value 时；除外：数值稳定、数值上）、询问`` → 数值 with two exceptions, and 询问."""
+    found = []
+    for part in split_outside_brackets(text, "、"):
+        variant, _, note = part.partition("（")
+        exceptions = re.search(r"除外：([^；）]*)", note)
+        found.append(Avoided(variant.strip(), tuple(split_outside_brackets(exceptions[1], "、")) if exceptions else ()))
+    return tuple(found)
+
+
+def table_cells(line: str) -> list[str]:
+    """The cells of one markdown table row; ``\\|`` is a pipe inside a cell."""
+    return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def parse_glossary(path: Path) -> list[Term]:
+    """The rows of the 术语表: | English | 中文 | 说明 | 避免 |. A malformed row raises ValueError naming its line."""
+    terms = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.startswith("|"):
+            continue
+        cells = table_cells(line)
+        if len(cells) != 4:
+            raise ValueError(
+                f"{path.name} line {number}: {len(cells)} cells, expected | English | 中文 | 说明 | 避免 |"
+            )
+        if cells[0] == "English" or set(cells[0]) <= set("-: "):
+            continue  # the header and the line under it
+        terms.append(Term(cells[0], cells[1], cells[2], parse_avoided(cells[3])))
+    if not terms:
+        raise ValueError(f"{path.name} holds no table rows | English | 中文 | 说明 | 避免 |")
+    return terms
+
+
+def english_glossary(path: Path = GLOSSARY_EN) -> dict[str, str]:
+    """The English glossary: term → its notebook numbers (the ``[NN, NN]`` that ends its paragraph)."""
+    entries = {}
+    for paragraph in path.read_text(encoding="utf-8").split("\n\n"):
+        if match := re.match(r"\*\*(.+?)\*\* — ", paragraph):
+            numbers = NUMBERS.search(paragraph.strip())
+            entries[match[1]] = numbers[1] if numbers else ""
+    return entries
+
+
+def glossary_problems(zh_path: Path = GLOSSARY_ZH, en_path: Path = GLOSSARY_EN) -> list[str]:
+    """What is wrong with the 术语表: a missing English term, other notebook numbers, a chosen form that is
+    neither Chinese nor the English word kept, a term listed twice."""
+    terms = parse_glossary(zh_path)
+    by_english = {t.english: t for t in terms}
+    problems = [f"{english!r} is listed twice" for english, n in Counter(t.english for t in terms).items() if n > 1]
+    for english, numbers in english_glossary(en_path).items():
+        term = by_english.get(english)
+        if term is None:
+            problems.append(f"{english!r} of {en_path.name} has no row (| {english} | 中文 | 说明 | 避免 |)")
+            continue
+        found = NUMBERS.search(term.explanation)
+        if (found[1] if found else "") != numbers:
+            problems.append(f"{english!r}: the explanation must end with [{numbers}] as in {en_path.name}")
+    for term in terms:
+        if not NUMBERS.search(term.explanation):
+            problems.append(f"{term.english!r}: the explanation must end with the notebook numbers, e.g. [02]")
+        kept = term.english.replace("`", "").lower()
+        for form in re.split(r"\s+/\s+", term.chosen.replace("`", "")):
+            if not form or not (CJK.search(form) or form.lower() in kept):
+                problems.append(f"{term.english!r}: chosen form {form!r} is neither Chinese nor the English term kept")
+    return sorted(set(problems))
+
+
+# ---- reading the Chinese prose ----------------------------------------------------------------------------------
+
+
+def cell_source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def prose_lines(markdown: str) -> list[str]:
+    """The lines of ``markdown`` with fenced code blocks, `code` spans, $math$, link targets and HTML tags
+    blanked: what remains is read as Chinese prose."""
+    lines, fenced = [], False
+    for line in markdown.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            lines.append("")
+            continue
+        if fenced:
+            lines.append("")
+            continue
+        line = re.sub(r"`[^`]*`", " ", line)
+        line = re.sub(r"\$\$.*?\$\$|\$[^$]*\$", " ", line)
+        line = re.sub(r"\]\([^)]*\)", "]", line)
+        lines.append(re.sub(r"<[^>]+>", " ", line))
+    return lines
+
+
+def readme_section(path: Path = README) -> str:
+    """The README's 中文版 section: from its heading to the next ``## `` heading."""
+    text = path.read_text(encoding="utf-8")
+    start = text.find(f"\n{ZH_SECTION}\n")
+    if start < 0:
+        return ""
+    end = text.find("\n## ", start + len(ZH_SECTION) + 2)
+    return text[start : end if end > 0 else len(text)]
+
+
+def chinese_texts(folder: Path = ZH, readme: Path = README) -> list[tuple[str, str, Path]]:
+    """Every piece of Chinese prose: (where, markdown, the folder its links are relative to)."""
+    texts = []
+    for path in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "markdown":
+                texts.append((f"{path.name} cell {cell.get('id')}", cell_source(cell), folder))
+    texts.append((f"{readme.name} {ZH_SECTION}", readme_section(readme), readme.parent))
+    return texts
+
+
+def occurrences_not_covered(line: str, variant: str, covers: list[str]) -> int:
+    """How often ``variant`` occurs in ``line`` outside every longer phrase of ``covers`` that holds it
+    (自注意力 covers the 注意力 inside it)."""
+    count = 0
+    for match in re.finditer(re.escape(variant), line):
+        start = match.start()
+        count += not any(
+            line.startswith(phrase, start - inner.start())
+            for phrase in covers
+            for inner in re.finditer(f"(?={re.escape(variant)})", phrase)
+            if start >= inner.start()
+        )
+    return count
+
+
+def avoided_uses(texts: list[tuple[str, str]], terms: list[Term]) -> list[str]:
+    """One line per use of an avoided variant: where, which variant, what to write instead, and the line."""
+    chosen = sorted({form for term in terms for form in term.forms}, key=len, reverse=True)
+    found = []
+    for where, markdown in texts:
+        for line in prose_lines(markdown):
+            for term in terms:
+                for avoided in term.avoided:
+                    if not avoided.variant or avoided.variant not in line:
+                        continue
+                    covers = [
+                        p for p in (*avoided.exceptions, *chosen) if avoided.variant in p and p != avoided.variant
+                    ]
+                    if occurrences_not_covered(line, avoided.variant, covers):
+                        found.append(f"{where}: {avoided.variant!r} (write {term.chosen}) in: {line.strip()}")
+    return found
+
+
+LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)|\b(?:src|href)\s*=\s*[\"']([^\"']+)[\"']")
+
+
+def broken_links(texts: list[tuple[str, str, Path]]) -> list[str]:
+    """Relative links and images that lead nowhere: where, the target, and what it resolves to."""
+    broken = []
+    for where, markdown, base in texts:
+        code_free = "\n".join(re.sub(r"`[^`]*`", " ", line) for line in prose_lines_keeping_links(markdown))
+        for match in LINK.finditer(code_free):
+            target = unquote((match[1] or match[2]).split("#")[0])
+            if not target or re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):
+                continue  # an anchor in the same page, or a URL
+            if not (base / target).exists():
+                broken.append(f"{where}: {target} (no {os.path.normpath(base / target)})")
+    return broken
+
+
+def prose_lines_keeping_links(markdown: str) -> list[str]:
+    fenced, lines = False, []
+    for line in markdown.splitlines():
+        fenced ^= line.lstrip().startswith("```")
+        lines.append("" if fenced or line.lstrip().startswith("```") else line)
+    return lines
+
+
+def language_after(lines: tuple[str, ...]) -> str:
+    """The language a fresh interpreter is set to after running ``lines`` (as a notebook's first cell would)."""
+    code = "\n".join(lines) + "\nimport transformer_course\nprint(transformer_course.get_language())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ZH, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip()
+
+
+def paths_not_through_course_path(folder: Path) -> list[str]:
+    """String constants in code cells that name a path relative to the notebook's folder (``../…``,
+    ``figures/…``) outside a ``course_path(...)`` call: those break in notebooks/zh/."""
+    found = []
+    for path in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            source = "\n".join(line for line in cell_source(cell).splitlines() if not line.startswith("%"))
+            tree = ast.parse(source)
+            allowed = {
+                id(arg)
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Call)
+                and getattr(node.func, "attr", getattr(node.func, "id", "")) == "course_path"
+                for arg in node.args
+            }
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in allowed:
+                    if re.match(r"\.\.(/|$)|figures/", node.value):
+                        found.append(
+                            f"{path.name} cell {cell.get('id')}: {node.value!r}: write course_path({node.value!r})"
+                        )
+    return found
+
+
+# ---- (a) one zh notebook per English notebook, code shared ------------------------------------------------------
+
+
+@pytest.mark.parametrize("english", ENGLISH, ids=[p.stem for p in ENGLISH])
+def test_each_english_notebook_has_a_zh_notebook_with_the_same_code_and_translated_markdown(english):
+    problems = zh.differences(english)
+    assert not problems, "\n".join(problems) + "\n(python -m transformer_course.edition.zh check lists them all)"
+
+
+def test_every_zh_notebook_has_an_english_one():
+    extra = {p.name for p in CHINESE} - {p.name for p in ENGLISH}
+    assert not extra, f"notebooks/zh/ has notebooks with no English one: {sorted(extra)}"
+
+
+def test_zh_notebooks_are_committed_clean_with_the_python3_kernel():
+    dirty = []
+    for path in CHINESE:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        if notebook["metadata"].get("kernelspec", {}).get("name") != "python3":
+            dirty.append(f"{path.name}: kernel is not python3")
+        dirty += [
+            f"{path.name} cell {c.get('id')}: execution_count"
+            for c in notebook["cells"]
+            if c["cell_type"] == "code" and c.get("execution_count") is not None
+        ]
+    assert not dirty, "\n".join(dirty)
+
+
+# ---- (b) the 术语表 -------------------------------------------------------------------------------------------
+
+
+def test_the_glossary_covers_every_english_term_with_a_chinese_form():
+    problems = glossary_problems()
+    assert not problems, f"{GLOSSARY_ZH.relative_to(REPO)}:\n" + "\n".join(problems)
+
+
+def test_the_glossary_lists_the_term_choices_of_the_issue():
+    terms = {t.english: t for t in parse_glossary(GLOSSARY_ZH)}
+    expected = {  # issue 14's examples
+        "Attention": "注意力",
+        "Multi-head attention": "多头注意力",
+        "Mask": "掩码",
+        "Positional encoding": "位置编码",
+        "LayerNorm": "层归一化",
+        "Residual connection": "残差连接",
+        "Label smoothing": "标签平滑",
+        "Beam search": "束搜索",
+    }
+    assert {english: terms[english].chosen for english in expected} == expected
+    assert len(terms) >= len(english_glossary())
+
+
+# ---- (c) no avoided variant in the prose ---------------------------------------------------------------------
+
+
+def test_the_chinese_prose_uses_no_avoided_variant():
+    terms = parse_glossary(GLOSSARY_ZH)
+    texts = [(where, markdown) for where, markdown, _ in chinese_texts()]
+    texts += [(f"GLOSSARY.md {t.english!r}", t.explanation) for t in terms]
+    found = avoided_uses(texts, terms)
+    assert not found, f"{len(found)} uses of variants that notebooks/zh/GLOSSARY.md avoids:\n" + "\n".join(found)
+
+
+# ---- (d) links ------------------------------------------------------------------------------------------------
+
+
+def test_relative_links_and_images_in_the_chinese_prose_lead_to_files():
+    texts = chinese_texts() + [("GLOSSARY.md", GLOSSARY_ZH.read_text(encoding="utf-8"), ZH)]
+    broken = broken_links(texts)
+    assert not broken, (
+        "links from notebooks/zh/ are one folder deeper (figures/x.svg → ../figures/x.svg):\n" + "\n".join(broken)
+    )
+
+
+# ---- (e) the language lines -------------------------------------------------------------------------------------
+
+
+def test_the_language_lines_set_the_language_to_zh():
+    assert language_after(zh.LANGUAGE_LINES) == "zh"
+
+
+# ---- the README and notebook 00 say how to install and start, in Chinese ----------------------------------------
+
+
+def test_the_readme_has_a_chinese_section_after_the_quick_start_and_points_to_it_from_the_top():
+    text = README.read_text(encoding="utf-8")
+    assert f"\n{ZH_SECTION}\n" in text, f"README.md needs a '{ZH_SECTION}' section"
+    assert text.index("## Quick start") < text.index(f"\n{ZH_SECTION}\n")
+    top = text[: text.index("## Quick start")]
+    assert "#中文版" in top, "README.md: a one-line English pointer to the 中文版 section above the Quick start"
+
+
+@pytest.mark.parametrize("where", ["README.md", "00_introduction.ipynb"])
+def test_the_chinese_install_instructions_name_the_mirrors_and_the_data_setting(where):
+    if where == "README.md":
+        text = readme_section()
+    else:
+        path = ZH / where
+        if not path.exists():
+            pytest.fail(f"{path.relative_to(REPO)} is missing")
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        text = "\n".join(cell_source(c) for c in cells if c["cell_type"] == "markdown")
+    for needed in ("TC_DATA_MIRROR", "pypi.tuna.tsinghua.edu.cn", "download.pytorch.org/whl/cpu", "notebooks/zh/"):
+        assert needed in text, f"{where}: the Chinese install instructions should mention {needed}"
+
+
+# ---- course_path: the same file from notebooks/ and notebooks/zh/ ----------------------------------------------
+
+
+def test_course_path_finds_the_same_file_from_both_notebook_folders(monkeypatch):
+    seen = {}
+    for folder in (NOTEBOOKS, ZH):
+        monkeypatch.chdir(folder)
+        seen[folder.name] = [
+            (folder / course_path(p)).resolve() for p in ("../data", "figures/architecture.svg", "../runs/x/best.pt")
+        ]
+        assert course_root() == REPO
+    assert (
+        seen["notebooks"]
+        == seen["zh"]
+        == [REPO / "data", NOTEBOOKS / "figures/architecture.svg", REPO / "runs/x/best.pt"]
+    )
+    monkeypatch.chdir(NOTEBOOKS)
+    assert course_path("../data") == Path("../data")  # in notebooks/ the path reads as written
+
+
+def test_outside_a_course_folder_course_path_keeps_the_path_and_course_root_says_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # e.g. an nbgrader assignment: the notebook alone, its pictures beside it
+    assert course_path("figures/architecture.svg") == Path("figures/architecture.svg")
+    with pytest.raises(FileNotFoundError, match="no course folder at or above") as error:
+        course_root()
+    assert "\n" not in str(error.value) and "notebooks/" in str(error.value)
+
+
+def test_a_course_folder_is_found_by_its_package_or_its_pyproject(tmp_path):
+    (tmp_path / "notebooks" / "zh").mkdir(parents=True)
+    assert not is_course_root(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "other"\n', encoding="utf-8")
+    assert not is_course_root(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "transformer_course"\n', encoding="utf-8")
+    assert course_root(tmp_path / "notebooks" / "zh") == tmp_path.resolve()
+    assert is_course_root(REPO)
+
+
+def test_code_cells_name_course_files_only_through_course_path():
+    found = paths_not_through_course_path(NOTEBOOKS)
+    assert not found, "paths relative to the notebook's folder break in notebooks/zh/:\n" + "\n".join(found)
+
+
+# ---- each check can fail: broken copies ------------------------------------------------------------------------
+
+
+def copy_notebook(english: Path, folder: Path, edit=None) -> Path:
+    """A zh notebook of ``english`` in ``folder``, every markdown cell 'translated', then ``edit``ed."""
+    notebook = json.loads(english.read_text(encoding="utf-8"))
+    first = True
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            cell["source"] = "中文：" + cell_source(cell)
+        elif first:
+            cell["source"] = cell_source(cell) + "\n" + "\n".join(zh.LANGUAGE_LINES)
+            first = False
+    if edit:
+        edit(notebook["cells"])
+    target = folder / english.name
+    target.write_text(json.dumps(notebook, ensure_ascii=False), encoding="utf-8")
+    return target
+
+
+@pytest.fixture
+def zh_copy(tmp_path, monkeypatch):
+    """notebooks/ and notebooks/zh/ in tmp_path, with edition.zh pointed at them."""
+    (tmp_path / "zh").mkdir()
+    monkeypatch.setattr(zh, "NOTEBOOKS", tmp_path)
+    monkeypatch.setattr(zh, "ZH", tmp_path / "zh")
+    return tmp_path
+
+
+def test_differences_finds_a_missing_notebook_a_changed_code_line_and_an_untranslated_cell(zh_copy):
+    english = zh_copy / "02_attention.ipynb"
+    english.write_text((NOTEBOOKS / english.name).read_text(encoding="utf-8"), encoding="utf-8")
+    assert "is missing" in zh.differences(english)[0]
+    copy_notebook(english, zh_copy / "zh")
+    assert zh.differences(english) == []
+
+    def break_it(cells):
+        code = [c for c in cells if c["cell_type"] == "code"]
+        code[1]["source"] = cell_source(code[1]) + "\nx = 1"
+        markdown = [c for c in cells if c["cell_type"] == "markdown"]
+        markdown[0]["source"] = json.loads(english.read_text(encoding="utf-8"))["cells"][0]["source"]
+
+    copy_notebook(english, zh_copy / "zh", break_it)
+    found = "\n".join(zh.differences(english))
+    assert "differs from English" in found and "is not translated" in found
+
+
+def test_the_glossary_check_finds_a_missing_term_a_wrong_number_and_an_english_form(tmp_path):
+    broken = GLOSSARY_ZH.read_text(encoding="utf-8")
+    broken = "\n".join(line for line in broken.splitlines() if not line.startswith("| Beam search |"))
+    broken = broken.replace("| Dropout | dropout |", "| Dropout | drop-out |")
+    broken = broken.replace("再做层归一化。[04]", "再做层归一化。[05]")
+    (tmp_path / "GLOSSARY.md").write_text(broken, encoding="utf-8")
+    problems = "\n".join(glossary_problems(tmp_path / "GLOSSARY.md"))
+    assert "'Beam search' of GLOSSARY.md has no row" in problems
+    assert "'Dropout': chosen form 'drop-out'" in problems
+    assert "'Add & Norm': the explanation must end with [04]" in problems
+    (tmp_path / "GLOSSARY.md").write_text(broken.replace(" | 说明 |", " |"), encoding="utf-8")
+    with pytest.raises(ValueError, match="line"):
+        parse_glossary(tmp_path / "GLOSSARY.md")
+
+
+def test_the_avoided_variant_check_names_the_cell_and_line_and_spares_longer_chosen_forms():
+    terms = parse_glossary(GLOSSARY_ZH)
+    texts = [
+        ("02.ipynb cell b", "查询、键和值。\n这里用集束搜索。\n代码里的 `补零` 和 $补零$ 不算。"),
+        ("05.ipynb cell c", "数值稳定性很重要；可学习的位置嵌入也行。"),  # an exception; 位置嵌入 inside a chosen form
+        ("05.ipynb cell d", "查询、键和数值；位置嵌入表。"),
+    ]
+    found = avoided_uses(texts, terms)
+    assert found == [
+        "02.ipynb cell b: '集束搜索' (write 束搜索) in: 这里用集束搜索。",
+        "05.ipynb cell d: '数值' (write 键 / 查询 / 值) in: 查询、键和数值；位置嵌入表。",
+        "05.ipynb cell d: '位置嵌入' (write 位置编码) in: 查询、键和数值；位置嵌入表。",
+    ]
+
+
+def test_the_link_check_finds_a_picture_still_linked_from_notebooks(tmp_path):
+    texts = [
+        ("00 cell a", "![架构](figures/architecture.svg) [下一讲](01_masks.ipynb#一) [论文](https://arxiv.org)", ZH),
+        ("00 cell b", "![架构](../figures/architecture.svg) `[x](nowhere.md)`\n```\n[y](nowhere.md)\n```", ZH),
+    ]
+    assert broken_links(texts) == [f"00 cell a: figures/architecture.svg (no {ZH / 'figures/architecture.svg'})"]
+
+
+def test_the_language_check_sees_lines_that_do_not_set_the_language():
+    assert language_after(("from transformer_course.i18n import set_language",)) == "en"
+
+
+def test_the_path_check_finds_a_relative_path_outside_course_path(tmp_path):
+    def break_it(cells):
+        code = [c for c in cells if c["cell_type"] == "code"]
+        code[-1]["source"] = 'CHECKPOINT = Path("../runs/x.pt")\nok = course_path("../runs/y.pt")'
+
+    copy_notebook(NOTEBOOKS / "10_attention_visualization.ipynb", tmp_path, break_it)
+    found = paths_not_through_course_path(tmp_path)
+    assert len(found) == 1 and "'../runs/x.pt': write course_path('../runs/x.pt')" in found[0]
+
+
+def test_the_readme_section_is_read_up_to_the_next_heading(tmp_path):
+    (tmp_path / "README.md").write_text(
+        "# x\n## Quick start\nq\n## 中文版\n用 补零\n## Settings\n热身\n", encoding="utf-8"
+    )
+    assert readme_section(tmp_path / "README.md") == "\n## 中文版\n用 补零"
+    found = avoided_uses([("README", readme_section(tmp_path / "README.md"))], parse_glossary(GLOSSARY_ZH))
+    assert found == ["README: '补零' (write 填充) in: 用 补零"]
