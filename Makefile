@@ -1,8 +1,9 @@
 # Two commands do everything, each with its own set-up on a fresh machine:
 #   make course   create .venv, install, open JupyterLab on notebooks/
 #   make test     create .venv, install, run the whole test suite
-#   make html     the offline HTML edition of the executed notebooks, in html/
-#   make slides   one offline reveal.js deck per notebook, in html/slides/ (SLIDES_ARGS=--fast: small loops)
+#   make html     the offline HTML edition of the executed notebooks: English in html/, 中文版 in html/zh/
+#   make slides   one offline reveal.js deck per notebook, in html/slides/ and html/zh/slides/ (SLIDES_ARGS=--fast)
+#                 (EDITION_LANGUAGES="en" or "zh": one language only)
 #
 # torch is installed first and on its own, so that no open version range pulls a multi-GB CUDA build
 # onto a CPU machine. Choose the build with TORCH_SPEC / TORCH_PIP_ARGS, e.g. on a laptop:
@@ -52,12 +53,13 @@ benchmarks: install
 	$(BIN)/python benchmarks/padding.py
 	$(BIN)/python benchmarks/notebook_times.py
 
+EDITION_LANGUAGES ?= en zh
 html: install
-	$(BIN)/python -m transformer_course.edition --check
+	$(BIN)/python -m transformer_course.edition --check --languages $(EDITION_LANGUAGES)
 
 SLIDES_ARGS ?=
 slides: install
-	$(BIN)/python -m transformer_course.edition --slides --check $(SLIDES_ARGS)
+	$(BIN)/python -m transformer_course.edition --slides --check --languages $(EDITION_LANGUAGES) $(SLIDES_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -121,3 +121,30 @@ def test_screenshot_of_an_exported_page_is_not_blank(executed_notebook, tmp_path
     colours = image.getcolors(maxcolors=1 << 20)
     blues = sum(n for n, (r, g, b) in colours if b > r + 40)  # the heatmaps are shades of blue
     assert blues > 5000, "the screenshot shows no heatmap"
+
+
+def test_chinese_explorer_page_draws_and_switches_offline(tmp_path):
+    """The 中文版's explorer (Chinese dropdown names and title) on an offline page: it draws, its dropdown
+    switches, and the Chinese words are in the drawn page."""
+    from transformer_course import set_language
+    from transformer_course.viz import fonts
+
+    if fonts.find_cjk_font() is None:
+        pytest.skip("no CJK font installed (apt-get install fonts-noto-cjk)")
+    model = make_model(12, 12, N=2, d_model=32, d_ff=64, h=4)
+    capture = viz.capture_attention(model, [4, 5, 6, 7], [8, 9])
+    set_language("zh")
+    try:
+        page = viz.charts_to_html([viz.attention_explorer(capture)], title="注意力")
+    finally:
+        set_language("en")
+        fonts.forget_font()
+    page_path = tmp_path / "explorer.html"
+    page_path.write_text(page, encoding="utf-8")
+    assert '<html lang="zh-CN">' in page
+    report = edition.browser_check(page_path)
+    assert report["errors"] == [] and report["drawn"] == 1 and report["cells"] == [3 * 4]
+    assert (report["dropdown"]["to"], report["dropdown"]["after"]) == ("encoder", 4 * 4)
+    dom = chromium(tmp_path, "--virtual-time-budget=15000", "--dump-dom", page_path.as_uri()).stdout
+    for words in ("注意力查看器", "编码器自注意力", "平均（mean）", "查询"):
+        assert words in dom, f"{words!r} is not on the drawn page"

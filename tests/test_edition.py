@@ -184,3 +184,131 @@ def test_every_chart_of_every_notebook_page_draws(reports):
         assert report["drawn"] == report["charts"], f"{name}: {report['drawn']} of {report['charts']} charts drew"
         assert max(report["cells"]) > 0, f"{name}: no heatmap cell in the SVG"  # rect marks are in the DOM
         assert edition.page_problems(report) == [], f"{name}: {edition.page_problems(report)}"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Both languages (issue 14): English in OUT/, the 中文版 in OUT/zh/, each page linked to its namesake
+# ---------------------------------------------------------------------------------------------------------
+
+
+def small_course(folder: Path, english: list[str], chinese: list[str]) -> Path:
+    """A notebooks folder: one markdown cell per notebook, English ones in it, Chinese ones in zh/."""
+    (folder / "zh").mkdir(parents=True)
+    for name in english:
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {name}")]), folder / name)
+    for name in chinese:
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# 中文 {name}")])
+        nbformat.write(nb, folder / "zh" / name)
+    return folder
+
+
+def html_lang(page: Path) -> str | None:
+    match = re.search(r"<html\b[^>]*>", page.read_text(encoding="utf-8"))
+    return (re.search(r'lang="([^"]+)"', match.group(0)) or [None, None])[1]
+
+
+def test_both_editions_link_each_page_to_its_namesake_and_skip_what_is_not_translated(tmp_path, capsys):
+    folder = small_course(tmp_path / "notebooks", ["00_a.ipynb", "01_b.ipynb"], ["00_a.ipynb"])
+    out = tmp_path / "html"
+    built = edition.build_editions(folder, out, run=False, progress=False)
+    assert sorted(built) == ["en", "zh"]
+    assert [p.relative_to(out).as_posix() for p in built["zh"].pages] == ["zh/00_a.html"]
+    note = capsys.readouterr().err.strip().splitlines()
+    assert len(note) == 1 and "01" in note[0] and "00" not in note[0]  # one line naming what is left out
+    assert links(out / "index.html") == ["zh/index.html", "00_a.html", "01_b.html"]
+    assert links(out / "zh" / "index.html") == ["../index.html", "00_a.html"]
+    assert links(out / "00_a.html") == ["index.html", "zh/00_a.html"]
+    assert links(out / "zh" / "00_a.html") == ["index.html", "../00_a.html"]
+    assert links(out / "01_b.html") == []  # no Chinese page to link to
+    assert "中文 00_a.ipynb</li>" in (out / "zh" / "index.html").read_text(encoding="utf-8")  # the Chinese title
+    for page in [out / "zh" / "index.html", out / "zh" / "00_a.html"]:
+        assert html_lang(page) == "zh-CN", page
+    assert html_lang(out / "00_a.html") == "en"
+
+
+def test_every_cross_link_of_the_course_editions_leads_to_a_page(tmp_path):
+    """The real notebooks, as saved: every link of both contents pages and of every page resolves."""
+    if not (NOTEBOOKS / "zh").is_dir():
+        pytest.skip("no notebooks/zh/ yet")
+    assert edition.main(["--no-run", "--only", "01", "10", "--out", str(tmp_path)]) == 0
+    pages = sorted(tmp_path.rglob("*.html"))
+    assert {p.relative_to(tmp_path).as_posix() for p in pages} >= {"index.html", "zh/index.html", "zh/01_masks.html"}
+    for page in pages:  # the contents pages' links, and the language links at the top of each page
+        text = page.read_text(encoding="utf-8")
+        edition_links = links(page) if page.name == "index.html" else re.findall(r'href="([^"]+)"', nav(text))
+        assert edition_links, f"{page.relative_to(tmp_path)} links to nothing"
+        for href in edition_links:
+            assert (page.parent / href).resolve().is_file(), f"{page.relative_to(tmp_path)} → {href}"
+    assert "../01_masks.html" in nav((tmp_path / "zh" / "01_masks.html").read_text(encoding="utf-8"))
+
+
+def nav(page: str) -> str:
+    """The language links at the top of a notebook's page."""
+    match = re.search(r'<nav class="tc-language".*?</nav>', page, flags=re.S)
+    return match.group(0) if match else ""
+
+
+def test_one_language_only_builds_no_other_and_links_to_none(tmp_path):
+    folder = small_course(tmp_path / "notebooks", ["00_a.ipynb"], ["00_a.ipynb"])
+    out = tmp_path / "html"
+    assert edition.main(["--no-run", "--notebooks", str(folder), "--out", str(out), "--languages", "en"]) == 0
+    assert not (out / "zh").exists() and links(out / "index.html") == ["00_a.html"]
+    assert edition.main(["--no-run", "--notebooks", str(folder), "--out", str(out), "--languages", "zh"]) == 0
+    assert links(out / "zh" / "index.html") == ["00_a.html"]
+
+
+def test_chinese_only_with_no_chinese_notebook_says_so(tmp_path, capsys):
+    folder = small_course(tmp_path / "notebooks", ["00_a.ipynb"], [])
+    assert edition.main(["--no-run", "--notebooks", str(folder), "--out", str(tmp_path), "--languages", "zh"]) == 1
+    assert "no Chinese notebook in" in capsys.readouterr().err
+
+
+def test_the_language_and_the_links_go_into_the_page_itself_not_into_its_scripts():
+    """Inlined scripts hold "<html" and "<body" in their text: the links go after the real <body> tag."""
+    page = (
+        '<!DOCTYPE html>\n<html>\n<head><script>var s = "<body>";</script></head>\n<body class="jp-Notebook">\n</body>'
+    )
+    out = edition.with_language(page, "zh", '<nav id="n"></nav>')
+    assert out.startswith('<!DOCTYPE html>\n<html lang="zh-CN">')
+    assert '<body class="jp-Notebook">\n<nav id="n"></nav>' in out and 'var s = "<body>";' in out
+    with pytest.raises(RuntimeError, match="no <html>, </head> or <body>"):
+        edition.with_language("<p>not a page</p>", "zh")
+    with pytest.raises(ValueError, match="language must be one of"):
+        edition.with_language(page, "fr")
+
+
+@pytest.fixture(scope="module")
+def chinese_edition(tmp_path_factory):
+    """The Chinese notebook 10 executed in fast mode and exported (about 30 s)."""
+    from transformer_course.viz.fonts import find_cjk_font
+
+    if not (NOTEBOOKS / "zh" / "10_attention_visualization.ipynb").is_file():
+        pytest.skip("notebooks/zh/10_attention_visualization.ipynb is not written yet")
+    if find_cjk_font() is None:
+        pytest.skip("no CJK font installed (apt-get install fonts-noto-cjk): the charts would keep English labels")
+    out = tmp_path_factory.mktemp("html")
+    built = edition.build_editions(NOTEBOOKS, out, fast=True, only=["10"], progress=False, languages=("zh",))
+    assert built["zh"].failures == {}, f"notebooks failed: {built['zh'].failures}"
+    return built["zh"]
+
+
+def test_the_chinese_notebooks_charts_speak_chinese_on_their_page(chinese_edition):
+    page = chinese_edition.pages[0]
+    text = page.read_text(encoding="utf-8")
+    assert html_lang(page) == "zh-CN"
+    for words in [
+        "注意力查看器",
+        "交叉注意力（解码器 → 编码器）：层 × 头",
+        '"name": "注意力 "',
+        "'第 ' + datum.value + ' 层'",
+    ]:
+        assert words in text, f"{words!r} is not on the page"
+
+
+@pytest.mark.browser
+def test_the_chinese_page_draws_every_chart_offline(chinese_edition):
+    if CHROMIUM is None:
+        pytest.skip("headless Chromium is not installed (apt-get install chromium)")
+    report = edition.browser_check(chinese_edition.pages[0], CHROMIUM)
+    assert report["charts"] >= 5 and report["drawn"] == report["charts"]
+    assert edition.page_problems(report) == []

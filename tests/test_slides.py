@@ -183,7 +183,7 @@ def test_slides_command_writes_one_deck_per_notebook_and_a_contents_page(tmp_pat
     decks = sorted(p.name for p in (tmp_path / "slides").glob("*.slides.html"))
     assert decks == ["01_masks.slides.html", "04_layernorm_residual.slides.html"]
     index = (tmp_path / "slides" / "index.html").read_text()
-    assert re.findall(r'<a href="([^"]+)"', index) == decks
+    assert re.findall(r'<a href="([^"]+)"', index) == ["../zh/slides/index.html", *decks]  # 中文版 first
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -232,3 +232,45 @@ def test_a_slide_screenshot_is_a_picture_of_the_deck_size(fast_deck, tmp_path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert struct.unpack(">II", data[16:24]) == edition.slides.DECK_SIZE  # width, height from the IHDR chunk
     assert len(data) > 10_000  # text and a picture, not a blank page
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The 中文版's decks (issue 14): the same builder on notebooks/zh/, into OUT/zh/slides/, linked both ways
+# ---------------------------------------------------------------------------------------------------------
+
+ZH_DECK = NOTEBOOKS / "zh" / "01_masks.ipynb"
+needs_zh_deck = pytest.mark.skipif(not ZH_DECK.is_file(), reason="notebooks/zh/01_masks.ipynb is not written yet")
+
+
+@pytest.fixture(scope="module")
+def zh_decks(tmp_path_factory):
+    """Notebook 01 as saved, as a deck in both languages (no kernel)."""
+    out = tmp_path_factory.mktemp("html")
+    assert edition.main(["--slides", "--no-run", "--only", "01", "--out", str(out)]) == 0
+    return out
+
+
+@needs_zh_deck
+def test_the_chinese_deck_has_the_english_decks_slides_and_links_to_it(zh_decks):
+    deck = zh_decks / "zh" / "slides" / "01_masks.slides.html"
+    text = deck.read_text(encoding="utf-8")
+    assert re.search(r'<html lang="zh-CN">', text)
+    nav = re.search(r'<nav class="tc-language".*?</nav>', text, flags=re.S).group(0)
+    assert re.findall(r'href="([^"]+)"', nav) == ["index.html", "../../slides/01_masks.slides.html"]
+    assert (deck.parent / "../../slides/01_masks.slides.html").resolve().is_file()
+    english = (zh_decks / "slides" / "01_masks.slides.html").read_text(encoding="utf-8")
+    assert 'href="../zh/slides/01_masks.slides.html"' in english
+    index = (zh_decks / "zh" / "slides" / "index.html").read_text(encoding="utf-8")
+    assert re.findall(r'<a href="([^"]+)"', index) == ["../../slides/index.html", "01_masks.slides.html"]
+    zh, en = (nbformat.read(path, as_version=4) for path in (ZH_DECK, NOTEBOOKS / "01_masks.ipynb"))
+    assert edition.count_slides(zh) == edition.count_slides(en)  # the same slide metadata
+
+
+@pytest.mark.browser
+@browser
+@needs_zh_deck
+def test_the_chinese_deck_starts_offline_with_its_slides(zh_decks):
+    report = edition.deck_check(zh_decks / "zh" / "slides" / "01_masks.slides.html", CHROMIUM)
+    expected = reveal_slides(slide_types(nbformat.read(ZH_DECK, as_version=4)))
+    assert report["ready"] and report["slides"] == expected
+    assert report["requests"] == [] and report["errors"] == []

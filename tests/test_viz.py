@@ -3,6 +3,7 @@
 The offline HTML edition that exports notebooks holding these charts is tested in test_edition.py."""
 
 import ast
+import inspect
 import json
 import math
 import re
@@ -460,3 +461,173 @@ def test_explorer_can_open_on_the_mean_of_the_heads():
     capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
     spec = viz.attention_explorer(capture, head=-1).to_dict()
     assert {p["name"]: p for p in spec["params"]}["head"]["value"] == -1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Chart labels in the course's language (the 中文版, issue 14): English as always, Chinese after
+# set_language("zh") where a CJK font is installed (tests/test_fonts.py: the font, and English without one)
+# ---------------------------------------------------------------------------------------------------------
+
+CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")  # Han characters and full-width punctuation
+
+
+@pytest.fixture
+def chinese():
+    """The language set to Chinese, as the first cell of a zh notebook does; undone after the test."""
+    import matplotlib
+
+    from transformer_course import set_language
+    from transformer_course.viz import fonts
+
+    if fonts.find_cjk_font() is None:
+        pytest.skip("no CJK font installed (Debian/Ubuntu: apt-get install fonts-noto-cjk)")
+    fonts.forget_font()
+    with matplotlib.rc_context():
+        set_language("zh")
+        try:
+            yield
+        finally:
+            set_language("en")
+            fonts.forget_font()
+
+
+def every_chart(capture):
+    """Every Altair chart of the package, one of each kind."""
+    return {
+        "mask": viz.plot_mask(subsequent_mask(3)),
+        "positional encoding": viz.plot_positional_encoding(20, 8),
+        "positional encoding curves": viz.plot_positional_encoding(20, 8, dims=[2, 3]),
+        "schedule": viz.plot_lr_schedule({"warmup": [1e-4, 7e-4, 5e-4]}),
+        "heatmap": viz.attention_heatmap(capture, "cross", 1, 2),
+        "grid": viz.attention_grid(capture, "cross"),
+        "head statistics": viz.plot_head_statistics(capture, "entropy"),
+        "explorer": viz.attention_explorer(capture),
+    }
+
+
+def test_english_charts_keep_their_english_words():
+    capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
+    for name, chart in every_chart(capture).items():
+        assert not CJK.search(json.dumps(chart.to_dict(), ensure_ascii=False)), f"{name} has Chinese in English"
+    mask = viz.plot_mask(subsequent_mask(3)).to_dict()
+    assert (mask["title"], mask["encoding"]["x"]["title"], mask["encoding"]["y"]["title"]) == (
+        "mask (True = may attend)",
+        "key",
+        "query",
+    )
+    assert all("title" not in tip for tip in mask["encoding"]["tooltip"])  # Altair's default: the field's name
+    params = {p["name"]: p["bind"] for p in viz.attention_explorer(capture).to_dict()["params"]}
+    assert [params[n]["name"] for n in ("kind", "layer", "head")] == ["attention ", "layer ", "head "]
+    assert params["kind"]["labels"] == [viz.KIND_TITLES[k] for k in viz.KINDS]
+    assert params["head"]["labels"][0] == "mean"
+    grid = viz.attention_grid(capture, "cross").to_dict()
+    assert grid["facet"]["row"]["header"]["labelExpr"] == "'layer ' + datum.value"
+    assert grid["title"] == "cross-attention (decoder → encoder): layer × head"
+    fig = viz.attention_grid(capture, "cross", backend="matplotlib")
+    assert fig.texts[0].get_text() == "cross-attention (decoder → encoder): layer × head (3 queries × 3 keys)"
+
+
+def test_chinese_charts_speak_chinese_and_keep_their_data(chinese):
+    capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
+    mask = viz.plot_mask(subsequent_mask(3)).to_dict()
+    assert (mask["title"], mask["encoding"]["x"]["title"], mask["encoding"]["y"]["title"]) == (
+        "掩码（True = 允许注意）",
+        "键",
+        "查询",
+    )
+    assert [tip.get("title") for tip in mask["encoding"]["tooltip"]] == ["查询", "键", "允许注意"]
+    assert [tip["field"] for tip in mask["encoding"]["tooltip"]] == ["query", "key", "may_attend"]  # data as before
+    params = {p["name"]: p["bind"] for p in viz.attention_explorer(capture).to_dict()["params"]}
+    assert [params[n]["name"] for n in ("kind", "layer", "head")] == ["注意力 ", "层 ", "头 "]
+    assert params["kind"]["labels"] == ["编码器自注意力", "解码器自注意力（带掩码）", "交叉注意力（解码器 → 编码器）"]
+    assert params["kind"]["options"] == ["encoder", "decoder", "cross"]  # the values the filter compares
+    assert params["head"]["labels"][0] == "平均（mean）"
+    grid = viz.attention_grid(capture, "cross").to_dict()
+    assert grid["facet"]["row"]["header"]["labelExpr"] == "'第 ' + datum.value + ' 层'"
+    assert grid["title"] == "交叉注意力（解码器 → 编码器）：层 × 头"
+    curves = viz.plot_positional_encoding(20, 8, dims=[2, 3]).to_dict()
+    assert {r["dimension"] for r in curves["data"]["values"]} == {"维度 2", "维度 3"}
+    fig = viz.attention_grid(capture, "cross", backend="matplotlib")
+    assert fig.texts[0].get_text() == "交叉注意力（解码器 → 编码器）：层 × 头（3 个查询 × 3 个键）"
+    assert viz.plot_mask(subsequent_mask(3), title="my own title").to_dict()["title"] == "my own title"
+
+
+def test_chinese_charts_draw_their_chinese_words(chinese):
+    """Vega-Lite 5.8 (as old as JupyterLab's) compiles every Chinese chart; its words reach the SVG."""
+    import vl_convert as vlc
+
+    capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
+    expected = {"grid": "第 1 层", "head statistics": "解码器", "explorer": "注意力查看器", "mask": "允许注意"}
+    for name, chart in every_chart(capture).items():
+        svg = vlc.vegalite_to_svg(chart.to_dict(), vl_version="5.8")
+        assert 'class="mark-rect role-mark' in svg or 'class="mark-line role-mark' in svg, name
+        assert CJK.search(svg), f"{name}: no Chinese in the drawing"
+        if name in expected:
+            assert expected[name] in svg, f"{name}: {expected[name]!r} not drawn"
+
+
+def chart_templates() -> list[tuple[str, str]]:
+    """(file, English template) for every string literal that viz passes to chart_text or field_title."""
+    found = []
+    for path in sorted(Path(viz.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) in ("chart_text", "field_title", "header_expr")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                found.append((path.name, node.args[0].value))
+    return found
+
+
+def test_every_chart_word_has_its_chinese_with_the_same_fields():
+    from transformer_course.i18n import template_fields
+    from transformer_course.viz.explorer import LANGUAGE_NAMES
+    from transformer_course.viz.labels import ZH
+
+    templates = chart_templates()
+    assert len(templates) > 40  # the scan sees the calls
+    templates += [("capture.py", title) for title in viz.KIND_TITLES.values()]
+    templates += [("capture.py", kind) for kind in viz.KINDS]  # panel headers
+    templates += [("explorer.py", name) for name in LANGUAGE_NAMES.values()]
+    templates += [("stats.py", stat) for stat in ("entropy", "diagonality", "anti_diagonality")]
+    for function in (viz.plot_mask, viz.plot_lr_schedule, viz.heatmap):  # default titles, axis names, values
+        for parameter in inspect.signature(function).parameters.values():
+            if parameter.name.endswith(("title", "value")) and parameter.default:
+                templates.append((function.__name__, parameter.default))
+    missing = [f"{file}: {text!r}" for file, text in templates if text not in ZH]
+    assert missing == [], "no Chinese for: " + "; ".join(missing)
+    for english, chinese in ZH.items():
+        assert template_fields(english) == template_fields(chinese), english
+        assert CJK.search(chinese), f"{english!r} → {chinese!r} is not Chinese"
+
+
+def test_the_chart_words_agree_with_the_checkers_words():
+    """One catalogue holds every module's Chinese: a word the checkers also translate must mean the same."""
+    import importlib
+    import pkgutil
+
+    import transformer_course.exercises as exercises
+    from transformer_course.viz.labels import ZH
+
+    for info in pkgutil.walk_packages(exercises.__path__, exercises.__name__ + "."):
+        catalogue = getattr(importlib.import_module(info.name), "ZH", None)
+        if isinstance(catalogue, dict):
+            clashes = {k: (v, catalogue[k]) for k, v in ZH.items() if k in catalogue and catalogue[k] != v}
+            assert clashes == {}, f"{info.name} translates these differently (viz, it): {clashes}"
+
+
+def test_notebook_titles_in_the_catalogue_are_the_notebooks_own():
+    """The titles the notebooks give the charts are translated word for word: each still is in a notebook."""
+    from transformer_course.viz.labels import NOTEBOOK_TITLES
+
+    notebooks = Path(__file__).resolve().parent.parent / "notebooks"
+    code = "\n".join(
+        "".join(cell["source"])
+        for path in sorted(notebooks.glob("[0-9][0-9]_*.ipynb"))
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
+        if cell["cell_type"] == "code"
+    )
+    stale = [title for title in NOTEBOOK_TITLES if json.dumps(title, ensure_ascii=False) not in code]
+    assert stale == [], f"no notebook passes these titles any more: {stale}"

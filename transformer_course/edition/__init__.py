@@ -2,8 +2,9 @@
 (notebook 10's charts, every notebook's text; ``make html``).
 
 - :mod:`.export` — one executed notebook → one offline HTML page (Vega bundle inlined, MathML formulas);
-- :mod:`.build` — execute the notebooks, export each, write the contents page; the command line
-  (``python -m transformer_course.edition --help``);
+- :mod:`.build` — execute the notebooks, export each, write the contents page, in English (``notebooks/`` →
+  ``html/``) and Chinese (the 中文版, ``notebooks/zh/`` → ``html/zh/``), each page linked to the other
+  language's; the command line (``python -m transformer_course.edition --help``);
 - :mod:`.browser` — open a page in headless Chromium with no network and report what drew and what failed;
 - :mod:`.slides` — one executed notebook → one offline reveal.js deck along its cells' slide metadata
   (``--slides``), and its check in headless Chromium.
@@ -15,16 +16,28 @@ The arrow goes one way: the edition imports :mod:`transformer_course.viz.offline
 from __future__ import annotations
 
 from .browser import CHROMIUM_FLAGS, browser_check, find_chromium, page_problems
-from .build import Edition, build_contents_page, build_edition, execute, main, page_title, select_notebooks
-from .export import math_to_mathml, notebook_to_html, offline_outputs
+from .build import (
+    LANGUAGES,
+    Edition,
+    build_contents_page,
+    build_edition,
+    build_editions,
+    execute,
+    main,
+    page_title,
+    select_notebooks,
+)
+from .export import math_to_mathml, notebook_to_html, offline_outputs, with_language
 from .slides import count_slides, deck_check, deck_problems, notebook_to_slides, slide_screenshot
 
 __all__ = [
     "CHROMIUM_FLAGS",
+    "LANGUAGES",
     "Edition",
     "browser_check",
     "build_contents_page",
     "build_edition",
+    "build_editions",
     "count_slides",
     "deck_check",
     "deck_problems",
@@ -39,4 +52,5 @@ __all__ = [
     "page_title",
     "select_notebooks",
     "slide_screenshot",
+    "with_language",
 ]

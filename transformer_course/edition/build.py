@@ -1,7 +1,9 @@
 """The course's offline HTML edition: execute every notebook, export each to one offline HTML page, and write
-a contents page in course order (notebook 10's charts, every notebook's text; issue 7).
+a contents page in course order (notebook 10's charts, every notebook's text; issue 7), in both languages:
+English from notebooks/ into html/, the 中文版 from notebooks/zh/ into html/zh/ (issue 14).
 
-    python -m transformer_course.edition                  # every notebook, normal mode, into html/
+    python -m transformer_course.edition                  # every notebook, normal mode, into html/ and html/zh/
+    python -m transformer_course.edition --languages en   # English only (zh: the 中文版 only)
     python -m transformer_course.edition --fast           # TC_FAST=1: small loops, a few minutes in all
     python -m transformer_course.edition --only 01 10     # notebooks whose names start with 01 or 10
     python -m transformer_course.edition --fast --check   # then open every page in headless Chromium, offline
@@ -10,6 +12,11 @@ a contents page in course order (notebook 10's charts, every notebook's text; is
 Run it from the repository's top folder. The pages need no network: charts draw from one inlined Vega
 bundle, formulas are MathML (:mod:`.export`). A notebook that fails is still exported (its error shows on
 its page), the others go on, and the command ends with exit code 1 and the names of the failures.
+
+Each contents page links to the other language's, each page (and deck) to the same notebook in the other
+language. The Chinese pages say ``<html lang="zh-CN">``; their charts speak Chinese because the Chinese
+notebooks call ``set_language("zh")``. A Chinese notebook not written yet is left out, with one line that
+says which.
 """
 
 from __future__ import annotations
@@ -26,14 +33,16 @@ from pathlib import Path
 from ..files import atomic_write_text
 from ..viz.offline import PAGE_CSS
 from .browser import browser_check, page_problems
-from .export import notebook_to_html
+from .export import HTML_LANG, notebook_to_html
 from .slides import count_slides, deck_check, deck_problems, notebook_to_slides
 
 __all__ = [
     "COURSE_NOTEBOOK",
+    "LANGUAGES",
     "Edition",
     "build_contents_page",
     "build_edition",
+    "build_editions",
     "execute",
     "main",
     "page_title",
@@ -41,6 +50,27 @@ __all__ = [
 ]
 
 COURSE_NOTEBOOK = re.compile(r"^\d\d_.+\.ipynb$")
+LANGUAGES = ("en", "zh")
+ZH_FOLDER = "zh"  # notebooks/zh/ → html/zh/
+# The words of the edition's own pages, per language: contents page, links to the other language.
+WORDS = {
+    "en": {
+        "course": "Transformer course",
+        "slides": ": slides",
+        "fast": " (fast mode: small loops)",
+        "intro": "The notebooks of the course, executed, in order. Every page works offline; charts are interactive.",
+        "contents": "Contents",
+        "name": "English",
+    },
+    "zh": {
+        "course": "Transformer 课程（中文版）",
+        "slides": "：幻灯片",
+        "fast": "（快速模式：小循环）",
+        "intro": "本课程的全部笔记本，已执行，按顺序排列。每一页都可离线打开，图表可以交互。",
+        "contents": "目录",
+        "name": "中文版",
+    },
+}
 
 
 @dataclass
@@ -107,13 +137,23 @@ def build_edition(
     run: bool = True,
     progress: bool = True,
     slides: bool = False,
+    language: str = "en",
+    other: tuple[str | Path, list[str]] | None = None,
 ) -> Edition:
     """Execute the selected notebooks (``fast``: with ``TC_FAST=1``), export each to ``out_dir/NN_name.html``
     with :func:`.export.notebook_to_html`, and write ``out_dir/index.html`` listing every page of ``out_dir``
     in course order. ``run=False`` exports the notebooks as saved (no kernel). ``slides=True`` writes
     reveal.js decks instead, ``out_dir/slides/NN_name.slides.html`` (:func:`.slides.notebook_to_slides`),
-    and their contents page ``out_dir/slides/index.html``."""
+    and their contents page ``out_dir/slides/index.html``.
+
+    ``language``: the notebooks' language, "en" or "zh" (``<html lang="zh-CN">``, a Chinese contents page).
+    ``other``: (the other language's ``out_dir``, the notebook names built there): each page then links to
+    its namesake there, and the contents page to the other contents page (:func:`build_editions`)."""
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, got {language!r}")
     paths = select_notebooks(notebooks, only)
+    other_dir = None if other is None else (Path(other[0]) / "slides" if slides else Path(other[0]))
+    other_names = set() if other is None else set(other[1])
     out_dir = Path(out_dir) / "slides" if slides else Path(out_dir)
     export, suffix = (notebook_to_slides, ".slides.html") if slides else (notebook_to_html, ".html")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -126,7 +166,10 @@ def build_edition(
         for path in paths:
             start = time.perf_counter()
             nb, error = execute(path, timeout) if run else (path, None)
-            edition.pages.append(export(nb, out_dir / f"{path.stem}{suffix}", title=path.stem))
+            page = out_dir / f"{path.stem}{suffix}"
+            counterpart = other_dir / page.name if other_dir is not None and path.stem in other_names else None
+            nav = language_nav(page, language, counterpart, deck=slides)
+            edition.pages.append(export(nb, page, title=path.stem, language=language, nav=nav))
             edition.seconds[path.stem] = time.perf_counter() - start
             if error:
                 edition.failures[path.stem] = error
@@ -139,9 +182,76 @@ def build_edition(
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    title = "Transformer course" + (": slides" if slides else "") + (" (fast mode: small loops)" if fast else "")
-    build_contents_page(out_dir, edition.index, title=title)
+    words = WORDS[language]
+    title = words["course"] + (words["slides"] if slides else "") + (words["fast"] if fast else "")
+    other_index = other_dir / "index.html" if other_dir is not None else None
+    build_contents_page(out_dir, edition.index, title=title, language=language, other=other_index)
     return edition
+
+
+def language_nav(page: Path, language: str, counterpart: Path | None, deck: bool = False) -> str:
+    """The links at the top of a page: the contents page, and ``counterpart`` (the same notebook in the other
+    language) when there is one; a deck's links sit in its top right corner, above the slides."""
+    if counterpart is None:
+        return ""
+    other = "zh" if language == "en" else "en"
+    href = html.escape(os.path.relpath(counterpart, page.parent))
+    style = "position:fixed;top:6px;right:12px;z-index:50;font:14px sans-serif" if deck else "margin:0.5rem 1rem"
+    return (
+        f'<nav class="tc-language" style="{style}"><a href="index.html">{WORDS[language]["contents"]}</a> · '
+        f'<a href="{href}" hreflang="{HTML_LANG[other]}" lang="{HTML_LANG[other]}">{WORDS[other]["name"]}</a></nav>'
+    )
+
+
+def build_editions(
+    notebooks: str | Path = "notebooks",
+    out_dir: str | Path = "html",
+    fast: bool = False,
+    only: list[str] | None = None,
+    timeout: int = 900,
+    run: bool = True,
+    progress: bool = True,
+    slides: bool = False,
+    languages: tuple[str, ...] = LANGUAGES,
+) -> dict[str, Edition]:
+    """Both editions: English (``notebooks`` → ``out_dir``) and the 中文版 (``notebooks/zh`` → ``out_dir/zh``),
+    linked to each other (:func:`build_edition`, its arguments). Chinese notebooks not written yet are left
+    out with one line that names them; with none at all, only English is built."""
+    bad = [language for language in languages if language not in LANGUAGES]
+    if bad or not languages:
+        raise ValueError(f"languages must be some of {', '.join(LANGUAGES)}, got {', '.join(languages) or 'none'}")
+    english = [p.stem for p in select_notebooks(notebooks, only)]
+    zh_folder = Path(notebooks) / ZH_FOLDER
+    written = {p.stem for p in zh_folder.glob("*.ipynb") if COURSE_NOTEBOOK.match(p.name)}
+    chinese = [name for name in english if name in written]
+    if "zh" in languages and len(chinese) < len(english):
+        missing = [name[:2] for name in english if name not in written]
+        print(
+            f"中文版: {', '.join(missing)} not in {zh_folder}/ yet (still being translated): left out",
+            file=sys.stderr,
+        )
+    plans = {"en": (Path(notebooks), Path(out_dir), english), "zh": (zh_folder, Path(out_dir) / ZH_FOLDER, chinese)}
+    languages = tuple(language for language in languages if plans[language][2])
+    if not languages:
+        raise FileNotFoundError(f"no Chinese notebook in {zh_folder} matches the selection; build English instead")
+    editions = {}
+    for language in languages:
+        folder, out, names = plans[language]
+        other_language = "zh" if language == "en" else "en"
+        linked = other_language in languages
+        editions[language] = build_edition(
+            folder,
+            out,
+            fast,
+            [name[:2] for name in names],
+            timeout,
+            run,
+            progress,
+            slides,
+            language=language,
+            other=(plans[other_language][1], plans[other_language][2]) if linked else None,
+        )
+    return editions
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,35 +276,58 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="then open every page in headless Chromium with no network (browser.browser_check)",
     )
+    parser.add_argument(
+        "--languages",
+        nargs="+",
+        choices=LANGUAGES,
+        default=list(LANGUAGES),
+        help="en: notebooks/ into OUT/; zh: the 中文版, NOTEBOOKS/zh/ into OUT/zh/ (default: both)",
+    )
     args = parser.parse_args(argv)
     try:
-        edition = build_edition(
-            args.notebooks, args.out, args.fast, args.only, args.timeout, run=not args.no_run, slides=args.slides
+        editions = build_editions(
+            args.notebooks,
+            args.out,
+            args.fast,
+            args.only,
+            args.timeout,
+            run=not args.no_run,
+            slides=args.slides,
+            languages=tuple(args.languages),
         )
     except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    print(f"wrote {len(edition.pages)} pages in {sum(edition.seconds.values()):.0f} s; open {edition.index}")
-    failed = bool(edition.failures)
-    if edition.failures:
-        print("failed: " + "; ".join(f"{name}: {error}" for name, error in edition.failures.items()), file=sys.stderr)
+    failed = False
+    for language, edition in editions.items():
+        print(f"wrote {len(edition.pages)} pages in {sum(edition.seconds.values()):.0f} s; open {edition.index}")
+        failed |= bool(edition.failures)
+        if edition.failures:
+            where = f"{ZH_FOLDER}/" if language == "zh" else ""
+            print(
+                "failed: " + "; ".join(f"{where}{name}: {error}" for name, error in edition.failures.items()),
+                file=sys.stderr,
+            )
     if args.check:
         import nbformat
 
-        for page in [edition.index, *edition.pages]:
-            if args.slides and page != edition.index:
-                report = deck_check(page)
-                source = Path(args.notebooks) / page.name.replace(".slides.html", ".ipynb")
-                problems = deck_problems(report, count_slides(nbformat.read(source, as_version=4)))
-                seen = f"{report['slides']} slides, "
-            else:
-                report = browser_check(page)
-                problems, seen = page_problems(report), ""
-            failed |= bool(problems)
-            print(
-                f"{'FAIL' if problems else 'ok  '} {page.name}: {seen}{report['drawn']}/{report['charts']} charts drawn"
-                + "".join(f"\n     {p}" for p in problems)
-            )
+        for language, edition in editions.items():
+            folder = Path(args.notebooks) / (ZH_FOLDER if language == "zh" else "")
+            for page in [edition.index, *edition.pages]:
+                if args.slides and page != edition.index:
+                    report = deck_check(page)
+                    source = folder / page.name.replace(".slides.html", ".ipynb")
+                    problems = deck_problems(report, count_slides(nbformat.read(source, as_version=4)))
+                    seen = f"{report['slides']} slides, "
+                else:
+                    report = browser_check(page)
+                    problems, seen = page_problems(report), ""
+                failed |= bool(problems)
+                name = page.relative_to(args.out) if page.is_relative_to(args.out) else page.name
+                print(
+                    f"{'FAIL' if problems else 'ok  '} {name}: {seen}{report['drawn']}/{report['charts']} charts drawn"
+                    + "".join(f"\n     {p}" for p in problems)
+                )
     return 1 if failed else 0
 
 
@@ -209,9 +342,16 @@ def page_title(path: Path) -> str:
 
 
 def build_contents_page(
-    folder: str | Path, out_path: str | Path | None = None, title: str = "Transformer course"
+    folder: str | Path,
+    out_path: str | Path | None = None,
+    title: str = "Transformer course",
+    language: str = "en",
+    other: str | Path | None = None,
 ) -> Path:
-    """An ``index.html`` linking every other page of ``folder`` in course order (file names 00_… to 11_…)."""
+    """An ``index.html`` linking every other page of ``folder`` in course order (file names 00_… to 11_…).
+
+    ``language``: the contents page's language ("en" or "zh"); ``other``: the other language's contents
+    page, linked at the top."""
     folder = Path(folder)
     pages = sorted(p for p in folder.glob("*.html") if p.name != "index.html")
     if not pages:
@@ -222,10 +362,20 @@ def build_contents_page(
         f"{html.escape(page_title(p))}</li>"
         for p in pages
     )
+    words = WORDS[language]
+    lang = "" if language == "en" else f' lang="{HTML_LANG[language]}"'
+    link = ""
+    if other is not None:
+        other_language = "zh" if language == "en" else "en"
+        href = html.escape(os.path.relpath(other, out_path.parent))
+        code = HTML_LANG[other_language]
+        link = (
+            f'<p class="tc-language"><a href="{href}" hreflang="{code}" lang="{code}">'
+            f"{WORDS[other_language]['name']}</a></p>\n"
+        )
     return atomic_write_text(
         out_path,
-        '<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{PAGE_CSS}</style>\n</head>\n<body>\n"
-        f"<h1>{html.escape(title)}</h1>\n<p>The notebooks of the course, executed, in order. Every page works "
-        f"offline; charts are interactive.</p>\n<ul>\n{items}\n</ul>\n</body>\n</html>\n",
+        f'<!DOCTYPE html>\n<html{lang}>\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{PAGE_CSS}</style>\n</head>\n<body>\n{link}"
+        f"<h1>{html.escape(title)}</h1>\n<p>{words['intro']}</p>\n<ul>\n{items}\n</ul>\n</body>\n</html>\n",
     )

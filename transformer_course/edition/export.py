@@ -15,6 +15,10 @@ CDN. :func:`notebook_to_html` writes pages that need nothing from the internet:
 - no CDN scripts: require.js, MathJax and the widget manager are left out (ipywidgets, which need a live
   kernel, show a note and their text).
 
+A Chinese notebook (``notebooks/zh/``, ``language="zh"``) becomes a page that says ``<html lang="zh-CN">``, so
+browsers draw its Han characters in their Simplified Chinese forms; ``nav`` puts links at the top of a page
+(the edition's link to the same notebook in the other language, :mod:`.build`).
+
 A page of charts alone is :func:`transformer_course.viz.offline.charts_to_html`; the whole edition (execute,
 export, contents page) is :mod:`transformer_course.edition.build`.
 """
@@ -33,6 +37,7 @@ from ..viz.offline import bundle_script, embed_html
 
 __all__ = [
     "BUNDLE_PLACEHOLDER",
+    "HTML_LANG",
     "OFFLINE_TEMPLATE",
     "VEGA_MIMETYPE",
     "WIDGET_MIMETYPE",
@@ -40,11 +45,13 @@ __all__ = [
     "notebook_to_html",
     "offline_outputs",
     "read_notebook",
+    "with_language",
 ]
 
 VEGA_MIMETYPE = re.compile(r"^application/vnd\.vega(lite)?\.v\d+\+json$")
 WIDGET_MIMETYPE = "application/vnd.jupyter.widget-view+json"
 BUNDLE_PLACEHOLDER = "<!-- tc-vega-bundle -->"
+HTML_LANG = {"en": "en", "zh": "zh-CN"}  # the course's languages → the pages' lang attribute
 
 # nbconvert's JupyterLab template, minus every script it would fetch from a CDN.
 OFFLINE_TEMPLATE = (
@@ -152,11 +159,29 @@ def read_notebook(notebook: Any, title: str | None, what: str) -> tuple[Any, str
     return nb, title, folder
 
 
-def notebook_to_html(notebook: Any, out_path: str | Path, title: str | None = None) -> Path:
+def with_language(page: str, language: str = "en", nav: str = "") -> str:
+    """A page with ``<html lang=…>`` for ``language`` ("en" or "zh": ``zh-CN``) and ``nav`` (HTML) first in
+    its body. Give it nbconvert's page before the scripts are inlined: their text holds "<html" and "<body"."""
+    if language not in HTML_LANG:
+        raise ValueError(f"language must be one of {sorted(HTML_LANG)}, got {language!r}")
+    html_tag = re.search(r"<html\b[^>]*>", page)
+    head_end = page.find("</head>")
+    body_tag = re.compile(r"<body\b[^>]*>").search(page, head_end) if head_end >= 0 else None
+    if html_tag is None or body_tag is None:
+        raise RuntimeError("the nbconvert template changed: the page has no <html>, </head> or <body> tag")
+    if nav:
+        page = page[: body_tag.end()] + "\n" + nav + page[body_tag.end() :]
+    return page[: html_tag.start()] + f'<html lang="{HTML_LANG[language]}">' + page[html_tag.end() :]
+
+
+def notebook_to_html(
+    notebook: Any, out_path: str | Path, title: str | None = None, language: str = "en", nav: str = ""
+) -> Path:
     """Write an executed notebook (a path or an ``nbformat`` node) as one offline HTML file.
 
     The notebook itself is not changed. Charts from Altair's mimetype renderer draw with no network;
-    the page holds the Vega bundle once (≈ 0.9 MB) plus each chart's spec.
+    the page holds the Vega bundle once (≈ 0.9 MB) plus each chart's spec. ``language``: the notebook's
+    language, "en" or "zh" (``<html lang="zh-CN">``); ``nav``: HTML put first in the page's body.
     """
     import jinja2
     from nbconvert import HTMLExporter
@@ -172,6 +197,8 @@ def notebook_to_html(notebook: Any, out_path: str | Path, title: str | None = No
     )
     metadata = {"name": title or "notebook", **({"path": folder} if folder else {})}
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": metadata})
+    if language != "en" or nav:
+        body = with_language(body, language, nav)
     if BUNDLE_PLACEHOLDER not in body:
         raise RuntimeError("the nbconvert template changed: no place for the Vega bundle in the page head")
     body = body.replace(BUNDLE_PLACEHOLDER, bundle_script(), 1)

@@ -37,7 +37,15 @@ from typing import Any
 from ..files import atomic_write_text
 from ..viz.offline import bundle_script
 from .browser import CHROMIUM_FLAGS, PROBE, find_chromium, page_problems
-from .export import BUNDLE_PLACEHOLDER, VEGA_MIMETYPE, WIDGET_MIMETYPE, math_to_mathml, offline_outputs, read_notebook
+from .export import (
+    BUNDLE_PLACEHOLDER,
+    VEGA_MIMETYPE,
+    WIDGET_MIMETYPE,
+    math_to_mathml,
+    offline_outputs,
+    read_notebook,
+    with_language,
+)
 
 __all__ = [
     "DECK_SIZE",
@@ -138,11 +146,14 @@ def noise(output: Any) -> bool:
     return stderr or WIDGET_MIMETYPE in output.get("data", {})
 
 
-def notebook_to_slides(notebook: Any, out_path: str | Path, title: str | None = None) -> Path:
+def notebook_to_slides(
+    notebook: Any, out_path: str | Path, title: str | None = None, language: str = "en", nav: str = ""
+) -> Path:
     """Write an executed notebook (a path or an ``nbformat`` node) as one offline reveal.js deck.
 
     The notebook itself is not changed. Cell metadata ``slideshow.slide_type`` decides the slides; a cell
-    with an unknown slide type is an error that names it.
+    with an unknown slide type is an error that names it. ``language`` ("en" or "zh") and ``nav`` as in
+    :func:`.export.notebook_to_html` (give the deck's ``nav`` a fixed position: it sits above the slides).
     """
     import jinja2
     from nbconvert import SlidesExporter
@@ -173,6 +184,8 @@ def notebook_to_slides(notebook: Any, out_path: str | Path, title: str | None = 
     )
     metadata = {"name": title or "notebook", **({"path": folder} if folder else {})}
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": metadata})
+    if language != "en" or nav:
+        body = with_language(body, language, nav)  # before the scripts go in: their text holds "<body"
     script, core, theme = reveal_assets()
     body, links = re.subn(  # nbconvert may reorder a tag's attributes
         rf'<link[^>]*href="{REVEAL_PREFIX}/dist/(theme/)?[^"]+"[^>]*>',

@@ -15,6 +15,9 @@ from the module that holds it:
 - :mod:`.plots` — :func:`plot_mask` (01), :func:`plot_positional_encoding` (05), :func:`plot_lr_schedule` (08),
   :func:`save_chart` (PNG, SVG, PDF, JSON or an offline HTML page).
 - :mod:`.offline` — the offline chart page (Vega bundle inlined); :mod:`.bertviz` — optional bertviz views.
+- :mod:`.labels` — every chart's words through :func:`chart_text`: English, or Chinese after
+  ``set_language("zh")`` (the 中文版) when :mod:`.fonts` finds a CJK font (:func:`use_cjk_font`; none
+  installed: one warning line, English labels).
 - :func:`setup` (below) switches rendering on; notebooks call it once, at the top.
 
 Charts use plain marks, parameters and filters only: JupyterLab 4's built-in Vega-Lite is 5.6, older than
@@ -43,6 +46,8 @@ from .charts import (
     to_matrix,
 )
 from .explorer import attention_explorer, explorer_rows, sentence_explorer
+from .fonts import chinese_font, find_cjk_font, use_cjk_font
+from .labels import chart_text
 from .offline import charts_to_html, vegalite_version
 from .plots import plot_lr_schedule, plot_mask, plot_positional_encoding, save_chart
 from .stats import argmax_alignment, as_heads, attention_entropy, diagonal_positions, diagonality, head_statistics
@@ -62,13 +67,16 @@ __all__ = [
     "attention_rows",
     "bertviz_view",
     "capture_attention",
+    "chart_text",
     "charts_to_html",
     "check_backend",
     "check_kind",
     "check_tokens",
+    "chinese_font",
     "diagonal_positions",
     "diagonality",
     "explorer_rows",
+    "find_cjk_font",
     "head_statistics",
     "heatmap",
     "heatmap_mpl",
@@ -85,6 +93,7 @@ __all__ = [
     "to_ids",
     "to_matrix",
     "translate_and_capture",
+    "use_cjk_font",
     "vegalite_version",
 ]
 

@@ -6,6 +6,8 @@
 - Each takes ``backend="altair"`` (interactive, tooltips; JupyterLab 4 draws it offline) or
   ``backend="matplotlib"`` (a static figure for papers and slides).
 - Axes are positions (0, 1, …) labelled with tokens, so a repeated word keeps two columns.
+- Titles, axis names, legends and tooltips are in the course's language (:func:`.labels.chart_text`: Chinese
+  after ``set_language("zh")`` where a CJK font is installed).
 
 Altair and matplotlib are imported inside the functions that use them: they come with the ``notebooks``
 extra, not with the core package.
@@ -20,7 +22,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .capture import KIND_TITLES, KINDS, AttentionCapture, check_kind
+from .capture import KINDS, AttentionCapture, check_kind
+from .labels import chart_text, chinese_labels, field_title, header_expr, kind_names_expr, kind_title
 from .stats import head_statistics
 
 __all__ = [
@@ -120,17 +123,18 @@ def heatmap(
     import altair as alt
 
     scale = alt.Scale(scheme=scheme) if domain is None else alt.Scale(scheme=scheme, domain=list(domain))
+    x_title, y_title = chart_text(x_title), chart_text(y_title)
     return (
-        alt.Chart(alt.Data(values=matrix_rows(m, x_tokens, y_tokens, value)), title=title)
+        alt.Chart(alt.Data(values=matrix_rows(m, x_tokens, y_tokens, value)), title=chart_text(title))
         .mark_rect()
         .encode(
             x=alt.X("j:O", title=x_title, axis=alt.Axis(labelExpr=label_expr(x_tokens), labelAngle=-45)),
             y=alt.Y("i:O", title=y_title, axis=alt.Axis(labelExpr=label_expr(y_tokens))),
-            color=alt.Color(f"{value}:Q", scale=scale, title=value),
+            color=alt.Color(f"{value}:Q", scale=scale, title=chart_text(value)),
             tooltip=[
                 alt.Tooltip("query:N", title=y_title),
                 alt.Tooltip("key:N", title=x_title),
-                alt.Tooltip(f"{value}:Q", format=".3f"),
+                alt.Tooltip(f"{value}:Q", format=".3f", **field_title(value)),
             ],
         )
         .properties(width=cell * len(x_tokens), height=cell * len(y_tokens))
@@ -151,11 +155,11 @@ def heatmap_mpl(
     image = ax.imshow(m.float().numpy(), cmap="Blues", vmin=vmin, vmax=vmax, aspect="auto")
     ax.set_xticks(range(len(x_tokens)), x_tokens, rotation=45, ha="right")
     ax.set_yticks(range(len(y_tokens)), y_tokens)
-    ax.set_xlabel(x_title)
-    ax.set_ylabel(y_title)
+    ax.set_xlabel(chart_text(x_title))
+    ax.set_ylabel(chart_text(y_title))
     if title:
-        ax.set_title(title)
-    fig.colorbar(image, ax=ax, label=value)
+        ax.set_title(chart_text(title))
+    fig.colorbar(image, ax=ax, label=chart_text(value))
     return fig
 
 
@@ -165,8 +169,11 @@ def attention_heatmap(
     """One head of one layer as a heatmap, with its tokens on both axes."""
     w = capture.weights(kind, layer, head)  # (q, k)
     queries, keys = capture.axis_tokens(kind)
-    title = options.pop("title", f"{KIND_TITLES[kind]}, layer {layer}, head {head}")
-    return heatmap(w, keys, queries, title=title, backend=backend, **options)
+    if "title" not in options:
+        options["title"] = chart_text(
+            "{kind}, layer {layer}, head {head}", kind=kind_title(kind), layer=layer, head=head
+        )
+    return heatmap(w, keys, queries, backend=backend, **options)
 
 
 def attention_rows(capture: AttentionCapture, kind: str, digits: int = 4) -> list[dict]:
@@ -193,17 +200,21 @@ def attention_grid(capture: AttentionCapture, kind: str = "cross", cell: int = 1
         alt.Chart(alt.Data(values=attention_rows(capture, kind)))
         .mark_rect()
         .encode(
-            x=alt.X("j:O", title="key", axis=alt.Axis(labelExpr=label_expr(keys), labelAngle=-45)),
-            y=alt.Y("i:O", title="query", axis=alt.Axis(labelExpr=label_expr(queries))),
-            color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="weight"),
-            tooltip=["layer:O", "head:O", "query:N", "key:N", alt.Tooltip("weight:Q", format=".3f")],
+            x=alt.X("j:O", title=chart_text("key"), axis=alt.Axis(labelExpr=label_expr(keys), labelAngle=-45)),
+            y=alt.Y("i:O", title=chart_text("query"), axis=alt.Axis(labelExpr=label_expr(queries))),
+            color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title=chart_text("weight")),
+            tooltip=[
+                alt.Tooltip(f"{field}:{kind_of}", **field_title(field))
+                for field, kind_of in [("layer", "O"), ("head", "O"), ("query", "N"), ("key", "N")]
+            ]
+            + [alt.Tooltip("weight:Q", format=".3f", **field_title("weight"))],
         )
         .properties(width=cell * len(keys), height=cell * len(queries))
     )
     return base.facet(
-        row=alt.Row("layer:O", header=alt.Header(labelExpr="'layer ' + datum.value", title=None)),
-        column=alt.Column("head:O", header=alt.Header(labelExpr="'head ' + datum.value", title=None)),
-        title=f"{KIND_TITLES[kind]}: layer × head",
+        row=alt.Row("layer:O", header=alt.Header(labelExpr=header_expr("layer {n}"), title=None)),
+        column=alt.Column("head:O", header=alt.Header(labelExpr=header_expr("head {n}"), title=None)),
+        title=chart_text("{kind}: layer × head", kind=kind_title(kind)),
     )
 
 
@@ -220,10 +231,17 @@ def attention_grid_mpl(capture: AttentionCapture, kind: str):
             ax.set_xticks([])
             ax.set_yticks([])
             if layer == 0:
-                ax.set_title(f"head {head}", fontsize=9)
+                ax.set_title(chart_text("head {n}", n=head), fontsize=9)
             if head == 0:
-                ax.set_ylabel(f"layer {layer}", fontsize=9)
-    fig.suptitle(f"{KIND_TITLES[kind]}: layer × head ({len(queries)} queries × {len(keys)} keys)")
+                ax.set_ylabel(chart_text("layer {n}", n=layer), fontsize=9)
+    fig.suptitle(
+        chart_text(
+            "{kind}: layer × head ({queries} queries × {keys} keys)",
+            kind=kind_title(kind),
+            queries=len(queries),
+            keys=len(keys),
+        )
+    )
     return fig
 
 
@@ -247,7 +265,7 @@ def plot_head_statistics(stats: list[dict] | AttentionCapture, stat: str = "entr
                 grid,
                 [str(h) for h in range(heads)],
                 [str(l) for l in range(layers)],
-                KIND_TITLES[kind],
+                kind_title(kind),
                 "head",
                 "layer",
                 stat,
@@ -256,18 +274,24 @@ def plot_head_statistics(stats: list[dict] | AttentionCapture, stat: str = "entr
         return fig
     import altair as alt
 
+    # Chinese: each panel headed by its kind's title (in English the panels keep the kind's name)
+    header = {"header": alt.Header(labelExpr=kind_names_expr())} if chinese_labels() else {}
     return (
         alt.Chart(alt.Data(values=rows))
         .mark_rect()
         .encode(
-            x=alt.X("head:O"),
-            y=alt.Y("layer:O"),
-            color=alt.Color(f"{stat}:Q", scale=alt.Scale(scheme="viridis")),
-            tooltip=["kind:N", "layer:O", "head:O", alt.Tooltip(f"{stat}:Q", format=".3f")],
+            x=alt.X("head:O", **field_title("head")),
+            y=alt.Y("layer:O", **field_title("layer")),
+            color=alt.Color(f"{stat}:Q", scale=alt.Scale(scheme="viridis"), **field_title(stat)),
+            tooltip=[
+                alt.Tooltip(f"{field}:{kind_of}", **field_title(field))
+                for field, kind_of in [("kind", "N"), ("layer", "O"), ("head", "O")]
+            ]
+            + [alt.Tooltip(f"{stat}:Q", format=".3f", **field_title(stat))],
         )
         .properties(width=22 * (1 + max(r["head"] for r in rows)), height=22 * (1 + max(r["layer"] for r in rows)))
         .facet(
-            column=alt.Column("kind:N", sort=list(KINDS), title=None),
-            title=f"head statistics: {stat}",
+            column=alt.Column("kind:N", sort=list(KINDS), title=None, **header),
+            title=chart_text("head statistics: {stat}", stat=chart_text(stat)),
         )
     )

@@ -7,6 +7,9 @@
 - :func:`sentence_explorer`: a text box (ipywidgets, needs a running kernel); each sentence typed is
   translated by the model (:func:`~transformer_course.viz.capture.translate_and_capture`) and shown in the
   explorer.
+
+Dropdown names, their options, the title, axes and tooltips are in the course's language
+(:func:`.labels.chart_text`): Chinese in the 中文版, also in its offline HTML pages.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from typing import Any
 import torch
 
 from ..checkpoint import resolve_model
-from .capture import KIND_TITLES, KINDS, AttentionCapture, check_kind, translate_and_capture
+from .capture import KINDS, AttentionCapture, check_kind, translate_and_capture
+from .labels import chart_text, field_title, kind_title
 
 __all__ = ["LANGUAGE_NAMES", "attention_explorer", "explorer_rows", "sentence_explorer"]
 
@@ -62,16 +66,22 @@ def attention_explorer(capture: AttentionCapture, cell: int = 24, kind: str = "c
     kind_param = alt.param(
         name="kind",
         value=kind,
-        bind=alt.binding_select(options=list(KINDS), labels=[KIND_TITLES[k] for k in KINDS], name="attention "),
+        bind=alt.binding_select(
+            options=list(KINDS), labels=[kind_title(k) for k in KINDS], name=chart_text("attention") + " "
+        ),
     )
     layer_param = alt.param(
-        name="layer", value=layer, bind=alt.binding_select(options=list(range(capture.layers)), name="layer ")
+        name="layer",
+        value=layer,
+        bind=alt.binding_select(options=list(range(capture.layers)), name=chart_text("layer") + " "),
     )
     head_param = alt.param(
         name="head",
         value=head,
         bind=alt.binding_select(
-            options=[-1, *range(capture.heads)], labels=["mean", *map(str, range(capture.heads))], name="head "
+            options=[-1, *range(capture.heads)],
+            labels=[chart_text("mean"), *map(str, range(capture.heads))],
+            name=chart_text("head") + " ",
         ),
     )
     # Rows are queries (source tokens for the encoder, target tokens otherwise); columns are keys
@@ -80,13 +90,19 @@ def attention_explorer(capture: AttentionCapture, cell: int = 24, kind: str = "c
     key_tokens = f"(kind == 'decoder' ? {tgt} : {src})"
     n_queries, n_keys = max(len(capture.src_tokens), len(capture.tgt_tokens)), len(capture.src_tokens)
     return (
-        alt.Chart(alt.Data(values=explorer_rows(capture)), title="attention explorer")
+        alt.Chart(alt.Data(values=explorer_rows(capture)), title=chart_text("attention explorer"))
         .mark_rect()
         .encode(
-            x=alt.X("j:O", title="key", axis=alt.Axis(labelExpr=f"{key_tokens}[datum.value]", labelAngle=-45)),
-            y=alt.Y("i:O", title="query", axis=alt.Axis(labelExpr=f"{query_tokens}[datum.value]")),
-            color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="weight"),
-            tooltip=[alt.Tooltip("query:N"), alt.Tooltip("key:N"), alt.Tooltip("weight:Q", format=".3f")],
+            x=alt.X(
+                "j:O", title=chart_text("key"), axis=alt.Axis(labelExpr=f"{key_tokens}[datum.value]", labelAngle=-45)
+            ),
+            y=alt.Y("i:O", title=chart_text("query"), axis=alt.Axis(labelExpr=f"{query_tokens}[datum.value]")),
+            color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title=chart_text("weight")),
+            tooltip=[
+                alt.Tooltip("query:N", **field_title("query")),
+                alt.Tooltip("key:N", **field_title("key")),
+                alt.Tooltip("weight:Q", format=".3f", **field_title("weight")),
+            ],
         )
         .transform_filter("datum.kind == kind && datum.layer == layer && datum.head == head")
         .transform_flatten(["j", "weight"])
@@ -124,11 +140,11 @@ def sentence_explorer(
     model, src_vocab, tgt_vocab, src_lang, tgt_lang = resolved
     text = widgets.Text(
         value=sentence,
-        description=f"{LANGUAGE_NAMES.get(src_lang, src_lang)}:",
+        description=f"{chart_text(LANGUAGE_NAMES.get(src_lang, src_lang))}:",
         continuous_update=False,
         layout=widgets.Layout(width="60%"),
     )
-    button = widgets.Button(description="translate")
+    button = widgets.Button(description=chart_text("translate"))
     out = widgets.Output()
 
     def show(_=None):
@@ -141,7 +157,7 @@ def sentence_explorer(
             except ValueError as error:
                 print(error)
                 return
-            print(f"{LANGUAGE_NAMES.get(tgt_lang, tgt_lang)}:", translation)
+            print(f"{chart_text(LANGUAGE_NAMES.get(tgt_lang, tgt_lang))}:", translation)
             display(attention_explorer(capture))
 
     button.on_click(show)

@@ -5,8 +5,10 @@ its own. :func:`charts_to_html` writes one self-contained page: the Vega / Vega-
 ``vl-convert-python`` ships (for the Vega-Lite version Altair writes, :func:`vegalite_version`) inlined in the
 head, once, and a ``<div>`` with a ``vegaEmbed`` call per chart. Nothing is fetched from the network.
 
-``viz.save_chart(chart, "x.html")`` writes such a page; the HTML edition
-(:mod:`transformer_course.edition`) puts the same bundle and embeds into every exported notebook.
+In the 中文版 (Chinese chart labels, :func:`.labels.chinese_labels`) the page says ``lang="zh-CN"``, so
+browsers draw Han characters in their Simplified Chinese forms. ``viz.save_chart(chart, "x.html")`` writes
+such a page; the HTML edition (:mod:`transformer_course.edition`) puts the same bundle and embeds into every
+exported notebook.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import html
 import json
 from collections.abc import Iterable
 from typing import Any
+
+from .labels import chinese_labels
 
 __all__ = [
     "EMBED_OPTIONS",
@@ -79,8 +83,9 @@ def charts_to_html(specs: Iterable[Any], title: str = "", intro: str = "") -> st
         spec = spec.to_dict() if hasattr(spec, "to_dict") else spec
         parts.append(embed_html(spec, f"tc-vega-{n}"))
     heading = f"<h1>{html.escape(title)}</h1>\n" if title else ""
+    language = ' lang="zh-CN"' if chinese_labels() else ""  # Chinese glyph forms (not Japanese) for Han characters
     return (
-        '<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8">\n'
+        f'<!DOCTYPE html>\n<html{language}>\n<head>\n<meta charset="utf-8">\n'
         f"<title>{html.escape(title or 'charts')}</title>\n<style>{PAGE_CSS}</style>\n{bundle_script()}\n</head>\n"
         f"<body>\n{heading}{intro}\n" + "\n".join(parts) + "\n</body>\n</html>\n"
     )

@@ -3,7 +3,8 @@
 
 Each plot takes ``backend="altair"`` (interactive, tooltips) or ``backend="matplotlib"`` (a static figure).
 :func:`save_chart` writes any chart to PNG, SVG, PDF (vl-convert, no browser needed), JSON or a
-self-contained offline HTML page (:func:`~transformer_course.viz.offline.charts_to_html`).
+self-contained offline HTML page (:func:`~transformer_course.viz.offline.charts_to_html`). Titles, axis
+names, legends and tooltips are in the course's language (:func:`.labels.chart_text`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from torch import Tensor
 from ..files import atomic_write_bytes, atomic_write_text
 from ..layers import sinusoidal_table
 from .charts import check_backend, check_tokens, label_expr, matrix_rows, to_matrix
+from .labels import chart_text, field_title
 from .offline import charts_to_html, vegalite_version
 
 __all__ = ["plot_lr_schedule", "plot_mask", "plot_positional_encoding", "save_chart"]
@@ -53,6 +55,7 @@ def plot_mask(
         )
     m = m.reshape(m.shape[-2:])  # (q, k)
     x_tokens, y_tokens = check_tokens(m, x_tokens, y_tokens)
+    title = chart_text(title)
     if backend == "matplotlib":
         import matplotlib.pyplot as plt
 
@@ -60,8 +63,8 @@ def plot_mask(
         ax.imshow(m.numpy(), cmap="Blues", vmin=-0.3, vmax=1.0)
         ax.set_xticks(range(len(x_tokens)), x_tokens, rotation=45, ha="right")
         ax.set_yticks(range(len(y_tokens)), y_tokens)
-        ax.set_xlabel("key")
-        ax.set_ylabel("query")
+        ax.set_xlabel(chart_text("key"))
+        ax.set_ylabel(chart_text("query"))
         ax.set_title(title)
         return fig
     import altair as alt
@@ -70,12 +73,18 @@ def plot_mask(
         alt.Chart(alt.Data(values=matrix_rows(m, x_tokens, y_tokens, "may_attend")), title=title)
         .mark_rect(stroke="white", strokeWidth=1)
         .encode(
-            x=alt.X("j:O", title="key", axis=alt.Axis(labelExpr=label_expr(x_tokens), labelAngle=-45)),
-            y=alt.Y("i:O", title="query", axis=alt.Axis(labelExpr=label_expr(y_tokens))),
+            x=alt.X("j:O", title=chart_text("key"), axis=alt.Axis(labelExpr=label_expr(x_tokens), labelAngle=-45)),
+            y=alt.Y("i:O", title=chart_text("query"), axis=alt.Axis(labelExpr=label_expr(y_tokens))),
             color=alt.Color(
-                "may_attend:N", scale=alt.Scale(domain=[True, False], range=["#2b6cb0", "#e2e8f0"]), title="may attend"
+                "may_attend:N",
+                scale=alt.Scale(domain=[True, False], range=["#2b6cb0", "#e2e8f0"]),
+                title=chart_text("may attend"),
             ),
-            tooltip=["query:N", "key:N", "may_attend:N"],
+            tooltip=[
+                alt.Tooltip("query:N", **field_title("query")),
+                alt.Tooltip("key:N", **field_title("key")),
+                alt.Tooltip("may_attend:N", **field_title("may attend")),
+            ],
         )
         .properties(width=cell * len(x_tokens), height=cell * len(y_tokens))
     )
@@ -100,26 +109,26 @@ def plot_positional_encoding(
         bad = [k for k in dims if not 0 <= k < d]
         if bad:
             raise ValueError(f"dims {bad} are outside the table's {d} dimensions (0 … {d - 1})")
+    title = chart_text("sinusoidal positional encoding (d_model={d})", d=d)
     if backend == "matplotlib":
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(7, 3.5))
         if dims is None:
             image = ax.imshow(pe.T.numpy(), cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
-            ax.set_xlabel("position")
-            ax.set_ylabel("dimension")
+            ax.set_xlabel(chart_text("position"))
+            ax.set_ylabel(chart_text("dimension"))
             fig.colorbar(image, ax=ax, label="PE")
         else:
             for k in dims:
-                ax.plot(range(positions), pe[:, k].numpy(), label=f"dim {k}")
-            ax.set_xlabel("position")
+                ax.plot(range(positions), pe[:, k].numpy(), label=chart_text("dim {k}", k=k))
+            ax.set_xlabel(chart_text("position"))
             ax.set_ylabel("PE")
             ax.legend()
-        ax.set_title(f"sinusoidal positional encoding (d_model={d})")
+        ax.set_title(title)
         return fig
     import altair as alt
 
-    title = f"sinusoidal positional encoding (d_model={d})"
     if dims is None:
         rows = [
             {"position": p, "dimension": k, "value": round(v, 3)}
@@ -130,26 +139,43 @@ def plot_positional_encoding(
             alt.Chart(alt.Data(values=rows), title=title)
             .mark_rect()
             .encode(
-                x=alt.X("position:O", axis=alt.Axis(labelExpr="datum.value % 10 == 0 ? datum.value : ''")),
-                y=alt.Y("dimension:O", axis=alt.Axis(labelExpr="datum.value % 8 == 0 ? datum.value : ''")),
+                x=alt.X(
+                    "position:O",
+                    axis=alt.Axis(labelExpr="datum.value % 10 == 0 ? datum.value : ''"),
+                    **field_title("position"),
+                ),
+                y=alt.Y(
+                    "dimension:O",
+                    axis=alt.Axis(labelExpr="datum.value % 8 == 0 ? datum.value : ''"),
+                    **field_title("dimension"),
+                ),
                 color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domain=[-1, 1], reverse=True), title="PE"),
-                tooltip=["position:O", "dimension:O", alt.Tooltip("value:Q", format=".3f")],
+                tooltip=[
+                    alt.Tooltip("position:O", **field_title("position")),
+                    alt.Tooltip("dimension:O", **field_title("dimension")),
+                    alt.Tooltip("value:Q", format=".3f", **field_title("value")),
+                ],
             )
             .properties(width=min(700, 6 * positions), height=min(400, 5 * d))
         )
+    names = [chart_text("dim {k}", k=k) for k in dims]
     rows = [
-        {"position": p, "dimension": f"dim {k}", "value": round(float(pe[p, k]), 4)}
-        for k in dims
+        {"position": p, "dimension": name, "value": round(float(pe[p, k]), 4)}
+        for k, name in zip(dims, names)
         for p in range(positions)
     ]
     return (
         alt.Chart(alt.Data(values=rows), title=title)
         .mark_line()
         .encode(
-            x="position:Q",
+            x=alt.X("position:Q", **field_title("position")),
             y=alt.Y("value:Q", title="PE"),
-            color=alt.Color("dimension:N", sort=[f"dim {k}" for k in dims]),
-            tooltip=["dimension:N", "position:Q", alt.Tooltip("value:Q", format=".3f")],
+            color=alt.Color("dimension:N", sort=names, **field_title("dimension")),
+            tooltip=[
+                alt.Tooltip("dimension:N", **field_title("dimension")),
+                alt.Tooltip("position:Q", **field_title("position")),
+                alt.Tooltip("value:Q", format=".3f", **field_title("value")),
+            ],
         )
         .properties(width=560, height=240)
     )
@@ -191,14 +217,15 @@ def plot_lr_schedule(
             set(range(0, len(xs), stride)) | {max(range(len(ys)), key=ys.__getitem__), len(xs) - 1}
         )  # keep the peak
         lines[str(label)] = ([xs[i] for i in keep], [ys[i] for i in keep])
+    title, learning_rate = chart_text(title), chart_text("learning rate")
     if backend == "matplotlib":
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(7, 3.5))
         for label, (xs, ys) in lines.items():
             ax.plot(xs, ys, label=label)
-        ax.set_xlabel("step")
-        ax.set_ylabel("learning rate")
+        ax.set_xlabel(chart_text("step"))
+        ax.set_ylabel(learning_rate)
         ax.set_title(title)
         ax.legend()
         return fig
@@ -209,10 +236,14 @@ def plot_lr_schedule(
         alt.Chart(alt.Data(values=rows), title=title)
         .mark_line()
         .encode(
-            x=alt.X("step:Q"),
-            y=alt.Y("lr:Q", title="learning rate", axis=alt.Axis(format=".1e")),
-            color=alt.Color("schedule:N", sort=list(lines)),
-            tooltip=["schedule:N", "step:Q", alt.Tooltip("lr:Q", format=".2e")],
+            x=alt.X("step:Q", **field_title("step")),
+            y=alt.Y("lr:Q", title=learning_rate, axis=alt.Axis(format=".1e")),
+            color=alt.Color("schedule:N", sort=list(lines), **field_title("schedule")),
+            tooltip=[
+                alt.Tooltip("schedule:N", **field_title("schedule")),
+                alt.Tooltip("step:Q", **field_title("step")),
+                alt.Tooltip("lr:Q", format=".2e", **field_title("learning rate")),
+            ],
         )
         .properties(width=560, height=260)
     )
