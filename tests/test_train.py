@@ -1,6 +1,8 @@
 """The training loop: loss, schedule, optimizer, accumulation, clipping, history, NaN stop, toy model."""
 
 import json
+import re
+import warnings
 
 import pytest
 import torch
@@ -13,6 +15,7 @@ from transformer_course.train import (
     LabelSmoothingLoss,
     TrainingDiverged,
     fit,
+    history,
     load_checkpoint,
     loop,
     make_optimizer,
@@ -147,6 +150,109 @@ def test_fit_writes_history_json_csv_and_loss_plot(tmp_path):
     ] == "step,epoch,loss,lr,tokens_per_s,val_loss,elapsed_s"
     assert (tmp_path / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in tmp_path.glob("*.pt")) == ["best.pt", "epoch-001.pt", "epoch-002.pt", "last.pt"]
+
+
+# The loss plot's words (loss.png) in the course's language: English as always, Chinese in the 中文版 ---------
+
+LOSS_HISTORY = [
+    {"step": 5, "loss": 3.2, "val_loss": None},
+    {"step": 10, "loss": 2.7, "val_loss": None},
+    {"step": 10, "loss": None, "val_loss": 2.9},
+]
+CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")  # Han characters and full-width punctuation
+
+
+def plot_words(fig) -> dict:
+    ax = fig.axes[0]
+    return {
+        "x": ax.get_xlabel(),
+        "y": ax.get_ylabel(),
+        "title": ax.get_title(),
+        "legend": [text.get_text() for text in ax.get_legend().get_texts()],
+    }
+
+
+def boxes_drawn(fig) -> list[str]:
+    """matplotlib's "Glyph … missing from font(s)" warnings while drawing ``fig``: one per box ("tofu")."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        FigureCanvasAgg(fig).draw()
+    return [str(w.message) for w in caught if "missing from font" in str(w.message)]
+
+
+@pytest.fixture
+def course_language():
+    """matplotlib's settings, the font choice and the language as they were, after the test."""
+    import matplotlib
+
+    from transformer_course.i18n import get_language, set_language
+    from transformer_course.viz import fonts
+
+    before = get_language()
+    fonts.forget_font()
+    try:
+        with matplotlib.rc_context():
+            yield set_language
+    finally:
+        set_language(before)
+        fonts.forget_font()
+
+
+def test_the_loss_plot_speaks_english_as_before(course_language, capsys):
+    import matplotlib
+
+    course_language("en")
+    settings = dict(matplotlib.rcParams)
+    fig = history.history_figure(LOSS_HISTORY, history.history_title("toy-copy", 12345))
+    assert plot_words(fig) == {
+        "x": "optimizer step",
+        "y": "loss",
+        "title": "toy-copy: 12,345 parameters",
+        "legend": ["train (label-smoothed, per token)", "validation (label-smoothed, per token)"],
+    }
+    assert dict(matplotlib.rcParams) == settings and capsys.readouterr().err == ""  # no font looked for
+
+
+def test_the_chinese_loss_plot_speaks_chinese_in_the_cjk_font(course_language, tmp_path):
+    import matplotlib
+
+    from transformer_course.viz import fonts
+
+    family = fonts.find_cjk_font()
+    if family is None:
+        pytest.skip("no CJK font installed (Debian/Ubuntu: apt-get install fonts-noto-cjk)")
+    course_language("zh")
+    fonts.chinese_font()  # chosen, then matplotlib's font list reset: the figure still names its font itself
+    matplotlib.rcParams["font.sans-serif"] = ["DejaVu Sans"]
+    fig = history.history_figure(LOSS_HISTORY, history.history_title("toy-copy", 12345))
+    assert plot_words(fig) == {
+        "x": "优化器步数",
+        "y": "损失",
+        "title": "toy-copy：12,345 个参数",
+        "legend": ["训练（标签平滑，每个词元）", "验证（标签平滑，每个词元）"],
+    }
+    ax = fig.axes[0]
+    for text in [ax.xaxis.label, ax.yaxis.label, ax.title, *ax.get_legend().get_texts()]:
+        assert text.get_fontfamily()[0] == family, text.get_text()
+    assert boxes_drawn(fig) == []
+    png = history.plot_history(LOSS_HISTORY, tmp_path / "loss.png", "toy-copy")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_without_a_cjk_font_the_chinese_loss_plot_stays_english_and_warns_once(course_language, monkeypatch, capsys):
+    from transformer_course.viz import fonts
+
+    monkeypatch.setattr(fonts, "find_cjk_font", lambda fonts=None: None)  # this machine has no CJK font
+    course_language("zh")
+    first = history.history_figure(LOSS_HISTORY, history.history_title("toy-copy", 12345))
+    second = history.history_figure(LOSS_HISTORY)
+    assert plot_words(first)["x"] == "optimizer step" and plot_words(first)["title"] == "toy-copy: 12,345 parameters"
+    assert not CJK.search(str([plot_words(first), plot_words(second)]))
+    assert boxes_drawn(first) == []
+    err = capsys.readouterr().err
+    assert err.count(fonts.NO_FONT_WARNING) == 1 and err.count("\n") == 1  # one line, the first time only
 
 
 def test_nan_loss_stops_with_a_clear_message_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):

@@ -14,15 +14,14 @@ bundle, formulas are MathML (:mod:`.export`). A notebook that fails is still exp
 its page), the others go on, and the command ends with exit code 1 and the names of the failures.
 
 Each contents page links to the other language's, each page (and deck) to the same notebook in the other
-language. The Chinese pages say ``<html lang="zh-CN">``; their charts speak Chinese because the Chinese
-notebooks call ``set_language("zh")``. A Chinese notebook not written yet is left out, with one line that
-says which.
+language (the contents pages and those links: :mod:`.contents`). The Chinese pages say
+``<html lang="zh-CN">``; their charts speak Chinese because the Chinese notebooks call ``set_language("zh")``.
+A Chinese notebook not written yet is left out, with one line that says which.
 """
 
 from __future__ import annotations
 
 import argparse
-import html
 import os
 import re
 import sys
@@ -30,10 +29,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..files import atomic_write_text
-from ..viz.offline import PAGE_CSS
 from .browser import browser_check, page_problems
-from .export import HTML_LANG, notebook_to_html
+from .contents import LANGUAGES, WORDS, ZH_FOLDER, build_contents_page, language_nav, other_language, page_title
+from .export import notebook_to_html
 from .slides import count_slides, deck_check, deck_problems, notebook_to_slides
 
 __all__ = [
@@ -50,27 +48,6 @@ __all__ = [
 ]
 
 COURSE_NOTEBOOK = re.compile(r"^\d\d_.+\.ipynb$")
-LANGUAGES = ("en", "zh")
-ZH_FOLDER = "zh"  # notebooks/zh/ → html/zh/
-# The words of the edition's own pages, per language: contents page, links to the other language.
-WORDS = {
-    "en": {
-        "course": "Transformer course",
-        "slides": ": slides",
-        "fast": " (fast mode: small loops)",
-        "intro": "The notebooks of the course, executed, in order. Every page works offline; charts are interactive.",
-        "contents": "Contents",
-        "name": "English",
-    },
-    "zh": {
-        "course": "Transformer 课程（中文版）",
-        "slides": "：幻灯片",
-        "fast": "（快速模式：小循环）",
-        "intro": "本课程的全部笔记本，已执行，按顺序排列。每一页都可离线打开，图表可以交互。",
-        "contents": "目录",
-        "name": "中文版",
-    },
-}
 
 
 @dataclass
@@ -189,20 +166,6 @@ def build_edition(
     return edition
 
 
-def language_nav(page: Path, language: str, counterpart: Path | None, deck: bool = False) -> str:
-    """The links at the top of a page: the contents page, and ``counterpart`` (the same notebook in the other
-    language) when there is one; a deck's links sit in its top right corner, above the slides."""
-    if counterpart is None:
-        return ""
-    other = "zh" if language == "en" else "en"
-    href = html.escape(os.path.relpath(counterpart, page.parent))
-    style = "position:fixed;top:6px;right:12px;z-index:50;font:14px sans-serif" if deck else "margin:0.5rem 1rem"
-    return (
-        f'<nav class="tc-language" style="{style}"><a href="index.html">{WORDS[language]["contents"]}</a> · '
-        f'<a href="{href}" hreflang="{HTML_LANG[other]}" lang="{HTML_LANG[other]}">{WORDS[other]["name"]}</a></nav>'
-    )
-
-
 def build_editions(
     notebooks: str | Path = "notebooks",
     out_dir: str | Path = "html",
@@ -237,8 +200,8 @@ def build_editions(
     editions = {}
     for language in languages:
         folder, out, names = plans[language]
-        other_language = "zh" if language == "en" else "en"
-        linked = other_language in languages
+        other = other_language(language)
+        linked = other in languages
         editions[language] = build_edition(
             folder,
             out,
@@ -249,7 +212,7 @@ def build_editions(
             progress,
             slides,
             language=language,
-            other=(plans[other_language][1], plans[other_language][2]) if linked else None,
+            other=(plans[other][1], plans[other][2]) if linked else None,
         )
     return editions
 
@@ -329,53 +292,3 @@ def main(argv: list[str] | None = None) -> int:
                     + "".join(f"\n     {p}" for p in problems)
                 )
     return 1 if failed else 0
-
-
-def page_title(path: Path) -> str:
-    """The first ``<h1>`` of an HTML page (nbconvert adds a "¶" anchor; it is dropped), else its file name."""
-    text = path.read_text(encoding="utf-8", errors="replace")
-    match = re.search(r"<h1[^>]*>(.*?)</h1>", text, flags=re.S)
-    if not match:
-        return path.stem
-    title = re.sub(r"<[^>]+>", "", match.group(1)).replace("¶", "").strip()
-    return html.unescape(title) or path.stem
-
-
-def build_contents_page(
-    folder: str | Path,
-    out_path: str | Path | None = None,
-    title: str = "Transformer course",
-    language: str = "en",
-    other: str | Path | None = None,
-) -> Path:
-    """An ``index.html`` linking every other page of ``folder`` in course order (file names 00_… to 11_…).
-
-    ``language``: the contents page's language ("en" or "zh"); ``other``: the other language's contents
-    page, linked at the top."""
-    folder = Path(folder)
-    pages = sorted(p for p in folder.glob("*.html") if p.name != "index.html")
-    if not pages:
-        raise FileNotFoundError(f"no .html pages in {folder}; export the notebooks first (notebook_to_html)")
-    out_path = Path(out_path) if out_path is not None else folder / "index.html"
-    items = "\n".join(
-        f'<li><a href="{html.escape(os.path.relpath(p, out_path.parent))}">{html.escape(p.stem)}</a>: '
-        f"{html.escape(page_title(p))}</li>"
-        for p in pages
-    )
-    words = WORDS[language]
-    lang = "" if language == "en" else f' lang="{HTML_LANG[language]}"'
-    link = ""
-    if other is not None:
-        other_language = "zh" if language == "en" else "en"
-        href = html.escape(os.path.relpath(other, out_path.parent))
-        code = HTML_LANG[other_language]
-        link = (
-            f'<p class="tc-language"><a href="{href}" hreflang="{code}" lang="{code}">'
-            f"{WORDS[other_language]['name']}</a></p>\n"
-        )
-    return atomic_write_text(
-        out_path,
-        f'<!DOCTYPE html>\n<html{lang}>\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{PAGE_CSS}</style>\n</head>\n<body>\n{link}"
-        f"<h1>{html.escape(title)}</h1>\n<p>{words['intro']}</p>\n<ul>\n{items}\n</ul>\n</body>\n</html>\n",
-    )

@@ -4,7 +4,10 @@ One history row per logged step (training loss, learning rate, tokens per second
 (validation loss). A training row covers every step since the row before it: the running totals
 (:class:`LogWindow`) are saved in ``last.pt``, so the first row after a resume covers the same steps as in
 a run that never stopped. The plot is drawn on a ``matplotlib.figure.Figure`` of its own: no pyplot state, no
-backend switch, so a notebook's inline plots are left as they were.
+backend switch, so a notebook's inline plots are left as they were. Its words are in the course's language
+(:func:`transformer_course.viz.labels.chart_text`): Chinese after ``set_language("zh")`` (the 中文版), drawn in
+the CJK font (:func:`transformer_course.viz.fonts.chinese_font`), or English with one warning line where no
+CJK font is installed.
 """
 
 from __future__ import annotations
@@ -15,11 +18,17 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..data import PAD, Batch
 from ..files import atomic_write_bytes, atomic_write_text
+from ..viz.fonts import chinese_font
+from ..viz.labels import chart_text, chinese_labels
 
-__all__ = ["HISTORY_COLUMNS", "LogWindow", "plot_history", "write_history"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["HISTORY_COLUMNS", "LogWindow", "history_figure", "history_title", "plot_history", "write_history"]
 
 HISTORY_COLUMNS = ["step", "epoch", "loss", "lr", "tokens_per_s", "val_loss", "elapsed_s"]
 
@@ -69,26 +78,42 @@ def write_history(history: list[dict], out_dir: str | Path) -> None:
     atomic_write_text(out_dir / "history.csv", table.getvalue())
 
 
-def plot_history(history: list[dict], path: str | Path, title: str = "") -> Path:
-    """A PNG of the training loss (per logged step) and the validation loss (per epoch)."""
+def history_title(name: str, parameters: int) -> str:
+    """The loss plot's title: "toy-copy: 12,345 parameters" (in Chinese "toy-copy：12,345 个参数")."""
+    return chart_text("{name}: {parameters:,} parameters", name=name, parameters=parameters)
+
+
+def history_figure(history: list[dict], title: str = "") -> Figure:
+    """The training loss (per logged step) and the validation loss (per epoch) on a ``Figure`` of its own.
+
+    Its words go through :func:`~transformer_course.viz.labels.chart_text` (``title`` too: a title in the
+    charts' catalogue is translated); in Chinese the figure's words are set in the CJK font, whatever
+    matplotlib's settings are when it is drawn."""
     os.environ.setdefault("MPLCONFIGDIR", "/tmp/matplotlib")  # a writable cache where $HOME is not
     from matplotlib.figure import Figure  # a figure of its own: pyplot's figures and backend stay untouched
 
+    cjk = chinese_font() if chinese_labels() else None  # in Chinese: the font, or the one warning and English
+    font = {"family": [cjk, "DejaVu Sans"]} if cjk else {}  # DejaVu Sans for any glyph the CJK font lacks
     train = [(h["step"], h["loss"]) for h in history if h.get("loss") is not None]
     val = [(h["step"], h["val_loss"]) for h in history if h.get("val_loss") is not None]
     fig = Figure(figsize=(7, 4))
     ax = fig.subplots()
     if train:
-        ax.plot(*zip(*train), label="train (label-smoothed, per token)", linewidth=1)
+        ax.plot(*zip(*train), label=chart_text("train (label-smoothed, per token)"), linewidth=1)
     if val:
-        ax.plot(*zip(*val), "o-", label="validation (label-smoothed, per token)")
-    ax.set_xlabel("optimizer step")
-    ax.set_ylabel("loss")
-    ax.set_title(title)
+        ax.plot(*zip(*val), "o-", label=chart_text("validation (label-smoothed, per token)"))
+    ax.set_xlabel(chart_text("optimizer step"), **font)
+    ax.set_ylabel(chart_text("loss"), **font)
+    ax.set_title(chart_text(title) if title else "", **font)
     ax.grid(alpha=0.3)
     if train or val:
-        ax.legend()
+        ax.legend(prop=font or None)
     fig.tight_layout()
+    return fig
+
+
+def plot_history(history: list[dict], path: str | Path, title: str = "") -> Path:
+    """A PNG of the training loss (per logged step) and the validation loss (per epoch): :func:`history_figure`."""
     png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=110)
+    history_figure(history, title).savefig(png, format="png", dpi=110)
     return atomic_write_bytes(path, png.getvalue())

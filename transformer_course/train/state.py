@@ -20,7 +20,7 @@ from ..checkpoint import CheckpointError, read_checkpoint, save_checkpoint, unwr
 from ..config import Config
 from ..data import TrainingData
 from ..model import count_parameters
-from .history import LogWindow, plot_history, write_history
+from .history import LogWindow, history_title, plot_history, write_history
 
 __all__ = ["RunState", "end_epoch", "restore_run", "save_last"]
 
@@ -152,6 +152,6 @@ def end_epoch(
         )
     write_history(run.history, out)
     try:
-        plot_history(run.history, out / "loss.png", f"{config.name}: {count_parameters(unwrap(model)):,} parameters")
+        plot_history(run.history, out / "loss.png", history_title(config.name, count_parameters(unwrap(model))))
     except ImportError:  # matplotlib comes with the [notebooks] extra; the history files are enough
         pass

@@ -63,6 +63,12 @@ ZH = {
     "step": "步数",
     "learning rate": "学习率",
     "schedule": "调度",
+    # the loss curves of a run, loss.png (train/history.py; train imports viz, never the reverse)
+    "train (label-smoothed, per token)": "训练（标签平滑，每个词元）",
+    "validation (label-smoothed, per token)": "验证（标签平滑，每个词元）",
+    "optimizer step": "优化器步数",
+    "loss": "损失",
+    "{name}: {parameters:,} parameters": "{name}：{parameters:,} 个参数",
     # the explorer (explorer.py)
     "attention explorer": "注意力查看器",
     "attention": "注意力",

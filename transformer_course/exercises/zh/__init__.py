@@ -6,3 +6,5 @@ templates are the ones the checkers pass to ``t()`` and ``lazy_t()``; a Chinese 
 ``{fields}``, code names, shapes, numbers and formulas, and uses the term choices of notebooks/zh's glossary
 (掩码, 注意力权重, 词元, 层归一化, …). ``tests/test_i18n.py`` checks that every template has its entry.
 """
+
+__all__ = []

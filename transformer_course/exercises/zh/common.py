@@ -1,5 +1,7 @@
 """中文: the messages every checker shares (transformer_course/exercises/__init__.py)."""
 
+__all__ = ["ZH"]
+
 ZH: dict[str, str] = {
     "{mark} {name}: {message}": "{mark} {name}：{message}",
     "not done yet: write your code (or answer) in place of `raise NotImplementedError` or `...`": (

@@ -1,5 +1,7 @@
 """中文: the checkers of notebook 00 (transformer_course/exercises/nb00_introduction.py)."""
 
+__all__ = ["ZH"]
+
 ZH: dict[str, str] = {
     "only the attention core is counted: the four projections W^Q, W^K, W^V, W^O cost n·d² each": (
         "只算了注意力的核心部分：四个投影 W^Q、W^K、W^V、W^O 各要 n·d² 次乘加"

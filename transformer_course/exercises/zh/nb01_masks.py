@@ -1,5 +1,7 @@
 """中文: the checkers of notebook 01 (transformer_course/exercises/nb01_masks.py)."""
 
+__all__ = ["ZH"]
+
 ZH: dict[str, str] = {
     "{what} is inverted: True (or 1) should mean 'may attend'": "{what} 的真假反了：True（或 1）应表示“可以注意”",
     "{what} differs at index {index}: got {got}, expected {expected}": (

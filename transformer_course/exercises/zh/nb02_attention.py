@@ -1,5 +1,7 @@
 """中文: the checkers of notebook 02 (transformer_course/exercises/nb02_attention.py)."""
 
+__all__ = ["ZH"]
+
 ZH: dict[str, str] = {
     "{what} should return the pair (output, weights); it should be a tuple or a list, got {type}": (
         "{what} 应返回一对 (output, weights)；它应是元组或列表，实际得到 {type}"

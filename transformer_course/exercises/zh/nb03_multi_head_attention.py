@@ -1,5 +1,7 @@
 """中文: the checkers of notebook 03 (transformer_course/exercises/nb03_multi_head_attention.py)."""
 
+__all__ = ["ZH"]
+
 ZH: dict[str, str] = {
     "the heads are split with one view (batch, heads, len, d_k), which cuts the sequence into pieces and mixes "
     "positions: view as (batch, len, heads, d_k), then .transpose(1, 2)": (

@@ -1,5 +1,7 @@
 """中文: the checkers of notebook 04 (transformer_course/exercises/nb04_layernorm_residual.py)."""
 
+__all__ = ["ZH"]
+
 ZH: dict[str, str] = {
     "you normalised over the batch (dim 0), which is BatchNorm; LayerNorm normalises each row over its last "
     "dimension (dim=-1)": "你在批次维（dim 0）上做了归一化，那是 BatchNorm；层归一化是对每一行在最后一个维度（dim=-1）上归一化",

@@ -1,5 +1,7 @@
 """中文: the checkers of notebook 05 (transformer_course/exercises/nb05_embeddings_positional_encoding.py)."""
 
+__all__ = ["ZH"]
+
 ZH: dict[str, str] = {
     "you summed sin(ω_i·k); the dot product of two (sin, cos) pairs is sin a sin b + cos a cos b = cos(a − b)": (
         "你对 sin(ω_i·k) 求了和；两个 (sin, cos) 对的点积是 sin a sin b + cos a cos b = cos(a − b)"

@@ -1,5 +1,7 @@
 """中文: the checkers of notebook 06 (transformer_course/exercises/nb06_encoder.py)."""
 
+__all__ = ["ZH"]
+
 ZH: dict[str, str] = {
     "{what} should be a {rows} × {columns} table (a list of lists) of True/False": (
         "{what} 应是一个 {rows} × {columns} 的表格（列表的列表），元素为 True/False"

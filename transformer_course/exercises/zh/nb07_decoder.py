@@ -1,5 +1,7 @@
 """中文: the checkers of notebook 07 (transformer_course/exercises/nb07_decoder.py)."""
 
+__all__ = ["ZH"]
+
 ZH: dict[str, str] = {
     "run section 5's causality test on it: no earlier output moves when a later target token changes": (
         "用第 5 节的因果性测试检查它：改变后面的目标词元时，前面的输出一个都不动"

@@ -1,5 +1,7 @@
 """中文: the checkers of notebook 08 (transformer_course/exercises/nb08_training_loop.py)."""
 
+__all__ = ["ZH"]
+
 ZH: dict[str, str] = {
     "not done yet: replace the ... of {names} with your answer": "还没有完成：把 {names} 的 ... 换成你的答案",
     "{shape} is the shape of tgt itself (<s>, {longest} words, </s>); tgt_out drops its first column": (

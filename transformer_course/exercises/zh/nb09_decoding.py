@@ -1,5 +1,7 @@
 """中文: the checkers of notebook 09 (transformer_course/exercises/nb09_decoding.py)."""
 
+__all__ = ["ZH"]
+
 ZH: dict[str, str] = {
     "{what}: write the words as strings, e.g. ['A', 'B', '</s>']": "{what}：请把词写成字符串，例如 ['A', 'B', '</s>']",
     "{what}: {unknown} are not words of the table; use 'A', 'B', 'C' and '</s>'": (

@@ -1,5 +1,7 @@
 """中文: the checkers of notebook 10 (transformer_course/exercises/nb10_attention_visualization.py)."""
 
+__all__ = ["ZH"]
+
 ZH: dict[str, str] = {
     "your entropy is NaN for a head whose weights contain 0: 0 · log 0 must count as 0 (e.g. torch.where(w > 0, "
     "w * w.log(), 0) or w * w.clamp_min(1e-30).log())": (

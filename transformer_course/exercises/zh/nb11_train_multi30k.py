@@ -1,5 +1,7 @@
 """中文: the checkers of notebook 11 (transformer_course/exercises/nb11_train_multi30k.py)."""
 
+__all__ = ["ZH"]
+
 ZH: dict[str, str] = {
     "update_average should return a dict (name → tensor), got {type}": (
         "update_average 应返回一个 dict（名称 → 张量），实际得到 {type}"
