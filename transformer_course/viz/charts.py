@@ -254,7 +254,7 @@ def plot_head_statistics(stats: list[dict] | AttentionCapture, stat: str = "entr
     if backend == "matplotlib":
         import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(1, len(KINDS), figsize=(4 * len(KINDS), 3), squeeze=False)
+        fig, axes = plt.subplots(1, len(KINDS), figsize=(4 * len(KINDS), 3), squeeze=False, layout="constrained")
         layers, heads = 1 + max(r["layer"] for r in rows), 1 + max(r["head"] for r in rows)
         for ax, kind in zip(axes[0], KINDS):
             grid = torch.zeros(layers, heads)  # (layers, heads)
