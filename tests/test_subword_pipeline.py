@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_course import evaluate
+from transformer_course import evaluate, train, viz
 from transformer_course.checkpoint import CheckpointError, average_checkpoints, load_checkpoint, save_checkpoint
 from transformer_course.config import get_preset
 from transformer_course.data import (
@@ -30,6 +30,8 @@ from transformer_course.viz import translate_and_capture
 MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
 LIMIT = 300  # pairs of each split: a tokenizer of a few hundred pieces and a model that trains in seconds
 SENTENCES = ["Ein Hund läuft im Schnee.", "Zwei Männer sitzen auf einer Bank."]
+NOTEBOOK_10 = Path(__file__).resolve().parents[1] / "notebooks" / "10_attention_visualization.ipynb"
+NOTEBOOK_10_CHECKPOINT_CELLS = ("da400181", "3a11fd20", "194787cf")  # §8: load, translate + capture, the charts
 
 pytestmark = pytest.mark.skipif(not MIRROR.is_dir(), reason=f"needs the Multi30k files in {MIRROR}")
 
@@ -220,3 +222,48 @@ def test_the_cli_translates_with_the_checkpoints_tokenizer(run, capsys):
     assert capsys.readouterr().out.splitlines() == translate(path, SENTENCES)
     assert main(["translate", "--checkpoint", path, "--beam", "3", *SENTENCES]) == 0
     assert capsys.readouterr().out.splitlines() == translate(path, SENTENCES, beam_size=3)
+
+
+@pytest.fixture(scope="module", params=["all", "decoder"])
+def subword_checkpoint(request, tmp_path_factory):
+    """A subword run (three-way tying, or target embedding = output layer only), made tiny and trained a few
+    steps: the kind of ``best.pt`` notebook 10 finds when ``CHECKPOINT`` points at a subword run."""
+    root, out = tmp_path_factory.mktemp("data"), tmp_path_factory.mktemp("subword-run")
+    config = get_preset("multi30k-cpu-bpe").replace(
+        name="tiny-bpe",
+        N=1,
+        d_model=32,
+        d_ff=64,
+        h=2,
+        subword_vocab=400,
+        tokens_per_batch=600,
+        warmup=10,
+        tie_embeddings=request.param,
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(MIRROR_ENV, str(MIRROR))
+        fit(config, multi30k_data(config, root, limit=LIMIT, progress=False), out, max_steps=4, progress=False)
+    return out / "best.pt"
+
+
+def test_notebook_10_shows_a_subword_checkpoint(subword_checkpoint):
+    # the notebook's own §8 cells, run as written, with CHECKPOINT pointing at a subword checkpoint
+    cells = {c.get("id"): "".join(c["source"]) for c in json.loads(NOTEBOOK_10.read_text(encoding="utf-8"))["cells"]}
+    shown = []
+    namespace = {"CHECKPOINT": subword_checkpoint, "train": train, "viz": viz, "display": shown.append}
+    for cell_id in NOTEBOOK_10_CHECKPOINT_CELLS:
+        exec(cells[cell_id], namespace)  # the notebook's code, as a learner runs it
+    checkpoint, real, sentence = namespace["checkpoint"], namespace["real"], namespace["SENTENCE"]
+    assert checkpoint.tokenizer is not None
+    assert namespace["translation"] == translate(checkpoint, [sentence])[0]  # the pieces, exactly detokenized
+    assert real.src_tokens == checkpoint.tokenizer.display_pieces(checkpoint.tokenizer.encode(sentence))
+    assert len(shown) == 4  # heatmap, explorer, grid, head statistics
+
+
+def test_notebook_10s_text_box_takes_a_subword_checkpoint(subword_checkpoint, capsys):
+    pytest.importorskip("ipywidgets")
+    checkpoint = load_checkpoint(subword_checkpoint)
+    box = viz.sentence_explorer(checkpoint, sentence=SENTENCES[0])  # translates once, at once
+    assert box.children[0].children[0].value == SENTENCES[0]
+    printed = capsys.readouterr().out  # outside a kernel the widget's output goes to stdout
+    assert f"English: {translate(checkpoint, SENTENCES[:1])[0]}" in printed
