@@ -46,3 +46,16 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def matplotlib_settings_restored():
+    """Every test starts from the same matplotlib settings: a zh test that draws puts a CJK font first in
+    ``font.sans-serif`` (what the 中文版 wants in a notebook), and that must not leak into the next test."""
+    try:
+        import matplotlib
+    except ImportError:  # the [notebooks] extra is not installed
+        yield
+        return
+    with matplotlib.rc_context():
+        yield

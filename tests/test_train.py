@@ -386,11 +386,12 @@ def test_fit_leaves_autograd_threads_and_the_matplotlib_backend_as_it_found_them
 
     backend = matplotlib.get_backend()
     matplotlib.use("svg")  # a backend a notebook might have chosen (inline is not available here)
+    figures = plt.get_fignums()  # figures earlier tests left open are not fit's
     try:
         torch.set_num_threads(1)
         fit(TOY, toy_data(n_train=64, batch_size=32), tmp_path, epochs=1, progress=False)
         assert (tmp_path / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-        assert matplotlib.get_backend() == "svg" and plt.get_fignums() == []  # no backend switch, no pyplot figure
+        assert matplotlib.get_backend() == "svg" and plt.get_fignums() == figures  # no backend switch, no new figure
         assert torch.is_grad_enabled() and torch.get_num_threads() == 1
     finally:
         matplotlib.use(backend)

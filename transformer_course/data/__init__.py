@@ -21,7 +21,7 @@ Every name is re-exported here, so ``from transformer_course.data import Vocab, 
 """
 
 from .batching import Batch, PairDataset, TokenBatchSampler, collate, pad_sequences, padding_fraction
-from .bpe import BPE, WORD_START, count_pairs, learn_bpe, merge_pair, pretokenize
+from .bpe import BPE, WORD_START, count_pairs, is_punctuation, learn_bpe, merge_pair, pretokenize
 from .corpus import check_aligned, read_lines, sha256_file
 from .download import (
     LANGUAGES,
@@ -56,6 +56,7 @@ __all__ = [
     "BPE",
     "WORD_START",
     "count_pairs",
+    "is_punctuation",
     "learn_bpe",
     "merge_pair",
     "pretokenize",
