@@ -2,7 +2,7 @@
 
 1. Greedy decoding with the cache vs without (the decoder re-run over the whole prefix each step):
    batch 32, 40 new tokens, d_model 256, 3+3 layers, 8 heads, d_ff 1024. Target: ≥ 5×.
-2. Beam search (beam 4, α 0.6) over the 1000 test_2016_flickr sentences with the ``multi30k-cpu``
+2. Beam search (beam 4, α 0.6) over the 1000 test_2016_flickr sentences with the ``multi30k-cpu-words``
    model size. Target: ≤ 60 s on 2 CPU cores.
    - Without ``--checkpoint``: a random model on the real sentence lengths (source lengths from the German
      file, tokenized with spaCy). A random model seldom says </s>, so </s> is switched off and every
@@ -89,7 +89,7 @@ def test_sentences() -> tuple[list[str], list[int], list[int]]:
 
 def beam_on_random_model(src_lengths, tgt_lengths, batch_size: int, cap: bool) -> None:
     torch.manual_seed(0)
-    config = tc.get_preset("multi30k-cpu")
+    config = tc.get_preset("multi30k-cpu-words")
     model = NoEndModel(tc.build_model(config, DE_VOCAB, EN_VOCAB)).eval()
     g = torch.Generator().manual_seed(0)
     # Batches of sentences with the same decode length: no sentence does more steps than it needs.
@@ -124,7 +124,7 @@ def beam_on_random_model(src_lengths, tgt_lengths, batch_size: int, cap: bool) -
     tokens = sum(decode_len)
     rule = "source length + 50 (the paper's cap)" if cap else "its real English length + 1 (</s>)"
     print(
-        f"2. beam 4, random multi30k-cpu model ({tc.count_parameters(model.model) / 1e6:.2f}M parameters), "
+        f"2. beam 4, random multi30k-cpu-words model ({tc.count_parameters(model.model) / 1e6:.2f}M parameters), "
         f"{len(src_lengths)} test_2016_flickr sentences, </s> switched off, each decoded to {rule}: "
         f"{tokens} output tokens in {len(batches)} batches: {seconds:.1f} s wall, {cpu:.1f} s CPU (target <= 60 s)",
         flush=True,
@@ -147,7 +147,9 @@ def beam_on_checkpoint(path: str, german: list[str], batch_size: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", help="a trained checkpoint; default: a random model of the multi30k-cpu size")
+    parser.add_argument(
+        "--checkpoint", help="a trained checkpoint; default: a random model of the multi30k-cpu-words size"
+    )
     parser.add_argument("--cap", action="store_true", help="also time decoding every sentence to source length + 50")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2, the course's CPU)")

@@ -84,7 +84,7 @@ def test_noam_rate_matches_the_paper_formula_at_known_steps():
 
 
 def test_scheduler_gives_the_optimizer_the_noam_rate_of_each_update():
-    config = get_preset("multi30k-cpu")  # d_model 256, warmup 150, lr_factor 0.2: peak ≈ 1e-3
+    config = get_preset("multi30k-cpu-words")  # d_model 256, warmup 150, lr_factor 0.2: peak ≈ 1e-3
     model = torch.nn.Linear(2, 2)
     optimizer = make_optimizer(model)
     scheduler = make_scheduler(optimizer, config)

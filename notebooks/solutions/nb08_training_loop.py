@@ -37,13 +37,13 @@ LOSS_FLOOR = loss_floor()  # ≈ 0.547 nats
 
 
 # Exercise 4 — the two terms of the min are equal at step = warmup: the peak is lr_factor · (d_model · warmup)^-0.5.
-def peak(preset: str = "multi30k-cpu") -> tuple[int, float]:
+def peak(preset: str = "multi30k-cpu-words") -> tuple[int, float]:
     c = get_preset(preset)
     return c.warmup, c.lr_factor * (c.d_model * c.warmup) ** -0.5
 
 
 PEAK_STEP = peak()[0]  # 150: the step where the two terms of the min meet (= warmup)
-PEAK_RATE = peak()[1]  # ≈ 1.02e-3 for multi30k-cpu
+PEAK_RATE = peak()[1]  # ≈ 1.02e-3 for multi30k-cpu-words
 
 # Questions — q1: d_model^-0.5, so 1/√2; q2: perplexity rewards confidence, smoothing removes some on purpose;
 # q3: 25,000 target tokens per batch (§5.1) × 100,000 steps (§5.2).
