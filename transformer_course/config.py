@@ -195,61 +195,39 @@ TOY_COPY = Config(
     epochs=1,
 )
 
+# The word-level recipe (spaCy words, min_freq 2, ~9.2M parameters): what notebook 11 trains on a CPU, and
+# the default until the subword contest (docs/results.md: 37.40 sacreBLEU with beam 4, 288 outputs with <unk>).
+MULTI30K_CPU_WORDS = Config(
+    name="multi30k-cpu-words",
+    N=3,
+    d_model=256,
+    d_ff=1024,
+    h=8,
+    dropout=0.1,
+    tokens_per_batch=4000,
+    warmup=150,
+    lr_factor=0.2,
+    epochs=20,
+)
+
+# The word recipe on subwords with the paper's three-way tying (§3.4): one matrix for both embeddings and the
+# pre-softmax layer. Within 45 CPU-minutes the German-only rows of that matrix collapse (docs/results.md);
+# the paper trained 100,000 steps.
+MULTI30K_CPU_BPE = MULTI30K_CPU_WORDS.replace(
+    name="multi30k-cpu-bpe", tokenizer="bpe", subword_vocab=8000, shared_vocab=True, tie_embeddings="all"
+)
+
 PRESETS: dict[str, Config] = {
     "toy-copy": TOY_COPY,
     "toy-reverse": TOY_COPY.replace(name="toy-reverse", task="reverse"),  # the same model, the output reversed
     # The 45-minute recipe for Multi30k on 2 CPU cores (docs/results.md): one joint de+en byte-pair vocabulary of
     # 8000 pieces (§5.1), target embedding = pre-softmax layer, batches of ~2000 target tokens, warmup 300 and
     # lr_factor 0.2·√2 (the same peak rate, 1.02e-3, as the word recipe). 40.18 sacreBLEU with beam 4, no <unk>.
-    "multi30k-cpu": Config(
-        name="multi30k-cpu",
-        N=3,
-        d_model=256,
-        d_ff=1024,
-        h=8,
-        dropout=0.1,
-        tokenizer="bpe",
-        subword_vocab=8000,
-        shared_vocab=True,
-        tie_embeddings="decoder",
-        tokens_per_batch=2000,
-        warmup=300,
-        lr_factor=0.2 * 2**0.5,
-        epochs=20,
+    "multi30k-cpu": MULTI30K_CPU_BPE.replace(
+        name="multi30k-cpu", tie_embeddings="decoder", tokens_per_batch=2000, warmup=300, lr_factor=0.2 * 2**0.5
     ),
-    # The word-level recipe (spaCy words, min_freq 2, ~9.2M parameters): what notebook 11 trains on a CPU, and
-    # the default until the subword contest (docs/results.md: 37.40 sacreBLEU with beam 4, 288 outputs with <unk>).
-    "multi30k-cpu-words": Config(
-        name="multi30k-cpu-words",
-        N=3,
-        d_model=256,
-        d_ff=1024,
-        h=8,
-        dropout=0.1,
-        tokens_per_batch=4000,
-        warmup=150,
-        lr_factor=0.2,
-        epochs=20,
-    ),
-    # The word recipe on subwords with the paper's three-way tying (§3.4): one matrix for both embeddings and the
-    # pre-softmax layer. Within 45 CPU-minutes the German-only rows of that matrix collapse (docs/results.md);
-    # the paper trained 100,000 steps.
-    "multi30k-cpu-bpe": Config(
-        name="multi30k-cpu-bpe",
-        N=3,
-        d_model=256,
-        d_ff=1024,
-        h=8,
-        dropout=0.1,
-        tokenizer="bpe",
-        subword_vocab=8000,
-        shared_vocab=True,
-        tie_embeddings="all",
-        tokens_per_batch=4000,
-        warmup=150,
-        lr_factor=0.2,
-        epochs=20,
-    ),
+    "multi30k-cpu-words": MULTI30K_CPU_WORDS,
+    "multi30k-cpu-bpe": MULTI30K_CPU_BPE,
     # The paper's base model (Table 3), for a GPU.
     "multi30k-base": Config(
         name="multi30k-base",
