@@ -17,6 +17,9 @@ Chinese catalogue of the module (``transformer_course/exercises/zh/``).
 
 from __future__ import annotations
 
+import contextlib
+import os
+import random
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +51,7 @@ __all__ = [
     "check_question",
     "check_quiz",
     "print_numbered",
+    "keep_global_rng",
 ]
 
 
@@ -72,7 +76,8 @@ def run_check(name: str, check: Callable[[], None], success: str | None = None) 
     """Run ``check``; a Hint or any error of the learner's code becomes a one-line message. ``name`` and
     ``success`` are messages already put through ``t()``; ``success`` defaults to "passed"."""
     try:
-        check()
+        with keep_global_rng():  # a checker draws its own inputs and leaves the learner's random state as it was
+            check()
     except Hint as hint:
         result = Result(name, False, str(hint))
     except NotImplementedError:
@@ -82,21 +87,54 @@ def run_check(name: str, check: Callable[[], None], success: str | None = None) 
             t("not done yet: write your code (or answer) in place of `raise NotImplementedError` or `...`"),
         )
     except Exception as error:  # the learner's code failed: say where, not the whole traceback
-        frame = traceback.extract_tb(error.__traceback__)[-1]
-        result = Result(
-            name,
-            False,
-            t(
+        frame = _learner_frame(error)
+        if frame is None:  # raised inside the package (a checker's comparison): not the learner's line
+            message = t(
+                "your result could not be checked: {error_type}: {error}; check its type, dtype and shape",
+                error_type=type(error).__name__,
+                error=error,
+            )
+        else:
+            message = t(
                 "your code raised {error_type}: {error} (line {line})",
                 error_type=type(error).__name__,
                 error=error,
                 line=frame.lineno,
-            ),
-        )
+            )
+        result = Result(name, False, message)
     else:
         result = Result(name, True, t("passed") if success is None else success)
     print(repr(result))
     return result
+
+
+_PACKAGE_DIR = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def _learner_frame(error: BaseException):
+    """The deepest traceback frame outside the ``transformer_course`` package and torch (the learner's line), or None."""
+    import pathlib
+
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        path = pathlib.Path(frame.filename)
+        try:
+            path.resolve().relative_to(_PACKAGE_DIR)
+            continue
+        except (ValueError, OSError):
+            pass
+        if f"{os.sep}torch{os.sep}" in frame.filename:
+            continue
+        return frame
+    return None
+
+
+@contextlib.contextmanager
+def keep_global_rng():
+    """Run the block, then put torch's (CPU) and Python's random generators back as they were."""
+    python_state = random.getstate()
+    with torch.random.fork_rng(devices=[]):
+        yield
+    random.setstate(python_state)
 
 
 def expect_tensor(got, expected: torch.Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
@@ -131,7 +169,12 @@ def expect_tensor(got, expected: torch.Tensor, what: str, atol: float = 1e-5, rt
                 )
             )
         return
-    got = got.to(expected.dtype)
+    if got.is_floating_point() and expected.is_floating_point() and got.dtype != expected.dtype:
+        # a correct float64 (or float16) result is still correct: compare at the wider of the two
+        wider = torch.promote_types(got.dtype, expected.dtype)
+        got, expected = got.to(wider), expected.to(wider)
+    else:
+        got = got.to(expected.dtype)
     if not torch.allclose(got, expected, atol=atol, rtol=rtol):
         diff = (got - expected).abs()
         index = tuple(divmod_index(int(diff.argmax()), expected.shape))

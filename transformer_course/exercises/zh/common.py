@@ -9,6 +9,9 @@ ZH: dict[str, str] = {
     ),
     "your code raised {error_type}: {error} (line {line})": "你的代码抛出了 {error_type}：{error}（第 {line} 行）",
     "passed": "通过",
+    "your result could not be checked: {error_type}: {error}; check its type, dtype and shape": (
+        "无法核对你的结果：{error_type}：{error}；请检查它的类型、dtype 和形状"
+    ),
     "{what} should be a torch.Tensor, got {type}": "{what} 应是 torch.Tensor，实际得到 {type}",
     "{what} has shape {got}, expected {expected}": "{what} 的形状是 {got}，应为 {expected}",
     "{what} should be a boolean tensor (True = may attend), got dtype {dtype}": (
