@@ -37,6 +37,8 @@ TEMPLATE_FUNCTIONS = {"t", "lazy_t"}
 PROSE = re.compile(r"[A-Za-z]{2,}'?[a-z]* +[A-Za-z]{2,}")
 # strings with English words that are not messages to a learner, each with the reason
 NOT_MESSAGES = {
+    ("__init__", "{}: hints for letters {} not in {}"): "an authoring error in a checker module's Choice, raised "
+    "when the module is imported; never shown to a learner",
     ("nb09_decoding", "probs must be a square (V, V) table of P(next | last), got shape {}"): "TableModel's own "
     "argument check (the checkers build its tables); an error for the course's code, not a learner's",
 }

@@ -334,28 +334,57 @@ def as_mask(got, expected_shape: tuple[int, ...], what: str) -> torch.Tensor:
 
 @dataclass
 class Choice:
-    """A multiple-choice question: the right letter, why it is right, and a hint for each wrong letter
-    (texts written with ``lazy_t``, so that they are shown in the language of the moment)."""
+    """A multiple-choice question: the right letter stored only as its digest
+    (:func:`~transformer_course.exercises.guard.answer_digest` of ``key`` and the letter), why it is right,
+    and a hint for each wrong letter (texts written with ``lazy_t``, so that they are shown in the language of
+    the moment). ``letters`` lists every allowed letter, the right one included.
 
-    correct: str
+        Choice(key="nb02-q1", digest="…", letters="abcd", why=lazy_t("…"), wrong={"a": lazy_t("…"), …})
+    """
+
+    key: str
+    digest: str
+    letters: str
     why: str | LazyText
     wrong: dict[str, str | LazyText]
 
-    @property
-    def letters(self) -> str:
-        return "".join(sorted({self.correct, *self.wrong}))
+    def __post_init__(self) -> None:
+        self.letters = "".join(sorted(set(self.letters)))
+        if not set(self.wrong) <= set(self.letters):
+            raise ValueError(
+                f"{self.key}: hints for letters {sorted(set(self.wrong) - set(self.letters))} not in {self.letters!r}"
+            )
+
+    def is_right(self, letter: str) -> bool:
+        from .guard import matches_digest
+
+        return matches_digest(self.key, letter, self.digest)
 
 
 @dataclass
 class Numeric:
-    """A question with a number for answer: the value, why, and plausible wrong values with their hints
-    (texts written with ``lazy_t``)."""
+    """A question with a number for answer, stored only as digests
+    (:func:`~transformer_course.exercises.guard.number_digests` of ``key``, the value and ``rel_tol``): why,
+    and plausible wrong values with their hints (texts written with ``lazy_t``)."""
 
-    value: float
+    key: str
+    digests: tuple[str, ...]
     why: str | LazyText
     mistakes: dict[str | LazyText, float]
     rel_tol: float = 1e-3
     otherwise: str | LazyText = lazy_t("not this number; work it out again step by step")
+
+    @classmethod
+    def of(cls, key: str, value: float, why, mistakes, rel_tol: float = 1e-3, **more) -> Numeric:
+        """A question whose value a checker computes when it runs (never stored at module level)."""
+        from .guard import number_digests
+
+        return cls(key, number_digests(key, float(value), rel_tol), why, mistakes, rel_tol, **more)
+
+    def is_right(self, got: float) -> bool:
+        from .guard import number_matches
+
+        return number_matches(self.key, got, self.digests, self.rel_tol)
 
 
 def check_question(name: str, question: Choice | Numeric, answer) -> Result:
@@ -368,11 +397,11 @@ def check_question(name: str, question: Choice | Numeric, answer) -> Result:
             raise Hint(t("not done yet: replace the `...` with your answer"))
         if isinstance(question, Choice):
             letter = as_choice(answer, question.letters, t("answer"))
-            if letter != question.correct:
-                raise Hint(question.wrong[letter])
+            if not question.is_right(letter):
+                raise Hint(question.wrong.get(letter, t("not this one; read the question again")))
             return
         got = as_number(answer, t("answer"))
-        if math.isclose(got, question.value, rel_tol=question.rel_tol, abs_tol=1e-12):
+        if question.is_right(got):
             return
         for hint, value in question.mistakes.items():
             if math.isclose(got, value, rel_tol=question.rel_tol, abs_tol=1e-12):

@@ -20,7 +20,7 @@ notebook imports passes a checker. Authors compute a digest with
 ``python -m transformer_course.exercises.guard KEY ANSWER`` (``KEY`` names the question, e.g. ``nb02-q1``).
 Numbers are compared by :func:`number_digests`: the answer's bucket on a logarithmic grid of relative width
 ``rel_tol`` and its two neighbours, so anything within ``rel_tol`` of the value passes and nothing else does
-beyond ``2 · rel_tol``.
+beyond ``2 · rel_tol``; ``rel_tol=0`` means exactly this number.
 """
 
 from __future__ import annotations
@@ -194,6 +194,8 @@ def _bucket(value: float, rel_tol: float) -> int:
 def number_digests(key: str, value: float, rel_tol: float = 1e-3) -> tuple[str, ...]:
     """The digests that accept ``value`` within ``rel_tol``: its bucket on a log grid and both neighbours
     (sign kept; 0 is its own bucket)."""
+    if rel_tol == 0:  # a whole number, exactly
+        return (answer_digest(key, float(value)),)
     if value == 0:
         return (answer_digest(key, "0"),)
     sign = "+" if value > 0 else "-"
@@ -205,6 +207,8 @@ def number_matches(key: str, got: float, digests: Iterable[str], rel_tol: float 
     """True when ``got`` falls in one of the buckets ``digests`` accepts (:func:`number_digests`)."""
     if not math.isfinite(got):
         return False
+    if rel_tol == 0:
+        return answer_digest(key, float(got)) in set(digests)
     if got == 0:
         return answer_digest(key, "0") in set(digests)
     sign = "+" if got > 0 else "-"

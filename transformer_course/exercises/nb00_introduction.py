@@ -187,7 +187,9 @@ def check_layers_to_connect(layers_to_connect) -> Result:
 
 QUESTIONS = {
     "q1": Choice(
-        correct="b",
+        key="nb00-q1",
+        digest="80d9442814d431772f4ecb79",
+        letters="abc",
         why=lazy_t(
             "training sees the whole target at once (O(1) sequential steps); generating a translation "
             "still needs one decoder step per output word (notebook 09)"
@@ -201,7 +203,8 @@ QUESTIONS = {
         },
     ),
     "q2": Numeric(
-        value=512 / 12,
+        key="nb00-q2",
+        digests=("8e45d1bb8b0cc24e2ee8a25d", "5bd3637503e4e6daddcc4075", "420101621dbcdbd7a9cf49f1"),
         why="n·d² / (n²·d) = d / n = 512 / 12 ≈ 42.7",  # a formula: the same in every language
         mistakes={
             lazy_t(
@@ -212,7 +215,8 @@ QUESTIONS = {
         otherwise=lazy_t("divide Table 1's recurrent cost n·d² by the self-attention cost n²·d, then put in n and d"),
     ),
     "q3": Numeric(
-        value=12 * 3600 * 8 * 9.5e12,
+        key="nb00-q3",
+        digests=("f96c514df195f06ec9c4e9d1", "ee5c877d7e439b9d25603282", "d9c806600d4e33a2e3156afd"),
         why=lazy_t("12 h × 3,600 s × 8 GPUs × 9.5·10¹² FLOP/s ≈ 3.3·10¹⁸ FLOPs, Table 2's figure"),
         mistakes={
             lazy_t("the hours must become seconds (× 3,600): FLOPS are operations per second"): 12 * 8 * 9.5e12,

@@ -294,7 +294,9 @@ def check_local_mask(local_mask) -> Result:
 
 QUESTIONS = {
     "q1": Choice(
-        correct="b",
+        key="nb01-q1",
+        digest="e4941ff9ca32b8b4aaa66ffa",
+        letters="abc",
         why=lazy_t("nn.MultiheadAttention's key_padding_mask marks the keys to IGNORE; pass ~src_mask[:, 0, 0]"),
         wrong={
             "a": lazy_t(
@@ -305,7 +307,9 @@ QUESTIONS = {
         },
     ),
     "q2": Choice(
-        correct="b",
+        key="nb01-q2",
+        digest="8e2ec1838d3ab560ee2da1f3",
+        letters="abc",
         why=lazy_t("key 0 is a real token and no query is before it, so every row, pad rows included, may see it"),
         wrong={
             "a": lazy_t("row 0 sees key 0, and so does every later row: the causal rule lets row i see keys 0…i"),
@@ -315,7 +319,8 @@ QUESTIONS = {
         },
     ),
     "q3": Numeric(
-        value=64 * 40,
+        key="nb01-q3",
+        digests=("4a44108998794c59750882a9",),
         why=lazy_t("(64, 1, 1, 40) holds 64 · 40 = 2,560 booleans; broadcasting reuses them for 8 heads × 40 queries"),
         mistakes={
             lazy_t(

@@ -342,9 +342,11 @@ def check_weights_bytes(weights_bytes) -> Result:
 # ---- conceptual questions (answer: one letter; the shared check_question accepts 'c', 'C', '(c)') --------
 
 SCALING = Choice(
-    "c",
-    lazy_t("the scores spread out, the softmax saturates and its gradients vanish"),
-    {
+    key="nb02-SCALING",
+    digest="5afcefd9844e8b60de5ce7ff",
+    letters="abcd",
+    why=lazy_t("the scores spread out, the softmax saturates and its gradients vanish"),
+    wrong={
         "a": lazy_t(
             "(a) is the common misconception: the softmax's gradient is diag(p) − p pᵀ, and with a one-hot "
             "p every entry of it is 0. Large scores make gradients vanish, not explode"
@@ -357,9 +359,11 @@ SCALING = Choice(
     },
 )
 MASK_SUM = Choice(
-    "b",
-    lazy_t("adding True/False adds 1 or 0, so the pads keep a weight above 0"),
-    {
+    key="nb02-MASK_SUM",
+    digest="21a40eca317c4ee1ac09fde5",
+    letters="abcd",
+    why=lazy_t("adding True/False adds 1 or 0, so the pads keep a weight above 0"),
+    wrong={
         "a": lazy_t("(a): adding a boolean adds 1 or 0, never −∞: exp(score + 0) > 0, so the pads keep a weight"),
         "c": lazy_t("(c): NaN needs −∞ in every score of a row; a boolean added to scores is only 0 or 1"),
         "d": lazy_t(
@@ -369,9 +373,11 @@ MASK_SUM = Choice(
     },
 )
 ADDITIVE = Choice(
-    "d",
-    lazy_t("similar theoretical complexity, but matrix-product code makes dot products faster and leaner"),
-    {
+    key="nb02-ADDITIVE",
+    digest="c05402e93a3807ef363f1e1a",
+    letters="abcd",
+    why=lazy_t("similar theoretical complexity, but matrix-product code makes dot products faster and leaner"),
+    wrong={
         "a": lazy_t(
             "(a): the paper says the opposite for unscaled dot products: additive attention outperforms them "
             "for larger d_k (Britz et al., 2017), the reason for 1/√d_k"

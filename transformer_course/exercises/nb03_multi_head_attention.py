@@ -294,9 +294,11 @@ def check_multiply_adds(count) -> Result:
 # ---- conceptual questions (answer: one letter; the shared check_question accepts 'b', 'B', '(b)') --------
 
 HEADS = Choice(
-    "b",
-    lazy_t("one head is 0.9 BLEU worse than the best setting, and too many heads are worse too (§6.2)"),
-    {
+    key="nb03-HEADS",
+    digest="09c64885e8179e4d6e734d96",
+    letters="abcd",
+    why=lazy_t("one head is 0.9 BLEU worse than the best setting, and too many heads are worse too (§6.2)"),
+    wrong={
         "a": lazy_t("(a): §6.2 says quality also drops off with too many heads (32 heads: 25.4 BLEU against 25.8)"),
         "c": lazy_t("(c): single-head attention is 0.9 BLEU worse than the best setting (§6.2, Table 3 (A))"),
         "d": lazy_t(
@@ -306,9 +308,11 @@ HEADS = Choice(
     },
 )
 CROSS = Choice(
-    "c",
-    lazy_t("keys and values are the encoder's output, the memory, in every decoder layer"),
-    {
+    key="nb03-CROSS",
+    digest="0a8db05e9f068919af5d24f5",
+    letters="abcd",
+    why=lazy_t("keys and values are the encoder's output, the memory, in every decoder layer"),
+    wrong={
         "a": lazy_t("(a): the previous decoder layer gives the queries; keys and values come from the encoder"),
         "b": lazy_t("(b): the target side gives only the queries in cross-attention"),
         "d": lazy_t(

@@ -362,18 +362,24 @@ def check_layer_norm_parameter_count(count) -> Result:
 # ---- conceptual questions (answer: one letter; the shared check_question accepts 'b', 'B', '(b)') --------
 
 BATCH_NORM = Choice(
-    "b",
-    lazy_t("each token is normalised on its own: no dependence on the batch or its padding, and training = inference"),
-    {
+    key="nb04-BATCH_NORM",
+    digest="73b9d0c4f2fd873ab29dabdf",
+    letters="abcd",
+    why=lazy_t(
+        "each token is normalised on its own: no dependence on the batch or its padding, and training = inference"
+    ),
+    wrong={
         "a": lazy_t("(a): speed is not the reason; section 1's point is what each normalises over"),
         "c": lazy_t("(c): BatchNorm has a learned γ and β too (and running averages besides)"),
         "d": lazy_t("(d): both have 2 · features parameters"),
     },
 )
 WARMUP = Choice(
-    "a",
-    lazy_t("post-LN starts with large gradients near the output, so full-size steps there are too big"),
-    {
+    key="nb04-WARMUP",
+    digest="32a1c276df5aa4f236fdf59f",
+    letters="abcd",
+    why=lazy_t("post-LN starts with large gradients near the output, so full-size steps there are too big"),
+    wrong={
         "b": lazy_t(
             "(b): section 5's plot shows the opposite for post-LN: the layers near the input get the smaller gradients"
         ),

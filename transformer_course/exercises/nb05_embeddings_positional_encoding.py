@@ -211,7 +211,8 @@ LONGEST = 2 * math.pi * 10000 ** ((D_MODEL - 2) / D_MODEL)  # the last pair, i =
 
 QUESTIONS = {
     "q1": Numeric(
-        value=LONGEST,
+        key="nb05-q1",
+        digests=("20c53123eaf1e99d8b170496", "1f408579187844d34eabd0ee", "21e5b581274348497e3772e0"),
         why=lazy_t(
             "the last pair is i = 255, so 2π · 10000^(510/512) ≈ {longest:,.0f} positions: just short of the "
             "paper's 10000 · 2π, which no pair reaches",
@@ -237,7 +238,9 @@ QUESTIONS = {
         ),
     ),
     "q2": Choice(
-        correct="b",
+        key="nb05-q2",
+        digest="43adcc7867f970622b99a4ff",
+        letters="abcd",
         why=lazy_t(
             "self-attention without positions treats the input as a set: each word's output moves with the word"
         ),
@@ -253,7 +256,9 @@ QUESTIONS = {
         },
     ),
     "q3": Choice(
-        correct="b",
+        key="nb05-q3",
+        digest="9c3b8f1c0cd74781200e4599",
+        letters="abc",
         why=lazy_t(
             "§3.5: the encodings 'have the same dimension d_model as the embeddings, so that the two can be summed'"
         ),

@@ -250,7 +250,9 @@ def check_encoder_parameter_count(encoder_parameter_count: Callable[[int, int, i
 
 QUESTIONS = {
     "q1": Choice(
-        correct="b",
+        key="nb06-q1",
+        digest="45f9292624ab38b44c66b6a5",
+        letters="abc",
         why=lazy_t(
             "a module listed N times is one module: its weights are shared, so the stack has one layer's parameters"
         ),
@@ -266,7 +268,8 @@ QUESTIONS = {
         },
     ),
     "q2": Numeric(
-        value=3,
+        key="nb06-q2",
+        digests=("0c10046a54f7d9ac8b9f3c69", "e34bebb4c9edb8a3d78cd52c", "2e17b13172e6a2a3592a3beb"),
         why=lazy_t("each layer reaches w = 5 positions further: 5, 10, 15 ≥ 12 after 3 layers, the O(n/r) path of §4"),
         mistakes={
             lazy_t("12 / 5 = 2.4: round UP — after 2 layers the influence has reached 10 positions, not 12"): 2,
@@ -277,7 +280,8 @@ QUESTIONS = {
         otherwise=lazy_t("after L layers the output at position 12 can depend on inputs down to 12 − 5·L"),
     ),
     "q3": Numeric(
-        value=12,
+        key="nb06-q3",
+        digests=("3a8461823e5f235480b950f0", "789c4fe153385e782c6a1e92", "f33826014bcd298ecc1d9e24"),
         why=lazy_t(
             "two per layer (after self-attention and after the FFN), six layers, and no extra one at the end of a "
             "post-LN stack"

@@ -169,7 +169,9 @@ def check_parameter_count(parameter_count: Callable[..., int]) -> Result:
 
 QUESTIONS = {
     "q1": Choice(
-        correct="c",
+        key="nb07-q1",
+        digest="2284b5d2c3cac6f2016a13ff",
+        letters="abcd",
         why=lazy_t(
             "log 1 = 0 where attending is allowed and log 0 = −∞ where it is not: the float mask nn.Transformer adds"
         ),
@@ -185,7 +187,9 @@ QUESTIONS = {
         },
     ),
     "q2": Choice(
-        correct="b",
+        key="nb07-q2",
+        digest="f4e48757d092308b2b9b368c",
+        letters="abc",
         why=lazy_t("batch_first=False is the default: dimension 0 is the sequence, dimension 1 the batch"),
         wrong={
             "a": lazy_t(
@@ -198,7 +202,8 @@ QUESTIONS = {
         },
     ),
     "q3": Numeric(
-        value=5,
+        key="nb07-q3",
+        digests=("0ffe30ac6d315760f301da45", "b3bb67c4d499e390c3c6c3af", "75e0a08d2160b8a4581018cd"),
         why=lazy_t("decoder input tgt[:-1] = <s> a b c d and labels tgt[1:] = a b c d </s>: 5 positions"),
         mistakes={
             lazy_t(

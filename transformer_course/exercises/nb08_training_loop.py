@@ -220,7 +220,8 @@ def smoothed_target_entropy(eps: float, vocab: int, spread: int | None = None) -
 def check_loss_floor(loss_floor) -> Result:
     """``loss_floor``: the smallest value −Σ_v q(v) log p(v) can take at one position, ε = 0.1, V = 14."""
     floor = smoothed_target_entropy(FLOOR_EPS, FLOOR_V)
-    question = Numeric(
+    question = Numeric.of(
+        key="nb08-question",
         value=floor,
         why=t(
             "the minimum is at p = q, and it is the entropy of q: {floor:.4f} nats, never 0 while ε > 0", floor=floor
@@ -329,7 +330,9 @@ def check_peak(peak_step, peak_rate) -> Result:
 
 QUESTIONS = {
     "q1": Choice(
-        correct="c",
+        key="nb08-q1",
+        digest="ff393e3e8dbd1092972822e0",
+        letters="abcd",
         why=lazy_t("the peak is lr_factor · (d_model · warmup)^-0.5: twice the d_model gives 1/√2 of the rate"),
         wrong={
             "a": lazy_t("(a): d_model has the power −0.5 in the formula: a bigger model gets a smaller rate"),
@@ -338,7 +341,9 @@ QUESTIONS = {
         },
     ),
     "q2": Choice(
-        correct="b",
+        key="nb08-q2",
+        digest="184bbf565008765d00de312d",
+        letters="abcd",
         why=lazy_t(
             "perplexity rewards putting all the mass on the right word; a smoothed model keeps ε of it on the "
             "others by design, which costs perplexity and helps BLEU (§5.4, Table 3 rows D)"
@@ -359,7 +364,8 @@ QUESTIONS = {
         },
     ),
     "q3": Numeric(
-        value=25_000 * 100_000,
+        key="nb08-q3",
+        digests=("2c8057eb8910d6b5121f9f83", "4ffee57695fc9a4b36b0dcb1", "c2d4ec1767a0580b10b8ec26"),
         why=lazy_t("about 25,000 target tokens per batch (§5.1) × 100,000 steps (§5.2) = 2.5·10⁹ target tokens"),
         mistakes={
             lazy_t("that counts source and target tokens; the question asks for target tokens only"): 50_000 * 100_000,

@@ -372,7 +372,9 @@ def check_cache_numbers(cache_numbers) -> Result:
 
 QUESTIONS = {
     "q1": Choice(
-        correct="b",
+        key="nb09-q1",
+        digest="d38cda64a0414622b1868e54",
+        letters="abc",
         why=lazy_t("with the causal mask, position i never reads later positions, so its keys and values never change"),
         wrong={
             "a": lazy_t(
@@ -386,7 +388,8 @@ QUESTIONS = {
         },
     ),
     "q2": Numeric(
-        value=4 * 6190,
+        key="nb09-q2",
+        digests=("d4edfdd175438ad02b17a4c6",),
         why=lazy_t(
             "each of the k = 4 prefixes is extended by each of the 6,190 words: 24,760 candidates, one topk over them"
         ),
@@ -398,7 +401,9 @@ QUESTIONS = {
         otherwise=lazy_t("count the (prefix, next word) pairs"),
     ),
     "q3": Choice(
-        correct="a",
+        key="nb09-q3",
+        digest="3054cfe9c375147058c9fcd6",
+        letters="abc",
         why=lazy_t("every word multiplies P by a number below 1, so plain log P (α = 0) favours short outputs"),
         wrong={
             "b": lazy_t("it is the other way round: α = 1 divides log P by about the length, which helps long outputs"),

@@ -219,7 +219,9 @@ def check_capture_shapes(encoder_shape, decoder_shape, cross_shape) -> Result:
 
 QUESTIONS = {
     "q1": Choice(
-        correct="a",
+        key="nb10-q1",
+        digest="8c58e8990fb2f43c670ab813",
+        letters="abc",
         why=lazy_t("the causal mask gives every future key −∞ before the softmax, so its weight is exactly 0"),
         wrong={
             "b": lazy_t(
@@ -229,7 +231,8 @@ QUESTIONS = {
         },
     ),
     "q2": Numeric(
-        value=math.log(8),
+        key="nb10-q2",
+        digests=("70ad3042eac40896699cfa90", "95c84ebbd3b6b9ff69417fb1", "5f8d841c9bbfcb8ca16d5e28"),
         why=lazy_t("a uniform row over 8 keys has entropy −8 · (1/8) ln(1/8) = ln 8 ≈ 2.079 nats"),
         mistakes={
             lazy_t("that is in bits (log base 2); the course measures entropy in nats (natural log)"): 3.0,
@@ -240,7 +243,9 @@ QUESTIONS = {
         otherwise=lazy_t("use H = −Σ_j w_j ln w_j with w_j = 1/8 for each of the 8 keys"),
     ),
     "q3": Choice(
-        correct="b",
+        key="nb10-q3",
+        digest="949ef8894fe58c9df416d018",
+        letters="abc",
         why=lazy_t(
             "a weight says where one head read; W^O, the other heads and later layers decide what is done with it"
         ),

@@ -257,7 +257,9 @@ def check_loss_floor(loss_floor) -> Result:
 
 QUESTIONS = {
     "q1": Choice(
-        correct="b",
+        key="nb11-q1",
+        digest="8e9e17a6e1cccf9215d5db01",
+        letters="abc",
         why=lazy_t(
             "a real user's sentences hold words the model never saw; a vocabulary that knew the test words "
             "would make BLEU look better than it is"
@@ -271,7 +273,8 @@ QUESTIONS = {
         },
     ),
     "q2": Numeric(
-        value=4 * 8000,
+        key="nb11-q2",
+        digests=("e6573b57ccc8025d2aad3c11",),
         why=lazy_t(
             "each of the 4 processes takes its own batch of up to 8,000 tokens, and their gradients are averaged "
             "into one step: up to 32,000 tokens per step"
@@ -286,7 +289,9 @@ QUESTIONS = {
         otherwise=lazy_t("count the batches that go into one optimizer step, and the tokens in each"),
     ),
     "q3": Choice(
-        correct="b",
+        key="nb11-q3",
+        digest="0054e92d7e40b02787fec7d5",
+        letters="abc",
         why=lazy_t(
             "float16 has 5 exponent bits: small gradients round to 0 unless the loss is scaled up first; "
             "bfloat16 keeps float32's 8 exponent bits and its range"

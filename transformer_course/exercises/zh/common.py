@@ -9,6 +9,7 @@ ZH: dict[str, str] = {
     ),
     "your code raised {error_type}: {error} (line {line})": "你的代码抛出了 {error_type}：{error}（第 {line} 行）",
     "passed": "通过",
+    "not this one; read the question again": "不是这个；请再读一遍题目",
     "your result could not be checked: {error_type}: {error}; check its type, dtype and shape": (
         "无法核对你的结果：{error_type}：{error}；请检查它的类型、dtype 和形状"
     ),
