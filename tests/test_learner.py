@@ -1,11 +1,14 @@
-"""The learner's own model (issue 10): what notebooks 02–07 write into my_transformer/ is the package's model.
+"""The learner's own model (issues 10, 21, 26): what notebooks 02–07 write into my_transformer/, whose code it is.
 
-The code under test is the notebooks' own ``%%writefile`` cells, written into a temporary folder by
-``fill_missing_files`` — there is one copy of that code, in the notebooks, so a notebook and this test cannot
-drift apart. The package's model is the independent reference: same weights in, same numbers out.
+The code under test is the reference of each build cell, ``notebooks/solutions/my_transformer/<file>.py`` (what a
+solved build cell writes: tests/test_solve.py pins that), copied into a temporary folder. The package's model is
+the independent reference: same weights in, same numbers out. Then what the learner sees: per file whose code it
+is, a line for each fallback, nothing called "yours" that the learner did not write.
 """
 
+import ast
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -14,16 +17,24 @@ import torch
 from torch.testing import assert_close
 
 import transformer_course as tc
+from transformer_course import fallback
 from transformer_course.learner import (
+    FALLBACK_MARK,
     FILES,
     copy_weights,
+    describe_provenance,
     fill_missing_files,
     learner_or_package_model,
+    load,
     load_learner_model,
+    provenance,
+    reference_folder,
+    use_reference,
     writefile_cells,
 )
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+REFERENCES = NOTEBOOKS / "solutions" / "my_transformer"
 SIZES = dict(N=2, d_model=16, d_ff=32, h=4)
 SRC = torch.tensor([[5, 6, 7, 8, 9, 10], [5, 6, 7, 0, 0, 0]])  # (2, 6), the second sentence padded
 TGT = torch.tensor([[2, 11, 12, 13, 14], [2, 11, 12, 0, 0]])  # (2, 5), starting with <s>
@@ -33,12 +44,34 @@ def masks():
     return tc.padding_mask(SRC, 0), tc.target_mask(TGT, 0)
 
 
-def write_course(folder):
-    """Write the six files from the notebooks' %%writefile cells into ``folder``; return the learner's make_model."""
-    assert fill_missing_files(folder=folder, notebooks=NOTEBOOKS) == list(FILES)
+def write_course(folder, mine=True):
+    """Copy the six reference files into ``folder``; return its make_model. ``mine``: add a comment line to each,
+    so that the files are the learner's own text (the same code), not the reference's."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "__init__.py").touch()
+    for name in FILES:
+        text = (REFERENCES / name).read_text(encoding="utf-8")
+        (folder / name).write_text(text + ("# typed by the learner\n" if mine else ""), encoding="utf-8")
     make = load_learner_model(folder)
-    assert make is not None, "the files the notebooks write did not import"
+    assert make is not None, "the reference files did not import"
     return make
+
+
+def course_folder(tmp_path) -> Path:
+    """A course in tmp_path (the package's folder, notebooks/solutions/my_transformer/); its learner's folder."""
+    (tmp_path / "transformer_course").mkdir()
+    (tmp_path / "notebooks" / "solutions").mkdir(parents=True)
+    shutil.copytree(REFERENCES, tmp_path / "notebooks" / "solutions" / "my_transformer")
+    return tmp_path / "notebooks" / "my_transformer"
+
+
+def blank(text: str) -> str:
+    """The reference text with every forward body replaced by `raise NotImplementedError` (a scaffold)."""
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name in ("forward", "scaled_dot_product_attention"):
+            node.body = [ast.parse("raise NotImplementedError").body[0]]
+    return ast.unparse(tree) + "\n"
 
 
 @pytest.fixture(scope="module")
@@ -75,13 +108,33 @@ def test_no_other_notebook_writes_into_my_transformer():
     assert writers == {name: [notebook] for name, notebook in FILES.items()}
 
 
+def test_every_file_has_its_reference_in_notebooks_solutions():
+    assert sorted(p.name for p in REFERENCES.glob("*.py")) == sorted(FILES)
+
+
 # ---- the model they make -----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     "options",
-    [{}, {"norm_first": True}, {"tie_embeddings": "all"}, {"tie_embeddings": "none"}, {"dropout": 0.0, "max_len": 64}],
-    ids=["paper default", "pre-LN", "all tied", "untied", "no dropout, max_len 64"],
+    [
+        {},
+        {"norm_first": True},
+        {"positional": "learned"},
+        {"norm_first": True, "positional": "learned"},
+        {"tie_embeddings": "all"},
+        {"tie_embeddings": "none"},
+        {"dropout": 0.0, "max_len": 64},
+    ],
+    ids=[
+        "paper default",
+        "pre-LN",
+        "learned positions",
+        "pre-LN learned",
+        "all tied",
+        "untied",
+        "no dropout, max_len 64",
+    ],
 )
 def test_the_package_weights_load_strictly_and_give_the_same_output(learner_make_model, options):
     mine, package = pair(learner_make_model, **options)
@@ -150,7 +203,259 @@ def test_the_package_greedy_decoder_runs_the_learner_model(learner_make_model):
     assert torch.equal(ours, theirs)
 
 
-# ---- what the learner sees when something is missing or broken ----------------------------------------
+def test_learned_positions_are_a_trained_table_with_the_package_name(learner_make_model):
+    mine, package = pair(learner_make_model, positional="learned")
+    assert isinstance(mine.src_pos.table, torch.nn.Parameter)
+    assert "src_pos.table" in mine.state_dict() and "src_pos.table" in package.state_dict()
+    assert "src_pos.table" not in learner_make_model(20, 20, **SIZES).state_dict()  # sinusoids: a buffer
+
+
+# ---- the fallback: the package's code with the learner's API ------------------------------------------------
+
+
+@pytest.mark.parametrize("options", [{}, {"norm_first": True, "positional": "learned"}], ids=["default", "variants"])
+def test_the_fallback_model_is_the_package_model_with_the_learners_names(learner_make_model, options):
+    torch.manual_seed(0)
+    package = tc.make_model(20, 20, **SIZES, **options)
+    theirs = fallback.make_model(20, 20, **SIZES, **options)
+    mine = learner_make_model(20, 20, **SIZES, **options)
+    assert list(theirs.state_dict()) == list(mine.state_dict()) == list(package.state_dict())
+    copy_weights(package, theirs), copy_weights(package, mine)
+    for model in (theirs, mine, package):
+        model.eval()
+    src_mask, tgt_mask = masks()
+    with torch.no_grad():
+        expected = package.generator(package(SRC, TGT, src_mask, tgt_mask))
+        assert_close(theirs.generator(theirs(SRC, TGT, src_mask, tgt_mask)), expected)
+        assert_close(mine.generator(mine(SRC, TGT, src_mask, tgt_mask)), expected)
+
+
+def test_the_fallback_attention_takes_query_key_and_value_apart(tmp_path):
+    """The learner's API: forward(query, key, value, mask); three different inputs, as the reference takes them."""
+    write_course(tmp_path / "my_transformer")
+    reference = sys.modules["my_transformer.multi_head"].MultiHeadAttention(16, 4)
+    theirs = copy_weights(reference, fallback.MultiHeadAttention(16, 4))
+    q, k, v = torch.randn(2, 3, 16), torch.randn(2, 5, 16), torch.randn(2, 5, 16)
+    mask = torch.tensor([True, True, True, False, False])[None, None, None, :]
+    assert_close(theirs(q, k, v, mask), reference(q, k, v, mask))
+    assert_close(theirs(q, k, k, mask), reference(q, k, k, mask))  # cross-attention: one memory
+    assert_close(theirs(q, q, q), reference(q, q, q))  # self-attention
+    assert theirs.weights.shape == (2, 4, 3, 3)  # the weights of the last call, as the learner's keeps them
+
+
+def test_the_fallback_encoder_has_the_learners_constructor():
+    layer = fallback.EncoderLayer(16, 4, 32, 0.1, norm_first=True)
+    encoder = fallback.Encoder(layer, 3)
+    assert len(encoder.layers) == 3 and encoder.layers[0] is not layer and layer.d_model == 16
+    assert isinstance(encoder.norm, tc.LayerNorm)  # pre-LN: one more LayerNorm at the end
+    assert isinstance(fallback.Encoder(fallback.EncoderLayer(16, 4, 32, 0.1), 2).norm, torch.nn.Identity)
+
+
+# ---- whose code each file is ----------------------------------------------------------------------------------
+
+
+def test_provenance_names_each_status(tmp_path):
+    folder = course_folder(tmp_path)
+    write_course(folder, mine=False)  # the reference's text: "reference", however it got there
+    (folder / "multi_head.py").write_text((REFERENCES / "multi_head.py").read_text() + "# mine\n")
+    (folder / "norm_residual.py").write_text(blank((REFERENCES / "norm_residual.py").read_text()))
+    (folder / "embeddings.py").unlink()
+    (folder / "encoder.py").write_text(
+        "from transformer_course.fallback import Encoder, EncoderLayer  # the package's, typed by the learner\n"
+    )
+    (folder / "decoder.py").write_text(
+        "import torch.nn.functional as F\n\ndef f(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)\n"
+    )
+    fill_missing_files("embeddings.py", folder=folder)
+    assert provenance(folder) == {
+        "attention.py": "reference",
+        "multi_head.py": "yours",
+        "norm_residual.py": "blank",
+        "embeddings.py": "fallback",
+        "encoder.py": "package",
+        "decoder.py": "package",
+    }
+    (folder / "decoder.py").unlink()
+    assert provenance(folder)["decoder.py"] == "missing"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "from torch import nn\nnorm = nn.LayerNorm(4)\n",
+        "import torch\ny = torch.nn.functional.layer_norm\n",
+        "from torch.nn.functional import scaled_dot_product_attention\n",
+        "import torch.nn as tnn\nlayer = tnn.TransformerEncoderLayer\n",
+        "from transformer_course.layers import LayerNorm\n",
+        "import transformer_course as tc\n",
+    ],
+    ids=[
+        "nn.LayerNorm",
+        "torch.nn.functional.layer_norm",
+        "import F.sdpa",
+        "nn.TransformerEncoderLayer",
+        "package",
+        "tc",
+    ],
+)
+def test_a_file_that_calls_an_implementation_is_the_packages(tmp_path, code):
+    folder = tmp_path / "my_transformer"
+    write_course(folder)
+    (folder / "norm_residual.py").write_text(code)
+    assert provenance(folder)["norm_residual.py"] == "package"
+
+
+def test_describe_provenance_prints_one_line_per_file(tmp_path, capsys):
+    folder = tmp_path / "my_transformer"
+    write_course(folder)
+    (folder / "attention.py").unlink()
+    capsys.readouterr()
+    found = describe_provenance(folder)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 6 and found["attention.py"] == "missing"
+    assert "attention.py" in lines[0] and "missing" in lines[0] and all("yours" in line for line in lines[1:])
+
+
+# ---- use_reference: on purpose, and said -----------------------------------------------------------------------
+
+
+def test_use_reference_copies_the_reference_and_says_it_is_not_yours(tmp_path, capsys):
+    folder = course_folder(tmp_path)
+    write_course(folder)
+    (folder / "attention.py").write_text(blank((REFERENCES / "attention.py").read_text()))
+    capsys.readouterr()
+    use_reference("attention.py", folder=folder)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and "the reference" in out[0] and "not yours" in out[0]
+    assert (folder / "attention.py").read_text() == (REFERENCES / "attention.py").read_text()
+    assert provenance(folder)["attention.py"] == "reference"
+
+
+def test_use_reference_without_solutions_says_so_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a student release: no notebooks/solutions anywhere above
+    assert reference_folder(tmp_path / "my_transformer") is None
+    with pytest.raises(FileNotFoundError, match="no reference for attention.py here") as error:
+        use_reference("attention.py", folder=tmp_path / "my_transformer")
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="unknown file"):
+        use_reference("attention_v2.py", folder=tmp_path / "my_transformer")
+
+
+def test_the_zh_folder_finds_the_courses_references(tmp_path):
+    course_folder(tmp_path)
+    (tmp_path / "notebooks" / "zh").mkdir()
+    folder = tmp_path / "notebooks" / "zh" / "my_transformer"
+    assert reference_folder(folder) == tmp_path / "notebooks" / "solutions" / "my_transformer"
+    use_reference("decoder.py", folder=folder)
+    assert provenance(folder)["decoder.py"] == "reference"
+    assert not (tmp_path / "notebooks" / "my_transformer").exists()  # the English learner's folder is untouched
+
+
+# ---- load: the learner's object, or the package's with one line ------------------------------------------------
+
+
+def test_load_returns_the_learners_object_silently(tmp_path, capsys):
+    folder = tmp_path / "my_transformer"
+    write_course(folder)
+    capsys.readouterr()
+    attention = load("attention.py", "scaled_dot_product_attention", folder=folder)
+    assert attention.__module__ == "my_transformer.attention" and capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        (None, "is not written yet (missing)"),
+        ("BLANK", "is not written yet (a stub still raises NotImplementedError)"),
+        ("import torch\nundefined_name\n", "fails: NameError"),
+        ("class MultiHeadAttention(:\n", "fails: SyntaxError"),
+        ("import sys\nsys.exit(3)\n", "fails: SystemExit: 3"),
+        ("x = 1\n", "has no MultiHeadAttention"),
+    ],
+    ids=["missing", "blank", "NameError", "SyntaxError", "SystemExit", "no such name"],
+)
+def test_load_falls_back_to_the_package_with_one_line(tmp_path, capsys, text, says):
+    folder = tmp_path / "my_transformer"
+    write_course(folder)
+    if text is None:
+        (folder / "multi_head.py").unlink()
+    else:
+        (folder / "multi_head.py").write_text(
+            blank((REFERENCES / "multi_head.py").read_text()) if text == "BLANK" else text
+        )
+    capsys.readouterr()
+    found = load("multi_head.py", "MultiHeadAttention", folder=folder)
+    assert found is fallback.MultiHeadAttention
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and says in out[0] and "multi_head.py" in out[0]
+    assert "the package's MultiHeadAttention (a fallback, not yours)" in out[0]
+
+
+def test_load_names_a_reference_as_not_yours(tmp_path, capsys):
+    folder = course_folder(tmp_path)
+    write_course(folder, mine=False)
+    capsys.readouterr()
+    found = load("encoder.py", "Encoder", folder=folder)
+    assert found.__module__ == "my_transformer.encoder"
+    assert "reference" in capsys.readouterr().out
+
+
+def test_load_refuses_an_unknown_name():
+    with pytest.raises(ValueError, match="attention.py holds scaled_dot_product_attention"):
+        load("attention.py", "attention")
+
+
+# ---- fill_missing_files: a fallback, named, never the reference ------------------------------------------------
+
+
+def test_fill_missing_files_writes_a_marked_fallback_not_the_reference(tmp_path, capsys):
+    folder = tmp_path / "my_transformer"
+    folder.mkdir()
+    (folder / "attention.py").write_text("# my own attention\n", encoding="utf-8")
+    written = fill_missing_files("attention.py", "multi_head.py", folder=folder)
+    assert written == ["multi_head.py"]
+    assert (folder / "attention.py").read_text(encoding="utf-8") == "# my own attention\n"
+    text = (folder / "multi_head.py").read_text(encoding="utf-8")
+    assert FALLBACK_MARK in text and "transformer_course.fallback" in text
+    assert text != (REFERENCES / "multi_head.py").read_text(encoding="utf-8")
+    assert (folder / "__init__.py").exists() and provenance(folder)["multi_head.py"] == "fallback"
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and "multi_head.py was missing" in out[0] and "not yours" in out[0]
+    assert "03_multi_head_attention.ipynb" in out[0]
+
+
+def test_fill_missing_files_leaves_a_blank_file_as_it_is(tmp_path):
+    folder = tmp_path / "my_transformer"
+    write_course(folder)
+    scaffold = blank((REFERENCES / "encoder.py").read_text())
+    (folder / "encoder.py").write_text(scaffold)
+    assert fill_missing_files(folder=folder) == []
+    assert (folder / "encoder.py").read_text() == scaffold
+
+
+def test_fill_missing_files_refuses_an_unknown_name(tmp_path):
+    with pytest.raises(ValueError, match="unknown file"):
+        fill_missing_files("attention_v2.py", folder=tmp_path / "my_transformer")
+
+
+def test_the_learners_files_build_on_fallback_files(tmp_path, capsys):
+    """Notebook 06 when 02–05 were skipped: the learner's encoder.py over fallbacks of the files it imports."""
+    folder = tmp_path / "my_transformer"
+    write_course(folder)
+    for name in ("attention.py", "multi_head.py", "norm_residual.py", "embeddings.py"):
+        (folder / name).unlink()
+    fill_missing_files(folder=folder)
+    Encoder, EncoderLayer = (
+        load("encoder.py", "Encoder", folder=folder),
+        load("encoder.py", "EncoderLayer", folder=folder),
+    )
+    encoder = Encoder(EncoderLayer(16, 4, 32, 0.0), 2).eval()
+    package = copy_weights(encoder, tc.make_model(20, 20, **SIZES, dropout=0.0).encoder).eval()
+    x = torch.randn(2, 6, 16)
+    assert_close(encoder(x, masks()[0]), package(x, masks()[0]))
+
+
+# ---- the learner's model: built, run, and said whose -----------------------------------------------------------
 
 
 def test_a_missing_file_gives_one_line_naming_it_and_its_notebook(tmp_path, capsys):
@@ -161,6 +466,16 @@ def test_a_missing_file_gives_one_line_naming_it_and_its_notebook(tmp_path, caps
     assert load_learner_model(folder) is None
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and "multi_head.py" in out[0] and "03_multi_head_attention.ipynb" in out[0]
+
+
+def test_a_blank_file_gives_one_line_naming_it(tmp_path, capsys):
+    folder = tmp_path / "my_transformer"
+    write_course(folder)
+    (folder / "embeddings.py").write_text(blank((REFERENCES / "embeddings.py").read_text()))
+    capsys.readouterr()
+    assert load_learner_model(folder) is None
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and "embeddings.py is not written yet" in out[0] and "05_embeddings" in out[0]
 
 
 def test_a_file_that_fails_to_import_gives_one_line_naming_it(tmp_path, capsys):
@@ -184,6 +499,36 @@ def test_a_syntax_error_names_its_file_and_line(tmp_path, capsys):
     assert "encoder.py" in out and "SyntaxError" in out and "line 1" in out and "06_encoder" in out
 
 
+@pytest.mark.parametrize("raised", ["SystemExit(0)", "SystemExit('bye')", "KeyError('x')"])
+def test_anything_raised_at_import_becomes_one_line(tmp_path, capsys, raised):
+    folder = tmp_path / "my_transformer"
+    write_course(folder)
+    with open(folder / "decoder.py", "a", encoding="utf-8") as file:
+        file.write(f"\nraise {raised}\n")
+    capsys.readouterr()
+    model = learner_or_package_model(20, 20, folder=folder, **SIZES)
+    assert isinstance(model, tc.Transformer)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 2 and "decoder.py fails" in out[0] and raised.split("(")[0] in out[0]
+    assert "the model is the package's" in out[1] and "yours" not in out[0]
+
+
+@pytest.mark.parametrize("name", ["torch", "json", "numpy"])
+def test_a_folder_that_shadows_an_installed_module_is_refused(tmp_path, capsys, name):
+    folder = tmp_path / name
+    write_course(tmp_path / "my_transformer")
+    shutil.copytree(tmp_path / "my_transformer", folder)
+    before = sys.modules[name] if name in sys.modules else None
+    capsys.readouterr()
+    assert load_learner_model(folder) is None
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and f"the folder {name}/ has the name of an installed module" in out[0]
+    assert "my_transformer" in out[0]
+    assert sys.modules.get(name) is before  # the session's own module is untouched
+    assert load("attention.py", "scaled_dot_product_attention", folder=folder) is fallback.scaled_dot_product_attention
+    assert torch.ones(2).sum().item() == 2.0
+
+
 def test_the_files_are_read_as_they_are_now(tmp_path):
     folder = tmp_path / "my_transformer"
     first = write_course(folder)
@@ -193,24 +538,99 @@ def test_the_files_are_read_as_they_are_now(tmp_path):
     assert second is not first and sys.modules[second.__module__].EDITED
 
 
-def test_learner_or_package_model_builds_the_learners_model(tmp_path, capsys):
+def test_learner_or_package_model_builds_the_learners_model_and_says_yours(tmp_path, capsys):
     folder = tmp_path / "my_transformer"
     write_course(folder)
     capsys.readouterr()
     model = learner_or_package_model(20, 20, folder=folder, **SIZES)
-    assert type(model).__name__ == "EncoderDecoder" and "the model is yours" in capsys.readouterr().out
+    assert type(model).__module__ == "my_transformer.decoder"
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 7 and all("yours" in line and "in the model" in line for line in out[:6])
+    assert out[6].startswith("the model is yours")
+
+
+def test_learner_or_package_model_never_says_yours_of_the_reference(tmp_path, capsys):
+    folder = course_folder(tmp_path)
+    write_course(folder)
+    use_reference("multi_head.py", folder=folder)
+    use_reference("attention.py", folder=folder)
+    capsys.readouterr()
+    learner_or_package_model(20, 20, folder=folder, **SIZES)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert "multi_head.py" in out[1] and "reference" in out[1] and "in the model" in out[1]
+    assert out[-1].startswith("the model is partly yours")
+    assert "not yours: attention.py (reference), multi_head.py (reference)" in out[-1]
+
+
+def test_a_model_of_fallback_files_is_not_yours(tmp_path, capsys):
+    folder = tmp_path / "my_transformer"
+    fill_missing_files(folder=folder)
+    capsys.readouterr()
+    model = learner_or_package_model(20, 20, folder=folder, **SIZES)
+    assert isinstance(model, fallback.EncoderDecoder)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1].startswith("the model is not yours") and "decoder.py (fallback)" in out[-1]
+    assert not any("the model is yours" in line for line in out)
+
+
+def test_a_learner_decoder_over_fallback_files_names_both(tmp_path, capsys):
+    folder = tmp_path / "my_transformer"
+    write_course(folder)
+    (folder / "encoder.py").unlink()
+    fill_missing_files(folder=folder)
+    capsys.readouterr()
+    learner_or_package_model(20, 20, folder=folder, **SIZES)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1].startswith("the model is partly yours") and "encoder.py (fallback)" in out[-1]
+
+
+@pytest.mark.parametrize(
+    "body, says",
+    [
+        ("return None", "returned NoneType, not a model"),
+        ("return 42", "returned int, not a model"),
+        ("return torch.nn.Linear(2, 2)", "returned Linear, not a model"),
+        ("raise SystemExit(1)", "SystemExit"),
+    ],
+    ids=["None", "an int", "a module without encode", "SystemExit"],
+)
+def test_a_make_model_that_builds_no_model_is_not_called_yours(tmp_path, capsys, body, says):
+    folder = tmp_path / "my_transformer"
+    write_course(folder)
+    with open(folder / "decoder.py", "a", encoding="utf-8") as file:
+        file.write(f"\nimport torch\n\n\ndef make_model(src_vocab, tgt_vocab, **sizes):\n    {body}\n")
+    capsys.readouterr()
+    model = learner_or_package_model(20, 20, folder=folder, **SIZES)
+    assert isinstance(model, tc.Transformer)
+    out = capsys.readouterr().out
+    assert says in out and "the model is the package's" in out and "yours:" not in out
+    assert "the model is yours" not in out
+
+
+def test_a_model_that_builds_but_cannot_run_falls_back_with_a_line(tmp_path, capsys):
+    folder = tmp_path / "my_transformer"
+    write_course(folder)
+    text = (folder / "embeddings.py").read_text().replace("* math.sqrt(self.d_model)", "@ torch.ones(3, 3)")
+    (folder / "embeddings.py").write_text(text)
+    capsys.readouterr()
+    model = learner_or_package_model(20, 20, folder=folder, **SIZES)
+    assert isinstance(model, tc.Transformer)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert "fails to build or run" in out[0] and "embeddings.py" in out[0] and "RuntimeError" in out[0]
 
 
 def test_learner_or_package_model_falls_back_to_the_package_with_a_line(tmp_path, capsys):
     model = learner_or_package_model(20, 20, folder=tmp_path / "my_transformer", **SIZES)
     assert isinstance(model, tc.Transformer)
     out = capsys.readouterr().out
-    assert "attention.py is missing" in out and "the model is the package's" in out
+    assert "attention.py is not written yet" in out and "the model is the package's" in out
 
 
 def test_an_option_the_learner_model_lacks_falls_back_with_a_line(tmp_path, capsys):
     folder = tmp_path / "my_transformer"
     write_course(folder)
+    text = (folder / "decoder.py").read_text().replace(', positional="sinusoidal"', "").replace(", positional)", ")")
+    (folder / "decoder.py").write_text(text)
     capsys.readouterr()
     model = learner_or_package_model(20, 20, folder=folder, positional="learned", **SIZES)
     assert isinstance(model, tc.Transformer) and model.config.positional == "learned"
@@ -218,7 +638,20 @@ def test_an_option_the_learner_model_lacks_falls_back_with_a_line(tmp_path, caps
     assert "positional" in out and "the model is the package's" in out
 
 
-# ---- copy_weights and fill_missing_files ----------------------------------------------------------------
+def test_building_the_learners_model_leaves_the_rng_as_a_direct_build_does(tmp_path):
+    folder = tmp_path / "my_transformer"
+    make = write_course(folder)
+    torch.manual_seed(3)
+    direct = make(20, 20, **SIZES)
+    after_direct = torch.rand(1)
+    torch.manual_seed(3)
+    loaded = learner_or_package_model(20, 20, folder=folder, **SIZES)
+    assert torch.equal(torch.rand(1), after_direct)
+    for a, b in zip(direct.parameters(), loaded.parameters()):
+        assert torch.equal(a, b)
+
+
+# ---- copy_weights ------------------------------------------------------------------------------------------------
 
 
 def test_copy_weights_names_the_first_name_that_does_not_fit(learner_make_model):
@@ -238,60 +671,3 @@ def test_copy_weights_returns_the_model_it_filled(learner_make_model):
     assert copy_weights(package, mine) is mine
     for name, tensor in package.state_dict().items():
         assert torch.equal(mine.state_dict()[name], tensor)
-
-
-def test_fill_missing_files_writes_only_what_is_missing_and_says_so(tmp_path, capsys):
-    folder = tmp_path / "my_transformer"
-    folder.mkdir()
-    (folder / "attention.py").write_text("# my own attention\n", encoding="utf-8")
-    written = fill_missing_files("attention.py", "multi_head.py", folder=folder, notebooks=NOTEBOOKS)
-    assert written == ["multi_head.py"]
-    assert (folder / "attention.py").read_text(encoding="utf-8") == "# my own attention\n"
-    assert (folder / "__init__.py").exists()
-    out = capsys.readouterr().out.strip().splitlines()
-    assert len(out) == 1 and "multi_head.py was missing" in out[0] and "03_multi_head_attention.ipynb" in out[0]
-
-
-def test_fill_missing_files_refuses_an_unknown_name(tmp_path):
-    with pytest.raises(ValueError, match="unknown file"):
-        fill_missing_files("attention_v2.py", folder=tmp_path / "my_transformer", notebooks=NOTEBOOKS)
-
-
-def test_fill_missing_files_says_where_the_notebooks_should_be(tmp_path):
-    with pytest.raises(FileNotFoundError, match="02_attention.ipynb"):
-        fill_missing_files("attention.py", folder=tmp_path / "my_transformer", notebooks=tmp_path)
-
-
-# ---- the 中文版: the same cells run in notebooks/zh/, with the learner's own notebooks/zh/my_transformer/ ---------
-
-
-def zh_course(tmp_path, zh_edit=None):
-    """A course folder in tmp_path (the package's folder, notebooks/02_attention.ipynb, notebooks/zh/), and the
-    zh learner's folder notebooks/zh/my_transformer. With ``zh_edit``, notebooks/zh/02_attention.ipynb too: the
-    English one with its %%writefile cell passed through ``zh_edit``."""
-    (tmp_path / "transformer_course").mkdir()
-    (tmp_path / "notebooks" / "zh").mkdir(parents=True)
-    english = (NOTEBOOKS / "02_attention.ipynb").read_text(encoding="utf-8")
-    (tmp_path / "notebooks" / "02_attention.ipynb").write_text(english, encoding="utf-8")
-    if zh_edit is not None:
-        notebook = json.loads(english)
-        for cell in notebook["cells"]:
-            if "".join(cell["source"]).startswith("%%writefile my_transformer/attention.py"):
-                cell["source"] = zh_edit("".join(cell["source"]))
-        (tmp_path / "notebooks" / "zh" / "02_attention.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
-    return tmp_path / "notebooks" / "zh" / "my_transformer"
-
-
-def test_fill_missing_files_in_notebooks_zh_writes_from_the_zh_notebook_beside_it(tmp_path):
-    folder = zh_course(tmp_path, zh_edit=lambda source: source.replace("\n", "\n# 中文版\n", 1))
-    assert fill_missing_files("attention.py", folder=folder) == ["attention.py"]
-    assert (folder / "attention.py").read_text(encoding="utf-8").startswith("# 中文版\n")
-    assert not (tmp_path / "notebooks" / "my_transformer").exists()  # the English learner's folder is untouched
-
-
-def test_fill_missing_files_in_notebooks_zh_falls_back_to_the_english_notebook(tmp_path, capsys):
-    folder = zh_course(tmp_path)  # no notebooks/zh/02_attention.ipynb
-    assert fill_missing_files("attention.py", folder=folder) == ["attention.py"]
-    written = (folder / "attention.py").read_text(encoding="utf-8")
-    assert written == writefile_cells(NOTEBOOKS / "02_attention.ipynb")["attention.py"]
-    assert "attention.py was missing" in capsys.readouterr().out

@@ -1,8 +1,9 @@
-"""The learner's own Transformer: the files notebooks 02–07 write, loaded, checked and trained (issue 10; paper §3).
+"""The learner's own Transformer: the files notebooks 02–07 write, whose code each is, loaded and trained (paper §3).
 
-Each of notebooks 02–07 ends its from-scratch build with a ``%%writefile my_transformer/<file>.py`` cell, so the
-code the learner reads and runs is saved as a small package beside the notebooks (``notebooks/my_transformer/``;
-a learner of the 中文版 gets their own ``notebooks/zh/my_transformer/``, as the same cells run in ``notebooks/zh/``):
+Each of notebooks 02–07 has a build cell ``%%writefile my_transformer/<file>.py``: a scaffold (signatures,
+docstrings with shapes, the structure that is not the lesson) whose bodies the learner writes. Running it saves
+the file as a small package beside the notebooks (``notebooks/my_transformer/``; a learner of the 中文版 gets their
+own ``notebooks/zh/my_transformer/``, as the same cells run in ``notebooks/zh/``):
 
     my_transformer/attention.py      notebook 02   scaled_dot_product_attention
     my_transformer/multi_head.py     notebook 03   MultiHeadAttention
@@ -14,37 +15,56 @@ a learner of the 中文版 gets their own ``notebooks/zh/my_transformer/``, as t
 Its parameter names are the package's, so weights copy across with ``load_state_dict(strict=True)``, and
 notebook 08 trains this model beside the package's (same weights in, same losses out).
 
-- :func:`load_learner_model` imports the learner's ``make_model`` (or prints which file is missing and returns None);
-- :func:`learner_or_package_model` builds the learner's model, or the package's with a printed line saying why;
-- :func:`copy_weights` copies one model's weights into the other and names the first name that does not fit;
-- :func:`fill_missing_files` writes a missing file from its notebook's ``%%writefile`` cell, so that a later
-  notebook runs even when the learner skipped an earlier one (it says so). The notebook is the one beside the
-  folder (``notebooks/`` or ``notebooks/zh/``: the same cells), else the course's English one.
+Nothing here writes an answer into the learner's folder behind their back, and nothing calls code "yours" that
+the learner did not write:
+
+- :func:`provenance` says per file whose code it is: "yours", "reference" (the text of
+  ``notebooks/solutions/my_transformer/<file>``), "blank" (a stub still raises NotImplementedError), "missing",
+  "package" (it calls the package's or PyTorch's own implementation) or "fallback" (written by this module);
+  :func:`describe_provenance` prints it as a table;
+- :func:`use_reference` brings in the reference of one file, on purpose, and says so;
+- :func:`load` imports one name from the learner's file, or, when the file is missing, blank or fails to import,
+  returns the package's equivalent (:mod:`transformer_course.fallback`) with one printed line saying so;
+- :func:`fill_missing_files` writes a missing file as a marked fallback that re-exports the package's code;
+- :func:`load_learner_model` / :func:`learner_or_package_model` build the learner's model, or the package's with a
+  printed line saying why, and say per file whose code the model runs;
+- :func:`copy_weights` copies one model's weights into the other and names the first name that does not fit.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.machinery
 import json
 import sys
 import traceback
 from pathlib import Path
 
+import torch
 from torch import nn
 
+from . import fallback as _fallback
 from .model import make_model as package_make_model
 from .paths import course_root
 
 __all__ = [
+    "FALLBACK_MARK",
     "FILES",
+    "STATUSES",
     "copy_weights",
+    "describe_provenance",
     "fill_missing_files",
     "learner_or_package_model",
+    "load",
     "load_learner_model",
+    "provenance",
+    "reference_folder",
+    "use_reference",
     "writefile_cells",
 ]
 
-# file → the notebook whose %%writefile cell writes it, in the order the course builds them
+# file → the notebook whose build cell writes it, in the order the course builds them
 FILES = {
     "attention.py": "02_attention.ipynb",
     "multi_head.py": "03_multi_head_attention.ipynb",
@@ -53,7 +73,34 @@ FILES = {
     "encoder.py": "06_encoder.ipynb",
     "decoder.py": "07_decoder.ipynb",
 }
+NAMES = _fallback.NAMES  # file → the names it holds
 MAGIC = "%%writefile"
+FALLBACK_MARK = "# transformer_course fallback: the package's code, not the learner's"
+STATUSES = {
+    "yours": "your own code",
+    "reference": "the reference from notebooks/solutions/ (not yours)",
+    "blank": "not written yet: a stub still raises NotImplementedError",
+    "missing": "not there: its notebook's build cell writes it",
+    "package": "calls the package's or PyTorch's own implementation (not yours)",
+    "fallback": "the package's code, written as a fallback (not yours)",
+}
+# what a file must not call to be the learner's own: PyTorch's implementations of the lessons of 02–07
+_TORCH_LESSONS = frozenset(
+    {
+        "scaled_dot_product_attention",
+        "multi_head_attention_forward",
+        "MultiheadAttention",
+        "LayerNorm",
+        "layer_norm",
+        "RMSNorm",
+        "rms_norm",
+        "Transformer",
+        "TransformerEncoder",
+        "TransformerEncoderLayer",
+        "TransformerDecoder",
+        "TransformerDecoderLayer",
+    }
+)
 
 
 def writefile_cells(notebook: str | Path) -> dict[str, str]:
@@ -68,108 +115,377 @@ def writefile_cells(notebook: str | Path) -> dict[str, str]:
     return found
 
 
-def fill_missing_files(
-    *files: str, folder: str | Path = "my_transformer", notebooks: str | Path | None = None
-) -> list[str]:
-    """Make sure ``folder`` holds ``files`` (default: all six). A missing one is written from the
-    ``%%writefile`` cell of the notebook that teaches it, with one printed line naming it. The notebook is
-    looked for in ``notebooks``; by default in the folder that holds ``folder`` (``notebooks/`` or
-    ``notebooks/zh/``), then in the course's ``notebooks/``. Returns the names written."""
+# ---- where the references are -------------------------------------------------------------------------------
+
+
+def reference_folder(folder: str | Path = "my_transformer") -> Path | None:
+    """``notebooks/solutions/my_transformer``, the reference files, for the learner's ``folder``: beside it
+    (``notebooks/solutions/``), else in the course's ``notebooks/solutions/`` (from ``notebooks/zh/``); None
+    when this copy of the course has none (a student release)."""
+    beside = Path(folder).resolve().parent
+    places = [beside / "solutions" / "my_transformer"]
+    try:
+        places.append(course_root(beside) / "notebooks" / "solutions" / "my_transformer")
+    except FileNotFoundError:
+        pass
+    return next((place for place in places if place.is_dir()), None)
+
+
+def _check_file(file: str) -> None:
+    if file not in FILES:
+        raise ValueError(f"unknown file {file!r}; the course writes {', '.join(FILES)}")
+
+
+def use_reference(file: str, folder: str | Path = "my_transformer") -> Path:
+    """Replace ``folder``/``file`` by the reference from ``notebooks/solutions/my_transformer/`` and say so: from
+    now on it is the reference, not the learner's (notebook 08 names it so). Returns the path written."""
+    _check_file(file)
     folder = Path(folder)
-    places = [Path(notebooks)] if notebooks is not None else _notebook_folders(folder)
-    unknown = [f for f in files if f not in FILES]
-    if unknown:
-        raise ValueError(f"unknown file(s) {unknown}; the course writes {', '.join(FILES)}")
-    folder.mkdir(exist_ok=True)
-    (folder / "__init__.py").touch()
-    written = []
-    for name in files or tuple(FILES):
-        if (folder / name).exists():
-            continue
-        notebook = next((place / FILES[name] for place in places if (place / FILES[name]).exists()), None)
-        if notebook is None:
-            raise FileNotFoundError(
-                f"{folder.name}/{name} is missing and so is {places[0] / FILES[name]}, whose %%writefile cell "
-                f"writes it; run that notebook, or pass notebooks= the folder that holds the course notebooks"
-            )
-        cells = writefile_cells(notebook)
-        if name not in cells:
-            raise ValueError(f"{notebook.name} has no '%%writefile {folder.name}/{name}' cell")
-        (folder / name).write_text(cells[name], encoding="utf-8")
-        written.append(name)
-        print(
-            f"{folder.name}/{name} was missing: written from the %%writefile cell of {FILES[name]} so that this "
-            f"notebook runs (run {FILES[name]} to write it yourself)"
+    source = reference_folder(folder)
+    if source is None or not (source / file).is_file():
+        raise FileNotFoundError(
+            f"no reference for {file} here (notebooks/solutions/my_transformer/ is not in this copy of the course, "
+            f"e.g. a student release): write {folder.name}/{file} yourself in {FILES[file]}'s build cell"
         )
+    _ensure_package(folder)
+    (folder / file).write_text((source / file).read_text(encoding="utf-8"), encoding="utf-8")
+    _forget(folder.resolve().name)
+    print(
+        f"{folder.name}/{file} is now the reference from notebooks/solutions/my_transformer/, not yours "
+        f"(notebook 08 will say so); run {FILES[file]}'s build cell again to write your own"
+    )
+    return folder / file
+
+
+# ---- whose code each file is ----------------------------------------------------------------------------------
+
+
+def _normalized(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+def _is_stub_raise(node: ast.AST) -> bool:
+    exc = node.exc if isinstance(node, ast.Raise) else None
+    exc = exc.func if isinstance(exc, ast.Call) else exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
+def _has_stub(tree: ast.Module) -> bool:
+    """A function or method whose last statement is ``raise NotImplementedError``: still to write."""
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return any(_is_stub_raise(f.body[-1]) for f in functions)
+
+
+def _calls_an_implementation(tree: ast.Module) -> bool:
+    """True when the code imports from the package or uses PyTorch's own implementation of a lesson of 02–07
+    (``F.scaled_dot_product_attention``, ``nn.LayerNorm``, ``nn.MultiheadAttention``, ``nn.Transformer…``)."""
+    torch_names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "transformer_course":
+                    return True
+                if alias.name.split(".")[0] == "torch":
+                    torch_names.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            root = node.module.split(".")[0]
+            if root == "transformer_course":
+                return True
+            if root == "torch":
+                if any(alias.name in _TORCH_LESSONS for alias in node.names):
+                    return True
+                torch_names |= {alias.asname or alias.name for alias in node.names}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in _TORCH_LESSONS:
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in torch_names:
+                return True
+    return False
+
+
+def file_status(path: str | Path, reference: str | Path | None = None) -> str:
+    """Whose code one file is: a key of :data:`STATUSES`. ``reference``: the reference file to compare with."""
+    path = Path(path)
+    if not path.is_file():
+        return "missing"
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if FALLBACK_MARK in text:
+        return "fallback"
+    if reference is not None and Path(reference).is_file():
+        if _normalized(text) == _normalized(Path(reference).read_text(encoding="utf-8")):
+            return "reference"
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return "yours"  # the learner's, broken: load() names the line
+    if _has_stub(tree):
+        return "blank"
+    if _calls_an_implementation(tree):
+        return "package"
+    return "yours"
+
+
+def provenance(folder: str | Path = "my_transformer") -> dict[str, str]:
+    """Per file of the course (:data:`FILES`), whose code ``folder`` holds: "yours", "reference", "blank",
+    "missing", "package" or "fallback" (:data:`STATUSES` says what each means)."""
+    folder = Path(folder)
+    references = reference_folder(folder)
+    return {file: file_status(folder / file, references / file if references is not None else None) for file in FILES}
+
+
+def describe_provenance(folder: str | Path = "my_transformer") -> dict[str, str]:
+    """Print one line per file: the file, the notebook that writes it, whose code it is. Returns :func:`provenance`."""
+    found = provenance(folder)
+    name = Path(folder).resolve().name
+    width = max(len(f"{name}/{file}") for file in FILES)
+    for file, status in found.items():
+        print(f"{name + '/' + file:{width}}  {FILES[file][:2]}  {status:9}  {STATUSES[status]}")
+    return found
+
+
+# ---- importing the learner's files ----------------------------------------------------------------------------
+
+
+def _not_written(label: str, status: str) -> str:
+    if status == "missing":
+        return f"{label} is not written yet (missing)"
+    return f"{label} is not written yet (a stub still raises NotImplementedError)"
+
+
+def _ensure_package(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "__init__.py").touch()
+
+
+def _forget(package: str) -> None:
+    """Drop the learner's package from sys.modules, so the next import reads the files as they are now."""
+    for module in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+        del sys.modules[module]
+
+
+def _refusal(folder: Path) -> str | None:
+    """Why ``folder`` cannot be imported as the learner's package (a name that is not an identifier, or one that
+    shadows an installed or built-in module, e.g. ``torch``), or None."""
+    name = folder.name
+    if not name.isidentifier():
+        return f"{name} is not a Python package name; call the folder my_transformer"
+    others = [p for p in sys.path if p and Path(p).resolve() != folder.parent]
+    if (
+        name in sys.builtin_module_names
+        or name in sys.stdlib_module_names
+        or importlib.machinery.PathFinder.find_spec(name, others) is not None
+    ):
+        return (
+            f"the folder {name}/ has the name of an installed module ({name}), and importing it would replace that "
+            "one in this session; call the folder my_transformer"
+        )
+    return None
+
+
+def _import(folder: Path, module: str):
+    """``folder``.``module`` imported fresh from the files as they are now (raises what the import raises)."""
+    package = folder.name
+    _forget(package)
+    importlib.invalidate_caches()  # files written a moment ago must be seen
+    sys.path.insert(0, str(folder.parent))
+    try:
+        return importlib.import_module(f"{package}.{module}")
+    finally:
+        sys.path.remove(str(folder.parent))
+
+
+def _failure(error: BaseException, folder: Path, file: str) -> str:
+    culprit, line = _learner_frame(error, folder, file)
+    return f"{folder.name}/{culprit} fails: {type(error).__name__}: {_one_line(error)} (line {line})"
+
+
+def _learner_frame(error: BaseException, folder: Path, file: str = "decoder.py") -> tuple[str, int | str]:
+    """The learner's file and line where ``error`` happened (the last traceback frame inside ``folder``)."""
+    if isinstance(error, SyntaxError) and error.filename:
+        return Path(error.filename).name, error.lineno or "?"
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if Path(f.filename).resolve().parent == folder]
+    if frames:
+        return Path(frames[-1].filename).name, frames[-1].lineno or "?"
+    return file, "?"
+
+
+def load(file: str, name: str, folder: str | Path = "my_transformer"):
+    """``name`` from the learner's ``folder``/``file``, freshly imported. When the file is missing, still the blank
+    scaffold, fails to import or lacks ``name``, the package's equivalent (:mod:`transformer_course.fallback`),
+    with one printed line saying so; when the file is not the learner's own (the reference, a fallback, the
+    package's code), one printed line saying whose it is."""
+    _check_file(file)
+    if name not in NAMES[file]:
+        raise ValueError(f"{file} holds {', '.join(NAMES[file])}, not {name!r}")
+    folder = Path(folder).resolve()
+    status = provenance(folder)[file]
+    label = f"{folder.name}/{file}"
+    instead = f"the cells below use the package's {name} (a fallback, not yours)"
+    if status in ("missing", "blank"):
+        print(f"{_not_written(label, status)}: {instead}; {FILES[file]} writes it")
+        return getattr(_fallback, name)
+    refusal = _refusal(folder)
+    if refusal is not None:
+        print(f"{refusal}: {instead}")
+        return getattr(_fallback, name)
+    try:
+        module = _import(folder, Path(file).stem)
+    except (Exception, SystemExit) as error:  # the learner's code: one line naming the file and the line
+        print(f"{_failure(error, folder, file)}: {instead}; fix it in {FILES[file]}")
+        return getattr(_fallback, name)
+    if not hasattr(module, name):
+        print(f"{label} has no {name}: {instead}; {FILES[file]} writes it")
+        return getattr(_fallback, name)
+    if status != "yours":
+        print(f"{label} is {STATUSES[status]}: the cells below use its {name}")
+    return getattr(module, name)
+
+
+def fill_missing_files(*files: str, folder: str | Path = "my_transformer") -> list[str]:
+    """Make sure ``folder`` holds ``files`` (default: all six), so that a later notebook runs when the learner
+    skipped an earlier one. A missing file is written as a *fallback*: a few lines that re-export the package's
+    code with the learner's API (:mod:`transformer_course.fallback`), marked so that :func:`provenance` calls
+    it "fallback", never "yours"; one printed line per file says so. Files that are there (even blank) are left
+    as they are. Returns the names written."""
+    for file in files:
+        _check_file(file)
+    folder = Path(folder)
+    _ensure_package(folder)
+    written = []
+    for file in files or tuple(FILES):
+        if (folder / file).exists():
+            continue
+        (folder / file).write_text(fallback_text(file), encoding="utf-8")
+        written.append(file)
+        print(
+            f"{folder.name}/{file} was missing: wrote a fallback that uses the package's "
+            f"{', '.join(NAMES[file])} (not yours); write your own in {FILES[file]}'s build cell"
+        )
+    if written:
+        _forget(folder.resolve().name)
     return written
 
 
-def _notebook_folders(folder: Path) -> list[Path]:
-    """Where the notebooks that write ``folder``'s files are: beside it, then in the course's notebooks/."""
-    beside = folder.resolve().parent
-    try:
-        english = course_root(beside) / "notebooks"
-    except FileNotFoundError:  # a notebook handed out on its own: only its own folder
-        return [beside]
-    return [beside] if english == beside else [beside, english]
+def fallback_text(file: str) -> str:
+    """The text of a fallback ``file``: the package's code with the learner's API, marked as such."""
+    _check_file(file)
+    names = ", ".join(NAMES[file])
+    return (
+        f'"""{file}: a fallback written by transformer_course.learner, not the learner\'s code.\n\n'
+        f"It re-exports the package's {names} (transformer_course.fallback), with the API of\n"
+        f'{FILES[file]}\'s build cell; running that cell writes your own file here instead."""\n\n'
+        f"{FALLBACK_MARK}\n"
+        f"from transformer_course.fallback import {names}  # noqa: F401\n"
+    )
+
+
+# ---- the learner's model ---------------------------------------------------------------------------------------
 
 
 def load_learner_model(folder: str | Path = "my_transformer"):
     """The learner's ``make_model`` from ``folder``/decoder.py, freshly imported, or None.
 
-    When a file is missing or fails to import, prints one line naming the file and the notebook that
-    writes it, and returns None.
+    When a file is missing or still blank, when the folder's name shadows an installed module, or when a file
+    fails to import (whatever it raises, SystemExit included), prints one line naming the file and the notebook
+    that writes it, and returns None.
     """
     folder = Path(folder).resolve()
-    for name, notebook in FILES.items():
-        if not (folder / name).exists():
-            print(f"{folder.name}/{name} is missing: notebook {notebook} writes it (run its %%writefile cell)")
+    for file, status in provenance(folder).items():
+        if status in ("missing", "blank"):
+            print(f"{_not_written(f'{folder.name}/{file}', status)}: notebook {FILES[file]} writes it")
             return None
-    package = folder.name
-    for module in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
-        del sys.modules[module]  # import the files as they are now, not as an earlier import saw them
-    importlib.invalidate_caches()  # files written a moment ago must be seen
-    sys.path.insert(0, str(folder.parent))
-    try:
-        decoder = importlib.import_module(f"{package}.decoder")
-    except Exception as error:  # the learner's code: name the file and the line, not a whole traceback
-        culprit, line = _learner_frame(error, folder)
-        print(
-            f"{folder.name}/{culprit} failed to import: {type(error).__name__}: {_one_line(error)} (line {line}); "
-            f"fix it in notebook {FILES.get(culprit, '?')} and run its %%writefile cell again"
-        )
+    refusal = _refusal(folder)
+    if refusal is not None:
+        print(refusal)
         return None
-    finally:
-        sys.path.remove(str(folder.parent))
+    try:
+        decoder = _import(folder, "decoder")
+    except (Exception, SystemExit) as error:  # the learner's code: name the file and the line, not a traceback
+        culprit = _learner_frame(error, folder)[0]
+        print(f"{_failure(error, folder, 'decoder.py')}; fix it in notebook {FILES.get(culprit, '?')}")
+        return None
     if not callable(getattr(decoder, "make_model", None)):
         print(f"{folder.name}/decoder.py has no make_model function: notebook {FILES['decoder.py']} writes it")
         return None
     return decoder.make_model
 
 
-def _learner_frame(error: BaseException, folder: Path) -> tuple[str, int | str]:
-    """The learner's file and line where ``error`` happened (the last traceback frame inside ``folder``)."""
-    if isinstance(error, SyntaxError) and error.filename:
-        return Path(error.filename).name, error.lineno or "?"
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if Path(f.filename).parent == folder]
-    if frames:
-        return Path(frames[-1].filename).name, frames[-1].lineno or "?"
-    return "decoder.py", "?"
+def model_files(model: nn.Module, folder: str | Path = "my_transformer") -> set[str]:
+    """The files of ``folder`` whose code ``model`` runs: those whose classes its modules are, and those whose
+    functions the modules of those classes call (attention.py through multi_head.py); a file that re-exports the
+    package's class counts when the model holds that class."""
+    package = Path(folder).resolve().name
+    classes = {type(m) for m in model.modules()}
+    referenced = set(classes)
+    for name in {c.__module__ for c in classes}:
+        module = sys.modules.get(name)
+        referenced |= {v for v in vars(module).values() if callable(v)} if module is not None else set()
+    used = set()
+    for file in FILES:
+        module = sys.modules.get(f"{package}.{Path(file).stem}")
+        if module is None and sys.modules.get(package) is not None:  # a file the model's own files do not import
+            sys.path.insert(0, str(Path(folder).resolve().parent))
+            try:
+                module = importlib.import_module(f"{package}.{Path(file).stem}")
+            except (Exception, SystemExit):
+                module = None
+            finally:
+                sys.path.remove(str(Path(folder).resolve().parent))
+        if module is not None and any(getattr(module, n, None) in referenced for n in NAMES[file]):
+            used.add(file)
+    return used
+
+
+def _smoke_test(model: nn.Module, src_vocab: int, tgt_vocab: int) -> None:
+    """Run ``model`` once on two tokens (eval mode, no gradient, the RNG left as it was): a learner's model that
+    builds but cannot run falls back here, not in the middle of training."""
+    was_training, state = model.training, torch.random.get_rng_state()
+    try:
+        model.eval()
+        with torch.no_grad():
+            src, tgt = torch.ones(1, 2, dtype=torch.long) % src_vocab, torch.ones(1, 2, dtype=torch.long) % tgt_vocab
+            out = model.generator(model(src, tgt, None, None))
+        if tuple(out.shape) != (1, 2, tgt_vocab):
+            raise ValueError(f"its output is {tuple(out.shape)} for 2 tokens, not (1, 2, tgt_vocab={tgt_vocab})")
+    finally:
+        model.train(was_training)
+        torch.random.set_rng_state(state)
 
 
 def learner_or_package_model(src_vocab: int, tgt_vocab: int, folder: str | Path = "my_transformer", **sizes):
-    """The learner's ``make_model(src_vocab, tgt_vocab, **sizes)`` when their files load and build, else
-    the package's ``transformer_course.make_model`` with the same arguments; one printed line says which."""
+    """The learner's ``make_model(src_vocab, tgt_vocab, **sizes)`` when their files load, build and run, else the
+    package's ``transformer_course.make_model`` with the same arguments. Prints whose code each file is, which of
+    them the model runs, and one line saying whose model it is: "yours" only when every file it runs is yours."""
+    folder = Path(folder).resolve()
     make = load_learner_model(folder)
     if make is not None:
+        where = f"{folder.name}/decoder.py make_model"
         try:
             model = make(src_vocab, tgt_vocab, **sizes)
-        except Exception as error:
-            print(f"your make_model(...) failed: {type(error).__name__}: {_one_line(error)}")
+            if not isinstance(model, nn.Module) or not all(
+                callable(getattr(model, n, None)) for n in ("encode", "decode", "generator")
+            ):
+                raise TypeError(f"it returned {type(model).__name__}, not a model with encode, decode and generator")
+            _smoke_test(model, src_vocab, tgt_vocab)
+        except (Exception, SystemExit) as error:
+            print(_failure(error, folder, "decoder.py").replace("fails:", f"({where}) fails to build or run:", 1))
         else:
-            print(f"the model is yours: {Path(folder).name}/decoder.py make_model, from notebooks 02–07")
+            status, used = provenance(folder), model_files(model, folder)
+            for file in FILES:
+                runs = "in the model" if file in used else "not in the model"
+                print(f"  {folder.name}/{file:16} {status[file]:9} {runs:16} {STATUSES[status[file]]}")
+            mine = [f for f in FILES if f in used and status[f] == "yours"]
+            others = ", ".join(f"{f} ({status[f]})" for f in FILES if f in used and status[f] != "yours")
+            if mine and not others:
+                print(f"the model is yours: built by {where} from your files of notebooks 02–07")
+            elif mine:
+                print(f"the model is partly yours: built by {where}; yours: {', '.join(mine)}; not yours: {others}")
+            else:
+                print(f"the model is not yours: built by {where} from {others or 'no file of the folder'}")
             return model
-    print("the model is the package's: transformer_course.make_model (same sizes)")
+    print("the model is the package's: transformer_course.make_model (same sizes), not yours")
     return package_make_model(src_vocab, tgt_vocab, **sizes)
 
 
