@@ -1,4 +1,5 @@
 """Scaled dot-product attention, written in notebook 02 (paper §3.2.1, equation 1)."""
+
 import math
 
 import torch

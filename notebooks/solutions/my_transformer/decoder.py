@@ -1,4 +1,5 @@
 """Notebook 07: the decoder layer and stack, the generator, and the whole encoder-decoder model (§3)."""
+
 import copy
 
 from torch import nn
@@ -72,8 +73,17 @@ class EncoderDecoder(nn.Module):
 
 
 def make_model(
-    src_vocab, tgt_vocab, N=6, d_model=512, d_ff=2048, h=8, dropout=0.1,
-    norm_first=False, tie_embeddings="decoder", max_len=512, positional="sinusoidal",
+    src_vocab,
+    tgt_vocab,
+    N=6,
+    d_model=512,
+    d_ff=2048,
+    h=8,
+    dropout=0.1,
+    norm_first=False,
+    tie_embeddings="decoder",
+    max_len=512,
+    positional="sinusoidal",
 ):
     """The whole model; the defaults are the paper's base model (Table 3)."""
     if tie_embeddings == "all" and src_vocab != tgt_vocab:

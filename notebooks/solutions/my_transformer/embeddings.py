@@ -1,4 +1,5 @@
 """Notebook 05: token embeddings × √d_model, the sinusoidal positional encoding, the position-wise FFN."""
+
 import math
 
 import torch

@@ -1,4 +1,5 @@
 """Multi-head attention, written in notebook 03 (paper §3.2.2)."""
+
 import torch.nn.functional as F
 from torch import nn
 

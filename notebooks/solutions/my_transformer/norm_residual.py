@@ -1,4 +1,5 @@
 """LayerNorm and the residual connection around every sub-layer, written in notebook 04 (paper §3.1, §5.4)."""
+
 import torch
 from torch import nn
 
