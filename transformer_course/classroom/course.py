@@ -93,8 +93,13 @@ def local_assets(nb, folder: Path, withheld: Path | None = None) -> list[str]:
     return sorted(found)
 
 
-def has_exercises(nb) -> bool:
-    """True when a code cell holds a stub (``raise NotImplementedError``) or an answer (``name = ...``)."""
+def has_exercises(nb, build_cells: bool = True) -> bool:
+    """True when a code cell holds a stub (``raise NotImplementedError``) or an answer (``name = ...``); with
+    ``build_cells``, a build cell's stubs (``%%writefile my_transformer/…``) count too."""
+    from .convert import build_stubs
+
+    if build_cells and any(c.cell_type == "code" and build_stubs(c.source) for c in nb.cells):
+        return True
     trees = [parse_cell(c.source) for c in nb.cells if c.cell_type == "code"]
     return any(
         is_stub_raise(node) or (isinstance(node, ast.stmt) and placeholder_name(node))
@@ -179,9 +184,10 @@ def readme(assignments: list[Assignment], course_id: str, timeout: int) -> str:
 
 
 def write_learner_files(notebook: Path, notebooks: Path, folder: Path) -> list[str]:
-    """An assignment that imports ``my_transformer`` gets the files the notebooks before it write (their
-    ``%%writefile`` cells: the course's own code, no exercise answers), so it runs on its own in nbgrader."""
-    from ..learner import FILES, writefile_cells
+    """An assignment that imports ``my_transformer`` gets the files the notebooks before it write, as marked
+    fallbacks (the package's code with the learner's API, :func:`transformer_course.learner.fallback_text`;
+    never a reference answer), so it runs on its own in nbgrader and names them "fallback", not the student's."""
+    from ..learner import FILES, fallback_text
 
     if "my_transformer" not in notebook.read_text(encoding="utf-8"):
         return []
@@ -189,13 +195,28 @@ def write_learner_files(notebook: Path, notebooks: Path, folder: Path) -> list[s
     for name, source in FILES.items():
         if source[:2] >= notebook.name[:2] or not (notebooks / source).exists():
             continue
-        cells = writefile_cells(notebooks / source)
-        if name in cells:
-            (folder / "my_transformer").mkdir(exist_ok=True)
-            (folder / "my_transformer" / "__init__.py").touch()
-            atomic_write_text(folder / "my_transformer" / name, cells[name])
-            written.append(name)
+        (folder / "my_transformer").mkdir(exist_ok=True)
+        (folder / "my_transformer" / "__init__.py").touch()
+        atomic_write_text(folder / "my_transformer" / name, fallback_text(name))
+        written.append(name)
     return written
+
+
+def build_references(nb, solutions: Path) -> dict:
+    """The references of the notebook's build cells that hold stubs: file → ``solutions/my_transformer/<file>``."""
+    from .convert import build_file, build_stubs
+
+    found = {}
+    for cell in nb.cells:
+        file = build_file(cell.source) if cell.cell_type == "code" else None
+        if file is not None and build_stubs(cell.source):
+            path = Path(solutions) / "my_transformer" / file
+            if not path.is_file():
+                raise ConventionError(
+                    f"{file}: the build cell has stubs but {path} is not there; add the complete file (or pass --solutions)"
+                )
+            found[file] = ReferenceModule.read(path)
+    return found
 
 
 def build_course(
@@ -223,12 +244,14 @@ def build_course(
     for path in select_notebooks(notebooks, only):
         number = COURSE_NOTEBOOK.match(path.name).group(1)
         nb = nbformat.read(path, as_version=4)
-        reference = None
+        reference, builds = None, {}
         if has_exercises(nb):
             if not solutions.is_dir():
                 raise FileNotFoundError(f"no solutions folder {solutions}; pass --solutions DIR")
-            reference = ReferenceModule.read(find_reference_module(solutions, number))
-        conversion = convert_notebook(nb, path.name, reference)
+            builds = build_references(nb, solutions)
+            if has_exercises(nb, build_cells=False):
+                reference = ReferenceModule.read(find_reference_module(solutions, number))
+        conversion = convert_notebook(nb, path.name, reference, builds)
         assignments.append(Assignment(f"nb{number}", path, conversion, local_assets(nb, notebooks, solutions)))
     for assignment in assignments:
         folder = out / "source" / assignment.name
