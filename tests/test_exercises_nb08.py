@@ -14,98 +14,116 @@ from transformer_course.train import noam_rate
 
 sol = solutions("nb08_training_loop")  # notebooks/solutions/nb08_training_loop.py
 
-# --- exercise 1: predict the batch --------------------------------------------------------------------
+# --- exercise 1: a batch's numbers from its lengths ---------------------------------------------------
 
 
-def test_batch_prediction_matches_what_collate_builds():
-    batch = collate([([4] * n, [5] * n) for n in ex.LENGTHS])
-    assert tuple(batch.tgt_out.shape) == sol.TGT_OUT_SHAPE
-    assert batch.n_tokens == sol.N_TOKENS
-    assert int((batch.tgt_in == 3).sum()) == sol.EOS_IN_TGT_IN  # 3 = </s>
+@pytest.mark.parametrize("lengths", [[7, 3, 5, 9], [4, 4], [1], [6, 2, 6, 1, 3], [10, 10, 10]])
+def test_the_reference_batch_numbers_are_what_collate_builds(lengths):
+    batch = collate([([4] * n, [5] * n) for n in lengths])
+    want = (tuple(batch.tgt_out.shape), batch.n_tokens, int((batch.tgt_in == 3).sum()))  # 3 = </s>
+    assert sol.batch_numbers(lengths) == want
+
+
+def test_batch_numbers_checker_passes_the_reference_and_every_form():
+    assert ex.check_batch_numbers(sol.batch_numbers).passed
+
+    def as_other_types(lengths):  # a torch.Size, a numpy count, a tensor count
+        shape, n, eos = sol.batch_numbers(lengths)
+        return torch.Size(shape), np.int64(n), torch.tensor(eos)
+
+    assert ex.check_batch_numbers(as_other_types).passed
+
+
+def with_mistake(kind):
+    def batch_numbers(lengths):
+        (b, t), n, eos = sol.batch_numbers(lengths)
+        longest = max(lengths)
+        return {
+            "tgt shape": ((b, t + 1), n, eos),
+            "no </s> column": ((b, t - 1), n, eos),
+            "counts <s>": ((b, t), n + b, eos),
+            "forgets </s>": ((b, t), n - b, eos),
+            "counts pads": ((b, t), b * t, eos),
+            "one longest only": ((b, t), n, sum(1 for k in lengths) - 1 if lengths.count(longest) > 1 else eos),
+            "two things": ((b, t), n),
+        }[kind]
+
+    return batch_numbers
 
 
 @pytest.mark.parametrize(
-    "shape, n_tokens, eos",
+    "kind, hint",
     [
-        ((4, 10), 28, 3),
-        ([4, 10], 28, 3),
-        (torch.Size([4, 10]), np.int64(28), torch.tensor(3)),
-        ((np.int64(4), torch.tensor(10)), 28.0, np.float32(3)),
+        ("tgt shape", "shape of tgt itself"),
+        ("no </s> column", "one more column"),
+        ("counts <s>", "counts <s>"),
+        ("forgets </s>", "forgets </s>"),
+        ("counts pads", "counts the padding"),
+        ("one longest only", "share the longest length"),
+        ("two things", "should return three things"),
     ],
 )
-def test_batch_prediction_checker_accepts_every_form(shape, n_tokens, eos):
-    assert ex.check_batch_prediction(shape, n_tokens, eos).passed
-
-
-@pytest.mark.parametrize(
-    "shape, n_tokens, eos, hint",
-    [
-        ((4, 11), 28, 3, "shape of tgt itself"),
-        ((4, 9), 28, 3, "one more column"),
-        ((10, 4), 28, 3, "batch comes first"),
-        ((4, 10), 32, 3, "counts <s>"),
-        ((4, 10), 24, 3, "forgets </s>"),
-        ((4, 10), 40, 3, "counts the padding"),
-        ((4, 10), 28, 0, "only where it sat in the last column"),
-        ((4, 10), 28, 4, "which tgt_in drops"),
-        ((4, 10), 28, 1, "the other way round"),
-        ((4, 10), 27.5, 3, "whole number"),
-        ("4, 10", 28, 3, "tuple or a list"),
-    ],
-)
-def test_batch_prediction_checker_names_each_mistake(shape, n_tokens, eos, hint):
-    result = ex.check_batch_prediction(shape, n_tokens, eos)
+def test_batch_numbers_checker_names_each_mistake(kind, hint):
+    result = ex.check_batch_numbers(with_mistake(kind))
     assert not result.passed and hint in result.message
 
 
-def test_batch_prediction_checker_reports_blanks_as_not_done():
-    result = ex.check_batch_prediction(..., 28, 3)
-    assert not result.passed and "not done yet" in result.message
+def test_batch_numbers_that_calls_collate_is_not_counted():
+    def batch_numbers(lengths):
+        batch = collate([([4] * n, [4] * n) for n in lengths])
+        return tuple(batch.tgt_out.shape), batch.n_tokens, int((batch.tgt_in == 3).sum())
+
+    result = ex.check_batch_numbers(batch_numbers)
+    assert not result.passed and "collate" in result.message and "not counted as yours" in result.message
 
 
-# --- exercise 2: find the bugs ------------------------------------------------------------------------
+def test_batch_numbers_checker_refuses_a_value():
+    result = ex.check_batch_numbers((4, 10))
+    assert not result.passed and "should be a function" in result.message
 
 
-def test_the_buggy_loss_shows_each_of_its_bugs():
-    logits = torch.zeros(2, 3, 5)
-    target = torch.tensor([[1, 2, PAD], [3, PAD, PAD]])
-    # line 3: a confident right answer makes log(softmax) −inf, so the loss is not finite
-    confident = logits.clone()
-    confident[0, 0, 1] = 200.0
-    assert not torch.isfinite(ex.buggy_label_smoothing_loss(confident, target, 0.1, PAD))
-    # lines 6 and 7: on uniform logits both terms are ln V, so only the pads (line 7) change the value…
-    assert math.isclose(ex.buggy_label_smoothing_loss(logits, target, 0.1, PAD).item(), math.log(5), rel_tol=1e-6)
-    # …and with distinct logits the swapped weights (line 6) and the pads both show against F.cross_entropy
-    g = torch.Generator().manual_seed(0)
-    logits = torch.randn(2, 3, 5, generator=g)
-    want = F.cross_entropy(logits.transpose(1, 2), target, label_smoothing=0.1, ignore_index=PAD)
-    assert not torch.isclose(ex.buggy_label_smoothing_loss(logits, target, 0.1, PAD), want)
-    torch.testing.assert_close(sol.fixed_label_smoothing_loss(logits, target, 0.1, PAD), want)
-    torch.testing.assert_close(
-        sol.fixed_label_smoothing_loss(confident, target, 0.1, PAD).isfinite(), torch.tensor(True)
-    )
+# --- exercise 2: expose the bug with an input of your own -------------------------------------------------
 
 
-@pytest.mark.parametrize("answer", [[3, 6, 7], (7, 3, 6), {3, 6, 7}, [2, 3, 6, 7], [np.int64(3), torch.tensor(6), 7.0]])
-def test_bug_lines_checker_accepts_every_form(answer):
-    assert ex.check_bug_lines(answer).passed
+def test_the_suspect_loss_is_right_on_ordinary_inputs_with_pads():
+    g = torch.Generator().manual_seed(1)
+    logits, target = torch.randn(3, 5, 7, generator=g) * 4, torch.randint(0, 7, (3, 5), generator=g)
+    target[0, 0] = 1  # at least one real token
+    right = F.cross_entropy(logits.reshape(-1, 7), target.reshape(-1), label_smoothing=0.1, ignore_index=PAD)
+    torch.testing.assert_close(ex.suspect_label_smoothing_loss(logits, target), right)
+
+
+def test_the_reference_input_exposes_the_bug():
+    assert not torch.isfinite(ex.suspect_label_smoothing_loss(sol.LOGITS_INPUT, sol.TARGET_INPUT))
+    assert ex.check_exposes_bug(sol.LOGITS_INPUT, sol.TARGET_INPUT).passed
 
 
 @pytest.mark.parametrize(
-    "answer, hint",
+    "logits, target",
     [
-        ([2, 6, 7], "line 2 alone is fine"),
-        ([3, 5, 6, 7], "line 5 is right"),
-        ([3, 4, 6, 7], "line 4 is right"),
-        ([6, 7], "very large entry"),
-        ([3, 7], "which term gets the 1 − ε"),
-        ([3, 6], "pad positions"),
-        ([3, 6, 9], "lines 1–7"),
-        ("3, 6, 7", "list (or tuple, or set)"),
+        (torch.tensor([[[0.0, -150.0, 0.0, 0.0]]]), torch.tensor([[2]])),  # the gap below, target a normal word
+        (torch.tensor([[[800.0, 0.0], [1.0, 2.0]]], dtype=torch.float64), torch.tensor([[1, 0]])),  # float64: a gap > 745
     ],
 )
-def test_bug_lines_checker_names_each_mistake(answer, hint):
-    result = ex.check_bug_lines(answer)
+def test_exposes_bug_checker_accepts_other_exposing_inputs(logits, target):
+    assert ex.check_exposes_bug(logits, target).passed
+
+
+@pytest.mark.parametrize(
+    "logits, target, hint",
+    [
+        (torch.randn(2, 3, 5), torch.tensor([[1, 2, 0], [3, 0, 0]]), "the bug does not show"),
+        (torch.randn(1, 2, 5), torch.zeros(1, 2, dtype=torch.long), "every target is a pad"),
+        (torch.tensor([[[float("inf"), 0.0]]]), torch.tensor([[1]]), "inf or nan"),
+        (torch.randn(2, 5), torch.tensor([1, 2]), "float tensor (batch, T, V)"),
+        (torch.randn(1, 2, 5), torch.tensor([[1.0, 2.0]]), "long tensor"),
+        (torch.randn(1, 2, 5), torch.tensor([[1, 2, 3]]), "one target id per"),
+        (torch.randn(1, 2, 5), torch.tensor([[1, 9]]), "must lie in [0, V = 5)"),
+    ],
+    ids=["no bug shows", "all pads", "non-finite logits", "2-D logits", "float target", "shapes", "id too large"],
+)
+def test_exposes_bug_checker_names_each_mistake(logits, target, hint):
+    result = ex.check_exposes_bug(logits, target)
     assert not result.passed and hint in result.message
 
 
@@ -232,8 +250,8 @@ def test_quiz_names_each_mistake(answers, hint, capsys):
 
 def test_every_checker_reports_a_blank_as_not_done_yet():
     results = [
-        ex.check_batch_prediction(None, None, None),
-        ex.check_bug_lines(...),
+        ex.check_batch_numbers(...),
+        ex.check_exposes_bug(..., ...),
         ex.check_loss_floor(...),
         ex.check_peak(..., ...),
     ]

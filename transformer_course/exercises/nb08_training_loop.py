@@ -1,9 +1,8 @@
 """Checkers for notebook 08 (the training loop; paper §5.1 batches, §5.3 the schedule, §5.4 label smoothing).
 
     from transformer_course.exercises import nb08_training_loop as ex
-    ex.check_batch_prediction(tgt_out_shape, n_tokens, eos_in_tgt_in)  # exercise 1: predict a batch, then verify
-    ex.print_numbered(ex.buggy_label_smoothing_loss)
-    ex.check_bug_lines(bug_lines)                                      # exercise 2: find the bugs
+    ex.check_batch_numbers(batch_numbers)                              # exercise 1: a batch's numbers from its lengths
+    ex.check_exposes_bug(logits_input, target_input)                   # exercise 2: an input that exposes a bug
     ex.check_loss_floor(loss_floor)                                    # exercise 3: the smallest smoothed loss
     ex.check_peak(peak_step, peak_rate)                                # exercise 4: the peak of a schedule
     ex.check_quiz(q1=..., q2=..., q3=...)                              # three short questions
@@ -16,7 +15,11 @@ from __future__ import annotations
 
 import math
 
+import torch
+import torch.nn.functional as F
+
 from ..config import get_preset
+from ..data import EOS, collate
 from ..i18n import lazy_t, register, t
 from . import (
     Choice,
@@ -26,26 +29,24 @@ from . import (
     as_int,
     as_number,
     as_shape,
-    print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
     run_check,
 )
 from . import check_quiz as _check_quiz
+from .guard import no_shortcuts
 from .zh.nb08_training_loop import ZH
 
 register("zh", ZH)
 
 __all__ = [
-    "LENGTHS",
     "PEAK_PRESET",
     "QUESTIONS",
-    "buggy_label_smoothing_loss",
-    "check_batch_prediction",
-    "check_bug_lines",
+    "check_batch_numbers",
+    "check_exposes_bug",
     "check_loss_floor",
     "check_peak",
     "check_quiz",
-    "print_numbered",
     "smoothed_target_entropy",
+    "suspect_label_smoothing_loss",
 ]
 
 
@@ -58,149 +59,198 @@ def _require_answers(**answers) -> None:
 
 # ---- exercise 1: predict a batch (predict, then verify with collate) --------------------------------------
 
-LENGTHS = (7, 3, 5, 9)  # words in each of the four target sentences (one longest, so exactly one loses its </s>)
 
-
-def _batch_facts(lengths=LENGTHS) -> dict[str, int]:
-    batch, longest = len(lengths), max(lengths)
-    return {
-        "batch": batch,
-        "T": longest + 1,  # <s> + words + </s> = longest + 2 columns in tgt; tgt_out drops the first
-        "n_tokens": sum(n + 1 for n in lengths),  # words + </s> of each sentence: no <s>, no pads
-        "eos_in": sum(n < longest for n in lengths),  # a </s> stays in tgt_in unless it sat in the last column
-    }
-
-
-def check_batch_prediction(tgt_out_shape, n_tokens, eos_in_tgt_in) -> Result:
-    """The four targets of ``LENGTHS`` words, wrapped as <s> … </s>, padded and shifted: the shape of
-    ``tgt_out`` (a tuple, list or torch.Size), its real tokens, and how many </s> remain in ``tgt_in``."""
-    facts = _batch_facts()
-    batch, T, longest = facts["batch"], facts["T"], max(LENGTHS)
+def check_batch_numbers(batch_numbers) -> Result:
+    """``batch_numbers(lengths)``: for target sentences of ``lengths`` words (a list of positive ints), wrapped as
+    <s> … </s>, padded and shifted as ``collate`` does, the tuple (shape of ``tgt_out`` as a tuple, real tokens of
+    ``tgt_out``, how many </s> remain in ``tgt_in``), worked out from the lengths alone: calling the package
+    (``collate``, ``Batch``) fails. Tried on batches with one longest sentence and with a tie for the longest."""
 
     def check():
-        _require_answers(tgt_out_shape=tgt_out_shape, n_tokens=n_tokens, eos_in_tgt_in=eos_in_tgt_in)
-        shape = as_shape(tgt_out_shape, "tgt_out_shape")
-        shape_hints = {
-            (batch, T + 1): t(
-                "{shape} is the shape of tgt itself (<s>, {longest} words, </s>); tgt_out drops its first column",
-                shape=(batch, T + 1),
-                longest=longest,
-            ),
-            (batch, T - 1): t(
-                "the longest sentence has {longest} words, and after them the model must predict </s>: one more column",
-                longest=longest,
-            ),
-            (T, batch): t("the batch comes first: (batch, T), one row per sentence"),
-            (T + 1, batch): t("the batch comes first, and tgt_out is one column shorter than tgt"),
-        }
-        if shape != (batch, T):
-            hint = shape_hints.get(shape) or t("count the columns again")
-            raise Hint(t("{what} = {got}: {hint}", what="tgt_out_shape", got=shape, hint=hint))
-        n = as_int(n_tokens, "n_tokens")
-        token_hints = {
-            sum(n + 2 for n in LENGTHS): t("counts <s> too: tgt_out starts at the first word; nobody predicts <s>"),
-            sum(LENGTHS): t("forgets </s>: the model must learn to stop, so each </s> is a target too"),
-            batch * T: t("counts the padding: pads are not words to predict, the loss skips them"),
-            batch * (T + 1): t("counts every position of tgt, padding included"),
-        }
-        if n != facts["n_tokens"]:
-            hint = token_hints.get(n) or t("is not the number of real tokens in tgt_out")
-            raise Hint(t("{what} = {got} {hint}", what="n_tokens", got=n, hint=hint))
-        eos = as_int(eos_in_tgt_in, "eos_in_tgt_in")
-        eos_hints = {
-            0: t(
-                "cutting the last column removes a </s> only where it sat in the last column: in the longest "
-                "sentence. The shorter ones have a pad there"
-            ),
-            batch: t("the longest sentence's </s> sat in the last column, which tgt_in drops"),
-            1: t("the other way round: only the longest sentence loses its </s>; the others keep theirs"),
-        }
-        if eos != facts["eos_in"]:
-            hint = eos_hints.get(eos) or t("write out the four rows of tgt and cut")
-            raise Hint(t("{what} = {got}: {hint}", what="eos_in_tgt_in", got=eos, hint=hint))
+        if batch_numbers is ... or batch_numbers is None:
+            raise Hint(t("not done yet: replace the ... of {names} with your answer", names="batch_numbers"))
+        if not callable(batch_numbers):
+            raise Hint(
+                t("batch_numbers should be a function of lengths, got {type}", type=type(batch_numbers).__name__)
+            )
+        generator = torch.Generator().manual_seed(8)
+        cases = [[7, 3, 5, 9], [4, 4], [6, 2, 6, 1, 3], [1]]
+        cases += [
+            torch.randint(1, 12, (int(torch.randint(1, 7, (1,), generator=generator)),), generator=generator).tolist()
+            for _ in range(6)
+        ]
+        for lengths in cases:
+            batch = collate([([4] * n, [4] * n) for n in lengths])  # the package's, outside the learner's code
+            want_shape, want_tokens = tuple(batch.tgt_out.shape), int(batch.n_tokens)
+            want_eos = int((batch.tgt_in == EOS).sum())
+            with no_shortcuts(t("the numbers of a batch")):
+                got = batch_numbers(list(lengths))
+            if not isinstance(got, (tuple, list)) or len(got) != 3:
+                raise Hint(
+                    t(
+                        "batch_numbers({lengths}) should return three things (shape, n_tokens, eos), got {got!r}",
+                        lengths=lengths,
+                        got=got,
+                    )
+                )
+            shape, n, eos = (
+                as_shape(got[0], "tgt_out_shape"),
+                as_int(got[1], "n_tokens"),
+                as_int(got[2], "eos_in_tgt_in"),
+            )
+            batch_size, T, longest = len(lengths), want_shape[1], max(lengths)
+            if shape != want_shape:
+                shape_hints = {
+                    (batch_size, T + 1): t(
+                        "{shape} is the shape of tgt itself (<s>, {longest} words, </s>); tgt_out drops its first column",
+                        shape=(batch_size, T + 1),
+                        longest=longest,
+                    ),
+                    (batch_size, T - 1): t(
+                        "the longest sentence has {longest} words, and after them the model must predict </s>: one more column",
+                        longest=longest,
+                    ),
+                    (T, batch_size): t("the batch comes first: (batch, T), one row per sentence"),
+                }
+                hint = shape_hints.get(shape) or t("count the columns again")
+                raise Hint(
+                    t(
+                        "for lengths {lengths}: {what} = {got}: {hint}",
+                        lengths=lengths,
+                        what="tgt_out_shape",
+                        got=shape,
+                        hint=hint,
+                    )
+                )
+            if n != want_tokens:
+                token_hints = {
+                    sum(k + 2 for k in lengths): t(
+                        "counts <s> too: tgt_out starts at the first word; nobody predicts <s>"
+                    ),
+                    sum(lengths): t("forgets </s>: the model must learn to stop, so each </s> is a target too"),
+                    batch_size * T: t("counts the padding: pads are not words to predict, the loss skips them"),
+                }
+                hint = token_hints.get(n) or t("is not the number of real tokens in tgt_out")
+                raise Hint(
+                    t(
+                        "for lengths {lengths}: {what} = {got} {hint}",
+                        lengths=lengths,
+                        what="n_tokens",
+                        got=n,
+                        hint=hint,
+                    )
+                )
+            if eos != want_eos:
+                if eos == len(lengths) - 1 and lengths.count(longest) > 1:
+                    hint = t(
+                        "{count} sentences share the longest length {longest}: each has its </s> in the last column, "
+                        "so each loses it in tgt_in, not only one",
+                        count=lengths.count(longest),
+                        longest=longest,
+                    )
+                elif eos == len(lengths):
+                    hint = t("the longest sentence's </s> sat in the last column, which tgt_in drops")
+                else:
+                    hint = t("write out the rows of tgt and cut the last column")
+                raise Hint(
+                    t(
+                        "for lengths {lengths}: {what} = {got}: {hint}",
+                        lengths=lengths,
+                        what="eos_in_tgt_in",
+                        got=eos,
+                        hint=hint,
+                    )
+                )
 
     return run_check(
-        t("predict the batch"),
+        t("the numbers of a batch"),
+        check,
+        t("passed: right for every batch tried, ties for the longest sentence included"),
+    )
+
+
+# ---- exercise 2: expose the bug with an input of your own -------------------------------------------------
+
+
+def suspect_label_smoothing_loss(logits, target, eps=0.1, pad=0):
+    """The label-smoothed loss of section 2, written another way: the mean over real target tokens of
+    (1 − ε)·(−log p(y)) + ε·mean_v(−log p(v)). It is wrong on some inputs; ``check_exposes_bug`` wants one."""
+    shifted = logits - logits.max(dim=-1, keepdim=True).values  # (batch, T, V): the largest logit is 0
+    log_p = shifted.softmax(dim=-1).log()  # (batch, T, V)
+    nll = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (batch, T)
+    uniform = -log_p.mean(dim=-1)  # (batch, T)
+    real = target != pad  # (batch, T)
+    return (((1 - eps) * nll + eps * uniform) * real).sum() / real.sum()
+
+
+def check_exposes_bug(logits_input, target_input) -> Result:
+    """``logits_input`` (batch, T, V) floats and ``target_input`` (batch, T) token ids in [0, V) with at least one
+    real (non-pad, id ≠ 0) token: an input on which ``suspect_label_smoothing_loss`` (ε = 0.1, pad = 0) differs from
+    the right loss, ``F.cross_entropy(…, label_smoothing=0.1, ignore_index=0)``."""
+
+    def check():
+        _require_answers(logits_input=logits_input, target_input=target_input)
+        if (
+            not isinstance(logits_input, torch.Tensor)
+            or not logits_input.is_floating_point()
+            or logits_input.dim() != 3
+        ):
+            raise Hint(t("logits_input should be a float tensor (batch, T, V), got {got}", got=_describe(logits_input)))
+        if not isinstance(target_input, torch.Tensor) or target_input.dtype != torch.long or target_input.dim() != 2:
+            raise Hint(
+                t(
+                    "target_input should be a long tensor (batch, T) of token ids, got {got}",
+                    got=_describe(target_input),
+                )
+            )
+        if tuple(target_input.shape) != tuple(logits_input.shape[:2]):
+            raise Hint(
+                t(
+                    "target_input is {target} but logits_input is {logits}: one target id per (batch, T) position",
+                    target=tuple(target_input.shape),
+                    logits=tuple(logits_input.shape),
+                )
+            )
+        vocab = logits_input.size(-1)
+        if int(target_input.min()) < 0 or int(target_input.max()) >= vocab:
+            raise Hint(t("target ids must lie in [0, V = {vocab})", vocab=vocab))
+        if not bool((target_input != 0).any()):
+            raise Hint(t("every target is a pad (id 0): there is no real token to average over; use ids ≥ 1"))
+        if not bool(torch.isfinite(logits_input).all()):
+            raise Hint(
+                t(
+                    "your logits hold inf or nan: no loss is defined for them. The bug shows on finite logits — "
+                    "how large a gap between two logits can softmax hold in float32?"
+                )
+            )
+        right = F.cross_entropy(
+            logits_input.reshape(-1, vocab), target_input.reshape(-1), label_smoothing=0.1, ignore_index=0
+        )
+        suspect = suspect_label_smoothing_loss(logits_input, target_input)
+        if bool(torch.isfinite(suspect)) and math.isclose(float(suspect), float(right), rel_tol=1e-4, abs_tol=1e-6):
+            raise Hint(
+                t(
+                    "on this input both give {value:.4f}: the bug does not show. Subtracting the maximum keeps the "
+                    "largest logit at 0; what does softmax give a word whose logit is far below it, and what is the "
+                    "log of that?",
+                    value=float(right),
+                )
+            )
+
+    return run_check(
+        t("expose the bug"),
         check,
         t(
-            "passed: tgt_out is {shape}, with {n_tokens} real tokens; {eos_in} sentences keep "
-            "a harmless </s> in tgt_in (its target is a pad)",
-            shape=(batch, T),
-            n_tokens=facts["n_tokens"],
-            eos_in=facts["eos_in"],
+            "passed: a word far below the best gets a probability that rounds to 0, its log is −inf and the loss "
+            "inf; log_softmax (shifted − log Σ exp shifted) never rounds to 0"
         ),
     )
 
 
-# ---- exercise 2: find the bugs in a label-smoothed loss -------------------------------------------------
-
-
-def buggy_label_smoothing_loss(logits, target, eps, pad):
-    probs = logits.softmax(dim=-1)  # (batch, T, V)
-    log_p = probs.log()  # (batch, T, V): log p(v)
-    nll = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (batch, T): −log p(y)
-    uniform = -log_p.mean(dim=-1)  # (batch, T): the mean over the V words of −log p(v)
-    loss = eps * nll + (1 - eps) * uniform  # (batch, T)
-    return loss.mean()  # one number: the mean loss per target token
-
-
-BUG_LINES = {3, 6, 7}  # line 1 is the def line, as ex.print_numbered shows it
-_RIGHT_LINES = {
-    1: lazy_t("line 1 is the signature; it is fine"),
-    2: lazy_t("line 2 alone is fine: the softmax is right. The trouble is what line 3 does with it"),
-    4: lazy_t("line 4 is right: gather picks −log p of the target word at each position"),
-    5: lazy_t("line 5 is right: the mean over V words, times ε, gives each word ε/V (the form F.cross_entropy uses)"),
-}
-_MISSED = {
-    3: lazy_t(
-        "one bug is still hidden: call the function on logits with one very large entry (e.g. 200 for the "
-        "right word). What comes out, and which line makes it?"
-    ),
-    6: lazy_t(
-        "one bug is still hidden: compare line 6 with the formula (1 − ε)·(−log p(y)) + ε·mean_v(−log p(v)): "
-        "which term gets the 1 − ε?"
-    ),
-    7: lazy_t("one bug is still hidden: over which positions does loss.mean() average? What do the pad positions add?"),
-}
-
-
-def check_bug_lines(bug_lines) -> Result:
-    """``bug_lines``: the numbers of the lines of ``buggy_label_smoothing_loss`` you would change (a list,
-    tuple or set). Lines 3, 6 and 7; naming line 2 with line 3 is fine (log_softmax replaces both)."""
-
-    def check():
-        _require_answers(bug_lines=bug_lines)
-        if not isinstance(bug_lines, (list, tuple, set, frozenset)):
-            raise Hint(
-                t(
-                    "bug_lines should be a list (or tuple, or set) of line numbers, got {type}",
-                    type=type(bug_lines).__name__,
-                )
-            )
-        lines = {as_int(n, t("each line number")) for n in bug_lines}
-        outside = sorted(n for n in lines if not 1 <= n <= 7)
-        if outside:
-            raise Hint(
-                t(
-                    "buggy_label_smoothing_loss has lines 1–7 (print_numbered shows them), got {outside}",
-                    outside=outside,
-                )
-            )
-        if 2 in lines and 3 in lines:
-            lines.discard(2)  # replacing lines 2–3 by one log_softmax is the same fix
-        for n in sorted(lines - BUG_LINES):
-            raise Hint(_RIGHT_LINES[n])
-        for n in sorted(BUG_LINES - lines):
-            raise Hint(_MISSED[n])
-
-    return run_check(
-        t("find the bugs"),
-        check,
-        t(
-            "passed: line 3 (log of a softmax: −inf, then inf or nan, for a confident model; use log_softmax), "
-            "line 6 (the weights 1 − ε and ε swapped) and line 7 (the mean counts the pads; divide by the real tokens)"
-        ),
-    )
+def _describe(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return t("a {dtype} tensor of shape {shape}", dtype=str(value.dtype), shape=tuple(value.shape))
+    return type(value).__name__
 
 
 # ---- exercise 3: the smallest possible label-smoothed loss -----------------------------------------------

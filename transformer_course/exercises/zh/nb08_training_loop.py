@@ -11,9 +11,7 @@ ZH: dict[str, str] = {
         "最长的句子有 {longest} 个词，在它们之后模型还要预测 </s>：要多一列"
     ),
     "the batch comes first: (batch, T), one row per sentence": "批次维在前：(batch, T)，每个句子一行",
-    "the batch comes first, and tgt_out is one column shorter than tgt": "批次维在前，而且 tgt_out 比 tgt 少一列",
     "count the columns again": "再数一遍列数",
-    "{what} = {got}: {hint}": "{what} = {got}：{hint}",
     "counts <s> too: tgt_out starts at the first word; nobody predicts <s>": (
         "把 <s> 也算进去了：tgt_out 从第一个词开始；没有谁需要预测 <s>"
     ),
@@ -23,59 +21,9 @@ ZH: dict[str, str] = {
     "counts the padding: pads are not words to predict, the loss skips them": (
         "把填充也算进去了：填充不是要预测的词，损失会跳过它们"
     ),
-    "counts every position of tgt, padding included": "数的是 tgt 的所有位置，连填充也算上了",
     "is not the number of real tokens in tgt_out": "不是 tgt_out 中真实词元的个数",
-    "{what} = {got} {hint}": "{what} = {got}：{hint}",
-    "cutting the last column removes a </s> only where it sat in the last column: in the longest sentence. The "
-    "shorter ones have a pad there": (
-        "去掉最后一列，只会去掉正好位于最后一列的 </s>：也就是最长句子的那个。较短的句子在那一列是填充"
-    ),
     "the longest sentence's </s> sat in the last column, which tgt_in drops": (
         "最长句子的 </s> 在最后一列，而 tgt_in 去掉了这一列"
-    ),
-    "the other way round: only the longest sentence loses its </s>; the others keep theirs": (
-        "反过来了：只有最长的句子丢掉了它的 </s>；其余句子都保留着"
-    ),
-    "write out the four rows of tgt and cut": "把 tgt 的四行写出来，再切一下",
-    "predict the batch": "预测批次",
-    "passed: tgt_out is {shape}, with {n_tokens} real tokens; {eos_in} sentences keep a harmless </s> in tgt_in "
-    "(its target is a pad)": (
-        "通过：tgt_out 的形状是 {shape}，含 {n_tokens} 个真实词元；有 {eos_in} 个句子在 tgt_in 中保留了一个无害的 </s>"
-        "（它的预测目标是填充）"
-    ),
-    "line 1 is the signature; it is fine": "第 1 行是函数签名，没有问题",
-    "line 2 alone is fine: the softmax is right. The trouble is what line 3 does with it": (
-        "单看第 2 行没有问题：softmax 是对的。麻烦在于第 3 行拿它做了什么"
-    ),
-    "line 4 is right: gather picks −log p of the target word at each position": (
-        "第 4 行是对的：gather 取出每个位置上目标词的 −log p"
-    ),
-    "line 5 is right: the mean over V words, times ε, gives each word ε/V (the form F.cross_entropy uses)": (
-        "第 5 行是对的：对 V 个词取平均再乘以 ε，相当于每个词分到 ε/V（F.cross_entropy 用的就是这种形式）"
-    ),
-    "one bug is still hidden: call the function on logits with one very large entry (e.g. 200 for the right "
-    "word). What comes out, and which line makes it?": (
-        "还有一个 bug 没找到：用含有一个极大值的 logits 调用这个函数（例如正确的词为 200）。结果是什么？是哪一行造成的？"
-    ),
-    "one bug is still hidden: compare line 6 with the formula (1 − ε)·(−log p(y)) + ε·mean_v(−log p(v)): which "
-    "term gets the 1 − ε?": (
-        "还有一个 bug 没找到：把第 6 行和公式 (1 − ε)·(−log p(y)) + ε·mean_v(−log p(v)) 比较：1 − ε 应乘在哪一项上？"
-    ),
-    "one bug is still hidden: over which positions does loss.mean() average? What do the pad positions add?": (
-        "还有一个 bug 没找到：loss.mean() 是在哪些位置上取平均的？填充位置又贡献了什么？"
-    ),
-    "bug_lines should be a list (or tuple, or set) of line numbers, got {type}": (
-        "bug_lines 应是行号组成的列表（或元组、集合），实际得到 {type}"
-    ),
-    "each line number": "每个行号",
-    "buggy_label_smoothing_loss has lines 1–7 (print_numbered shows them), got {outside}": (
-        "buggy_label_smoothing_loss 只有第 1–7 行（print_numbered 会显示它们），实际得到 {outside}"
-    ),
-    "find the bugs": "找 bug",
-    "passed: line 3 (log of a softmax: −inf, then inf or nan, for a confident model; use log_softmax), line 6 (the "
-    "weights 1 − ε and ε swapped) and line 7 (the mean counts the pads; divide by the real tokens)": (
-        "通过：第 3 行（对 softmax 取对数：模型很有把握时会得到 −inf，进而是 inf 或 nan；应使用 log_softmax）、"
-        "第 6 行（权重 1 − ε 和 ε 写反了）和第 7 行（平均时把填充也算进去了；应除以真实词元的个数）"
     ),
     "the minimum is at p = q, and it is the entropy of q: {floor:.4f} nats, never 0 while ε > 0": (
         "最小值在 p = q 处取得，就是 q 的熵：{floor:.4f} 奈特（nats），只要 ε > 0 就不会是 0"
@@ -177,4 +125,22 @@ ZH: dict[str, str] = {
     "multiply the target tokens per batch (§5.1) by the training steps of the base model (§5.2)": (
         "用每批的目标词元数（§5.1）乘以 base 模型的训练步数（§5.2）"
     ),
+    "batch_numbers should be a function of lengths, got {type}": "batch_numbers 应该是一个以 lengths 为参数的函数，得到的是 {type}",
+    "batch_numbers({lengths}) should return three things (shape, n_tokens, eos), got {got!r}": "batch_numbers({lengths}) 应该返回三样东西（形状、n_tokens、eos），得到的是 {got!r}",
+    "every target is a pad (id 0): there is no real token to average over; use ids ≥ 1": "每个目标都是填充（id 0）：没有可以求平均的真实词元；请用 ≥ 1 的 id",
+    "expose the bug": "让缺陷现形",
+    "for lengths {lengths}: {what} = {got} {hint}": "长度为 {lengths} 时：{what} = {got}：{hint}",
+    "for lengths {lengths}: {what} = {got}: {hint}": "长度为 {lengths} 时：{what} = {got}：{hint}",
+    "logits_input should be a float tensor (batch, T, V), got {got}": "logits_input 应该是形状为 (batch, T, V) 的浮点张量，得到的是 {got}",
+    "on this input both give {value:.4f}: the bug does not show. Subtracting the maximum keeps the largest logit at 0; what does softmax give a word whose logit is far below it, and what is the log of that?": "在这个输入上两者都得到 {value:.4f}：缺陷没有显现。减去最大值只保证最大的 logit 为 0；对一个 logit 远低于它的词，softmax 给出多少？它的对数又是多少？",
+    "passed: a word far below the best gets a probability that rounds to 0, its log is −inf and the loss inf; log_softmax (shifted − log Σ exp shifted) never rounds to 0": "通过：一个远低于最佳词的词得到的概率被舍入为 0，它的对数是 −inf，损失变成 inf；log_softmax（shifted − log Σ exp shifted）永远不会舍入为 0",
+    "passed: right for every batch tried, ties for the longest sentence included": "通过：试过的每个批次都对，包括最长句子并列的情况",
+    "target ids must lie in [0, V = {vocab})": "目标 id 必须位于 [0, V = {vocab}) 之内",
+    "target_input is {target} but logits_input is {logits}: one target id per (batch, T) position": "target_input 是 {target}，而 logits_input 是 {logits}：每个 (batch, T) 位置一个目标 id",
+    "target_input should be a long tensor (batch, T) of token ids, got {got}": "target_input 应该是形状为 (batch, T) 的 long 型词元 id 张量，得到的是 {got}",
+    "the numbers of a batch": "一个批次的数字",
+    "write out the rows of tgt and cut the last column": "把 tgt 的各行写出来，再去掉最后一列",
+    "your logits hold inf or nan: no loss is defined for them. The bug shows on finite logits — how large a gap between two logits can softmax hold in float32?": "你的 logits 含有 inf 或 nan：对它们没有定义损失。缺陷在有限的 logits 上就会显现——在 float32 中，softmax 能承受两个 logit 之间多大的差距？",
+    "{count} sentences share the longest length {longest}: each has its </s> in the last column, so each loses it in tgt_in, not only one": "有 {count} 个句子并列最长（{longest} 个词）：每个句子的 </s> 都在最后一列，所以在 tgt_in 中它们都丢掉了 </s>，而不只是一个",
+    "a {dtype} tensor of shape {shape}": "形状为 {shape} 的 {dtype} 张量",
 }
