@@ -312,3 +312,25 @@ def test_the_chinese_page_draws_every_chart_offline(chinese_edition):
     report = edition.browser_check(chinese_edition.pages[0], CHROMIUM)
     assert report["charts"] >= 5 and report["drawn"] == report["charts"]
     assert edition.page_problems(report) == []
+
+
+def test_the_edition_runs_the_solved_course_and_leaves_the_notebooks_as_they_are(tmp_path):
+    """Issue 21: the HTML edition shows the solved course; the notebooks keep their blanks."""
+    folder = tmp_path / "notebooks"
+    (folder / "solutions").mkdir(parents=True)
+    (folder / "solutions" / "nb00_blank.py").write_text("def answer():\n    return 6 * 7\n", encoding="utf-8")
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell('def answer():\n    """The answer."""\n    raise NotImplementedError'),
+            nbformat.v4.new_code_cell("print('the answer is', answer())"),
+        ]
+    )
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, folder / "00_blank.ipynb")
+    before = (folder / "00_blank.ipynb").read_text(encoding="utf-8")
+    built = edition.build_edition(folder, tmp_path / "html", progress=False)
+    assert built.failures == {}
+    assert "the answer is 42" in (tmp_path / "html" / "00_blank.html").read_text(encoding="utf-8")
+    assert (folder / "00_blank.ipynb").read_text(encoding="utf-8") == before
+    committed = edition.build_edition(folder, tmp_path / "html-committed", progress=False, solved=False)
+    assert "NotImplementedError" in committed.failures["00_blank"]

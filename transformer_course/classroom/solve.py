@@ -31,7 +31,7 @@ from .convert import BEGIN, END, _Notebook, build_file, build_stubs
 from .course import COURSE_NOTEBOOK, build_references, has_exercises, select_notebooks
 from .reference import ConventionError, ReferenceModule, find_reference_module
 
-__all__ = ["solve_cell_source", "solve_notebook", "solve_notebooks", "main"]
+__all__ = ["solve_cell_source", "solve_notebook", "solve_notebooks", "solved_course", "main"]
 
 
 def _unmarked(text: str) -> str:
@@ -114,6 +114,45 @@ def solve_notebooks(
         atomic_write_text(out / path.name, nbformat.writes(result) + "\n")
         solved.append(out / path.name)
     return solved
+
+
+def solved_course(notebooks: str | Path, workdir: str | Path, solutions: str | Path | None = None) -> Path:
+    """The solved course, ready to run: a copy of the course's layout in ``workdir`` (the package, data/, runs/,
+    figures/ and solutions/ linked in) whose notebook folder holds the solved copy of every notebook of
+    ``notebooks`` and a ``my_transformer/`` written by their solved build cells, so that any one of them runs on
+    its own as after the notebooks before it. Returns that folder (``…/notebooks`` or ``…/notebooks/zh``)."""
+    import nbformat
+
+    from ..learner import FILES
+    from ..paths import course_root
+
+    notebooks, workdir = Path(notebooks).resolve(), Path(workdir)
+    zh = notebooks.name == "zh"
+    english = notebooks.parent if zh else notebooks
+    here = workdir / "notebooks" / "zh" if zh else workdir / "notebooks"
+    here.mkdir(parents=True, exist_ok=True)
+    try:
+        root = course_root(english)
+    except FileNotFoundError:  # notebooks outside a course: only their own folder
+        root = None
+    if root is not None:
+        for name in ("transformer_course", "data", "runs", "pyproject.toml"):
+            if (root / name).exists() and not (workdir / name).exists():
+                (workdir / name).symlink_to(root / name)
+    for name in ("figures", "solutions", "GLOSSARY.md"):
+        if (english / name).exists() and not (workdir / "notebooks" / name).exists():
+            (workdir / "notebooks" / name).symlink_to(english / name)
+    if solutions is None and (english / "solutions").is_dir():
+        solutions = english / "solutions"
+    paths = solve_notebooks(here, notebooks, solutions)
+    for path in paths:
+        for cell in nbformat.read(path, as_version=4).cells:
+            file = build_file(cell.source) if cell.cell_type == "code" else None
+            if file in FILES:
+                (here / "my_transformer").mkdir(exist_ok=True)
+                (here / "my_transformer" / "__init__.py").touch()
+                (here / "my_transformer" / file).write_text(cell.source.partition("\n")[2] + "\n", encoding="utf-8")
+    return here
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,6 +25,7 @@ import argparse
 import os
 import re
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +117,7 @@ def build_edition(
     slides: bool = False,
     language: str = "en",
     other: tuple[str | Path, list[str]] | None = None,
+    solved: bool = True,
 ) -> Edition:
     """Execute the selected notebooks (``fast``: with ``TC_FAST=1``), export each to ``out_dir/NN_name.html``
     with :func:`.export.notebook_to_html`, and write ``out_dir/index.html`` listing every page of ``out_dir``
@@ -125,7 +127,12 @@ def build_edition(
 
     ``language``: the notebooks' language, "en" or "zh" (``<html lang="zh-CN">``, a Chinese contents page).
     ``other``: (the other language's ``out_dir``, the notebook names built there): each page then links to
-    its namesake there, and the contents page to the other contents page (:func:`build_editions`)."""
+    its namesake there, and the contents page to the other contents page (:func:`build_editions`).
+
+    ``solved`` (the default): the edition shows the solved course (issue 21): each notebook runs with its blanks
+    filled from ``notebooks/solutions/`` (:func:`transformer_course.classroom.solve.solved_course`, in a
+    temporary copy of the course; the notebooks themselves are not touched). ``solved=False`` runs them as
+    committed, blanks and all."""
     if language not in LANGUAGES:
         raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, got {language!r}")
     paths = select_notebooks(notebooks, only)
@@ -139,10 +146,19 @@ def build_edition(
     if fast:
         os.environ["TC_FAST"] = "1"  # the kernels inherit it
     edition = Edition(index=out_dir / "index.html", pages=[])
+    workdir = tempfile.TemporaryDirectory(prefix="tc-solved-") if run and solved else None
+    if workdir is not None:
+        from ..classroom.solve import solved_course  # not at import: the classroom build imports this module
+
+        here = solved_course(Path(notebooks), workdir.name)
+        saved["PYTHONPATH"] = os.environ.get("PYTHONPATH")
+        root = Path(__file__).resolve().parents[2]  # the package the kernels must import: this one
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), saved["PYTHONPATH"]) if p)
     try:
         for path in paths:
             start = time.perf_counter()
-            nb, error = execute(path, timeout) if run else (path, None)
+            runs = here / path.name if workdir is not None else path
+            nb, error = execute(runs, timeout) if run else (path, None)
             page = out_dir / f"{path.stem}{suffix}"
             counterpart = other_dir / page.name if other_dir is not None and path.stem in other_names else None
             nav = language_nav(page, language, counterpart, deck=slides)
@@ -154,6 +170,8 @@ def build_edition(
                 verdict = f"FAILED: {error}" if error else "ok"
                 print(f"{path.stem:36s} {edition.seconds[path.stem]:6.1f} s  {verdict}", file=sys.stderr, flush=True)
     finally:
+        if workdir is not None:
+            workdir.cleanup()
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -176,6 +194,7 @@ def build_editions(
     progress: bool = True,
     slides: bool = False,
     languages: tuple[str, ...] = LANGUAGES,
+    solved: bool = True,
 ) -> dict[str, Edition]:
     """Both editions: English (``notebooks`` → ``out_dir``) and the 中文版 (``notebooks/zh`` → ``out_dir/zh``),
     linked to each other (:func:`build_edition`, its arguments). Chinese notebooks not written yet are left
@@ -213,6 +232,7 @@ def build_editions(
             slides,
             language=language,
             other=(plans[other][1], plans[other][2]) if linked else None,
+            solved=solved,
         )
     return editions
 
@@ -229,6 +249,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="html", help="folder for the pages (default: html, git-ignored)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds one cell may run (default: 900)")
     parser.add_argument("--no-run", action="store_true", help="export the notebooks as saved, without running them")
+    parser.add_argument(
+        "--as-committed",
+        action="store_true",
+        help="run the notebooks as committed, blanks and all (default: the solved course, notebooks/solutions filled in)",
+    )
     parser.add_argument(
         "--slides",
         action="store_true",
@@ -257,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             run=not args.no_run,
             slides=args.slides,
             languages=tuple(args.languages),
+            solved=not args.as_committed,
         )
     except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
