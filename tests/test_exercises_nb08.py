@@ -102,7 +102,10 @@ def test_the_reference_input_exposes_the_bug():
     "logits, target",
     [
         (torch.tensor([[[0.0, -150.0, 0.0, 0.0]]]), torch.tensor([[2]])),  # the gap below, target a normal word
-        (torch.tensor([[[800.0, 0.0], [1.0, 2.0]]], dtype=torch.float64), torch.tensor([[1, 0]])),  # float64: a gap > 745
+        (
+            torch.tensor([[[800.0, 0.0], [1.0, 2.0]]], dtype=torch.float64),
+            torch.tensor([[1, 0]]),
+        ),  # float64: a gap > 745
     ],
 )
 def test_exposes_bug_checker_accepts_other_exposing_inputs(logits, target):
