@@ -13,6 +13,7 @@ import copy
 import re
 from dataclasses import dataclass, field
 
+from .build_cells import build_file, build_stubs, solve_build_cell
 from .cells import (
     checker_aliases,
     fixed_answers,
@@ -36,7 +37,7 @@ from .reference import (
     top_level_names,
 )
 
-__all__ = ["Conversion", "GradedCell", "SolutionCell", "build_file", "convert_notebook"]
+__all__ = ["Conversion", "GradedCell", "SolutionCell", "build_file", "build_stubs", "convert_notebook"]
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 
@@ -134,17 +135,15 @@ class _Notebook:
 
     # --- solution cells ----------------------------------------------------------------------------------------
     def solution_source(self, index: int, text: str, reference: ReferenceModule | None = None) -> tuple[str, list[str]]:
-        """The exercise part of a cell with the reference code between the markers, and the names written.
-        ``reference``: a build cell's file (``solutions/my_transformer/<file>``), whose names are its own."""
-        lines = text.split("\n")
-        tree = ast.parse(python_lines(text))
-        if reference is not None:  # a build cell: a file of its own, bound by its own imports
-            saved, self.reference = self.reference, reference
-            try:
-                return self.solution_source_in(index, lines, tree, top_level_names(tree.body))
-            finally:
-                self.reference = saved
-        return self.solution_source_in(index, lines, tree, self.bound_before(index))
+        """The exercise part of a cell with the reference code between the markers, and the names written;
+        ``reference``: a build cell's file (``solutions/my_transformer/<file>``), bound by its own imports."""
+        tree, saved = ast.parse(python_lines(text)), self.reference
+        bound = top_level_names(tree.body) if reference is not None else self.bound_before(index)
+        self.reference = reference or saved
+        try:
+            return self.solution_source_in(index, text.split("\n"), tree, bound)
+        finally:
+            self.reference = saved
 
     def solution_source_in(self, index: int, lines: list[str], tree: ast.Module, bound: set[str]):
         edits: list[tuple[int, int, list[str]]] = []  # (first line, last line + 1, replacement), 0-based
@@ -239,38 +238,16 @@ class _Notebook:
         return edits
 
 
-BUILD_CELL = re.compile(r"^%%writefile\s+my_transformer/(\w+\.py)\s*$")
-
-
-def build_file(source: str) -> str | None:
-    """``attention.py`` when ``source`` is a build cell (its first line ``%%writefile my_transformer/attention.py``)."""
-    match = BUILD_CELL.match(source.partition("\n")[0])
-    return match.group(1) if match else None
-
-
-def build_stubs(source: str) -> list[str]:
-    """The top-level names of a build cell that hold a stub (a body ending with ``raise NotImplementedError``)."""
-    tree = parse_cell(source.partition("\n")[2]) if build_file(source) is not None else None
-    if tree is None:
-        return []
-    return [
-        s.name
-        for s in tree.body
-        if isinstance(s, (ast.FunctionDef, ast.ClassDef)) and any(map(is_stub_raise, ast.walk(s)))
-    ]
-
-
 def convert_notebook(
     nb, name: str, reference: ReferenceModule | None, build_references: dict[str, ReferenceModule] | None = None
 ) -> Conversion:
-    """Convert ``nb`` (an nbformat v4 notebook, left unchanged) named ``name`` ("01_masks.ipynb") with its
-    reference solutions (None when it has no exercises) into an nbgrader source notebook. ``build_references``:
-    file → the reference of a build cell (``solutions/my_transformer/<file>``), whose stubs become solution
-    regions too (the cell stays a ``%%writefile`` cell)."""
+    """Convert ``nb`` (an nbformat v4 notebook, left unchanged) named ``name`` ("01_masks.ipynb") with its reference
+    solutions (None when it has no exercises) into an nbgrader source notebook; ``build_references``: file → the
+    reference of a build cell, whose stubs become solution regions too (:mod:`.build_cells`)."""
     state = _Notebook(nb, name, reference)
     result = Conversion(copy.deepcopy(nb))
     result.notebook.cells = []
-    build_names: list[list[str]] = []  # per build cell, the names it writes: one of them must be checked
+    builds: list[SolutionCell] = []  # the build cells: one name of each must be checked
     for index, cell in enumerate(nb.cells):
         cell = copy.deepcopy(cell)
         if cell.cell_type != "code":
@@ -279,25 +256,9 @@ def convert_notebook(
         cell.outputs, cell.execution_count = [], None
         tree = state.trees[index]
         file = build_file(cell.source)
-        if file is not None and build_stubs(cell.source):
-            if not build_references or file not in build_references:
-                raise ConventionError(
-                    f"{state.where(index)}: a build cell of my_transformer/{file}, but no reference "
-                    f"solutions/my_transformer/{file}; add the complete file there"
-                )
-            first, _, body = cell.source.partition("\n")
-            try:
-                text, names = state.solution_source(index, body, build_references[file])
-            except ConventionError as error:
-                if str(error).startswith(name):
-                    raise
-                raise ConventionError(f"{state.where(index)}: {error}") from None
-            cell.source = f"{first}\n{text}"
-            grade_id = state.grade_id(file.removesuffix(".py"))
-            cell.metadata["nbgrader"] = nbgrader_metadata(grade_id, solution=True)
-            result.notebook.cells.append(cell)
-            result.solutions.append(SolutionCell(grade_id, names))
-            build_names.append(names)
+        if file is not None and build_stubs(cell.source):  # a build cell: its stubs are solution regions
+            builds.append(SolutionCell(*solve_build_cell(state, index, cell, file, build_references or {}, name)))
+            result.notebook.cells.append(cell), result.solutions.append(builds[-1])
             continue
         if tree is None:
             if "NotImplementedError" in cell.source or any(f"{a}.check_" in cell.source for a in state.aliases):
@@ -349,11 +310,8 @@ def convert_notebook(
             graded.metadata["nbgrader"] = nbgrader_metadata(grade_id, points=points)
             result.notebook.cells.append(graded)
             result.graded.append(GradedCell(grade_id, points, checks, checked))
-    built = {n for names in build_names for n in names}
-    unchecked = sorted((state.to_write - built | state.answers) - state.checked)
-    unchecked += [
-        f"{names[0]} (or another name of its build cell)" for names in build_names if not set(names) & state.checked
-    ]
+    unchecked = sorted((state.to_write - {n for b in builds for n in b.names} | state.answers) - state.checked)
+    unchecked += [f"{b.names[0]} (or another name of its cell)" for b in builds if not set(b.names) & state.checked]
     if unchecked:
         raise ConventionError(
             f"{name}: no checker is given {', '.join(unchecked)}, so nothing grades it; "

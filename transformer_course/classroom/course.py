@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..edition.build import select_notebooks  # the course notebooks in order, shared with the HTML edition
 from ..files import atomic_write_text
+from .build_cells import build_references, build_stubs
 from .cells import POINTS_RULE, is_stub_raise, parse_cell, placeholder_name
 from .convert import Conversion, convert_notebook
 from .reference import ConventionError, ReferenceModule, find_reference_module
@@ -96,8 +97,6 @@ def local_assets(nb, folder: Path, withheld: Path | None = None) -> list[str]:
 def has_exercises(nb, build_cells: bool = True) -> bool:
     """True when a code cell holds a stub (``raise NotImplementedError``) or an answer (``name = ...``); with
     ``build_cells``, a build cell's stubs (``%%writefile my_transformer/…``) count too."""
-    from .convert import build_stubs
-
     if build_cells and any(c.cell_type == "code" and build_stubs(c.source) for c in nb.cells):
         return True
     trees = [parse_cell(c.source) for c in nb.cells if c.cell_type == "code"]
@@ -200,23 +199,6 @@ def write_learner_files(notebook: Path, notebooks: Path, folder: Path) -> list[s
         atomic_write_text(folder / "my_transformer" / name, fallback_text(name))
         written.append(name)
     return written
-
-
-def build_references(nb, solutions: Path) -> dict:
-    """The references of the notebook's build cells that hold stubs: file → ``solutions/my_transformer/<file>``."""
-    from .convert import build_file, build_stubs
-
-    found = {}
-    for cell in nb.cells:
-        file = build_file(cell.source) if cell.cell_type == "code" else None
-        if file is not None and build_stubs(cell.source):
-            path = Path(solutions) / "my_transformer" / file
-            if not path.is_file():
-                raise ConventionError(
-                    f"{file}: the build cell has stubs but {path} is not there; add the complete file (or pass --solutions)"
-                )
-            found[file] = ReferenceModule.read(path)
-    return found
 
 
 def build_course(

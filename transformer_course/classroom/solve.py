@@ -26,9 +26,9 @@ import sys
 from pathlib import Path
 
 from ..files import atomic_write_text
+from .build_cells import build_file, build_references, build_stubs
 from .cells import split_line
-from .convert import BEGIN, END, _Notebook, build_file, build_stubs
-from .course import COURSE_NOTEBOOK, build_references, has_exercises, select_notebooks
+from .convert import BEGIN, END, _Notebook
 from .reference import ConventionError, ReferenceModule, find_reference_module
 
 __all__ = ["solve_cell_source", "solve_notebook", "solve_notebooks", "solved_course", "main"]
@@ -83,6 +83,15 @@ def solve_notebook(nb, name: str, reference: ReferenceModule | None, builds: dic
     return solved
 
 
+def _has_exercise_stubs(nb) -> bool:
+    """A code cell (not a build cell) with a stub or an answer ``name = ...``."""
+    from .cells import is_stub_raise, parse_cell, placeholder_name
+
+    trees = [parse_cell(c.source) for c in nb.cells if c.cell_type == "code"]
+    nodes = [n for tree in trees if tree is not None for n in ast.walk(tree)]
+    return any(is_stub_raise(n) or (isinstance(n, ast.stmt) and placeholder_name(n)) for n in nodes)
+
+
 def solve_notebooks(
     out: str | Path,
     notebooks: str | Path = "notebooks",
@@ -102,13 +111,20 @@ def solve_notebooks(
     if out.resolve() == notebooks.resolve():
         raise ValueError(f"{out} is the notebooks' own folder: write the solved course somewhere else")
     solved = []
-    for path in select_notebooks(notebooks, only):
+    paths = sorted(notebooks.glob("[0-9][0-9]_*.ipynb"))
+    paths = [p for p in paths if not only or any(p.name.startswith(n) for n in only)]
+    if not paths:
+        raise FileNotFoundError(f"no course notebooks (00_….ipynb) in {notebooks}" + (f" match {only}" if only else ""))
+    for path in paths:
         nb = nbformat.read(path, as_version=4)
-        reference, builds = None, {}
-        if has_exercises(nb):
-            builds = build_references(nb, solutions)
-            if has_exercises(nb, build_cells=False):
-                reference = ReferenceModule.read(find_reference_module(solutions, COURSE_NOTEBOOK.match(path.name)[1]))
+        builds = (
+            build_references(nb, solutions)
+            if any(c.cell_type == "code" and build_stubs(c.source) for c in nb.cells)
+            else {}
+        )
+        reference = None
+        if _has_exercise_stubs(nb):
+            reference = ReferenceModule.read(find_reference_module(solutions, path.name[:2]))
         result = solve_notebook(nb, path.name, reference, builds)
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out / path.name, nbformat.writes(result) + "\n")

@@ -1,0 +1,301 @@
+"""The files of the learner's Transformer (notebooks 02–07, ``my_transformer/``): whose code each is, the
+references, the fallbacks, and importing them fresh (issue 21; :mod:`transformer_course.learner` uses them).
+
+Per file, :func:`provenance` says whose code the learner's folder holds: "yours", "reference" (the text of
+``notebooks/solutions/my_transformer/<file>``, however it got there), "blank" (a stub still raises
+NotImplementedError), "missing", "package" (it imports the package or calls PyTorch's own implementation of a
+lesson: ``F.scaled_dot_product_attention``, ``nn.LayerNorm``, ``nn.Transformer…``) or "fallback" (written by
+:func:`transformer_course.learner.fill_missing_files`, marked with :data:`FALLBACK_MARK`). :func:`use_reference`
+brings a reference in on purpose and says so. A folder whose name shadows an installed module (``torch``) is
+never imported (:func:`refusal`).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.machinery
+import json
+import sys
+import traceback
+from pathlib import Path
+
+from . import fallback as _fallback
+from .paths import course_root
+
+__all__ = [
+    "FALLBACK_MARK",
+    "FILES",
+    "NAMES",
+    "STATUSES",
+    "describe_provenance",
+    "fallback_text",
+    "file_status",
+    "provenance",
+    "reference_folder",
+    "use_reference",
+    "writefile_cells",
+]
+
+# file → the notebook whose build cell writes it, in the order the course builds them
+FILES = {
+    "attention.py": "02_attention.ipynb",
+    "multi_head.py": "03_multi_head_attention.ipynb",
+    "norm_residual.py": "04_layernorm_residual.ipynb",
+    "embeddings.py": "05_embeddings_positional_encoding.ipynb",
+    "encoder.py": "06_encoder.ipynb",
+    "decoder.py": "07_decoder.ipynb",
+}
+NAMES = _fallback.NAMES  # file → the names it holds
+MAGIC = "%%writefile"
+FALLBACK_MARK = "# transformer_course fallback: the package's code, not the learner's"
+STATUSES = {
+    "yours": "your own code",
+    "reference": "the reference from notebooks/solutions/ (not yours)",
+    "blank": "not written yet: a stub still raises NotImplementedError",
+    "missing": "not there: its notebook's build cell writes it",
+    "package": "calls the package's or PyTorch's own implementation (not yours)",
+    "fallback": "the package's code, written as a fallback (not yours)",
+}
+# what a file must not call to be the learner's own: PyTorch's implementations of the lessons of 02–07
+_TORCH_LESSONS = frozenset(
+    {
+        "scaled_dot_product_attention",
+        "multi_head_attention_forward",
+        "MultiheadAttention",
+        "LayerNorm",
+        "layer_norm",
+        "RMSNorm",
+        "rms_norm",
+        "Transformer",
+        "TransformerEncoder",
+        "TransformerEncoderLayer",
+        "TransformerDecoder",
+        "TransformerDecoderLayer",
+    }
+)
+
+
+def writefile_cells(notebook: str | Path) -> dict[str, str]:
+    """The ``%%writefile <folder>/<file>`` cells of one notebook: file name → the text the cell writes."""
+    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+    found = {}
+    for cell in cells:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        first, _, body = source.partition("\n")
+        if cell["cell_type"] == "code" and first.startswith(MAGIC):
+            found[Path(first[len(MAGIC) :].strip()).name] = body if body.endswith("\n") else body + "\n"
+    return found
+
+
+# ---- where the references are -------------------------------------------------------------------------------
+
+
+def reference_folder(folder: str | Path = "my_transformer") -> Path | None:
+    """``notebooks/solutions/my_transformer``, the reference files, for the learner's ``folder``: beside it
+    (``notebooks/solutions/``), else in the course's ``notebooks/solutions/`` (from ``notebooks/zh/``); None
+    when this copy of the course has none (a student release)."""
+    beside = Path(folder).resolve().parent
+    places = [beside / "solutions" / "my_transformer"]
+    try:
+        places.append(course_root(beside) / "notebooks" / "solutions" / "my_transformer")
+    except FileNotFoundError:
+        pass
+    return next((place for place in places if place.is_dir()), None)
+
+
+def _check_file(file: str) -> None:
+    if file not in FILES:
+        raise ValueError(f"unknown file {file!r}; the course writes {', '.join(FILES)}")
+
+
+def use_reference(file: str, folder: str | Path = "my_transformer") -> Path:
+    """Replace ``folder``/``file`` by the reference from ``notebooks/solutions/my_transformer/`` and say so: from
+    now on it is the reference, not the learner's (notebook 08 names it so). Returns the path written."""
+    _check_file(file)
+    folder = Path(folder)
+    source = reference_folder(folder)
+    if source is None or not (source / file).is_file():
+        raise FileNotFoundError(
+            f"no reference for {file} here (notebooks/solutions/my_transformer/ is not in this copy of the course, "
+            f"e.g. a student release): write {folder.name}/{file} yourself in {FILES[file]}'s build cell"
+        )
+    _ensure_package(folder)
+    (folder / file).write_text((source / file).read_text(encoding="utf-8"), encoding="utf-8")
+    _forget(folder.resolve().name)
+    print(
+        f"{folder.name}/{file} is now the reference from notebooks/solutions/my_transformer/, not yours "
+        f"(notebook 08 will say so); run {FILES[file]}'s build cell again to write your own"
+    )
+    return folder / file
+
+
+# ---- whose code each file is ----------------------------------------------------------------------------------
+
+
+def _normalized(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+def _is_stub_raise(node: ast.AST) -> bool:
+    exc = node.exc if isinstance(node, ast.Raise) else None
+    exc = exc.func if isinstance(exc, ast.Call) else exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
+def _has_stub(tree: ast.Module) -> bool:
+    """A function or method whose last statement is ``raise NotImplementedError``: still to write."""
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return any(_is_stub_raise(f.body[-1]) for f in functions)
+
+
+def _calls_an_implementation(tree: ast.Module) -> bool:
+    """True when the code imports from the package or uses PyTorch's own implementation of a lesson of 02–07
+    (``F.scaled_dot_product_attention``, ``nn.LayerNorm``, ``nn.MultiheadAttention``, ``nn.Transformer…``)."""
+    torch_names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "transformer_course":
+                    return True
+                if alias.name.split(".")[0] == "torch":
+                    torch_names.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            root = node.module.split(".")[0]
+            if root == "transformer_course":
+                return True
+            if root == "torch":
+                if any(alias.name in _TORCH_LESSONS for alias in node.names):
+                    return True
+                torch_names |= {alias.asname or alias.name for alias in node.names}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in _TORCH_LESSONS:
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in torch_names:
+                return True
+    return False
+
+
+def file_status(path: str | Path, reference: str | Path | None = None) -> str:
+    """Whose code one file is: a key of :data:`STATUSES`. ``reference``: the reference file to compare with."""
+    path = Path(path)
+    if not path.is_file():
+        return "missing"
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if FALLBACK_MARK in text:
+        return "fallback"
+    if reference is not None and Path(reference).is_file():
+        if _normalized(text) == _normalized(Path(reference).read_text(encoding="utf-8")):
+            return "reference"
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return "yours"  # the learner's, broken: load() names the line
+    if _has_stub(tree):
+        return "blank"
+    if _calls_an_implementation(tree):
+        return "package"
+    return "yours"
+
+
+def provenance(folder: str | Path = "my_transformer") -> dict[str, str]:
+    """Per file of the course (:data:`FILES`), whose code ``folder`` holds: "yours", "reference", "blank",
+    "missing", "package" or "fallback" (:data:`STATUSES` says what each means)."""
+    folder = Path(folder)
+    references = reference_folder(folder)
+    return {file: file_status(folder / file, references / file if references is not None else None) for file in FILES}
+
+
+def describe_provenance(folder: str | Path = "my_transformer") -> dict[str, str]:
+    """Print one line per file: the file, the notebook that writes it, whose code it is. Returns :func:`provenance`."""
+    found = provenance(folder)
+    name = Path(folder).resolve().name
+    width = max(len(f"{name}/{file}") for file in FILES)
+    for file, status in found.items():
+        print(f"{name + '/' + file:{width}}  {FILES[file][:2]}  {status:9}  {STATUSES[status]}")
+    return found
+
+
+# ---- importing the learner's files ----------------------------------------------------------------------------
+
+
+def _not_written(label: str, status: str) -> str:
+    if status == "missing":
+        return f"{label} is not written yet (missing)"
+    return f"{label} is not written yet (a stub still raises NotImplementedError)"
+
+
+def _ensure_package(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "__init__.py").touch()
+
+
+def _forget(package: str) -> None:
+    """Drop the learner's package from sys.modules, so the next import reads the files as they are now."""
+    for module in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+        del sys.modules[module]
+
+
+def _refusal(folder: Path) -> str | None:
+    """Why ``folder`` cannot be imported as the learner's package (a name that is not an identifier, or one that
+    shadows an installed or built-in module, e.g. ``torch``), or None."""
+    name = folder.name
+    if not name.isidentifier():
+        return f"{name} is not a Python package name; call the folder my_transformer"
+    others = [p for p in sys.path if p and Path(p).resolve() != folder.parent]
+    if (
+        name in sys.builtin_module_names
+        or name in sys.stdlib_module_names
+        or importlib.machinery.PathFinder.find_spec(name, others) is not None
+    ):
+        return (
+            f"the folder {name}/ has the name of an installed module ({name}), and importing it would replace that "
+            "one in this session; call the folder my_transformer"
+        )
+    return None
+
+
+def _import(folder: Path, module: str):
+    """``folder``.``module`` imported fresh from the files as they are now (raises what the import raises)."""
+    package = folder.name
+    _forget(package)
+    importlib.invalidate_caches()  # files written a moment ago must be seen
+    sys.path.insert(0, str(folder.parent))
+    try:
+        return importlib.import_module(f"{package}.{module}")
+    finally:
+        sys.path.remove(str(folder.parent))
+
+
+def _failure(error: BaseException, folder: Path, file: str) -> str:
+    culprit, line = _learner_frame(error, folder, file)
+    return f"{folder.name}/{culprit} fails: {type(error).__name__}: {_one_line(error)} (line {line})"
+
+
+def _learner_frame(error: BaseException, folder: Path, file: str = "decoder.py") -> tuple[str, int | str]:
+    """The learner's file and line where ``error`` happened (the last traceback frame inside ``folder``)."""
+    if isinstance(error, SyntaxError) and error.filename:
+        return Path(error.filename).name, error.lineno or "?"
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if Path(f.filename).resolve().parent == folder]
+    if frames:
+        return Path(frames[-1].filename).name, frames[-1].lineno or "?"
+    return file, "?"
+
+
+def fallback_text(file: str) -> str:
+    """The text of a fallback ``file``: the package's code with the learner's API, marked as such."""
+    _check_file(file)
+    names = ", ".join(NAMES[file])
+    return (
+        f'"""{file}: a fallback written by transformer_course.learner, not the learner\'s code.\n\n'
+        f"It re-exports the package's {names} (transformer_course.fallback), with the API of\n"
+        f'{FILES[file]}\'s build cell; running that cell writes your own file here instead."""\n\n'
+        f"{FALLBACK_MARK}\n"
+        f"from transformer_course.fallback import {names}  # noqa: F401\n"
+    )
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())
