@@ -239,6 +239,8 @@ def positions_with(ref, mistake):
         def make_table(self, d_model, max_len):
             if mistake == "parameter_table" and self.kind == "sinusoidal":
                 self.table = nn.Parameter(ref.sinusoidal_table(max_len, d_model))
+            elif mistake == "float64" and self.kind == "sinusoidal":
+                self.register_buffer("table", ref.sinusoidal_table(max_len, d_model).double(), persistent=False)
             elif mistake == "persistent" and self.kind == "sinusoidal":
                 self.register_buffer("table", ref.sinusoidal_table(max_len, d_model))
             elif mistake == "learned_buffer" and self.kind == "learned":
@@ -279,6 +281,7 @@ def positions_with(ref, mistake):
     [
         ("parameter_table", ["buffer", "not an nn.Parameter"]),
         ("persistent", ["persistent=False"]),
+        ("float64", ["float32"]),
         ("learned_buffer", ["never trains it"]),
         ("learned_std1", ["std 0.02"]),
         ("learned_zeros", ["all equal"]),

@@ -317,6 +317,14 @@ def _check_sinusoidal_kind(PositionalEncoding) -> None:  # noqa: N803
         raise Hint(
             t('kind="sinusoidal": register the table as a buffer (register_buffer), so that .to(device) moves it')
         )
+    if table.dtype != torch.float32:
+        raise Hint(
+            t(
+                'kind="sinusoidal": the table has dtype {dtype}; build it in float32, the model\'s dtype (x + a '
+                "float64 table is float64, and the next nn.Linear refuses it)",
+                dtype=str(table.dtype).replace("torch.", ""),
+            )
+        )
     expect_tensor(table, _formula_table(max_len, d_model).float(), t("the sinusoidal table in self.table"), atol=1e-4)
     _check_common(module, table.detach(), d_model, max_len, "sinusoidal")
 

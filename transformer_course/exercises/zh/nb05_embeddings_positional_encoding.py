@@ -3,6 +3,7 @@
 __all__ = ["ZH"]
 
 ZH: dict[str, str] = {
+    'kind="sinusoidal": the table has dtype {dtype}; build it in float32, the model\'s dtype (x + a float64 table is float64, and the next nn.Linear refuses it)': 'kind="sinusoidal"：表的 dtype 是 {dtype}；请用模型的 dtype float32 构建它（x 加上 float64 的表会变成 float64，接下来的 nn.Linear 不接受它）',
     "Σ_i cos(ω_i·k): it depends on the distance k only, never on pos": "Σ_i cos(ω_i·k)：它只取决于距离 k，与 pos 无关",
     "you summed sin(ω_i·k); the dot product of two (sin, cos) pairs is sin a sin b + cos a cos b = cos(a − b)": "你对 sin(ω_i·k) 求了和；两个 (sin, cos) 对的点积是 sin a sin b + cos a cos b = cos(a − b)",
     "the frequency of pair i is 1 / 10000^(2i/d_model): the exponent has 2i, the even column index, not i": "第 i 对的频率是 1 / 10000^(2i/d_model)：指数里是偶数列的下标 2i，而不是 i",
