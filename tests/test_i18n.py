@@ -316,9 +316,8 @@ LINES = [
     ),
     (
         "nb04 fails",
-        lambda: nb04_layernorm_residual.check_bug_lines([10]),
-        "❌ find the bugs: one bug is still hidden in the post-LN branch: what does the paper drop out? 'the output "
-        "of each sub-layer, before it is added to the sub-layer input' (§5.4). Compare the two in training mode",
+        lambda: nb04_layernorm_residual.check_bug_line(12),
+        "❌ the wrong line: that line computes E[x²] exactly as it says; the trouble is what the next step does with it",
     ),
     (
         "nb04 passes",

@@ -1,9 +1,12 @@
-"""Reference solutions for notebook 04 (LayerNorm and residual connections; paper §3.1, §5.4)."""
+"""Reference solutions for notebook 04 (LayerNorm and residual connections; paper §3.1, §5.4).
+
+The build cell's reference, my_transformer/norm_residual.py (LayerNorm, ResidualConnection with post-LN and
+pre-LN), is in notebooks/solutions/my_transformer/norm_residual.py."""
 
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 
 def rms_norm(x: Tensor, gamma: Tensor, eps: float = 1e-5) -> Tensor:
@@ -12,22 +15,11 @@ def rms_norm(x: Tensor, gamma: Tensor, eps: float = 1e-5) -> Tensor:
     return gamma * x / torch.sqrt(mean_square + eps)  # (..., features)
 
 
-# Exercise 2: line 10 adds norm(x) where the residual must carry x itself; line 11 drops out the whole sum,
-# residual included, where the paper drops only the sub-layer's output (§5.4).
-bug_lines = [10, 11]
-
-
-class FixedResidualConnection(nn.Module):
-    def __init__(self, d_model, dropout, norm_first=False):
-        super().__init__()
-        self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
-        self.norm_first = norm_first
-
-    def forward(self, x, sublayer):
-        if self.norm_first:
-            return x + self.dropout(sublayer(self.norm(x)))
-        return self.norm(x + self.dropout(sublayer(x)))
+# Exercise 2: values near 1,000 with a spread of 0.1. In float32, x² ≈ 1,000,000 keeps about 7 digits, so
+# E[x²] − E[x]² (line 13) loses the variance (0.0125) in rounding; here it even comes out negative, so
+# FusedLayerNorm returns NaN where LayerNorm returns numbers.
+counterexample = torch.tensor([[1000.0, 1000.1, 1000.2, 1000.3]])  # (1, 4)
+bug_line = 13  # var = mean_square - mean * mean: compute it as ((x - mean) ** 2).mean(-1), i.e. x.var(unbiased=False)
 
 
 def layer_norm_parameter_count(N: int, d_model: int, norm_first: bool) -> int:
@@ -39,5 +31,7 @@ def layer_norm_parameter_count(N: int, d_model: int, norm_first: bool) -> int:
     return norms * 2 * d_model
 
 
-question_batch_norm = "b"
-question_warmup = "a"
+# The questions: q1 Σ y² of a LayerNorm output with γ = 1, β = 0 and d = 512 features (mean 0, biased variance 1,
+# so the sum is d); q2 the post-LN stack with zero sub-layers gives LayerNorm(x) (LayerNorm of a normalised row
+# changes it by ~ε only).
+QUIZ = {"q1": 512, "q2": "b"}

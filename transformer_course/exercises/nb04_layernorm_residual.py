@@ -2,16 +2,22 @@
 
     from transformer_course.exercises import nb04_layernorm_residual as ex
     ex.check_layer_norm_module(LayerNorm)               # the class of my_transformer/norm_residual.py
-    ex.check_residual_connection(ResidualConnection)    # the class of my_transformer/norm_residual.py
-    ex.check_rms_norm(rms_norm)                         # exercise 1: a variant, RMSNorm
-    ex.check_bug_lines(bug_lines)                       # exercise 2: find the bugs in BuggyResidualConnection
-    ex.check_layer_norm_parameter_count(count)          # exercise 3: LayerNorm parameters of a model
-    ex.check_question_batch_norm("…"), ex.check_question_warmup("…")
+    ex.check_residual_connection(ResidualConnection)    # the class of my_transformer/norm_residual.py (post and pre-LN)
+    ex.check_rms_norm(rms_norm)                         # exercise 1: a variant, RMSNorm, written out
+    ex.check_counterexample(x)                          # exercise 2: an input on which ex.FusedLayerNorm is wrong …
+    ex.check_bug_line(bug_line)                         # … and the number of its wrong line
+    ex.check_layer_norm_parameter_count(count)          # exercise 3: LayerNorm parameters of a model, by formula
+    ex.check_quiz(q1=…, q2=…)
 
-Every check includes inputs with a tiny spread, where ε's place (inside or outside the square root) shows.
+The learner's LayerNorm, ResidualConnection and rms_norm run inside :func:`~.guard.no_shortcuts`: PyTorch's own
+normalisations (``F.layer_norm``, ``nn.LayerNorm``, ``F.rms_norm`` …) and the package's ``LayerNorm`` are named
+as not the learner's. Every check includes inputs with a tiny spread, where ε's place (inside or outside the square
+root) shows. Answers (bug line, quiz) are stored only as digests.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -21,14 +27,16 @@ from ..i18n import lazy_t, register, t
 from . import (
     Choice,
     Hint,
+    Numeric,
     Result,
     as_int,
-    check_question,
     expect_tensor,
     known_mistake,
     print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
     run_check,
 )
+from . import check_quiz as _check_quiz
+from .guard import TORCH_NORM, answer_digest, no_shortcuts, watch_shortcuts
 from .zh.nb04_layernorm_residual import ZH
 
 register("zh", ZH)
@@ -38,15 +46,12 @@ __all__ = [
     "DROPOUT_HINTS",
     "check_residual_connection",
     "check_rms_norm",
-    "BuggyResidualConnection",
-    "BUG_LINES",
-    "check_bug_lines",
-    "layer_norm_parameter_count",
+    "FusedLayerNorm",
+    "check_counterexample",
+    "check_bug_line",
     "check_layer_norm_parameter_count",
-    "BATCH_NORM",
-    "WARMUP",
-    "check_question_batch_norm",
-    "check_question_warmup",
+    "QUESTIONS",
+    "check_quiz",
 ]
 
 
@@ -65,7 +70,7 @@ def _layer_norm_variants(x: Tensor, gamma: Tensor, beta: Tensor, eps: float) -> 
     """Plausible wrong answers, each with the hint that names its mistake."""
     mean, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
     b_mean, b_var = x.mean(0, keepdim=True), x.var(0, unbiased=False, keepdim=True)
-    return {
+    variants = {
         t(
             "you normalised over the batch (dim 0), which is BatchNorm; LayerNorm normalises each row over "
             "its last dimension (dim=-1)"
@@ -81,16 +86,30 @@ def _layer_norm_variants(x: Tensor, gamma: Tensor, beta: Tensor, eps: float) -> 
         / torch.sqrt(var + eps),
         t("you divided by the variance; divide by the standard deviation √(var + ε)"): gamma * (x - mean) / (var + eps)
         + beta,
+        t("you multiplied by γ but did not add β (the bias, self.bias)"): gamma * (x - mean) / torch.sqrt(var + eps),
     }
+    if x.dim() >= 2:  # statistics over a whole sentence (or matrix) instead of one position
+        s_mean, s_var = x.mean((-2, -1), keepdim=True), x.var((-2, -1), unbiased=False, keepdim=True)
+        variants[
+            t(
+                "you took the mean and variance over the last two dimensions (the whole sentence); LayerNorm "
+                "normalises each position on its own, over dim=-1 only"
+            )
+        ] = gamma * (x - s_mean) / torch.sqrt(s_var + eps) + beta
+    return variants
 
 
 def check_layer_norm_module(LayerNorm) -> Result:  # noqa: N803 (the learner's class)
-    """``LayerNorm(features, eps=1e-5)`` with parameters ``weight`` (γ) and ``bias`` (β) = ``nn.LayerNorm``."""
+    """``LayerNorm(features, eps=1e-5)`` with parameters ``weight`` (γ) and ``bias`` (β) = ``nn.LayerNorm``'s
+    numbers and gradients, written with tensor operations (not ``F.layer_norm``, ``nn.LayerNorm``, the package's)."""
 
     def check() -> None:
         for x in _inputs():
             features = x.size(-1)
-            mine = LayerNorm(features)
+            g = torch.Generator().manual_seed(features)
+            gamma, beta = torch.rand(features, generator=g) + 0.5, torch.randn(features, generator=g)
+            with no_shortcuts(t("LayerNorm"), TORCH_NORM):
+                mine = LayerNorm(features)
             names = set(mine.state_dict())
             if names != {"weight", "bias"}:
                 raise Hint(
@@ -99,24 +118,53 @@ def check_layer_norm_module(LayerNorm) -> Result:  # noqa: N803 (the learner's c
                         names=sorted(names),
                     )
                 )
-            g = torch.Generator().manual_seed(features)
-            gamma, beta = torch.rand(features, generator=g) + 0.5, torch.randn(features, generator=g)
             with torch.no_grad():
                 mine.weight.copy_(gamma)
                 mine.bias.copy_(beta)
-                got = mine(x)
+            x_mine = x.clone().requires_grad_()
+            with no_shortcuts(t("LayerNorm"), TORCH_NORM):
+                got = mine(x_mine)
             expected = F.layer_norm(x, (features,), gamma, beta, eps=1e-5)
             what = t("LayerNorm({features}) on an input of shape {shape}", features=features, shape=tuple(x.shape))
-            hint = known_mistake(got, expected, _layer_norm_variants(x, gamma, beta, 1e-5))
+            hint = known_mistake(got.detach() if isinstance(got, Tensor) else got, expected,
+                                 _layer_norm_variants(x, gamma, beta, 1e-5))  # fmt: skip
             if hint is not None:
                 raise Hint(t("{what}: {hint}", what=what, hint=hint))
-            expect_tensor(got, expected, what)
+            expect_tensor(got.detach() if isinstance(got, Tensor) else got, expected, what)
+            _check_layer_norm_gradients(mine, x_mine, got, gamma, beta, what)
         x = _inputs()[2]
-        with torch.no_grad():
-            got, expected = LayerNorm(x.size(-1), eps=1e-3)(x), F.layer_norm(x, (x.size(-1),), eps=1e-3)
+        with no_shortcuts(t("LayerNorm"), TORCH_NORM), torch.no_grad():
+            got = LayerNorm(x.size(-1), eps=1e-3)(x)
+        expected = F.layer_norm(x, (x.size(-1),), eps=1e-3)
         expect_tensor(got, expected, t("LayerNorm(8, eps=1e-3) (use the eps argument, self.eps, not a fixed 1e-5)"))
 
-    return run_check("LayerNorm", check, t("equals nn.LayerNorm, also on rows with a tiny spread"))
+    return run_check(
+        "LayerNorm", check, t("equals nn.LayerNorm, values and gradients, also on rows with a tiny spread")
+    )
+
+
+def _check_layer_norm_gradients(mine: nn.Module, x: Tensor, got: Tensor, gamma, beta, what: str) -> None:
+    """The gradients reaching x, γ and β from a weighted sum of the output equal nn.LayerNorm's."""
+    weights = torch.linspace(-1, 2, got.numel()).reshape(got.shape)  # so that no gradient is zero by symmetry
+    if not got.requires_grad:
+        raise Hint(
+            t(
+                "{what}: no gradient flows back through your output (a detached tensor, .data or torch.no_grad)",
+                what=what,
+            )
+        )
+    with no_shortcuts(t("LayerNorm"), TORCH_NORM):
+        (got * weights).sum().backward()
+    x_ref, g_ref, b_ref = (v.clone().requires_grad_() for v in (x.detach(), gamma, beta))
+    (F.layer_norm(x_ref, (x.size(-1),), g_ref, b_ref, 1e-5) * weights).sum().backward()
+    for name, grad, want in (
+        (t("the gradient with respect to x"), x.grad, x_ref.grad),
+        (t("the gradient with respect to weight (γ)"), mine.weight.grad, g_ref.grad),
+        (t("the gradient with respect to bias (β)"), mine.bias.grad, b_ref.grad),
+    ):
+        if grad is None:
+            raise Hint(t("{what}: {name} is None: use the parameters themselves in forward", what=what, name=name))
+        expect_tensor(grad, want, t("{what}: {name}", what=what, name=name), atol=1e-4, rtol=1e-3)
 
 
 DROPOUT_HINTS = {
@@ -126,17 +174,21 @@ DROPOUT_HINTS = {
     ),
     "none": lazy_t("in training mode dropout should zero some of the sub-layer's outputs: apply self.dropout to them"),
     "after": lazy_t("dropout is applied after the LayerNorm; it belongs on the sub-layer's output, before the +"),
+    "input": lazy_t(
+        "dropout is applied to the sub-layer's input; it belongs on the sub-layer's output: Dropout(Sublayer(…))"
+    ),
 }
 
 
 def _residual_outcomes(x, sublayer, norm, norm_first: bool) -> dict[str, Tensor]:
-    """The right training-mode output and three wrong dropout placements, each with the same random seed."""
+    """The right training-mode output and the wrong dropout placements, each with the same random seed."""
     drop = nn.Dropout(0.5)
     if norm_first:
         steps = {
             "right": lambda: x + drop(sublayer(norm(x))),
             "sum": lambda: drop(x + sublayer(norm(x))),
             "none": lambda: x + sublayer(norm(x)),
+            "input": lambda: x + sublayer(drop(norm(x))),
         }
     else:
         steps = {
@@ -144,6 +196,7 @@ def _residual_outcomes(x, sublayer, norm, norm_first: bool) -> dict[str, Tensor]
             "sum": lambda: norm(drop(x + sublayer(x))),
             "none": lambda: norm(x + sublayer(x)),
             "after": lambda: drop(norm(x + sublayer(x))),
+            "input": lambda: norm(x + sublayer(drop(x))),
         }
     outcomes = {}
     for name, step in steps.items():
@@ -153,7 +206,9 @@ def _residual_outcomes(x, sublayer, norm, norm_first: bool) -> dict[str, Tensor]
 
 
 def check_residual_connection(ResidualConnection) -> Result:  # noqa: N803 (the learner's class)
-    """``ResidualConnection(d_model, dropout, norm_first=False)`` with ``self.norm``; ``forward(x, sublayer)``."""
+    """``ResidualConnection(d_model, dropout, norm_first=False)`` with ``self.norm`` (the learner's LayerNorm);
+    ``forward(x, sublayer)``: post-LN when ``norm_first=False``, pre-LN when True, dropout on the sub-layer's output."""
+    from ..layers import LayerNorm as PackageLayerNorm  # the expected values; never inside the guarded block
 
     def check() -> None:
         torch.manual_seed(4)
@@ -161,7 +216,8 @@ def check_residual_connection(ResidualConnection) -> Result:  # noqa: N803 (the 
         for norm_first in (False, True):
             formula = "x + Dropout(Sublayer(LayerNorm(x)))" if norm_first else "LayerNorm(x + Dropout(Sublayer(x)))"
             what = f"ResidualConnection(8, dropout=0.5, norm_first={norm_first})"
-            block = ResidualConnection(8, 0.5, norm_first=norm_first)
+            with no_shortcuts(t("the residual connection and its LayerNorm"), TORCH_NORM):
+                block = ResidualConnection(8, 0.5, norm_first=norm_first)
             names = set(block.state_dict())
             if names != {"norm.weight", "norm.bias"}:
                 raise Hint(
@@ -173,8 +229,16 @@ def check_residual_connection(ResidualConnection) -> Result:  # noqa: N803 (the 
             with torch.no_grad():
                 block.norm.weight.uniform_(0.5, 1.5)
                 block.norm.bias.normal_()
-                norm = nn.LayerNorm(8)
+                norm = PackageLayerNorm(8)
                 norm.load_state_dict(block.norm.state_dict())
+                with no_shortcuts(t("the residual connection and its LayerNorm"), TORCH_NORM):
+                    normed = block.norm(x)
+                if (
+                    not isinstance(normed, Tensor)
+                    or normed.shape != x.shape
+                    or not torch.allclose(normed, norm(x), atol=1e-5)
+                ):
+                    raise Hint(t("self.norm(x) is not LayerNorm(x): make check_layer_norm_module pass first"))
                 post, pre = norm(x + sublayer(x)), x + sublayer(norm(x))
                 wrong = {
                     "norm(x + sublayer(x))": post,
@@ -182,8 +246,11 @@ def check_residual_connection(ResidualConnection) -> Result:  # noqa: N803 (the 
                     t("norm(sublayer(x)) (the residual x is missing)"): norm(sublayer(x)),
                     t("sublayer(norm(x)) (the residual x is missing)"): sublayer(norm(x)),
                     "x + norm(sublayer(x))": x + norm(sublayer(x)),
+                    t("norm(x) + sublayer(norm(x)) (the residual carries norm(x), not x)"): norm(x) + sublayer(norm(x)),
                 }
-                got, expected = block.eval()(x, sublayer), (pre if norm_first else post)
+                with no_shortcuts(t("the residual connection and its LayerNorm"), TORCH_NORM):
+                    got = block.eval()(x, sublayer)
+                expected = pre if norm_first else post
                 computed = known_mistake(got, expected, wrong)
                 if computed is not None:
                     raise Hint(
@@ -198,14 +265,30 @@ def check_residual_connection(ResidualConnection) -> Result:  # noqa: N803 (the 
 
                 outcomes = _residual_outcomes(x, sublayer, norm, norm_first)
                 torch.manual_seed(5)
-                got = block.train()(x, sublayer)
+                with no_shortcuts(t("the residual connection and its LayerNorm"), TORCH_NORM):
+                    got = block.train()(x, sublayer)
             mistakes = {DROPOUT_HINTS[name]: out for name, out in outcomes.items() if name != "right"}
             hint = known_mistake(got, outcomes["right"], mistakes)
             if hint is not None:
                 raise Hint(t("{what} in training mode: {hint}", what=what, hint=hint))
             expect_tensor(got, outcomes["right"], t("{what} in training mode", what=what))
+            _check_residual_gradient(block.eval(), norm, x, sublayer, norm_first, what)
 
     return run_check("ResidualConnection", check, t("post-LN and pre-LN right, dropout on the sub-layer's output"))
+
+
+def _check_residual_gradient(block, norm, x, sublayer, norm_first: bool, what: str) -> None:
+    """The gradient reaching x equals the package formula's: the residual path is there, nothing is detached."""
+    x_mine, x_ref = x.clone().requires_grad_(), x.clone().requires_grad_()
+    with no_shortcuts(t("the residual connection and its LayerNorm"), TORCH_NORM):
+        out = block(x_mine, sublayer)
+        if out.requires_grad:
+            out.pow(2).sum().backward()
+    ref = x_ref + sublayer(norm(x_ref)) if norm_first else norm(x_ref + sublayer(x_ref))
+    ref.pow(2).sum().backward()
+    if x_mine.grad is None:
+        raise Hint(t("{what}: no gradient reaches x (a detached tensor, .data or torch.no_grad)", what=what))
+    expect_tensor(x_mine.grad, x_ref.grad, t("{what}: the gradient with respect to x", what=what), atol=1e-4)
 
 
 # ---- exercise 1: RMSNorm -----------------------------------------------------------------------------
@@ -238,14 +321,16 @@ def _rms_norm_variants(x: Tensor, gamma: Tensor, eps: float) -> dict[str, Tensor
 
 
 def check_rms_norm(rms_norm) -> Result:
-    """``rms_norm(x, gamma, eps)`` = ``F.rms_norm(x, (features,), gamma, eps)`` over the last dimension."""
+    """``rms_norm(x, gamma, eps)`` = ``F.rms_norm(x, (features,), gamma, eps)`` over the last dimension, written
+    with tensor operations: ``F.rms_norm``, ``nn.RMSNorm`` and every other built-in normalisation are refused."""
 
     def check() -> None:
         for x in _inputs():
             features = x.size(-1)
             gamma = torch.rand(features, generator=torch.Generator().manual_seed(features)) + 0.5
             expected = F.rms_norm(x, (features,), gamma, 1e-5)
-            got = rms_norm(x.clone(), gamma, 1e-5)
+            with no_shortcuts(t("RMSNorm"), TORCH_NORM):
+                got = rms_norm(x.clone(), gamma.clone(), 1e-5)
             what = t("rms_norm(x, gamma, 1e-5) for x of shape {shape}", shape=tuple(x.shape))
             hint = known_mistake(got, expected, _rms_norm_variants(x, gamma, 1e-5))
             if hint is not None:
@@ -255,86 +340,155 @@ def check_rms_norm(rms_norm) -> Result:
     return run_check("RMSNorm", check, t("equals F.rms_norm, also on rows with a tiny spread"))
 
 
-# ---- exercise 2: find the bugs -----------------------------------------------------------------------
+# ---- exercise 2: a LayerNorm that is right on paper and wrong in float32 --------------------------------
 
 
-class BuggyResidualConnection(nn.Module):
-    def __init__(self, d_model, dropout, norm_first=False):
+class FusedLayerNorm(nn.Module):
+    """LayerNorm with both statistics from one pass over x, E[x] and E[x²] (as some fused kernels do)."""
+
+    def __init__(self, features, eps=1e-5):
         super().__init__()
-        self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
-        self.norm_first = norm_first
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(features))
+        self.bias = nn.Parameter(torch.zeros(features))
 
-    def forward(self, x, sublayer):
-        if self.norm_first:
-            return self.norm(x) + self.dropout(sublayer(self.norm(x)))
-        return self.norm(self.dropout(x + sublayer(x)))
+    def forward(self, x):
+        mean = x.mean(dim=-1, keepdim=True)
+        mean_square = (x * x).mean(dim=-1, keepdim=True)
+        var = mean_square - mean * mean
+        return self.weight * (x - mean) / torch.sqrt(var + self.eps) + self.bias
 
 
-BUG_LINES = {10, 11}  # line 1 is `class BuggyResidualConnection(nn.Module):`
-_RIGHT_LINES = {
-    4: lazy_t("line 4 is right: nn.LayerNorm(d_model) normalises each position's d_model features"),
-    5: lazy_t("line 5 is right: one nn.Dropout module, used on the sub-layer's output"),
-    9: lazy_t("line 9 is right: norm_first=True is pre-LN, False the paper's post-LN"),
-}
-_MISSED = {
-    10: lazy_t("one bug is still hidden in the pre-LN branch: what does the residual path carry around the sub-layer?"),
-    11: lazy_t(
-        "one bug is still hidden in the post-LN branch: what does the paper drop out? 'the output of each "
-        "sub-layer, before it is added to the sub-layer input' (§5.4). Compare the two in training mode"
+_LINES = 14  # print_numbered(FusedLayerNorm) shows lines 1–14
+_BUG_KEY = "nb04-fused-line"
+_BUG_DIGEST = "cb2dad4f4ef5141b20f11082"  # answer_digest(_BUG_KEY, [the wrong line])
+_WRONG_LINE_HINTS = {  # answer_digest(_BUG_KEY, [line]) → why that line is fine
+    "f038ae26b0ae22cce2394783": lazy_t(
+        "that line computes E[x²] exactly as it says; the trouble is what the next step does with it"
     ),
+    "2970418a6be6b85d78d6d0fd": lazy_t(
+        "that line is §2's formula with the variance it is given; is that variance right for your counterexample?"
+    ),
+    "cd830e8bf930ce2f7435bbbd": lazy_t("the mean E[x] is exact to float32's precision: the trouble comes later"),
 }
 
 
-def check_bug_lines(bug_lines) -> Result:
-    """``bug_lines``: the numbers of the wrong lines of ``BuggyResidualConnection`` (a list, tuple or set)."""
+def check_counterexample(x) -> Result:
+    """``x``: a float tensor (..., features) on which ``FusedLayerNorm(features)`` (γ = 1, β = 0) and LayerNorm
+    computed in float64 differ by more than 0.01 somewhere (or FusedLayerNorm gives NaN where LayerNorm does not)."""
 
     def check() -> None:
-        if bug_lines is ... or bug_lines is None:
-            raise Hint(t("not done yet: set bug_lines to the numbers of the wrong lines, e.g. [1, 5]"))
-        if not isinstance(bug_lines, (list, tuple, set, frozenset)):
+        if x is ... or x is None:
+            raise Hint(t("not done yet: set counterexample to a tensor on which FusedLayerNorm is wrong"))
+        if not isinstance(x, Tensor):
+            raise Hint(t("the counterexample should be a torch.Tensor, got {type}", type=type(x).__name__))
+        if not x.is_floating_point():
+            raise Hint(
+                t("the counterexample has dtype {dtype}: LayerNorm needs a float tensor (e.g. dtype=torch.float32)",
+                  dtype=x.dtype)
+            )  # fmt: skip
+        if x.dim() == 0 or x.size(-1) < 2:
             raise Hint(
                 t(
-                    "bug_lines should be a list (or tuple, or set) of line numbers, got {type}",
-                    type=type(bug_lines).__name__,
+                    "give at least 2 features in the last dimension (shape (..., features)); got shape {shape}: "
+                    "a single feature normalises to 0 in every LayerNorm",
+                    shape=tuple(x.shape),
                 )
             )
-        lines = {as_int(n, t("each line number")) for n in bug_lines}
-        outside = sorted(n for n in lines if not 1 <= n <= 11)
-        if outside:
+        if x.numel() > 1_000_000:
+            raise Hint(t("keep the counterexample small (at most 1,000,000 numbers); a few rows are enough"))
+        if not torch.isfinite(x).all():
             raise Hint(
-                t("BuggyResidualConnection has lines 1–11 (print_numbered shows them), got {outside}", outside=outside)
+                t(
+                    "your input holds NaN or ±inf: every LayerNorm gives NaN for those, so they show no bug; use "
+                    "finite numbers"
+                )
             )
-        for n in sorted(lines - BUG_LINES):
-            raise Hint(_RIGHT_LINES[n] if n in _RIGHT_LINES else t("line {n} is right: it only sets the class up", n=n))
-        for n in sorted(BUG_LINES - lines):
-            raise Hint(_MISSED[n])
+        features = x.size(-1)
+        with torch.no_grad():
+            got = FusedLayerNorm(features).to(x.dtype)(x.detach())
+            want = F.layer_norm(x.detach().double(), (features,), eps=1e-5)
+        broken = ~torch.isfinite(got)
+        if broken.any():
+            return
+        gap = float((got.double() - want).abs().max())
+        if gap > 1e-2:
+            return
+        raise Hint(
+            t(
+                "on your input FusedLayerNorm agrees with LayerNorm to {gap:.1e}: rows like that are safe. Think about "
+                "what {dtype} keeps of x² when the values are large and their spread small",
+                gap=gap,
+                dtype=str(x.dtype).replace("torch.", ""),
+            )
+        )
 
     return run_check(
-        t("find the bugs"), check, t("passed: line 10 (the residual is x) and line 11 (drop the sub-layer only)")
+        t("a counterexample for FusedLayerNorm"),
+        check,
+        t("FusedLayerNorm is wrong on your input (LayerNorm in float64 is the reference)"),
     )
 
 
-# ---- exercise 3: LayerNorm parameters ----------------------------------------------------------------
+def check_bug_line(bug_line) -> Result:
+    """``bug_line``: the number of FusedLayerNorm's wrong line, as ``ex.print_numbered`` shows it."""
+
+    def check() -> None:
+        if bug_line is ... or bug_line is None:
+            raise Hint(t("not done yet: set bug_line to the number of the wrong line, e.g. 3"))
+        answer = bug_line
+        if isinstance(answer, (list, tuple, set, frozenset)):
+            if len(answer) != 1:
+                raise Hint(t("one line is wrong: give one number, got {count}", count=len(answer)))
+            (answer,) = answer
+        line = as_int(answer, t("the line number"))
+        if not 1 <= line <= _LINES:
+            raise Hint(t("FusedLayerNorm has lines 1–{last} (print_numbered shows them), got {line}", last=_LINES,
+                         line=line))  # fmt: skip
+        digest = answer_digest(_BUG_KEY, [line])
+        if digest == _BUG_DIGEST:
+            return
+        if digest in _WRONG_LINE_HINTS:
+            raise Hint(_WRONG_LINE_HINTS[digest])
+        raise Hint(t("line {line} only sets the class up or names things; look where the statistics are computed",
+                     line=line))  # fmt: skip
+
+    return run_check(
+        t("the wrong line"),
+        check,
+        t(
+            "right: E[x²] − E[x]² subtracts two large, nearly equal numbers, and float32 keeps only about 7 digits of "
+            "each; compute the variance from x − mean, as x.var(unbiased=False) does"
+        ),
+    )
 
 
-def layer_norm_parameter_count(N: int, d_model: int, norm_first: bool) -> int:
-    """2 per encoder layer, 3 per decoder layer, one more per stack when pre-LN; γ and β of d_model each."""
-    norms = 2 * N + 3 * N + (2 if norm_first else 0)
-    return norms * 2 * d_model
+# ---- exercise 3: LayerNorm parameters, by formula -----------------------------------------------------------
 
 
 def check_layer_norm_parameter_count(count) -> Result:
-    """``count(N, d_model, norm_first)``: LayerNorm parameters of an encoder-decoder with N layers per stack."""
+    """``count(N, d_model, norm_first)``: LayerNorm parameters of an encoder-decoder with N layers per stack, by
+    formula: one of the cases (N = 48, d_model = 4096) is too large to build, and the package's make_model is refused."""
 
     def check() -> None:
-        for N, d_model, norm_first in ((6, 512, False), (6, 512, True), (2, 8, True), (3, 16, False)):
+        cases = ((6, 512, False), (6, 512, True), (2, 8, True), (3, 16, False), (48, 4096, True), (48, 4096, False))
+        for N, d_model, norm_first in cases:
             what = f"count(N={N}, d_model={d_model}, norm_first={norm_first})"
-            got = as_int(count(N, d_model, norm_first), what)
-            want = layer_norm_parameter_count(N, d_model, norm_first)
+            with watch_shortcuts() as found:
+                answer = count(N, d_model, norm_first)
+            if found:
+                raise Hint(
+                    t(
+                        "your count calls {call}: it builds a model and counts it; the exercise asks for a formula "
+                        "(N = 48, d_model = 4096 is too large to build)",
+                        call=found.calls[0],
+                    )
+                )
+            got = as_int(answer, what)
+            per_norm, final = 2 * d_model, (2 if norm_first else 0)
+            want = (2 * N + 3 * N + final) * per_norm
             if got == want:
                 continue
-            per_norm, final = 2 * d_model, (2 if norm_first else 0)
             wrong = {
                 want // 2: t("counts γ only: each LayerNorm has a gain γ and a bias β, d_model numbers each"),
                 (4 * N + final) * per_norm: t(
@@ -344,7 +498,7 @@ def check_layer_norm_parameter_count(count) -> Result:
                 (2 * N + final // 2) * per_norm: t("counts the encoder only; the decoder has its LayerNorms too"),
             }
             if norm_first:
-                wrong[5 * N * per_norm] = t("leaves out the final LayerNorm of each pre-LN stack (section 4)")
+                wrong[5 * N * per_norm] = t("leaves out the final LayerNorm of each pre-LN stack (section 3)")
                 wrong[(5 * N + 1) * per_norm] = t(
                     "has one final LayerNorm; each stack, encoder and decoder, ends with one"
                 )
@@ -354,49 +508,60 @@ def check_layer_norm_parameter_count(count) -> Result:
                     "Norm already normalises, so only pre-LN stacks need one"
                 )
             hint = wrong.get(got) or t("count the Add & Norm boxes first")
-            raise Hint(t("{what} = {got}, expected {want}: {hint}", what=what, got=got, want=want, hint=hint))
+            raise Hint(t("{what} = {got}, expected another number: {hint}", what=what, got=got, hint=hint))
 
     return run_check(t("LayerNorm parameters"), check, t("passed: (5N, + 2 for pre-LN) LayerNorms × 2·d_model"))
 
 
-# ---- conceptual questions (answer: one letter; the shared check_question accepts 'b', 'B', '(b)') --------
+# ---- questions (a number, a letter) -----------------------------------------------------------------------------
 
-BATCH_NORM = Choice(
-    key="nb04-BATCH_NORM",
-    digest="73b9d0c4f2fd873ab29dabdf",
-    letters="abcd",
-    why=lazy_t(
-        "each token is normalised on its own: no dependence on the batch or its padding, and training = inference"
+QUESTIONS = {
+    "q1": Numeric(
+        key="nb04-q1-sum-of-squares",
+        digests=("7a31e5abf36c46fdf82c71bd", "4be9e85892d40f4731febfee", "7e95f0f521464d3d483ca821"),
+        rel_tol=1e-4,
+        why=lazy_t(
+            "the output has mean 0 and biased variance 1 over its d features, so Σ y_j² = d · 1 = d (a hair less "
+            "with ε > 0): every LayerNorm output with γ = 1, β = 0 lies on a sphere of radius √d"
+        ),
+        mistakes={
+            lazy_t("511 would be the unbiased variance (n − 1); LayerNorm's variance divides by n = 512"): 511.0,
+            lazy_t(
+                "the output is not a unit vector: the mean of its squares is 1, so their sum over 512 features is 512 "
+                "times that"
+            ): 1.0,
+            lazy_t("that is the length √512 ≈ 22.6; the question asks for the sum of squares, its square"): math.sqrt(
+                512
+            ),
+        },
+        otherwise=lazy_t(
+            "y_j = (x_j − μ)/σ: its mean over the features is 0 and its (biased) variance is 1; what does that "
+            "make Σ y_j²?"
+        ),
     ),
-    wrong={
-        "a": lazy_t("(a): speed is not the reason; section 1's point is what each normalises over"),
-        "c": lazy_t("(c): BatchNorm has a learned γ and β too (and running averages besides)"),
-        "d": lazy_t("(d): both have 2 · features parameters"),
-    },
-)
-WARMUP = Choice(
-    key="nb04-WARMUP",
-    digest="32a1c276df5aa4f236fdf59f",
-    letters="abcd",
-    why=lazy_t("post-LN starts with large gradients near the output, so full-size steps there are too big"),
-    wrong={
-        "b": lazy_t(
-            "(b): section 5's plot shows the opposite for post-LN: the layers near the input get the smaller gradients"
+    "q2": Choice(
+        key="nb04-q2-post-ln-zero",
+        digest="10c11d051476c8ac71f866f0",
+        letters="abcd",
+        why=lazy_t(
+            "the first Add & Norm gives LayerNorm(x), whose rows already have mean 0 and variance 1; with γ = 1, "
+            "β = 0 the eleven LayerNorms after it change (almost) nothing: LayerNorm(LayerNorm(x)) ≈ LayerNorm(x)"
         ),
-        "c": lazy_t(
-            "(c): warmup is about the first steps of optimisation; over-fitting is what dropout and label "
-            "smoothing address"
-        ),
-        "d": lazy_t("(d): masks are notebook 01's business; warmup does not change them"),
-    },
-)
+        wrong={
+            "a": lazy_t(
+                "that is pre-LN without its final LayerNorm; post-LN normalises after every sub-layer, so x "
+                "cannot come out unchanged"
+            ),
+            "c": lazy_t(
+                "LayerNorm does not shrink a vector that is already normalised: it leaves mean 0, variance 1 as "
+                "they are (γ = 1, β = 0)"
+            ),
+            "d": lazy_t("the residual adds x back around each zero sub-layer: x + 0 = x, then LayerNorm(x)"),
+        },
+    ),
+}
 
 
-def check_question_batch_norm(answer) -> Result:
-    """Why LayerNorm rather than BatchNorm in the Transformer?"""
-    return check_question(t("question 1 (LayerNorm or BatchNorm)"), BATCH_NORM, answer)
-
-
-def check_question_warmup(answer) -> Result:
-    """What does warmup protect a post-LN Transformer from?"""
-    return check_question(t("question 2 (warmup)"), WARMUP, answer)
+def check_quiz(**answers) -> Result:
+    """``check_quiz(q1=…, q2="…")``: one line per question."""
+    return _check_quiz(QUESTIONS, answers)

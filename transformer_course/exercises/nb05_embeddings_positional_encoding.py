@@ -1,10 +1,17 @@
-"""Checkers for the exercises of notebook 05 (embeddings and positional encoding; paper §3.3, §3.4, §3.5).
+"""Checkers for notebook 05 (embeddings, positional encoding, the feed-forward network; paper §3.3, §3.4, §3.5).
 
-from transformer_course.exercises import nb05_embeddings_positional_encoding as ex
-ex.check_pe_dot(pe_dot)                              # PE(pos) · PE(pos + k) in closed form
-ex.check_learned_positions(LearnedPositionalEncoding) # a variant: learned positions (Table 3, row E)
-ex.check_quiz(q1=q1, q2=q2, q3=q3)                    # three short questions (q1 = ... lines above it)
+    from transformer_course.exercises import nb05_embeddings_positional_encoding as ex
+    ex.check_embeddings(Embeddings)                      # the classes of my_transformer/embeddings.py …
+    ex.check_sinusoidal_table(sinusoidal_table)
+    ex.check_positional_encoding(PositionalEncoding)     # … both kinds: "sinusoidal" and the variant "learned"
+    ex.check_feed_forward(PositionwiseFeedForward)
+    ex.check_pe_dot(pe_dot)                              # exercise 1: PE(pos) · PE(pos + k) without the table
+    ex.check_rotary(rotate)                              # exercise 2: a variant, rotary positions
+    ex.check_quiz(q1=…, q2=…, q3=…)                       # exercise 3: three questions
 
+The learner's code runs inside :func:`~.guard.no_shortcuts`: a call into the package (``tc.sinusoidal_table``,
+``tc.PositionalEncoding`` …) is named as not the learner's. Expected values are computed inside each check, from
+the formulas with Python's ``math`` or from the package outside the guarded block; quiz answers are digests.
 Numbers may be given as a Python int or float, a numpy scalar or a one-number tensor.
 """
 
@@ -17,25 +24,447 @@ import torch
 from torch import Tensor, nn
 
 from ..i18n import lazy_t, register, t
-from ..layers import sinusoidal_table
-from . import Choice, Hint, Numeric, Result, as_number, run_check
+from . import Choice, Hint, Numeric, Result, as_number, expect_tensor, known_mistake, run_check
 from . import check_quiz as _check_quiz
+from .guard import no_shortcuts
 from .zh.nb05_embeddings_positional_encoding import ZH
 
 register("zh", ZH)
 
-__all__ = ["QUESTIONS", "check_learned_positions", "check_pe_dot", "check_quiz"]
+__all__ = [
+    "QUESTIONS",
+    "check_embeddings",
+    "check_feed_forward",
+    "check_pe_dot",
+    "check_positional_encoding",
+    "check_quiz",
+    "check_rotary",
+    "check_sinusoidal_table",
+]
+
+
+def _formula_table(max_len: int, d_model: int, first: int = 0, column=None, swap: bool = False, halves: bool = False):
+    """The sinusoidal table of §3.5 in float64, from Python's math, one number at a time (or a plausible slip:
+    ``column(c)`` the exponent's numerator for column c; ``swap`` cos in the even columns; ``halves`` all sines
+    first, then all cosines)."""
+    table = torch.zeros(max_len, d_model, dtype=torch.float64)
+    for pos in range(first, first + max_len):
+        for c in range(d_model):
+            i = c // 2
+            exponent = (column(c) if column else 2 * i) / d_model
+            if halves:
+                i = c % (d_model // 2)
+                exponent = (column(c) if column else 2 * i) / d_model
+                use_sin = c < d_model // 2
+            else:
+                use_sin = (c % 2 == 0) != swap
+            angle = pos / 10000**exponent
+            table[pos - first, c] = math.sin(angle) if use_sin else math.cos(angle)
+    return table
+
+
+def _guarded(what: str):
+    return no_shortcuts(what)  # any call into the package is not the learner's
+
 
 # ---------------------------------------------------------------------------------------------------
-# Exercise 1: the dot product of two positions' encodings depends only on their distance k
-
-PE_DOT_CASES = [(0, 8), (1, 8), (3, 8), (10, 64), (50, 64), (7, 512)]  # (k, d_model)
+# The build cell: Embeddings
 
 
-def measured_pe_dot(k: int, d_model: int, pos: int = 10) -> float:
-    """PE(pos) · PE(pos + k) read off the package's table (no formula)."""
-    table = sinusoidal_table(pos + k + 1, d_model).double()  # (pos + k + 1, d_model)
-    return float(table[pos] @ table[pos + k])
+def check_embeddings(Embeddings) -> Result:  # noqa: N803 (the learner's class)
+    """``Embeddings(vocab, d_model)`` with ``self.lut`` (nn.Embedding); forward = lut(tokens) · √d_model."""
+
+    def check() -> None:
+        for vocab, d_model in ((10, 8), (50, 64)):
+            with _guarded(t("the embedding")):
+                module = Embeddings(vocab, d_model)
+            names = set(module.state_dict())
+            if names != {"lut.weight"}:
+                raise Hint(
+                    t("the only parameter should be self.lut's table, lut.weight; got {names}", names=sorted(names))
+                )
+            tokens = torch.tensor([[4, 7, 7, 2], [5, 9, 3, 0]])  # (2, 4)
+            with _guarded(t("the embedding")):
+                got = module(tokens)
+            table = module.lut.weight.detach()
+            looked_up = table[tokens]  # (2, 4, d_model)
+            what = t("Embeddings({vocab}, {d_model}) on token ids of shape (2, 4)", vocab=vocab, d_model=d_model)
+            expected = looked_up * math.sqrt(d_model)
+            mistakes = {
+                t("the lookup is right but the √d_model factor is missing (§3.4: multiply by √d_model)"): looked_up,
+                t("you divided by √d_model; §3.4 multiplies by it"): looked_up / math.sqrt(d_model),
+                t("you multiplied by d_model; §3.4 multiplies by its square root, √d_model"): looked_up * d_model,
+                t("you multiplied by √vocab; the factor is √d_model, the width of the vectors"): looked_up
+                * math.sqrt(vocab),
+            }
+            hint = known_mistake(got.detach() if isinstance(got, Tensor) else got, expected, mistakes)
+            if hint is not None:
+                raise Hint(t("{what}: {hint}", what=what, hint=hint))
+            expect_tensor(got.detach() if isinstance(got, Tensor) else got, expected, what)
+            module.zero_grad()
+            with _guarded(t("the embedding")):
+                got.sum().backward()
+            counts = torch.bincount(tokens.flatten(), minlength=vocab).double()[:, None]  # how often each id occurs
+            if module.lut.weight.grad is None:
+                raise Hint(t("{what}: no gradient reaches lut.weight (a detached tensor or torch.no_grad)", what=what))
+            expect_tensor(
+                module.lut.weight.grad,
+                (counts * math.sqrt(d_model)).expand(vocab, d_model).float(),
+                t("{what}: the gradient of lut.weight", what=what),
+            )
+
+    return run_check(t("Embeddings"), check, t("lut(tokens) · √d_model, and the gradient reaches the table"))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The build cell: the sinusoidal table
+
+
+def check_sinusoidal_table(sinusoidal_table: Callable[[int, int], Tensor]) -> Result:
+    """``sinusoidal_table(max_len, d_model)`` = the (max_len, d_model) table of §3.5 (sin in even, cos in odd
+    columns), written with tensor operations (the package's ``sinusoidal_table`` is refused)."""
+
+    def check() -> None:
+        for max_len, d_model in ((12, 8), (30, 64), (5, 512)):
+            what = f"sinusoidal_table({max_len}, {d_model})"
+            with _guarded(t("the sinusoidal table")):
+                got = sinusoidal_table(max_len, d_model)
+            expected = _formula_table(max_len, d_model).float()
+            if isinstance(got, Tensor) and tuple(got.shape) == (d_model, max_len) and max_len != d_model:
+                raise Hint(
+                    t(
+                        "{what} has shape {shape}: one row per position, so (max_len, d_model) = {want}",
+                        what=what,
+                        shape=tuple(got.shape),
+                        want=(max_len, d_model),
+                    )
+                )
+            mistakes = {
+                t("sin and cos are swapped: §3.5 puts sin in the even columns 2i and cos in the odd columns 2i + 1"): (
+                    _formula_table(max_len, d_model, swap=True).float()
+                ),
+                t(
+                    "the columns are all sines, then all cosines; §3.5 interleaves them: sin in column 2i, cos in "
+                    "column 2i + 1 (table[:, 0::2] and table[:, 1::2])"
+                ): _formula_table(max_len, d_model, halves=True).float(),
+                t("the exponent is 2i/d_model with 2i the even column index; you used i/d_model"): _formula_table(
+                    max_len, d_model, column=lambda c: c // 2
+                ).float(),
+                t(
+                    "each pair (2i, 2i + 1) shares one frequency, 1/10000^(2i/d_model); you gave every column its own "
+                    "(c/d_model)"
+                ): _formula_table(max_len, d_model, column=lambda c: c).float(),
+                t("the positions start at 0 (the first row is PE(0): sin 0 = 0, cos 0 = 1); yours start at 1"): (
+                    _formula_table(max_len, d_model, first=1).float()
+                ),
+            }
+            hint = known_mistake(got, expected, mistakes, atol=1e-4)
+            if hint is not None:
+                raise Hint(t("{what}: {hint}", what=what, hint=hint))
+            expect_tensor(got, expected, what, atol=1e-4)
+
+    return run_check(
+        t("the sinusoidal table"), check, t("sin in the even columns, cos in the odd, pair i at 1/10000^(2i/d_model)")
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# The build cell: PositionalEncoding, both kinds
+
+
+def _positions_output(module, x, start: int, what: str) -> Tensor:
+    with _guarded(t("the positional encoding")):
+        got = module(x, start) if start else module(x)
+    if not isinstance(got, Tensor) or got.shape != x.shape:
+        shape = tuple(got.shape) if isinstance(got, Tensor) else type(got).__name__
+        raise Hint(t("{what} should have x's shape {want}, got {shape}", what=what, want=tuple(x.shape), shape=shape))
+    return got
+
+
+def check_positional_encoding(PositionalEncoding) -> Result:  # noqa: N803 (the learner's class)
+    """``PositionalEncoding(d_model, dropout, max_len=512, kind="sinusoidal")``: forward(x, start=0) =
+    Dropout(x + table[start:start + len]); kind="sinusoidal" a non-persistent buffer, kind="learned" a trained
+    nn.Parameter named ``table`` from N(0, 0.02²); a ValueError past max_len."""
+
+    def check() -> None:
+        _check_sinusoidal_kind(PositionalEncoding)
+        _check_learned_kind(PositionalEncoding)
+
+    return run_check(
+        t("PositionalEncoding"),
+        check,
+        t("both kinds right: the fixed table as a buffer, the learned one as a trained parameter; dropout on the sum"),
+    )
+
+
+def _check_common(module, table: Tensor, d_model: int, max_len: int, kind: str) -> None:
+    """Values in eval mode (from start 0 and from a later start), dropout on the sum, the error past max_len."""
+    torch.manual_seed(3)
+    for batch, length, start in ((1, 5, 0), (3, 7, 0), (2, 4, 3)):  # batch 1 first: x.size(0) picks one row there
+        x = torch.randn(batch, length, d_model)
+        what = t(
+            "{kind} PositionalEncoding on x of shape {shape}, start={start}",
+            kind=kind,
+            shape=(batch, length, d_model),
+            start=start,
+        )
+        got = _positions_output(module.eval(), x, start, what).detach()
+        want = x + table[start : start + length]
+        mistakes = {t("the positions were not added (the output equals x)"): x}
+        if batch == 1 and start == 0:  # table[:x.size(0)] is one row, broadcast to every position
+            mistakes[t("you took the first x.size(0) rows; that is the batch size, the length is x.size(1)")] = (
+                x + table[0]
+            )
+        if start:
+            mistakes[t("you used the rows from 0 whatever start is; x holds positions start … start + len − 1")] = (
+                x + table[:length]
+            )
+        hint = known_mistake(got, want, mistakes)
+        if hint is not None:
+            raise Hint(t("{what}: {hint}", what=what, hint=hint))
+        expect_tensor(got, want, what)
+    # dropout acts on the sum, once
+    x = torch.randn(4, 6, d_model)
+    drop = nn.Dropout(module.dropout.p)
+    outcomes = {}
+    for name, step in {
+        "right": lambda: drop(x + table[:6]),
+        "table": lambda: x + drop(table[:6]),
+        "x": lambda: drop(x) + table[:6],
+        "none": lambda: x + table[:6],
+    }.items():
+        torch.manual_seed(7)
+        outcomes[name] = step().detach()
+    module.train()
+    torch.manual_seed(7)
+    got = _positions_output(module, x, 0, t("{kind} PositionalEncoding in training mode", kind=kind)).detach()
+    module.eval()
+    hint = known_mistake(
+        got,
+        outcomes["right"],
+        {
+            t("in training mode nothing was dropped: apply self.dropout to x + the table's rows (§5.4)"): outcomes[
+                "none"
+            ],
+            t("dropout acts on the positions alone; §5.4 drops out the sum of the embeddings and the positions"): (
+                outcomes["table"]
+            ),
+            t("dropout acts on x alone; §5.4 drops out the sum of the embeddings and the positions"): outcomes["x"],
+        },
+    )
+    if hint is not None:
+        raise Hint(t("{kind} PositionalEncoding: {hint}", kind=kind, hint=hint))
+    expect_tensor(
+        got, outcomes["right"], t("{kind} PositionalEncoding in training mode (dropout on the sum)", kind=kind)
+    )
+    _check_too_long(module, d_model, max_len, kind)
+
+
+def _check_too_long(module: nn.Module, d_model: int, max_len: int, kind: str) -> None:
+    for length, start in ((max_len + 1, 0), (4, max_len - 2)):
+        try:
+            with _guarded(t("the positional encoding")):
+                module(torch.randn(1, length, d_model), start) if start else module(torch.randn(1, length, d_model))
+        except ValueError:
+            continue
+        except Hint:
+            raise
+        except Exception as error:
+            raise Hint(
+                t(
+                    "{kind}: positions up to {end} raised {error_type} from inside PyTorch; check start + len against "
+                    "max_len first and raise a ValueError that names max_len, so the reader knows what to change",
+                    kind=kind,
+                    end=start + length,
+                    error_type=type(error).__name__,
+                )
+            ) from None
+        raise Hint(
+            t(
+                "{kind}: positions up to {end} with max_len={max_len} should raise a ValueError: the table has no "
+                "rows for them (a slice past the end silently returns fewer rows)",
+                kind=kind,
+                end=start + length,
+                max_len=max_len,
+            )
+        )
+
+
+def _check_sinusoidal_kind(PositionalEncoding) -> None:  # noqa: N803
+    d_model, max_len = 16, 10
+    with _guarded(t("the positional encoding")):
+        module = PositionalEncoding(d_model, 0.5, max_len=max_len)
+    table = getattr(module, "table", None)
+    if not isinstance(table, Tensor) or tuple(table.shape) != (max_len, d_model):
+        shape = tuple(table.shape) if isinstance(table, Tensor) else type(table).__name__
+        raise Hint(
+            t(
+                "PositionalEncoding(16, 0.5, max_len=10) should set self.table of shape (10, 16); got {shape}",
+                shape=shape,
+            )
+        )
+    if isinstance(table, nn.Parameter) or any(p is table for p in module.parameters()):
+        raise Hint(t('kind="sinusoidal": the table is fixed, so a buffer (register_buffer), not an nn.Parameter'))
+    if module.state_dict():
+        raise Hint(
+            t(
+                'kind="sinusoidal": the buffer should be registered with persistent=False, so that it is not saved '
+                "(the package's model saves no table); got state_dict keys {keys}",
+                keys=sorted(module.state_dict()),
+            )
+        )
+    if not any(b is table for b in module.buffers()):
+        raise Hint(
+            t('kind="sinusoidal": register the table as a buffer (register_buffer), so that .to(device) moves it')
+        )
+    if table.dtype != torch.float32:
+        raise Hint(
+            t(
+                'kind="sinusoidal": the table has dtype {dtype}; build it in float32, the model\'s dtype (x + a '
+                "float64 table is float64, and the next nn.Linear refuses it)",
+                dtype=str(table.dtype).replace("torch.", ""),
+            )
+        )
+    expect_tensor(table, _formula_table(max_len, d_model).float(), t("the sinusoidal table in self.table"), atol=1e-4)
+    _check_common(module, table.detach(), d_model, max_len, "sinusoidal")
+
+
+def _check_learned_kind(PositionalEncoding) -> None:  # noqa: N803
+    d_model, max_len = 64, 512
+    torch.manual_seed(11)
+    with _guarded(t("the positional encoding")):
+        module = PositionalEncoding(d_model, 0.5, max_len=max_len, kind="learned")
+    table = getattr(module, "table", None)
+    if not isinstance(table, nn.Parameter):
+        if isinstance(table, Tensor):
+            raise Hint(
+                t(
+                    'kind="learned": self.table is a plain tensor or a buffer, so the optimizer never trains it: wrap '
+                    "it in nn.Parameter(...) (a learned table is a parameter; the sinusoidal one is a buffer)"
+                )
+            )
+        raise Hint(t('kind="learned": set self.table to an nn.Parameter of shape (max_len, d_model)'))
+    if tuple(table.shape) != (max_len, d_model):
+        raise Hint(
+            t(
+                'kind="learned": the table has shape {shape}; one row per position: (max_len, d_model) = {want}',
+                shape=tuple(table.shape),
+                want=(max_len, d_model),
+            )
+        )
+    if set(module.state_dict()) != {"table"}:
+        raise Hint(
+            t(
+                'kind="learned": the saved weights should be exactly {{table}} (the package\'s name), got {keys}',
+                keys=sorted(module.state_dict()),
+            )
+        )
+    std, mean = float(table.detach().std()), float(table.detach().mean())
+    if std == 0:
+        raise Hint(
+            t(
+                'kind="learned": the table starts all equal (std 0); start it from a normal distribution with std '
+                "0.02, torch.randn(max_len, d_model) * 0.02, as the package does"
+            )
+        )
+    if not (0.019 < std < 0.021 and abs(mean) < 0.002):
+        raise Hint(
+            t(
+                'kind="learned": the table starts with mean {mean:.3f} and std {std:.3f}; the package draws it from a '
+                "normal distribution with mean 0 and std 0.02: torch.randn(max_len, d_model) * 0.02",
+                mean=mean,
+                std=std,
+            )
+        )
+    with torch.no_grad():
+        table.copy_(torch.randn(max_len, d_model))  # known, distinct values, whatever the learner started from
+    # the gradient reaches exactly the rows used
+    module.eval()
+    x = torch.randn(2, 4, d_model, requires_grad=True)
+    table.grad = None
+    with _guarded(t("the positional encoding")):
+        module(x, 3).sum().backward()
+    if table.grad is None or table.grad[3:7].abs().sum() == 0:
+        raise Hint(
+            t('kind="learned": no gradient reaches the table: use the parameter itself, not table.data or a copy')
+        )
+    if table.grad[:3].abs().sum() != 0 or table.grad[7:].abs().sum() != 0:
+        raise Hint(
+            t('kind="learned": rows outside start … start + len − 1 got a gradient: add only table[start:start + len]')
+        )
+    _check_common(module, table.detach(), d_model, max_len, "learned")
+
+
+# ---------------------------------------------------------------------------------------------------
+# The build cell: the position-wise feed-forward network
+
+
+def check_feed_forward(PositionwiseFeedForward) -> Result:  # noqa: N803 (the learner's class)
+    """``PositionwiseFeedForward(d_model, d_ff, dropout=0.0)`` with ``w_1``, ``w_2``; forward =
+    w_2(dropout(relu(w_1(x))))."""
+
+    def check() -> None:
+        d_model, d_ff = 8, 32
+        with _guarded(t("the feed-forward network")):
+            module = PositionwiseFeedForward(d_model, d_ff, 0.5)
+        names = set(module.state_dict())
+        want_names = {"w_1.weight", "w_1.bias", "w_2.weight", "w_2.bias"}
+        if names != want_names:
+            raise Hint(t("the parameters should be {want}, got {names}", want=sorted(want_names), names=sorted(names)))
+        torch.manual_seed(2)
+        x = torch.randn(2, 5, d_model)
+        w_1, w_2 = module.w_1, module.w_2
+        with torch.no_grad():
+            with _guarded(t("the feed-forward network")):
+                got = module.eval()(x)
+            expected = w_2(torch.relu(w_1(x)))
+            mistakes = {
+                t("the ReLU is missing: FFN(x) = max(0, x W_1 + b_1) W_2 + b_2"): w_2(w_1(x)),
+                t("the ReLU is applied after w_2; it belongs between the two linear layers"): torch.relu(w_2(w_1(x))),
+            }
+            hint = known_mistake(got, expected, mistakes)
+            if hint is not None:
+                raise Hint(t("PositionwiseFeedForward in eval mode: {hint}", hint=hint))
+            expect_tensor(got, expected, t("PositionwiseFeedForward(8, 32) in eval mode"))
+            drop = nn.Dropout(0.5)
+            outcomes = {}
+            for name, step in {
+                "right": lambda: w_2(drop(torch.relu(w_1(x)))),
+                "output": lambda: drop(w_2(torch.relu(w_1(x)))),
+                "input": lambda: w_2(torch.relu(w_1(drop(x)))),
+                "none": lambda: w_2(torch.relu(w_1(x))),
+            }.items():
+                torch.manual_seed(9)
+                outcomes[name] = step()
+            torch.manual_seed(9)
+            with _guarded(t("the feed-forward network")):
+                got = module.train()(x)
+        hint = known_mistake(
+            got,
+            outcomes["right"],
+            {
+                t("in training mode nothing was dropped: apply self.dropout to the hidden layer"): outcomes["none"],
+                t("dropout acts on the output; the FFN's own dropout acts on its hidden layer, before w_2"): outcomes[
+                    "output"
+                ],
+                t("dropout acts on the input; the FFN's own dropout acts on its hidden layer, after the ReLU"): (
+                    outcomes["input"]
+                ),
+            },
+        )
+        if hint is not None:
+            raise Hint(t("PositionwiseFeedForward(8, 32, dropout=0.5) in training mode: {hint}", hint=hint))
+        expect_tensor(got, outcomes["right"], t("PositionwiseFeedForward(8, 32, dropout=0.5) in training mode"))
+
+    return run_check(t("PositionwiseFeedForward"), check, t("w_2(dropout(relu(w_1(x)))), the same at every position"))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Exercise 1: the dot product of two positions' encodings depends only on their distance k, without the table
+
+# (k, d_model): small ones first (their mistakes are named), then two whose table could never be built
+_SMALL = ((0, 8), (1, 8), (3, 8), (10, 64), (50, 64), (7, 512))
+_HUGE = ((10**13, 8), (10**9, 512))
 
 
 def _pe_dot_mistakes(k: int, d_model: int) -> dict[str, float]:
@@ -57,14 +486,27 @@ def _pe_dot_mistakes(k: int, d_model: int) -> dict[str, float]:
     }
 
 
+def _two_rows_dot(k: int, d_model: int, pos: int = 10) -> float:
+    """PE(pos) · PE(pos + k) from the two rows alone, each number by the formula in float64."""
+    total = 0.0
+    for i in range(d_model // 2):
+        w = 1 / 10000 ** (2 * i / d_model)
+        a, b = w * pos, w * (pos + k)
+        total += math.sin(a) * math.sin(b) + math.cos(a) * math.cos(b)
+    return total
+
+
 def check_pe_dot(pe_dot: Callable[[int, int], float]) -> Result:
-    """``pe_dot(k, d_model)`` must equal PE(pos) · PE(pos + k), computed without the table."""
+    """``pe_dot(k, d_model)`` must equal PE(pos) · PE(pos + k) for every pos, computed without the table: it is also
+    asked for k = 10¹³, whose table no computer holds, and the package's table and PositionalEncoding are refused."""
 
     def check():
-        for k, d_model in PE_DOT_CASES:
+        for k, d_model in _SMALL:
             what = f"pe_dot(k={k}, d_model={d_model})"
-            got = as_number(pe_dot(k, d_model), what)
-            want = measured_pe_dot(k, d_model)
+            with _guarded(t("the dot product (from the formula, not the table)")):
+                answer = pe_dot(k, d_model)
+            got = as_number(answer, what)
+            want = _two_rows_dot(k, d_model)
             if math.isclose(got, want, rel_tol=1e-4, abs_tol=1e-4):
                 continue
             for hint, value in _pe_dot_mistakes(k, d_model).items():
@@ -79,144 +521,128 @@ def check_pe_dot(pe_dot: Callable[[int, int], float]) -> Result:
                     want=want,
                 )
             )
+        for k, d_model in _HUGE:
+            what = f"pe_dot(k={k:.0e}, d_model={d_model})".replace("e+", "e")
+            try:
+                with _guarded(t("the dot product (from the formula, not the table)")):
+                    answer = pe_dot(k, d_model)
+            except (RuntimeError, MemoryError, IndexError, OverflowError) as error:
+                raise Hint(
+                    t(
+                        "{what} raised {error_type}: a table (or a row of it) with {k:.0e} positions cannot be built "
+                        "or indexed; write the dot product as a sum over the d_model/2 pairs, with k in it and no "
+                        "table",
+                        what=what,
+                        error_type=type(error).__name__,
+                        k=k,
+                    )
+                ) from None
+            got = as_number(answer, what)
+            want = _two_rows_dot(k, d_model)
+            if math.isclose(got, want, abs_tol=1e-3):
+                continue
+            raise Hint(
+                t(
+                    "{what} = {got:.4f}, expected {want:.4f}: the small cases pass, so the formula is right; k·ω_i has "
+                    "about 14 digits here and float32 keeps 7: compute in float64 (Python's math, or dtype=torch."
+                    "float64)",
+                    what=what,
+                    got=got,
+                    want=want,
+                )
+            )
 
     return run_check("pe_dot", check, t("Σ_i cos(ω_i·k): it depends on the distance k only, never on pos"))
 
 
 # ---------------------------------------------------------------------------------------------------
-# Exercise 2: learned positions, a variant of PositionalEncoding
+# Exercise 2: rotary positions, a variant (Su et al., 2021)
 
 
-def _the_table(module: nn.Module, max_len: int, d_model: int) -> nn.Parameter:
-    """The module's one (max_len, d_model) parameter, or a Hint that says what is there instead."""
-    params = [p for p in module.parameters() if p.shape == (max_len, d_model)]
-    if len(params) == 1:
-        return params[0]
-    if any(p.shape == (d_model, max_len) for p in module.parameters()):
-        raise Hint(
-            t(
-                "the table is ({d_model}, {max_len}): one row per position, so (max_len, d_model)",
-                d_model=d_model,
-                max_len=max_len,
-            )
-        )
-    tensors = [x for x in [*module.buffers(), *vars(module).values()] if isinstance(x, Tensor)]
-    if any(x.shape == (max_len, d_model) for x in tensors):
-        raise Hint(
-            t(
-                "the table is a plain tensor or a buffer, so the optimizer never trains it: wrap it in "
-                "nn.Parameter(...) (a learned table is a parameter; the sinusoidal one is a buffer)"
-            )
-        )
-    shapes = [tuple(p.shape) for p in module.parameters()]
-    raise Hint(
-        t(
-            "expected one parameter of shape (max_len, d_model) = ({max_len}, {d_model}), got {shapes}",
-            max_len=max_len,
-            d_model=d_model,
-            shapes=shapes or t("none"),
-        )
-    )
+def _rotary_reference(x: Tensor, sign: float = 1.0, first: int = 0, exponent=None, halves: bool = False) -> Tensor:
+    """Pair (2i, 2i + 1) of position p rotated by p·ω_i, as a complex multiplication in float64 (or a slip)."""
+    batch, length, d_model = x.shape
+    xd = x.double()
+    if halves:
+        pairs = torch.complex(xd[..., : d_model // 2], xd[..., d_model // 2 :])  # (B, L, d/2)
+    else:
+        pairs = torch.complex(xd[..., 0::2], xd[..., 1::2])  # (B, L, d/2)
+    i = torch.arange(d_model // 2, dtype=torch.float64)
+    omega = 1 / 10000 ** ((exponent(i) if exponent else 2 * i) / d_model)  # (d/2,)
+    angle = (torch.arange(length, dtype=torch.float64)[:, None] + first) * omega  # (L, d/2)
+    rotated = pairs * torch.polar(torch.ones_like(angle), sign * angle)  # (B, L, d/2)
+    out = torch.empty_like(xd)
+    if halves:
+        out[..., : d_model // 2], out[..., d_model // 2 :] = rotated.real, rotated.imag
+    else:
+        out[..., 0::2], out[..., 1::2] = rotated.real, rotated.imag
+    return out.float()
 
 
-def check_learned_positions(module_class: Callable[..., nn.Module]) -> Result:
-    """``module_class(d_model, dropout, max_len)``: x (batch, len, d_model) → dropout(x + table[:len]),
-    with ``table`` a trained (max_len, d_model) parameter; a sequence longer than max_len raises ValueError."""
+def check_rotary(rotate: Callable[[Tensor], Tensor]) -> Result:
+    """``rotate(x)``: x (batch, len, d_model) → the same shape, each pair (2i, 2i + 1) of position p rotated by the
+    angle p·ω_i, ω_i = 1/10000^(2i/d_model). The package's sinusoidal_table may help (it holds sin and cos of p·ω_i)."""
 
     def check():
-        with torch.random.fork_rng(devices=[]):  # the learner's random state is left as it was
-            torch.manual_seed(5)
-            _check_learned(module_class)
-
-    return run_check(t("learned positions"), check, t("one trained vector per seat, and no seat beyond max_len"))
-
-
-def _check_learned(module_class: Callable[..., nn.Module]) -> None:
-    """The checks of check_learned_positions, inside its own random state."""
-    d_model, max_len = 16, 10
-    module = module_class(d_model, 0.0, max_len)
-    table = _the_table(module, max_len, d_model)
-    with torch.no_grad():
-        table.copy_(torch.randn(max_len, d_model))  # known values, whatever the learner started from
-    module.eval()
-    for batch, length in ((1, 5), (3, 7)):  # batch 1 first: there x.size(0) silently picks one row
-        x = torch.randn(batch, length, d_model)
-        got = module(x)
-        what = t("the output for x of shape {shape}", shape=(batch, length, d_model))
-        if not isinstance(got, Tensor) or got.shape != x.shape:
-            shape = tuple(got.shape) if isinstance(got, Tensor) else type(got).__name__
-            raise Hint(
-                t("{what} should have x's shape {want}, got {shape}", what=what, want=tuple(x.shape), shape=shape)
-            )
-        want = x + table[:length]
-        if batch == 1 and torch.allclose(got, x + table[0], atol=1e-5):  # seat 0 for every word
-            raise Hint(
+        g = torch.Generator().manual_seed(8)
+        for shape in ((1, 6, 8), (2, 9, 16), (3, 5, 64)):
+            x = torch.randn(*shape, generator=g)
+            what = t("rotate(x) for x of shape {shape}", shape=shape)
+            with no_shortcuts(t("the rotation"), allow=("transformer_course.layers",)):
+                got = rotate(x.clone())
+            expected = _rotary_reference(x)
+            mistakes = {
                 t(
-                    "{what}: you took the first x.size(0) rows; that is the batch size, the length is x.size(1)",
-                    what=what,
-                )
-            )
-        if torch.allclose(got, x, atol=1e-5):
-            raise Hint(t("{what} equals x: the positions were not added", what=what))
-        if not torch.allclose(got, want, atol=1e-5):
-            raise Hint(t("{what} should be x + table[:len] (rows 0 … {last} of the table)", what=what, last=length - 1))
-    if table.grad is not None:
-        table.grad = None
-    module(torch.randn(2, 4, d_model, requires_grad=True)).sum().backward()  # x needs grad: backward runs anyway
-    if table.grad is None or table.grad[:4].abs().sum() == 0:
-        raise Hint(t("no gradient reaches the table: use the parameter itself, not table.data or a detached copy"))
-    if table.grad[4:].abs().sum() != 0:
-        raise Hint(t("positions 4 … max_len − 1 got a gradient from a sentence of 4 tokens: slice table[:len]"))
-    _check_dropout(module_class, d_model, max_len)
-    _check_too_long(module, d_model, max_len)
+                    "you rotate the other way: (x_2i, x_2i+1) ↦ (x_2i cos θ − x_2i+1 sin θ, x_2i sin θ + x_2i+1 cos θ) "
+                    "with θ = p·ω_i"
+                ): _rotary_reference(x, sign=-1),
+                t(
+                    "you paired dimension j with j + d_model/2 (the GPT-NeoX layout); this exercise pairs neighbours "
+                    "(2i, 2i + 1), as the sinusoidal table does"
+                ): _rotary_reference(x, halves=True),
+                t("the angle of pair i is p / 10000^(2i/d_model); you used i/d_model in the exponent"): (
+                    _rotary_reference(x, exponent=lambda i: i)
+                ),
+                t("the first position is p = 0 (no rotation); yours starts at p = 1"): _rotary_reference(x, first=1),
+                t(
+                    "each number is scaled by cos θ, but the pair is not mixed: the rotation also adds ∓ sin θ times "
+                    "the other number of the pair"
+                ): _scaled_only(x),
+            }
+            hint = known_mistake(got, expected, mistakes, atol=1e-4)
+            if hint is not None:
+                raise Hint(t("{what}: {hint}", what=what, hint=hint))
+            expect_tensor(got, expected, what, atol=1e-4)
+            if not torch.equal(got[:, 0], x[:, 0]) and not torch.allclose(got[:, 0], x[:, 0], atol=1e-6):
+                raise Hint(t("{what}: position 0 should come out unchanged (a rotation by angle 0)", what=what))
 
-
-def _check_dropout(module_class, d_model: int, max_len: int) -> None:
-    module = module_class(d_model, 0.5, max_len).train()
-    x = torch.randn(4, max_len, d_model)
-    with torch.no_grad():
-        out = module(x)
-        clean = module.eval()(x)
-    if torch.allclose(out, clean):
-        raise Hint(t("with dropout=0.5 in training mode nothing was dropped: apply nn.Dropout(dropout) to x + table"))
-    zeros = float((out == 0).float().mean())
-    if not 0.3 < zeros < 0.7 or not torch.allclose(out[out != 0], 2 * clean[out != 0], atol=1e-5):
-        raise Hint(t("dropout should act on the sum x + table, once (nn.Dropout(p) zeroes a share p, scales the rest)"))
-
-
-def _check_too_long(module: nn.Module, d_model: int, max_len: int) -> None:
-    try:
-        module(torch.randn(1, max_len + 1, d_model))
-    except ValueError:
-        return
-    except Exception as error:
-        raise Hint(
-            t(
-                "a sequence of {tokens} tokens raised {error_type} from inside PyTorch; check the "
-                "length first and raise a ValueError that names max_len, so the reader knows what to change",
-                tokens=max_len + 1,
-                error_type=type(error).__name__,
-            )
-        ) from None
-    raise Hint(
-        t("a sequence of {tokens} tokens should raise a ValueError: the table has no row for it", tokens=max_len + 1)
+    return run_check(
+        t("rotary positions"),
+        check,
+        t(
+            "each pair turned by p·ω_i: a query at p and a key at p + k now meet through the rotation by k·ω_i, so "
+            "their dot product depends on the distance k, not on p"
+        ),
     )
+
+
+def _scaled_only(x: Tensor) -> Tensor:
+    batch, length, d_model = x.shape
+    i = torch.arange(d_model // 2, dtype=torch.float64)
+    angle = torch.arange(length, dtype=torch.float64)[:, None] / 10000 ** (2 * i / d_model)  # (L, d/2)
+    return (x.double() * torch.cos(angle).repeat_interleave(2, dim=-1)).float()
 
 
 # ---------------------------------------------------------------------------------------------------
-# Questions
-
-D_MODEL = 512
-LONGEST = 2 * math.pi * 10000 ** ((D_MODEL - 2) / D_MODEL)  # the last pair, i = d_model/2 − 1
+# Exercise 3: questions
 
 QUESTIONS = {
     "q1": Numeric(
         key="nb05-q1",
         digests=("20c53123eaf1e99d8b170496", "1f408579187844d34eabd0ee", "21e5b581274348497e3772e0"),
         why=lazy_t(
-            "the last pair is i = 255, so 2π · 10000^(510/512) ≈ {longest:,.0f} positions: just short of the "
-            "paper's 10000 · 2π, which no pair reaches",
-            longest=LONGEST,
+            "the last pair is i = 255, so one turn takes 2π · 10000^(510/512) positions: just short of the paper's "
+            "10000 · 2π, which no pair reaches"
         ),
         mistakes={
             lazy_t(
@@ -238,44 +664,50 @@ QUESTIONS = {
         ),
     ),
     "q2": Choice(
-        key="nb05-q2",
-        digest="43adcc7867f970622b99a4ff",
-        letters="abcd",
-        why=lazy_t(
-            "self-attention without positions treats the input as a set: each word's output moves with the word"
-        ),
-        wrong={
-            "a": lazy_t(
-                "each output belongs to its word: when the words move, their outputs move with them (section 2's check)"
-            ),
-            "c": lazy_t(
-                "nothing in attention depends on where a word stands, so each word's output is the one it had before; "
-                "only the order changes"
-            ),
-            "d": lazy_t("the outputs are equal only for equal words; different words keep different outputs"),
-        },
-    ),
-    "q3": Choice(
-        key="nb05-q3",
-        digest="9c3b8f1c0cd74781200e4599",
+        key="nb05-q2-pooled",
+        digest="3065c1ffc669bb58a341b265",
         letters="abc",
         why=lazy_t(
-            "§3.5: the encodings 'have the same dimension d_model as the embeddings, so that the two can be summed'"
+            "without positions each word's output moves with the word (section 2), and the mean of the same vectors "
+            "in another order is the same mean: the two sentences get one vector"
         ),
         wrong={
             "a": lazy_t(
-                "concatenating would make the vectors longer than d_model; the paper gives the encodings the same "
-                "size d_model so that they can be added"
+                "the outputs are the same vectors, only in another order (section 2's check); a mean does not see "
+                "the order"
             ),
             "c": lazy_t(
-                "a product would scale each word's numbers by its position's, and PE(0) has zeros that would wipe "
-                "out half of the first word; the paper adds"
+                "dropout is off in eval mode and nothing in attention depends on where a word stands: the mean is "
+                "the same up to float rounding, not merely close"
             ),
         },
+    ),
+    "q3": Numeric(
+        key="nb05-q3-squared-length",
+        digests=("c40c343833718758a320b1cd", "b579de4decff46b475976be1", "0689cbe496bf5602aaa1df03"),
+        why=lazy_t(
+            "the word vector's d_model entries have variance (1/d_model) · d_model = 1 each after × √d_model, so its "
+            "squared length is about d_model; the positions add Σ (sin² + cos²) = d_model/2; the cross term averages 0"
+        ),
+        mistakes={
+            lazy_t("that is the word vector alone; the positional vector adds its own squared length, d_model/2"): 512,
+            lazy_t("that is the positional vector alone; the word vector adds about d_model after × √d_model"): 256,
+            lazy_t(
+                "that leaves out the × √d_model: N(0, 1/d_model) rows have squared length about 1 before it, "
+                "d_model after"
+            ): 257,
+            lazy_t(
+                "every (sin, cos) pair adds sin² + cos² = 1, so the positions add d_model/2 = 256, not d_model"
+            ): 1024,
+        },
+        otherwise=lazy_t(
+            "add the expected squared lengths: the word vector's (d_model entries of variance 1 after the factor) and "
+            "the positional vector's (d_model/2 pairs of sin² + cos² = 1); the cross term averages 0"
+        ),
     ),
 }
 
 
 def check_quiz(**answers) -> Result:
-    """``check_quiz(q1=60600, q2="b", q3="b")``: one line per question."""
+    """``check_quiz(q1=…, q2="…", q3=…)``: one line per question."""
     return _check_quiz(QUESTIONS, answers)

@@ -3,107 +3,103 @@
 __all__ = ["ZH"]
 
 ZH: dict[str, str] = {
-    "you summed sin(ω_i·k); the dot product of two (sin, cos) pairs is sin a sin b + cos a cos b = cos(a − b)": (
-        "你对 sin(ω_i·k) 求了和；两个 (sin, cos) 对的点积是 sin a sin b + cos a cos b = cos(a − b)"
-    ),
-    "the frequency of pair i is 1 / 10000^(2i/d_model): the exponent has 2i, the even column index, not i": (
-        "第 i 对的频率是 1 / 10000^(2i/d_model)：指数里是偶数列的下标 2i，而不是 i"
-    ),
-    "that is the mean over the pairs; a dot product sums them": "这是对各对取的平均；点积是把它们加起来",
-    "there are d_model/2 pairs (one frequency per (sin, cos) pair of columns), not d_model frequencies": (
-        "一共有 d_model/2 对（每一对 (sin, cos) 列一个频率），而不是 d_model 个频率"
-    ),
-    "every pair turns at its own speed ω_i; you used one frequency for all of them": (
-        "每一对都以自己的速度 ω_i 转动；你给所有对用了同一个频率"
-    ),
-    "{what} = {got:.4f}: {hint}": "{what} = {got:.4f}：{hint}",
-    "{what} = {got:.4f}, but the table gives PE(10) · PE(10 + {k}) = {want:.4f}": (
-        "{what} = {got:.4f}，但查表得到 PE(10) · PE(10 + {k}) = {want:.4f}"
-    ),
+    'kind="sinusoidal": the table has dtype {dtype}; build it in float32, the model\'s dtype (x + a float64 table is float64, and the next nn.Linear refuses it)': 'kind="sinusoidal"：表的 dtype 是 {dtype}；请用模型的 dtype float32 构建它（x 加上 float64 的表会变成 float64，接下来的 nn.Linear 不接受它）',
     "Σ_i cos(ω_i·k): it depends on the distance k only, never on pos": "Σ_i cos(ω_i·k)：它只取决于距离 k，与 pos 无关",
-    "the table is ({d_model}, {max_len}): one row per position, so (max_len, d_model)": (
-        "这张表的形状是 ({d_model}, {max_len})：每个位置占一行，所以应是 (max_len, d_model)"
-    ),
-    "the table is a plain tensor or a buffer, so the optimizer never trains it: wrap it in nn.Parameter(...) (a "
-    "learned table is a parameter; the sinusoidal one is a buffer)": (
-        "这张表是普通张量或缓冲区（buffer），优化器永远不会训练它：用 nn.Parameter(...) 把它包起来"
-        "（可学习的表是参数；正弦位置编码的表才是缓冲区）"
-    ),
-    "expected one parameter of shape (max_len, d_model) = ({max_len}, {d_model}), got {shapes}": (
-        "应有一个形状为 (max_len, d_model) = ({max_len}, {d_model}) 的参数，实际得到 {shapes}"
-    ),
-    "none": "没有参数",
-    "learned positions": "可学习的位置嵌入",
-    "one trained vector per seat, and no seat beyond max_len": "每个座位号一个训练出来的向量，max_len 之外没有座位",
-    "the output for x of shape {shape}": "x 的形状为 {shape} 时的输出",
+    "you summed sin(ω_i·k); the dot product of two (sin, cos) pairs is sin a sin b + cos a cos b = cos(a − b)": "你对 sin(ω_i·k) 求了和；两个 (sin, cos) 对的点积是 sin a sin b + cos a cos b = cos(a − b)",
+    "the frequency of pair i is 1 / 10000^(2i/d_model): the exponent has 2i, the even column index, not i": "第 i 对的频率是 1 / 10000^(2i/d_model)：指数里是偶数列的下标 2i，而不是 i",
+    "that is the mean over the pairs; a dot product sums them": "这是对各对取的平均；点积是把它们加起来",
+    "there are d_model/2 pairs (one frequency per (sin, cos) pair of columns), not d_model frequencies": "一共有 d_model/2 对（每一对 (sin, cos) 列一个频率），而不是 d_model 个频率",
+    "every pair turns at its own speed ω_i; you used one frequency for all of them": "每一对都以自己的速度 ω_i 转动；你给所有对用了同一个频率",
+    "{what} = {got:.4f}: {hint}": "{what} = {got:.4f}：{hint}",
+    "{what} = {got:.4f}, but the table gives PE(10) · PE(10 + {k}) = {want:.4f}": "{what} = {got:.4f}，但查表得到 PE(10) · PE(10 + {k}) = {want:.4f}",
     "{what} should have x's shape {want}, got {shape}": "{what} 应与 x 同形状 {want}，实际得到 {shape}",
-    "{what}: you took the first x.size(0) rows; that is the batch size, the length is x.size(1)": (
-        "{what}：你取了前 x.size(0) 行；那是批大小，序列长度是 x.size(1)"
-    ),
-    "{what} equals x: the positions were not added": "{what} 等于 x：没有加上位置",
-    "{what} should be x + table[:len] (rows 0 … {last} of the table)": "{what} 应为 x + table[:len]（表的第 0 … {last} 行）",
-    "no gradient reaches the table: use the parameter itself, not table.data or a detached copy": (
-        "没有梯度传到这张表：要直接用这个参数，而不是 table.data 或 detach 之后的副本"
-    ),
-    "positions 4 … max_len − 1 got a gradient from a sentence of 4 tokens: slice table[:len]": (
-        "一个 4 个词元的句子让位置 4 … max_len − 1 也得到了梯度：要切片 table[:len]"
-    ),
-    "with dropout=0.5 in training mode nothing was dropped: apply nn.Dropout(dropout) to x + table": (
-        "训练模式下 dropout=0.5，却什么都没有被丢弃：对 x + table 使用 nn.Dropout(dropout)"
-    ),
-    "dropout should act on the sum x + table, once (nn.Dropout(p) zeroes a share p, scales the rest)": (
-        "dropout 应作用在和 x + table 上，且只用一次（nn.Dropout(p) 把比例为 p 的数置零，其余的放大）"
-    ),
-    "a sequence of {tokens} tokens raised {error_type} from inside PyTorch; check the length first and raise a "
-    "ValueError that names max_len, so the reader knows what to change": (
-        "一个 {tokens} 个词元的序列在 PyTorch 内部引发了 {error_type}；请先检查长度，并抛出一个提到 max_len 的 "
-        "ValueError，让读者知道该改什么"
-    ),
-    "a sequence of {tokens} tokens should raise a ValueError: the table has no row for it": (
-        "一个 {tokens} 个词元的序列应引发 ValueError：表里没有对应的行"
-    ),
-    "the last pair is i = 255, so 2π · 10000^(510/512) ≈ {longest:,.0f} positions: just short of the paper's "
-    "10000 · 2π, which no pair reaches": (
-        "最后一对是 i = 255，所以是 2π · 10000^(510/512) ≈ {longest:,.0f} 个位置：比论文说的 10000 · 2π 略短，"
-        "没有哪一对能达到那个值"
-    ),
-    "that is the paper's round bound 10000 · 2π; the last pair is i = d_model/2 − 1 = 255, so the exponent is "
-    "2i/d_model = 510/512, not 1": (
-        "这是论文给出的粗略上界 10000 · 2π；最后一对是 i = d_model/2 − 1 = 255，所以指数是 2i/d_model = 510/512，而不是 1"
-    ),
-    "that is 1/ω, a number of radians per position turned around: a full turn takes 2π / ω positions": (
-        "这是 1/ω，把“每个位置转过的弧度”倒过来了：转一整圈需要 2π / ω 个位置"
-    ),
-    "the exponent is 2i/d_model with 2i the EVEN column index: the last pair has 2i = 510, not 511": (
-        "指数是 2i/d_model，其中 2i 是偶数列的下标：最后一对的 2i = 510，而不是 511"
-    ),
-    "with i = 255 the exponent is 2i/d_model = 510/512; you used i/d_model": (
-        "i = 255 时指数是 2i/d_model = 510/512；你用的是 i/d_model"
-    ),
-    "pair i turns by ω_i = 1/10000^(2i/d_model) per position; one full turn (2π) takes 2π/ω_i positions": (
-        "第 i 对每个位置转过 ω_i = 1/10000^(2i/d_model)；转一整圈（2π）需要 2π/ω_i 个位置"
-    ),
-    "self-attention without positions treats the input as a set: each word's output moves with the word": (
-        "没有位置信息的自注意力把输入当作一个集合：每个词的输出随这个词一起移动"
-    ),
-    "each output belongs to its word: when the words move, their outputs move with them (section 2's check)": (
-        "每个输出属于它自己的词：词移动时，它们的输出也跟着移动（见第 2 节的检查）"
-    ),
-    "nothing in attention depends on where a word stands, so each word's output is the one it had before; only "
-    "the order changes": "注意力中没有任何东西取决于词所在的位置，所以每个词的输出和之前一样；变的只是顺序",
-    "the outputs are equal only for equal words; different words keep different outputs": (
-        "只有相同的词输出才相同；不同的词仍有不同的输出"
-    ),
-    "§3.5: the encodings 'have the same dimension d_model as the embeddings, so that the two can be summed'": (
-        "§3.5：位置编码“与嵌入具有相同的维度 d_model，以便两者相加”"
-        "（'have the same dimension d_model as the embeddings, so that the two can be summed'）"
-    ),
-    "concatenating would make the vectors longer than d_model; the paper gives the encodings the same size "
-    "d_model so that they can be added": (
-        "拼接会让向量长于 d_model；论文让位置编码和嵌入同为 d_model 维，就是为了能把它们相加"
-    ),
-    "a product would scale each word's numbers by its position's, and PE(0) has zeros that would wipe out half of "
-    "the first word; the paper adds": (
-        "相乘会用位置的数去缩放每个词的数，而 PE(0) 里有零，会抹掉第一个词的一半；论文用的是相加"
-    ),
+    "that is the paper's round bound 10000 · 2π; the last pair is i = d_model/2 − 1 = 255, so the exponent is 2i/d_model = 510/512, not 1": "这是论文给出的粗略上界 10000 · 2π；最后一对是 i = d_model/2 − 1 = 255，所以指数是 2i/d_model = 510/512，而不是 1",
+    "that is 1/ω, a number of radians per position turned around: a full turn takes 2π / ω positions": "这是 1/ω，把“每个位置转过的弧度”倒过来了：转一整圈需要 2π / ω 个位置",
+    "the exponent is 2i/d_model with 2i the EVEN column index: the last pair has 2i = 510, not 511": "指数是 2i/d_model，其中 2i 是偶数列的下标：最后一对的 2i = 510，而不是 511",
+    "with i = 255 the exponent is 2i/d_model = 510/512; you used i/d_model": "i = 255 时指数是 2i/d_model = 510/512；你用的是 i/d_model",
+    "pair i turns by ω_i = 1/10000^(2i/d_model) per position; one full turn (2π) takes 2π/ω_i positions": "第 i 对每个位置转过 ω_i = 1/10000^(2i/d_model)；转一整圈（2π）需要 2π/ω_i 个位置",
+    "Embeddings": "Embeddings（嵌入）",
+    "Embeddings({vocab}, {d_model}) on token ids of shape (2, 4)": "Embeddings({vocab}, {d_model}) 作用在形状为 (2, 4) 的词元 id 上",
+    "PositionalEncoding": "PositionalEncoding（位置编码）",
+    "PositionalEncoding(16, 0.5, max_len=10) should set self.table of shape (10, 16); got {shape}": "PositionalEncoding(16, 0.5, max_len=10) 应设置形状为 (10, 16) 的 self.table；实际得到 {shape}",
+    "PositionwiseFeedForward": "PositionwiseFeedForward（逐位置前馈网络）",
+    "PositionwiseFeedForward in eval mode: {hint}": "评估模式下的 PositionwiseFeedForward：{hint}",
+    "PositionwiseFeedForward(8, 32) in eval mode": "评估模式下的 PositionwiseFeedForward(8, 32)",
+    "PositionwiseFeedForward(8, 32, dropout=0.5) in training mode": "训练模式下的 PositionwiseFeedForward(8, 32, dropout=0.5)",
+    "PositionwiseFeedForward(8, 32, dropout=0.5) in training mode: {hint}": "训练模式下的 PositionwiseFeedForward(8, 32, dropout=0.5)：{hint}",
+    "add the expected squared lengths: the word vector's (d_model entries of variance 1 after the factor) and the positional vector's (d_model/2 pairs of sin² + cos² = 1); the cross term averages 0": "把期望的长度平方相加：词的嵌入向量的（乘上因子后，d_model 个分量的方差各为 1）和位置向量的（d_model/2 对，每对 sin² + cos² = 1）；交叉项平均为 0",
+    "both kinds right: the fixed table as a buffer, the learned one as a trained parameter; dropout on the sum": "两种都对：固定的表是缓冲区，学习的表是可训练参数；dropout 作用在和上",
+    "dropout acts on the input; the FFN's own dropout acts on its hidden layer, after the ReLU": "dropout 作用在了输入上；前馈网络自己的 dropout 作用在隐藏层上，在 ReLU 之后",
+    "dropout acts on the output; the FFN's own dropout acts on its hidden layer, before w_2": "dropout 作用在了输出上；前馈网络自己的 dropout 作用在隐藏层上，在 w_2 之前",
+    "dropout acts on the positions alone; §5.4 drops out the sum of the embeddings and the positions": "dropout 只作用在了位置编码上；§5.4 对嵌入与位置编码之和做 dropout",
+    "dropout acts on x alone; §5.4 drops out the sum of the embeddings and the positions": "dropout 只作用在了 x 上；§5.4 对嵌入与位置编码之和做 dropout",
+    "dropout is off in eval mode and nothing in attention depends on where a word stands: the mean is the same up to float rounding, not merely close": "评估模式下 dropout 关闭，注意力中也没有任何东西取决于词所在的位置：平均值除浮点舍入外完全相同，而不只是接近",
+    "each number is scaled by cos θ, but the pair is not mixed: the rotation also adds ∓ sin θ times the other number of the pair": "每个数都乘了 cos θ，但这一对没有混合：旋转还要加上 ∓ sin θ 乘以这一对中的另一个数",
+    "each pair (2i, 2i + 1) shares one frequency, 1/10000^(2i/d_model); you gave every column its own (c/d_model)": "每一对 (2i, 2i + 1) 共用一个频率 1/10000^(2i/d_model)；你给每一列各用了自己的频率（c/d_model）",
+    "each pair turned by p·ω_i: a query at p and a key at p + k now meet through the rotation by k·ω_i, so their dot product depends on the distance k, not on p": "每一对都转过了 p·ω_i：位置 p 的查询与位置 p + k 的键如今通过转角 k·ω_i 的旋转相遇，所以它们的点积取决于距离 k，而不取决于 p",
+    "every (sin, cos) pair adds sin² + cos² = 1, so the positions add d_model/2 = 256, not d_model": "每一对 (sin, cos) 贡献 sin² + cos² = 1，所以位置编码贡献 d_model/2 = 256，而不是 d_model",
+    "in training mode nothing was dropped: apply self.dropout to the hidden layer": "训练模式下什么也没有被丢弃：对隐藏层应用 self.dropout",
+    "in training mode nothing was dropped: apply self.dropout to x + the table's rows (§5.4)": "训练模式下什么也没有被丢弃：对 x 加上表中各行之和应用 self.dropout（§5.4）",
+    'kind="learned": no gradient reaches the table: use the parameter itself, not table.data or a copy': 'kind="learned"：没有梯度传到表：直接使用参数本身，而不是 table.data 或它的副本',
+    'kind="learned": rows outside start … start + len − 1 got a gradient: add only table[start:start + len]': 'kind="learned"：start … start + len − 1 之外的行也得到了梯度：只加 table[start:start + len]',
+    'kind="learned": self.table is a plain tensor or a buffer, so the optimizer never trains it: wrap it in nn.Parameter(...) (a learned table is a parameter; the sinusoidal one is a buffer)': 'kind="learned"：self.table 是普通张量或缓冲区，优化器永远不会训练它：用 nn.Parameter(...) 包起来（学习的表是参数；正弦表是缓冲区）',
+    'kind="learned": set self.table to an nn.Parameter of shape (max_len, d_model)': 'kind="learned"：把 self.table 设为形状为 (max_len, d_model) 的 nn.Parameter',
+    'kind="learned": the saved weights should be exactly {{table}} (the package\'s name), got {keys}': 'kind="learned"：保存的权重应恰好是 {{table}}（包里用的名字），实际得到 {keys}',
+    'kind="learned": the table has shape {shape}; one row per position: (max_len, d_model) = {want}': 'kind="learned"：表的形状是 {shape}；每个位置一行：(max_len, d_model) = {want}',
+    'kind="learned": the table starts all equal (std 0); start it from a normal distribution with std 0.02, torch.randn(max_len, d_model) * 0.02, as the package does': 'kind="learned"：表的初值全都相同（标准差 0）；应像包里那样从标准差为 0.02 的正态分布开始：torch.randn(max_len, d_model) * 0.02',
+    'kind="learned": the table starts with mean {mean:.3f} and std {std:.3f}; the package draws it from a normal distribution with mean 0 and std 0.02: torch.randn(max_len, d_model) * 0.02': 'kind="learned"：表的初值均值为 {mean:.3f}、标准差为 {std:.3f}；包里从均值 0、标准差 0.02 的正态分布抽取：torch.randn(max_len, d_model) * 0.02',
+    'kind="sinusoidal": register the table as a buffer (register_buffer), so that .to(device) moves it': 'kind="sinusoidal"：把表注册为缓冲区（register_buffer），这样 .to(device) 才会搬动它',
+    'kind="sinusoidal": the buffer should be registered with persistent=False, so that it is not saved (the package\'s model saves no table); got state_dict keys {keys}': 'kind="sinusoidal"：缓冲区应以 persistent=False 注册，这样它不会被保存（包里的模型不保存这张表）；实际 state_dict 的键为 {keys}',
+    'kind="sinusoidal": the table is fixed, so a buffer (register_buffer), not an nn.Parameter': 'kind="sinusoidal"：这张表是固定的，所以是缓冲区（register_buffer），而不是 nn.Parameter',
+    "lut(tokens) · √d_model, and the gradient reaches the table": "lut(tokens) · √d_model，梯度也传到了表",
+    "rotary positions": "旋转位置编码",
+    "rotate(x) for x of shape {shape}": "形状为 {shape} 的 x 上的 rotate(x)",
+    "sin and cos are swapped: §3.5 puts sin in the even columns 2i and cos in the odd columns 2i + 1": "sin 和 cos 互换了：§3.5 把 sin 放在偶数列 2i，cos 放在奇数列 2i + 1",
+    "sin in the even columns, cos in the odd, pair i at 1/10000^(2i/d_model)": "偶数列是 sin，奇数列是 cos，第 i 对的频率为 1/10000^(2i/d_model)",
+    "that is the positional vector alone; the word vector adds about d_model after × √d_model": "那只是位置向量；乘上 √d_model 之后，词的嵌入向量还要贡献约 d_model",
+    "that is the word vector alone; the positional vector adds its own squared length, d_model/2": "那只是词的嵌入向量；位置向量还要贡献它自己的长度平方 d_model/2",
+    "that leaves out the × √d_model: N(0, 1/d_model) rows have squared length about 1 before it, d_model after": "这漏掉了 × √d_model：N(0, 1/d_model) 的行在乘之前长度平方约为 1，乘之后约为 d_model",
+    "the ReLU is applied after w_2; it belongs between the two linear layers": "ReLU 用在了 w_2 之后；它应位于两个线性层之间",
+    "the ReLU is missing: FFN(x) = max(0, x W_1 + b_1) W_2 + b_2": "缺少 ReLU：FFN(x) = max(0, x W_1 + b_1) W_2 + b_2",
+    "the angle of pair i is p / 10000^(2i/d_model); you used i/d_model in the exponent": "第 i 对的转角是 p / 10000^(2i/d_model)；你在指数里用了 i/d_model",
+    "the columns are all sines, then all cosines; §3.5 interleaves them: sin in column 2i, cos in column 2i + 1 (table[:, 0::2] and table[:, 1::2])": "各列先全是 sin，后全是 cos；§3.5 把它们交错排列：第 2i 列是 sin，第 2i + 1 列是 cos（table[:, 0::2] 和 table[:, 1::2]）",
+    "the dot product (from the formula, not the table)": "点积（由公式算，而不是由表算）",
+    "the embedding": "嵌入",
+    "the exponent is 2i/d_model with 2i the even column index; you used i/d_model": "指数是 2i/d_model，其中 2i 是偶数列的下标；你用了 i/d_model",
+    "the feed-forward network": "前馈网络",
+    "the first position is p = 0 (no rotation); yours starts at p = 1": "第一个位置是 p = 0（不旋转）；你的从 p = 1 开始",
+    "the last pair is i = 255, so one turn takes 2π · 10000^(510/512) positions: just short of the paper's 10000 · 2π, which no pair reaches": "最后一对是 i = 255，所以转一圈要 2π · 10000^(510/512) 个位置：略小于论文说的 10000 · 2π，没有哪一对能达到它",
+    "the lookup is right but the √d_model factor is missing (§3.4: multiply by √d_model)": "查表是对的，但缺少因子 √d_model（§3.4：乘以 √d_model）",
+    "the only parameter should be self.lut's table, lut.weight; got {names}": "唯一的参数应是 self.lut 的表 lut.weight；实际得到 {names}",
+    "the outputs are the same vectors, only in another order (section 2's check); a mean does not see the order": "输出是同样的向量，只是顺序不同（第 2 节的检查）；平均值看不到顺序",
+    "the parameters should be {want}, got {names}": "参数应为 {want}，实际得到 {names}",
+    "the positional encoding": "位置编码",
+    "the positions start at 0 (the first row is PE(0): sin 0 = 0, cos 0 = 1); yours start at 1": "位置从 0 开始（第一行是 PE(0)：sin 0 = 0，cos 0 = 1）；你的从 1 开始",
+    "the positions were not added (the output equals x)": "没有加上位置编码（输出等于 x）",
+    "the rotation": "旋转",
+    "the sinusoidal table": "正弦位置编码表",
+    "the sinusoidal table in self.table": "self.table 中的正弦位置编码表",
+    "the word vector's d_model entries have variance (1/d_model) · d_model = 1 each after × √d_model, so its squared length is about d_model; the positions add Σ (sin² + cos²) = d_model/2; the cross term averages 0": "乘上 √d_model 之后，词的嵌入向量的 d_model 个分量方差各为 (1/d_model) · d_model = 1，所以它的长度平方约为 d_model；位置编码贡献 Σ (sin² + cos²) = d_model/2；交叉项平均为 0",
+    "w_2(dropout(relu(w_1(x)))), the same at every position": "w_2(dropout(relu(w_1(x))))，在每个位置都一样",
+    "without positions each word's output moves with the word (section 2), and the mean of the same vectors in another order is the same mean: the two sentences get one vector": "没有位置编码时，每个词的输出随词一起移动（第 2 节），而同一组向量换个顺序取平均，平均值不变：两句话得到同一个向量",
+    "you divided by √d_model; §3.4 multiplies by it": "你除以了 √d_model；§3.4 是乘以它",
+    "you multiplied by d_model; §3.4 multiplies by its square root, √d_model": "你乘了 d_model；§3.4 乘的是它的平方根 √d_model",
+    "you multiplied by √vocab; the factor is √d_model, the width of the vectors": "你乘了 √vocab；因子是 √d_model，即向量的宽度",
+    "you paired dimension j with j + d_model/2 (the GPT-NeoX layout); this exercise pairs neighbours (2i, 2i + 1), as the sinusoidal table does": "你把第 j 维与第 j + d_model/2 维配成一对（GPT-NeoX 的排布）；本练习像正弦表那样把相邻的 (2i, 2i + 1) 配成一对",
+    "you rotate the other way: (x_2i, x_2i+1) ↦ (x_2i cos θ − x_2i+1 sin θ, x_2i sin θ + x_2i+1 cos θ) with θ = p·ω_i": "你转反了方向：(x_2i, x_2i+1) ↦ (x_2i cos θ − x_2i+1 sin θ, x_2i sin θ + x_2i+1 cos θ)，其中 θ = p·ω_i",
+    "you took the first x.size(0) rows; that is the batch size, the length is x.size(1)": "你取了前 x.size(0) 行；那是批大小，长度是 x.size(1)",
+    "you used the rows from 0 whatever start is; x holds positions start … start + len − 1": "不管 start 是多少你都从第 0 行取；x 对应的位置是 start … start + len − 1",
+    "{kind} PositionalEncoding in training mode": "训练模式下 {kind} 的 PositionalEncoding",
+    "{kind} PositionalEncoding in training mode (dropout on the sum)": "训练模式下 {kind} 的 PositionalEncoding（dropout 作用在和上）",
+    "{kind} PositionalEncoding on x of shape {shape}, start={start}": "{kind} 的 PositionalEncoding 作用在形状为 {shape} 的 x 上，start={start}",
+    "{kind} PositionalEncoding: {hint}": "{kind} 的 PositionalEncoding：{hint}",
+    "{kind}: positions up to {end} raised {error_type} from inside PyTorch; check start + len against max_len first and raise a ValueError that names max_len, so the reader knows what to change": "{kind}：到位置 {end} 时 PyTorch 内部抛出了 {error_type}；先拿 start + len 与 max_len 比较，抛出一个写明 max_len 的 ValueError，让读者知道该改什么",
+    "{kind}: positions up to {end} with max_len={max_len} should raise a ValueError: the table has no rows for them (a slice past the end silently returns fewer rows)": "{kind}：max_len={max_len} 时，到位置 {end} 应抛出 ValueError：表里没有这些行（越过末尾的切片会悄悄返回更少的行）",
+    "{what} = {got:.4f}, expected {want:.4f}: the small cases pass, so the formula is right; k·ω_i has about 14 digits here and float32 keeps 7: compute in float64 (Python's math, or dtype=torch.float64)": "{what} = {got:.4f}，应为 {want:.4f}：小的情形都通过了，所以公式是对的；这里 k·ω_i 约有 14 位数字，而 float32 只保留 7 位：请用 float64 计算（Python 的 math，或 dtype=torch.float64）",
+    "{what} has shape {shape}: one row per position, so (max_len, d_model) = {want}": "{what} 的形状是 {shape}：每个位置一行，所以应为 (max_len, d_model) = {want}",
+    "{what} raised {error_type}: a table (or a row of it) with {k:.0e} positions cannot be built or indexed; write the dot product as a sum over the d_model/2 pairs, with k in it and no table": "{what} 抛出了 {error_type}：含 {k:.0e} 个位置的表（或它的一行）无法构建或索引；把点积写成对 d_model/2 对的求和，式中含 k 而不用表",
+    "{what}: no gradient reaches lut.weight (a detached tensor or torch.no_grad)": "{what}：没有梯度传到 lut.weight（张量被 detach 或用了 torch.no_grad）",
+    "{what}: position 0 should come out unchanged (a rotation by angle 0)": "{what}：位置 0 应原样输出（转角为 0 的旋转）",
+    "{what}: the gradient of lut.weight": "{what}：lut.weight 的梯度",
+    "{what}: {hint}": "{what}：{hint}",
 }
