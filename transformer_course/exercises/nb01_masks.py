@@ -12,7 +12,10 @@ Masks: a boolean tensor, True = may attend, or 0/1 numbers of any dtype (1 = may
 
 from __future__ import annotations
 
+import math
+
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ..i18n import lazy_t, register, t
 from . import Choice, Hint, Numeric, Result, as_int, as_mask, as_sequence, run_check
@@ -39,6 +42,53 @@ __all__ = [
 ]
 
 PAD = 0
+
+
+class _TooBig(TorchFunctionMode):
+    """Refuses any tensor of more than ``limit`` numbers (a factory's size, or the broadcast of an operation's
+    tensors) before it is made, so that a learner who builds what an exercise asks to count gets a line that
+    says so instead of a kernel killed for memory."""
+
+    def __init__(self, what: str, limit: int):
+        super().__init__()
+        self.what, self.limit = what, limit
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        ints = [int(a) for a in args if isinstance(a, int) and not isinstance(a, bool)]
+        shape = kwargs.get("size") or next((a for a in args if isinstance(a, (tuple, list, torch.Size))), None)
+        numel = 0
+        if name in ("empty", "zeros", "ones", "full", "rand", "randn", "randint", "eye"):
+            dims = list(shape) if shape is not None else ints[-2:] if name == "eye" else ints
+            if name == "randint" and shape is None:
+                dims = []
+            numel = math.prod(int(n) for n in dims) if dims and all(isinstance(n, int) for n in dims) else 0
+        elif name == "arange" and ints:
+            numel = max(abs(n) for n in ints)
+        tensors = [a.shape for a in args if isinstance(a, torch.Tensor)]
+        if tensors:
+            try:
+                numel = max(numel, math.prod(torch.broadcast_shapes(*tensors)))
+            except RuntimeError:
+                pass
+        if numel > self.limit:
+            raise Hint(
+                t(
+                    "{what} makes a tensor of {numel:,} numbers: this size does not fit in memory, so count "
+                    "with whole-number arithmetic instead of building it",
+                    what=self.what,
+                    numel=numel,
+                )
+            )
+        return func(*args, **kwargs)
+
+
+def _too_big_to_build(what: str, limit: int = 10**8) -> _TooBig:
+    """``with _too_big_to_build("allowed_pairs(…)"): …``: the block may not make a tensor of over ``limit`` numbers."""
+    return _TooBig(what, limit)
+
+
 # The notebook's toy batch: "the cat sat", "a dog ran very fast", "hello", padded with 0 to length 5.
 TOKENS = torch.tensor([[4, 5, 6, PAD, PAD], [7, 8, 9, 10, 11], [12, PAD, PAD, PAD, PAD]])  # (3, 5)
 
