@@ -1,6 +1,7 @@
 """Notebook 02's checkers: the build cell (my_transformer/attention.py) and the exercises pass every right form,
 name each plausible mistake, refuse the package's and PyTorch's own attention, and leak no answer."""
 
+import ast
 import importlib.util
 import inspect
 import json
@@ -349,3 +350,20 @@ def test_the_module_stores_no_bug_line_or_answer_in_plain_sight():
     assert not hasattr(ex, "BUG_LINES")
     for question in (ex.SCALING, ex.MASK_SUM, ex.SATURATION):
         assert not hasattr(question, "value") and not hasattr(question, "correct")
+
+
+def solved(scaffold: str, reference_text: str) -> str:
+    """The scaffold with each stub's body (after its docstring) replaced by the reference's, as ast.dump."""
+    tree, ref = ast.parse(scaffold), ast.parse(reference_text)
+    bodies = {n.name: n.body for n in ast.walk(ref) if isinstance(n, ast.FunctionDef)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and isinstance(node.body[-1], ast.Raise):
+            assert len(node.body) == 2, f"{node.name}: a stub holds its docstring and the raise, nothing else"
+            node.body = node.body[:1] + bodies[node.name][1:]
+    return ast.dump(tree)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=["en", "zh"])
+def test_solving_the_build_cell_gives_the_reference_file(notebook):
+    text = REFERENCE.read_text(encoding="utf-8")
+    assert solved(build_cell(notebook), text) == ast.dump(ast.parse(text))

@@ -1,6 +1,7 @@
 """Notebook 03's checkers: the build cell (my_transformer/multi_head.py) and the exercises pass every right form,
 name each plausible mistake, refuse the package's and PyTorch's own attention, and leak no answer."""
 
+import ast
 import importlib
 import json
 import random
@@ -359,3 +360,19 @@ def test_no_attribute_of_the_checker_module_passes_a_checker(checker):
 def test_the_module_holds_no_shape_table_count_or_letter():
     for gone in ("SHAPES", "attention_parameter_count", "multiply_adds", "HEADS"):
         assert not hasattr(ex, gone)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=["en", "zh"])
+def test_solving_the_build_cell_gives_the_reference_file(notebook):
+    """Each stub (docstring + raise) takes the reference's body; everything else is already the reference's."""
+    text = (REFERENCES / "multi_head.py").read_text(encoding="utf-8")
+    tree, ref = ast.parse(build_cell(notebook, "multi_head.py")), ast.parse(text)
+    bodies = {n.name: n.body for n in ast.walk(ref) if isinstance(n, ast.FunctionDef)}
+    stubs = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and isinstance(node.body[-1], ast.Raise):
+            assert len(node.body) == 2, f"{node.name}: a stub holds its docstring and the raise, nothing else"
+            node.body = node.body[:1] + bodies[node.name][1:]
+            stubs.append(node.name)
+    assert sorted(stubs) == ["forward", "merge_heads", "split_heads"]
+    assert ast.dump(tree) == ast.dump(ref)
