@@ -21,12 +21,19 @@ def additive_attention(query, key, value, W_q, W_k, w_v, mask=None):
 bug_lines = [2, 5, 6]
 
 # Exercise 2 (b): one input per bug, each on which the paper's formula is exact.
-_no_key = torch.tensor([[[True, True, True], [False, False, False]]])  # (1, 2, 3): query 1 may see no key
-_far = torch.tensor([[[300.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]])  # (1, 2, 4): row 0's scores 150 above row 1's
 cases = [
     (torch.randn(1, 2, 4), torch.randn(1, 3, 4), torch.randn(1, 3, 2)),  # d_v = 2 ≠ d_k = 4: line 2
-    (torch.randn(1, 2, 4), torch.randn(1, 3, 4), torch.randn(1, 3, 4), _no_key),  # a row with no key: line 5
-    (_far, torch.eye(3, 4)[None], torch.randn(1, 3, 4)),  # scores 150 and 0 in two rows: line 6
+    (  # query 1 may see no key: -inf everywhere in its row gives 0 / 0 (line 5)
+        torch.randn(1, 2, 4),
+        torch.randn(1, 3, 4),
+        torch.randn(1, 3, 4),
+        torch.tensor([[[True, True, True], [False, False, False]]]),
+    ),
+    (  # row 0's scores (150, 0, 0) lie 150 above row 1's (0, 0, 0): exp(−150) underflows in row 1 (line 6)
+        torch.tensor([[[300.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]]),
+        torch.eye(3, 4)[None],
+        torch.randn(1, 3, 4),
+    ),
 ]
 
 
