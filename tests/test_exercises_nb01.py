@@ -35,46 +35,44 @@ def additive(mask):
     return torch.zeros(mask.shape).masked_fill(~mask.bool(), float("-inf"))
 
 
-# --- exercise 1: predict the allowed pairs -----------------------------------------------------------
+# --- exercise 1: the allowed pairs, a closed form --------------------------------------------------------
 
 
-def test_the_predicted_counts_equal_the_package_target_mask():
+def test_the_closed_form_equals_the_package_target_mask_on_the_toy_batch_and_more():
     counts = tc.target_mask(ex.TOKENS, ex.PAD).sum(dim=(1, 2, 3)).tolist()
-    assert counts == ex.expected_allowed_pairs() == list(sol.ALLOWED_PAIRS)
+    assert counts == [sol.allowed_pairs(n, 5) for n in (3, 5, 1)] == [12, 15, 5]
+    for length, max_len in ((4, 9), (1, 1), (7, 7), (2, 11)):
+        tokens = torch.tensor([[5] * length + [ex.PAD] * (max_len - length)])
+        assert int(tc.target_mask(tokens, ex.PAD).sum()) == sol.allowed_pairs(length, max_len)
 
 
-@pytest.mark.parametrize(
-    "form",
-    [
-        list,
-        tuple,
-        lambda c: [np.int64(n) for n in c],
-        lambda c: tuple(torch.tensor(n) for n in c),
-        lambda c: [float(n) for n in c],
-    ],
-    ids=["list", "tuple", "numpy-ints", "0-d-tensors", "whole-floats"],
-)
-def test_allowed_pairs_checker_passes_every_form(form):
-    assert ex.check_allowed_pairs(form(sol.ALLOWED_PAIRS)).passed
+@pytest.mark.parametrize("form", [int, float, np.int64, torch.tensor], ids=["int", "float", "numpy", "tensor"])
+def test_allowed_pairs_checker_passes_every_number_form(form):
+    assert ex.check_allowed_pairs(lambda length, max_len: form(sol.allowed_pairs(length, max_len))).passed
 
 
 @pytest.mark.parametrize(
     "answer, words",
     [
-        ([15, 15, 15], ["ignored the padding"]),
-        ([15, 25, 5], ["causal"]),
-        ([6, 15, 1], ["pad queries"]),
-        ([9, 10, 4], ["diagonal"]),
+        (lambda L, T: T * (T + 1) // 2, ["ignored the padding"]),
+        (lambda L, T: T * L, ["causal"]),
+        (lambda L, T: L * (L + 1) // 2, ["pad queries"]),
+        (lambda L, T: L * (L - 1) // 2 + (T - L) * L, ["diagonal"]),
+        (lambda L, T: L * T - 1, ["not right", "row by row"]),
     ],
+    ids=["no-padding", "no-causal", "no-pad-queries", "no-diagonal", "other"],
 )
 def test_allowed_pairs_checker_names_each_mistake(answer, words):
     assert failed_with(ex.check_allowed_pairs(answer), *words)
 
 
-def test_allowed_pairs_checker_says_what_is_wrong_with_other_answers():
-    assert failed_with(ex.check_allowed_pairs([12, 15]), "3 items")
-    assert failed_with(ex.check_allowed_pairs([12, 14, 5]), "sentence 1")
+def test_allowed_pairs_checker_stops_building_the_mask_and_says_not_done_for_the_blank():
+    def built(length, max_len):
+        return int(tc.target_mask(torch.tensor([[5] * length + [0] * (max_len - length)]), 0).sum())
+
+    assert failed_with(ex.check_allowed_pairs(built), "max_len=1000000", "does not fit in memory")
     assert failed_with(ex.check_allowed_pairs(...), "not done yet")
+    assert failed_with(ex.check_allowed_pairs(not_done), "not done yet")
 
 
 # --- exercise 2: a mask from lengths -----------------------------------------------------------------
@@ -182,6 +180,15 @@ def test_quiz_accepts_every_number_form(form):
     assert ex.check_quiz(q3=form(2560)).passed
 
 
+def test_key_padding_mask_given_the_course_mask_as_it_is_attends_to_the_2_pads_only():
+    # the fact behind q1, from PyTorch: True = ignore, so the 3 words are hidden and the 2 pads remain
+    mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    x = torch.randn(1, 5, 8)
+    src_mask = tc.padding_mask(ex.TOKENS[:1], ex.PAD)  # (1, 1, 1, 5): True on "the cat sat"
+    _, weights = mha(x, x, x, key_padding_mask=src_mask[:, 0, 0])
+    assert ((weights[0] > 0).sum(-1) == sol.QUIZ["q1"]).all()
+
+
 def test_every_row_of_sentence_2_may_see_its_first_key():
     # the fact behind q2, from the package's target mask
     assert tc.target_mask(ex.TOKENS, ex.PAD)[2, 0, :, 0].all()
@@ -190,8 +197,9 @@ def test_every_row_of_sentence_2_may_see_its_first_key():
 @pytest.mark.parametrize(
     "answers, words",
     [
-        ({"q1": "a"}, ["opposite"]),
-        ({"q1": "c"}, ["about keys"]),
+        ({"q1": 3}, ["True means 'ignore'"]),
+        ({"q1": 5}, ["which keys are False"]),
+        ({"q1": 0}, ["still attended to"]),
         ({"q2": "a"}, ["every later row"]),
         ({"q2": "c"}, ["pad KEYS"]),
         ({"q3": 64 * 8 * 40 * 40}, ["size of the scores"]),
@@ -202,3 +210,26 @@ def test_every_row_of_sentence_2_may_see_its_first_key():
 def test_quiz_names_each_mistake(answers, words, capsys):
     assert not ex.check_quiz(**answers).passed
     assert all(w in capsys.readouterr().out for w in words)
+
+
+# --- no answer in reach ---------------------------------------------------------------------------------
+
+CHECKERS = [ex.check_allowed_pairs, ex.check_mask_from_lengths, ex.check_window_mask, ex.check_local_mask]
+
+
+@pytest.mark.parametrize("checker", CHECKERS, ids=lambda c: c.__name__)
+def test_no_attribute_of_the_checker_module_passes_a_checker(checker):
+    for name in dir(ex):
+        if not name.startswith("__"):
+            assert not checker(getattr(ex, name)).passed, f"ex.{name} passes {checker.__name__}"
+
+
+def test_no_attribute_answers_a_question():
+    for name in dir(ex):
+        if not name.startswith("__"):
+            assert not ex.check_quiz(q1=getattr(ex, name), q2=getattr(ex, name), q3=getattr(ex, name)).passed
+
+
+def test_the_module_no_longer_exports_the_references():
+    for gone in ("expected_allowed_pairs", "expected_window", "expected_local"):
+        assert not hasattr(ex, gone)

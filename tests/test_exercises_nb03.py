@@ -1,25 +1,28 @@
-"""Notebook 03's checkers pass every allowed form of a right answer and name each plausible mistake."""
+"""Notebook 03's checkers: the build cell (my_transformer/multi_head.py) and the exercises pass every right form,
+name each plausible mistake, refuse the package's and PyTorch's own attention, and leak no answer."""
 
+import ast
 import importlib
-import math
+import json
+import random
+import shutil
 import sys
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from conftest import solutions
 from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
 
 import transformer_course as tc
 from transformer_course.exercises import nb03_multi_head_attention as ex
 
 sol = solutions("nb03_multi_head_attention")  # notebooks/solutions/nb03_multi_head_attention.py
-
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCES = ROOT / "notebooks" / "solutions" / "my_transformer"
+NOTEBOOKS = [ROOT / "notebooks" / "03_multi_head_attention.ipynb", ROOT / "notebooks" / "zh" / "03_multi_head_attention.ipynb"]  # fmt: skip
 
 
 def failed_with(result, *words):
@@ -27,267 +30,349 @@ def failed_with(result, *words):
     return not result.passed and all(w.lower() in result.message.lower() for w in words)
 
 
+def build_cell(notebook: Path, file: str) -> str:
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        first, _, body = "".join(cell["source"]).partition("\n")
+        if cell["cell_type"] == "code" and first == f"%%writefile my_transformer/{file}":
+            return body
+    raise AssertionError(f"{notebook.name} has no %%writefile my_transformer/{file} cell")
+
+
 @pytest.fixture
-def learner_package(tmp_path, monkeypatch):
-    """my_transformer/ as notebooks 02 and 03 write it (their %%writefile cells), importable from tmp_path."""
+def my_transformer(tmp_path, monkeypatch):
+    """A fresh my_transformer/ package in tmp_path: ``put(file, text)`` writes a file, ``load()`` imports it."""
     folder = tmp_path / "my_transformer"
     folder.mkdir()
     (folder / "__init__.py").touch()
-    for notebook in ("02_attention.ipynb", "03_multi_head_attention.ipynb"):
-        for cell in nbformat.read(NOTEBOOKS / notebook, as_version=4).cells:
-            first, _, body = cell.source.partition("\n")
-            if cell.cell_type == "code" and first.startswith("%%writefile my_transformer/"):
-                (tmp_path / first.split()[1]).write_text(body)
     monkeypatch.syspath_prepend(str(tmp_path))
-    for name in [m for m in sys.modules if m == "my_transformer" or m.startswith("my_transformer.")]:
-        monkeypatch.delitem(sys.modules, name)
-    yield importlib.import_module("my_transformer.multi_head")
-    for name in [m for m in sys.modules if m == "my_transformer" or m.startswith("my_transformer.")]:
-        del sys.modules[name]
+
+    def forget():
+        for name in [n for n in sys.modules if n == "my_transformer" or n.startswith("my_transformer.")]:
+            del sys.modules[name]
+
+    class Folder:
+        path = folder
+
+        @staticmethod
+        def put(file, text=None):
+            if text is None:
+                shutil.copy(REFERENCES / file, folder / file)
+            else:
+                (folder / file).write_text(text, encoding="utf-8")
+
+        @staticmethod
+        def load():
+            forget()
+            importlib.invalidate_caches()
+            return importlib.import_module("my_transformer.multi_head").MultiHeadAttention
+
+    forget()
+    yield Folder
+    forget()
 
 
-# ---- the learner's MultiHeadAttention (my_transformer/multi_head.py) -----------------------------------
+@pytest.fixture
+def reference(my_transformer):
+    my_transformer.put("attention.py")
+    my_transformer.put("multi_head.py")
+    return my_transformer.load()
 
 
-class PackageAdapter(tc.MultiHeadAttention):
-    """The package's module called the way the learner's is: forward(query, key, value, mask)."""
-
-    def __init__(self, d_model, heads, dropout=0.0):
-        super().__init__(d_model, heads, dropout)
-        self.keep_weights = True
-
-    def forward(self, query, key, value, mask=None):
-        return super().forward(query, None if key is query else key, mask)
+# ---- the build cell: my_transformer/multi_head.py ---------------------------------------------------------
 
 
-class Learner(nn.Module):
-    """A learner's class with one switchable mistake."""
-
-    mistake = None
-
-    def __init__(self, d_model, heads, dropout=0.0):
-        super().__init__()
-        if d_model % heads and self.mistake != "no_check":
-            raise ValueError("d_model must be divisible by heads")
-        self.heads, self.d_k = heads, d_model // heads
-        self.in_proj = nn.Linear(d_model, 3 * d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
-
-    def forward(self, query, key, value, mask=None):
-        d = self.heads * self.d_k
-        w, b = self.in_proj.weight, self.in_proj.bias
-        rows = [slice(d, 2 * d), slice(0, d), slice(2 * d, 3 * d)] if self.mistake == "kqv" else None
-        rows = rows or [slice(0, d), slice(d, 2 * d), slice(2 * d, 3 * d)]
-        if self.mistake == "kv_from_query":
-            key = value = query
-        q, k, v = (F.linear(t, w[r], b[r]) for t, r in zip((query, key, value), rows))
-        if self.mistake == "direct_view":
-            q, k, v = (t.reshape(t.size(0), self.heads, t.size(1), self.d_k) for t in (q, k, v))
-        else:
-            q, k, v = (t.reshape(t.size(0), t.size(1), self.heads, self.d_k).transpose(1, 2) for t in (q, k, v))
-        scale = math.sqrt(d if self.mistake == "sqrt_d_model" else self.d_k)
-        scores = q @ k.transpose(-2, -1) / scale
-        if mask is not None and self.mistake != "no_mask":
-            scores = scores.masked_fill(~mask, float("-inf"))
-        weights = scores.softmax(-1)
-        if self.mistake != "no_weights":
-            self.weights = weights
-        x = weights @ v
-        if self.mistake == "merge_no_transpose":
-            x = x.reshape(x.size(0), x.size(2), d)
-        else:
-            x = x.transpose(1, 2).reshape(x.size(0), x.size(2), d)
-        return self.out_proj(x)
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=["en", "zh"])
+def test_the_build_cell_is_a_scaffold_that_says_not_done_yet(notebook, my_transformer):
+    my_transformer.put("attention.py")
+    my_transformer.put("multi_head.py", build_cell(notebook, "multi_head.py"))
+    scaffold = my_transformer.load()
+    assert set(scaffold(12, 3).state_dict()) == ex.NAMES  # the given constructor: the package's names
+    assert failed_with(ex.check_multi_head_attention(scaffold), "not done yet")
 
 
-def learner_with(mistake):
-    return type(f"Learner_{mistake}", (Learner,), {"mistake": mistake})
+def test_the_reference_passes_and_its_weights_load_into_the_package_by_name(reference):
+    assert ex.check_multi_head_attention(reference).passed
+    tc.MultiHeadAttention(12, 3).load_state_dict(reference(12, 3).state_dict(), strict=True)
 
 
-def test_mha_checker_passes_the_notebooks_class(learner_package):
-    assert ex.check_multi_head_attention(learner_package.MultiHeadAttention).passed
+def test_a_blank_attention_file_is_named_as_the_reason(my_transformer):
+    my_transformer.put("attention.py", build_cell(ROOT / "notebooks" / "02_attention.ipynb", "attention.py"))
+    my_transformer.put("multi_head.py")
+    result = ex.check_multi_head_attention(my_transformer.load())
+    assert failed_with(result, "my_transformer/attention.py is not written yet", "use_reference")
 
 
-def test_mha_checker_passes_the_package_and_a_plain_implementation():
-    assert ex.check_multi_head_attention(PackageAdapter).passed
-    assert ex.check_multi_head_attention(learner_with(None)).passed
+def test_the_package_class_and_a_wrapper_of_pytorchs_are_not_counted_as_the_learners(reference):
+    assert failed_with(ex.check_multi_head_attention(tc.MultiHeadAttention), "transformer_course.attention")
+
+    class WrapsPyTorch(reference):
+        def forward(self, query, key, value, mask=None):
+            q, k, v = (self.split_heads(F.linear(x, w, b)) for x, w, b in
+                       zip((query, key, value), self.in_proj.weight.chunk(3), self.in_proj.bias.chunk(3)))  # fmt: skip
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            self.weights = None
+            return self.out_proj(self.merge_heads(out))
+
+    assert failed_with(ex.check_multi_head_attention(WrapsPyTorch), "scaled_dot_product_attention", "not counted")
+
+
+def with_mistake(base, mistake):
+    class Mistaken(base):
+        def split_heads(self, x):
+            if mistake == "direct_view":
+                return x.reshape(x.size(0), self.heads, x.size(1), self.d_k)
+            if mistake == "no_transpose":
+                return x.view(x.size(0), x.size(1), self.heads, self.d_k)
+            return super().split_heads(x)
+
+        def merge_heads(self, x):
+            if mistake == "merge_no_transpose":
+                return x.reshape(x.size(0), x.size(2), self.heads * self.d_k)
+            return super().merge_heads(x)
+
+        def forward(self, query, key, value, mask=None):
+            if mistake == "kv_from_query":
+                key = value = query
+            if mistake == "no_mask":
+                mask = None
+            dropout = self.dropout
+            if mistake in ("dropout_on_output", "no_dropout"):
+                self.dropout = nn.Identity()
+            out = super().forward(query, key, value, mask)
+            self.dropout = dropout
+            if mistake == "dropout_on_output":
+                out = dropout(out)
+            if mistake == "no_weights":
+                self.weights = None
+            if mistake == "no_out_proj":
+                w_q, w_k, w_v = self.in_proj.weight.chunk(3)
+                b_q, b_k, b_v = self.in_proj.bias.chunk(3)
+                q, k, v = (self.split_heads(F.linear(x, w, b)) for x, w, b in ((query, w_q, b_q), (key, w_k, b_k), (value, w_v, b_v)))  # fmt: skip
+                scores = q @ k.transpose(-2, -1) / self.d_k**0.5
+                if mask is not None:
+                    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+                self.weights = scores.softmax(-1).detach()
+                out = self.merge_heads(scores.softmax(-1) @ v)
+            if mistake == "detached_weights":
+                out = self.out_proj(self.merge_heads(self.weights @ self.split_heads(F.linear(value, *[p.chunk(3)[2] for p in (self.in_proj.weight, self.in_proj.bias)]))))  # fmt: skip
+            return out
+
+    return Mistaken
 
 
 @pytest.mark.parametrize(
     ("mistake", "words"),
     [
-        ("direct_view", ["mixes positions"]),
-        ("merge_no_transpose", ["merged in the wrong order"]),
-        ("kqv", ["wrong order", "W^Q, then W^K"]),
+        ("direct_view", ["split_heads", "one view"]),
+        ("no_transpose", ["split_heads returns (batch, len, heads, d_k)"]),
+        ("merge_no_transpose", ["merge_heads", "wrong order"]),
         ("kv_from_query", ["cross-attention", "computed from `query`"]),
-        ("sqrt_d_model", ["√d_k"]),
         ("no_mask", ["mask is not passed on"]),
-        ("no_weights", ["self.weights"]),
-        ("no_check", ["not divisible"]),
+        ("no_dropout", ["self.dropout is not used"]),
+        ("dropout_on_output", ["dropout is applied to the block's output"]),
+        ("no_weights", ["self.weights is None"]),
+        ("no_out_proj", ["output projection"]),
+        ("detached_weights", ["no gradient reaches W^Q and W^K"]),
     ],
 )
-def test_mha_checker_names_each_mistake(mistake, words):
-    assert failed_with(ex.check_multi_head_attention(learner_with(mistake)), *words)
+def test_the_multi_head_checker_names_each_mistake(reference, mistake, words):
+    assert failed_with(ex.check_multi_head_attention(with_mistake(reference, mistake)), *words)
 
 
-def test_mha_checker_names_wrong_parameter_names():
-    class SeparateProjections(nn.Module):
-        def __init__(self, d_model, heads, dropout=0.0):
-            super().__init__()
-            self.q_proj, self.k_proj = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
-
-    assert failed_with(ex.check_multi_head_attention(SeparateProjections), "missing", "in_proj.weight", "q_proj")
-
-
-# ---- exercise 1: predicted shapes -----------------------------------------------------------------------
+def test_the_checker_leaves_the_global_random_state_as_it_found_it(reference):
+    torch.manual_seed(99)
+    random.seed(4)
+    before, before_py = torch.random.get_rng_state(), random.getstate()
+    ex.check_multi_head_attention(reference)
+    ex.check_multi_head_attention(with_mistake(reference, "dropout_on_output"))
+    assert torch.equal(torch.random.get_rng_state(), before) and random.getstate() == before_py
 
 
-def test_predicted_shapes_checker_accepts_tuples_lists_and_sizes():
-    assert ex.check_predicted_shapes(sol.predicted).passed
-    as_lists = {name: list(shape) for name, shape in sol.predicted.items()}
-    assert ex.check_predicted_shapes(as_lists).passed
-    as_sizes = {name: torch.Size(shape) for name, shape in sol.predicted.items()}
-    as_sizes["q"] = [np.int64(n) for n in sol.predicted["q"]]
-    assert ex.check_predicted_shapes(as_sizes).passed
+# ---- exercise 1: every shape as a function of the sizes ----------------------------------------------------
 
 
-def test_predicted_shapes_match_what_the_package_measures():
-    mha = tc.MultiHeadAttention(512, 8)
-    mha.keep_weights = True
-    tgt, memory = torch.randn(2, 4, 512), torch.randn(2, 6, 512)
-    with torch.no_grad():
-        output = mha(tgt, memory=memory)
-    q = mha.split_heads(F.linear(tgt, mha.in_proj.weight[:512]))
-    k = mha.split_heads(F.linear(memory, mha.in_proj.weight[512:1024]))
-    measured = {"q": q, "k": k, "weights": mha.weights, "heads_out": mha.weights @ k, "output": output}
-    assert {name: tuple(t.shape) for name, t in measured.items()} == sol.predicted
+@pytest.mark.parametrize("form", [tuple, list, torch.Size], ids=["tuple", "list", "Size"])
+def test_predicted_shapes_accepts_tuples_lists_and_sizes(form):
+    assert ex.check_predicted_shapes(lambda *s: {k: form(v) for k, v in sol.predicted_shapes(*s).items()}).passed
+
+
+def one_wrong(name, wrong):
+    return lambda b, T, S, d, h: {**sol.predicted_shapes(b, T, S, d, h), name: wrong(b, T, S, d, h)}
 
 
 @pytest.mark.parametrize(
-    ("name", "shape", "words"),
+    ("predicted", "words"),
     [
-        ("q", (2, 4, 8, 64), ["before the transpose"]),
-        ("q", (2, 8, 4, 512), ["d_k = d_model / heads"]),
-        ("k", (2, 8, 4, 64), ["S = 6"]),
-        ("weights", (2, 8, 6, 4), ["rows are queries"]),
-        ("weights", (2, 8, 4, 4), ["not square"]),
-        ("weights", (2, 4, 6), ["each head"]),
-        ("heads_out", (2, 8, 6, 64), ["one output per query"]),
-        ("output", (2, 6, 512), ["target's T"]),
-        ("output", (2, 4, 64), ["d_model = 512"]),
-        ("output", (1, 2, 3), ["expected 3 dimensions"]),
+        (one_wrong("q", lambda b, T, S, d, h: (b, T, h, d // h)), ["before the transpose"]),
+        (one_wrong("k", lambda b, T, S, d, h: (b, h, T, d // h)), ["S positions, not T"]),
+        (one_wrong("weights", lambda b, T, S, d, h: (b, h, S, T)), ["rows are queries"]),
+        (one_wrong("heads_out", lambda b, T, S, d, h: (b, h, T, S)), ["that is the weights"]),
+        (one_wrong("output", lambda b, T, S, d, h: (b, h, T, d // h)), ["before the merge"]),
+        # a 4-dimensional answer with the right number of axes is told which axis is off (not "expected 4 dimensions")
+        (one_wrong("q", lambda b, T, S, d, h: (b, h, T + 1, d // h)), ["number of dimensions is right", "axis 2"]),
+        (one_wrong("q", lambda b, T, S, d, h: (b, h, T, d // h, 1)), ["5 dimensions"]),
+        (lambda *s: [1, 2], ["should return a dict"]),
+        (lambda *s: {"q": (1,)}, ["no entry for"]),
     ],
 )
-def test_predicted_shapes_checker_names_each_mistake(name, shape, words):
-    assert failed_with(ex.check_predicted_shapes({**sol.predicted, name: shape}), f"predicted['{name}']", *words)
+def test_predicted_shapes_names_each_mistake(predicted, words):
+    assert failed_with(ex.check_predicted_shapes(predicted), *words)
 
 
-def test_predicted_shapes_checker_asks_for_every_entry_and_a_dict():
-    assert failed_with(ex.check_predicted_shapes({"q": (2, 8, 4, 64)}), "no entry", "weights")
-    assert failed_with(ex.check_predicted_shapes([(2, 8, 4, 64)]), "dict")
+def test_predicted_shapes_cannot_be_measured_by_running_a_block_of_that_size(reference):
+    def measured(batch, T, S, d_model, heads):
+        mha = reference(d_model, heads)
+        x, memory = torch.randn(batch, T, d_model), torch.randn(batch, S, d_model)
+        return {"output": tuple(mha(x, memory, memory).shape), **sol.predicted_shapes(batch, T, S, d_model, heads)}
+
+    assert failed_with(ex.check_predicted_shapes(measured), "does not fit in memory")
 
 
-def test_predicted_shapes_checker_calls_the_notebooks_blanks_not_done_yet():
-    blanks = {name: ... for name in sol.predicted}  # the notebook's `predicted = {"q": ..., ...}`
-    assert failed_with(ex.check_predicted_shapes(blanks), "not done yet", "'q'", "'output'")
-    assert failed_with(ex.check_predicted_shapes({**sol.predicted, "weights": ...}), "not done yet", "'weights'")
-    assert "'q'" not in ex.check_predicted_shapes({**sol.predicted, "weights": ...}).message
-
-
-# ---- exercise 2: parameter count with free d_k, d_v -----------------------------------------------------
-
-
-def built_count(d_model, heads, d_k, d_v):
-    """Parameters of an independent build: one nn.Linear per projection, all heads stacked."""
-    layers = (nn.Linear(d_model, heads * d_k), nn.Linear(d_model, heads * d_k), nn.Linear(d_model, heads * d_v),
-              nn.Linear(heads * d_v, d_model))  # fmt: skip
-    return sum(p.numel() for layer in layers for p in layer.parameters())
-
-
-def test_parameter_count_solution_matches_a_build_the_package_and_table_3():
-    for sizes in ((512, 8, 64, 64), (512, 8, 16, 64), (64, 4, 8, 24)):
-        assert sol.attention_parameter_count(*sizes) == built_count(*sizes)
-    package = sum(p.numel() for p in tc.MultiHeadAttention(512, 8).parameters())
-    assert sol.attention_parameter_count(512, 8, 64, 64) == package
-    # Table 3: base 65 M, row (B) d_k = 16: 58 M, d_k = 32: 60 M parameters; 18 attention blocks differ
-    for d_k, table in ((16, 58e6), (32, 60e6)):
-        saved = 18 * (sol.attention_parameter_count(512, 8, 64, 64) - sol.attention_parameter_count(512, 8, d_k, 64))
-        assert abs((65e6 - saved) - table) < 0.5e6
+# ---- exercise 2: the parameter count --------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("convert", [int, np.int64, torch.tensor, float], ids=["int", "numpy", "tensor", "float"])
-def test_parameter_count_checker_accepts_every_number_type(convert):
-    assert ex.check_attention_parameter_count(lambda *sizes: convert(sol.attention_parameter_count(*sizes))).passed
+def test_parameter_count_accepts_every_number_type(convert):
+    assert ex.check_attention_parameter_count(lambda *s: convert(sol.attention_parameter_count(*s))).passed
+
+
+def test_parameter_count_matches_modules_of_those_sizes_where_they_fit():
+    for d_model, heads, d_k, d_v in ((512, 8, 16, 64), (64, 4, 8, 24)):
+        block = nn.ModuleList([nn.Linear(d_model, heads * d_k), nn.Linear(d_model, heads * d_k),
+                               nn.Linear(d_model, heads * d_v), nn.Linear(heads * d_v, d_model)])  # fmt: skip
+        assert sum(p.numel() for p in block.parameters()) == sol.attention_parameter_count(d_model, heads, d_k, d_v)
+
+
+def test_parameter_count_is_a_closed_form_building_the_block_is_stopped():
+    def built(d_model, heads, d_k, d_v):
+        block = [nn.Linear(d_model, heads * d_k), nn.Linear(d_model, heads * d_k), nn.Linear(d_model, heads * d_v),
+                 nn.Linear(heads * d_v, d_model)]  # fmt: skip
+        return sum(p.numel() for m in block for p in m.parameters())
+
+    assert failed_with(ex.check_attention_parameter_count(built), "d_model=65536", "does not fit in memory")
 
 
 @pytest.mark.parametrize(
     ("wrong", "words"),
     [
-        (lambda d, h, k, v: 4 * d * d + 4 * d, ["d_model × d_model for every projection"]),
-        (lambda d, h, k, v: 2 * d * h * k + d * h * v + h * v * d, ["weights only"]),
-        (lambda d, h, k, v: 2 * (d * h * k + h * k) + (d * h * v + h * v) + (h * k * d + d), ["sizes W^O by d_k"]),
-        (lambda d, h, k, v: sol.attention_parameter_count(d, 1, k, v), ["counts one head"]),
-        (lambda d, h, k, v: 7, ["four matrices"]),
+        (lambda d, h, dk, dv: 4 * d * d + 4 * d, ["d_model × d_model"]),
+        (lambda d, h, dk, dv: 2 * d * h * dk + d * h * dv + h * dv * d, ["weights only"]),
+        (lambda d, h, dk, dv: 2 * (d * h * dk + h * dk) + d * h * dv + h * dv + h * dk * d + d, ["sizes W^O by d_k"]),
+        (lambda d, h, dk, dv: 2 * (d * dk + dk) + (d * dv + dv) + (dv * d + d), ["counts one head"]),
+        (lambda d, h, dk, dv: 7, ["four matrices"]),
     ],
 )
-def test_parameter_count_checker_names_each_mistake(wrong, words):
+def test_parameter_count_names_each_mistake(wrong, words):
     assert failed_with(ex.check_attention_parameter_count(wrong), *words)
 
 
-# ---- exercise 3: multiply-adds ---------------------------------------------------------------------------
+# ---- exercise 3: grouped-query attention ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sizes", [(2, 3, 5, 16, 4), (1, 7, 2, 12, 3)])
-def test_multiply_adds_solution_equals_pytorchs_flop_counter(sizes):
-    batch, q_len, k_len, d_model, heads = sizes
-    mha = tc.MultiHeadAttention(d_model, heads, fast=False)  # the readable path: plain matrix products
-    with FlopCounterMode(display=False) as counter:
-        mha(torch.randn(batch, q_len, d_model), memory=torch.randn(batch, k_len, d_model))
-    assert sol.multiply_adds(*sizes) == counter.get_total_flops() // 2 == ex.multiply_adds(*sizes)
+def test_grouped_query_attention_passes_the_solution_which_equals_pytorchs_enable_gqa():
+    assert ex.check_grouped_query_attention(sol.grouped_query_attention).passed
+    q, k, v = torch.randn(2, 6, 3, 8), torch.randn(2, 2, 5, 8), torch.randn(2, 2, 5, 8)
+    torch.testing.assert_close(sol.grouped_query_attention(q, k, v)[0], F.scaled_dot_product_attention(q, k, v, enable_gqa=True))  # fmt: skip
 
 
-@pytest.mark.parametrize("convert", [int, np.int64, torch.tensor], ids=["int", "numpy", "tensor"])
-def test_multiply_adds_checker_accepts_every_number_type(convert):
-    assert ex.check_multiply_adds(lambda *sizes: convert(sol.multiply_adds(*sizes))).passed
+def test_grouped_query_attention_with_the_learners_own_attention_passes(my_transformer):
+    my_transformer.put("attention.py")
+    attention = importlib.import_module("my_transformer.attention").scaled_dot_product_attention
+
+    def gqa(query, key, value, mask=None):
+        share = query.size(1) // key.size(1)
+        return attention(query, key.repeat_interleave(share, 1), value.repeat_interleave(share, 1), mask)
+
+    assert ex.check_grouped_query_attention(gqa).passed
 
 
-def _cost(b, t, s, d, h, kv_rows=None, per_head_width=None, out=True, products=2):
-    kv_rows = s if kv_rows is None else kv_rows
-    width = d // h if per_head_width is None else per_head_width
-    return b * t * d * d + 2 * b * kv_rows * d * d + products * b * h * t * s * width + (b * t * d * d if out else 0)
+def test_grouped_query_attention_refuses_pytorchs_fused_kernel_and_the_package():
+    def fused(query, key, value, mask=None):
+        return F.scaled_dot_product_attention(query, key, value, attn_mask=mask, enable_gqa=True), None
+
+    def package(query, key, value, mask=None):
+        share = query.size(1) // key.size(1)
+        return tc.scaled_dot_product_attention(query, key.repeat_interleave(share, 1), value.repeat_interleave(share, 1), mask)  # fmt: skip
+
+    assert failed_with(ex.check_grouped_query_attention(fused), "not counted")
+    assert failed_with(ex.check_grouped_query_attention(package), "transformer_course.attention", "not counted")
 
 
 @pytest.mark.parametrize(
-    ("wrong", "words"),
+    ("mistake", "words"),
     [
-        (lambda b, t, s, d, h: 2 * sol.multiply_adds(b, t, s, d, h), ["counts FLOPs"]),
-        (lambda b, t, s, d, h: _cost(b, t, s, d, h, kv_rows=t), ["k_len positions"]),
-        (lambda b, t, s, d, h: _cost(b, t, s, d, h, per_head_width=d), ["d_model-long dot products"]),
-        (lambda b, t, s, d, h: _cost(b, t, s, d, h, out=False), ["W^O"]),
-        (lambda b, t, s, d, h: _cost(b, t, s, d, h, products=1), ["one of the two attention products"]),
+        ("repeat", ["repeat_interleave, not repeat"]),
+        ("no_mask", ["mask is not used"]),
+        ("output_only", ["pair"]),
     ],
 )
-def test_multiply_adds_checker_names_each_mistake(wrong, words):
-    assert failed_with(ex.check_multiply_adds(wrong), *words)
+def test_grouped_query_attention_names_each_mistake(mistake, words):
+    def gqa(query, key, value, mask=None):
+        share = query.size(1) // key.size(1)
+        if mistake == "repeat":
+            key, value = key.repeat(1, share, 1, 1), value.repeat(1, share, 1, 1)
+            return sol.grouped_query_attention(query, key, value, mask)
+        if mistake == "no_mask":
+            return sol.grouped_query_attention(query, key, value)
+        return sol.grouped_query_attention(query, key, value, mask)[0]
+
+    assert failed_with(ex.check_grouped_query_attention(gqa), *words)
 
 
-# ---- conceptual questions --------------------------------------------------------------------------------
+# ---- questions --------------------------------------------------------------------------------------------------
 
-QUESTIONS = [
-    (ex.check_question_heads, sol.question_heads, {"a": "too many heads", "c": "0.9 BLEU", "d": "same parameter"}),
-    (ex.check_question_cross, sol.question_cross, {"a": "gives the queries", "b": "only the queries", "d": "final"}),
+
+def test_question_gqa_parameters_takes_the_number_and_names_the_mistakes():
+    for form in (sol.question_gqa_parameters, np.int64(393216), torch.tensor(393216.0)):
+        assert ex.check_question_gqa_parameters(form).passed
+    assert failed_with(ex.check_question_gqa_parameters(3 * 512**2), "full multi-head")
+    assert failed_with(ex.check_question_gqa_parameters(3 * 512 * 128), "W^Q keeps all 8 heads")
+    assert failed_with(ex.check_question_gqa_parameters(393216 + 512**2), "without W^O")
+
+
+def test_question_cross_takes_the_letter_in_any_form_and_explains_every_wrong_one():
+    for form in ("b", "B", " (b) "):
+        assert ex.check_question_cross(form).passed
+    for letter, words in {"a": "same at every step", "c": "own W^K and W^V", "d": "all source positions"}.items():
+        assert failed_with(ex.check_question_cross(letter), words)
+
+
+# ---- no answer in reach -------------------------------------------------------------------------------------------
+
+CHECKERS = [
+    ex.check_multi_head_attention,
+    ex.check_predicted_shapes,
+    ex.check_attention_parameter_count,
+    ex.check_grouped_query_attention,
+    ex.check_question_gqa_parameters,
+    ex.check_question_cross,
 ]
 
 
-@pytest.mark.parametrize(("checker", "right", "hints"), QUESTIONS)
-def test_question_checkers_accept_the_right_letter_in_any_form(checker, right, hints):
-    for form in (right, right.upper(), f" ({right}) "):
-        assert checker(form).passed
+@pytest.mark.parametrize("checker", CHECKERS, ids=lambda c: c.__name__)
+def test_no_attribute_of_the_checker_module_passes_a_checker(checker):
+    for name in dir(ex):
+        if name.startswith("__"):
+            continue
+        assert not checker(getattr(ex, name)).passed, f"ex.{name} passes {checker.__name__}"
 
 
-@pytest.mark.parametrize(("checker", "right", "hints"), QUESTIONS)
-def test_question_checkers_explain_every_wrong_letter(checker, right, hints):
-    assert set(hints) | {right} == set("abcd")
-    for letter, words in hints.items():
-        assert failed_with(checker(letter), words)
-    assert failed_with(checker("z"), "one of the letters")
+def test_the_module_holds_no_shape_table_count_or_letter():
+    for gone in ("SHAPES", "attention_parameter_count", "multiply_adds", "HEADS"):
+        assert not hasattr(ex, gone)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=["en", "zh"])
+def test_solving_the_build_cell_gives_the_reference_file(notebook):
+    """Each stub (docstring + raise) takes the reference's body; everything else is already the reference's."""
+    text = (REFERENCES / "multi_head.py").read_text(encoding="utf-8")
+    tree, ref = ast.parse(build_cell(notebook, "multi_head.py")), ast.parse(text)
+    bodies = {n.name: n.body for n in ast.walk(ref) if isinstance(n, ast.FunctionDef)}
+    stubs = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and isinstance(node.body[-1], ast.Raise):
+            assert len(node.body) == 2, f"{node.name}: a stub holds its docstring and the raise, nothing else"
+            node.body = node.body[:1] + bodies[node.name][1:]
+            stubs.append(node.name)
+    assert sorted(stubs) == ["forward", "merge_heads", "split_heads"]
+    assert ast.dump(tree) == ast.dump(ref)

@@ -10,10 +10,10 @@ import string
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import solutions
 
 from transformer_course import i18n
-from transformer_course.attention import scaled_dot_product_attention
 from transformer_course.exercises import (
     nb00_introduction,
     nb01_masks,
@@ -263,7 +263,8 @@ def language():
 
 
 def ex_local_mask_hiding_the_diagonal(size, window):
-    return nb01_masks.expected_local(size, window, lambda i, j, w: 0 < i - j < w)
+    i, j = torch.arange(size)[:, None], torch.arange(size)[None, :]
+    return ((i - j > 0) & (i - j < window))[None, None]
 
 
 # (notebook and path, the checker call, the English line it prints: exactly what it printed before the 中文版)
@@ -292,27 +293,30 @@ LINES = [
     (
         "nb02 fails",
         lambda: nb02_attention.check_bug_lines([3]),
-        "❌ find the bugs: line 3 is right: key.transpose(-2, -1) is (…, d_k, k_len), so query @ it is "
-        "(…, q_len, k_len)",
+        "❌ find the bugs: line 3 is right: einsum '...qd,...kd->...qk' multiplies every query with every key over d, "
+        "Q Kᵀ",
     ),
     (
         "nb02 passes",
-        lambda: nb02_attention.check_attention(scaled_dot_product_attention),
-        "✅ scaled dot-product attention: passed: softmax(Q Kᵀ / √d_k) V with masking",
+        lambda: nb02_attention.check_weights_bytes(solutions("nb02_attention").weights_bytes),
+        "✅ memory of the weights: passed: batch · heads · q_len · k_len · bytes_per_number",
     ),
     (
         "nb03 fails",
         lambda: nb03_multi_head_attention.check_predicted_shapes(
-            {**solutions("nb03_multi_head_attention").predicted, "q": (2, 4, 8, 64)}
+            lambda b, T, S, d, h: {
+                **solutions("nb03_multi_head_attention").predicted_shapes(b, T, S, d, h),
+                "q": (b, T, h, d // h),
+            }
         ),
-        "❌ predicted shapes: predicted['q'] = (2, 4, 8, 64): that is before the transpose: split_heads puts the "
-        "heads before the positions",
+        "❌ predicted shapes: predicted_shapes(batch=2, T=4, S=6, d_model=512, heads=8)['q'] = (2, 4, 8, 64): that is "
+        "before the transpose: split_heads puts the heads before the positions",
     ),
     (
         "nb03 passes",
-        lambda: nb03_multi_head_attention.check_question_cross("c"),
-        "✅ question 2 (cross-attention): right: keys and values are the encoder's output, the memory, in every "
-        "decoder layer",
+        lambda: nb03_multi_head_attention.check_question_cross("b"),
+        "✅ question 2 (cross-attention): right: its keys and values come from the encoder's memory, which does not "
+        "change while the sentence is written: project once, reuse at every step (notebook 09 caches it)",
     ),
     (
         "nb04 fails",
@@ -446,7 +450,7 @@ def test_a_quiz_summary_follows_the_language():
     assert repr(result) == "❌ quiz: 0 of 1 right"
     set_language("zh")
     assert repr(result) == "❌ quiz：0 of 1 right"  # its words were made in English; the frame follows the language
-    assert repr(nb00_introduction.check_quiz(q1="b")) == "✅ 小测验：共 1 题，答对 1 题"
+    assert repr(nb00_introduction.check_quiz(q1=21)) == "✅ 小测验：共 1 题，答对 1 题"
 
 
 def test_not_done_and_a_crash_are_said_in_chinese(capsys):

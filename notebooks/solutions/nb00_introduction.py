@@ -20,4 +20,5 @@ def layers_to_connect(n: int, k: int, dilated: bool) -> int:
     return math.ceil((n - 1) / (k - 1))  # each layer reaches k − 1 positions further back
 
 
-QUIZ = {"q1": "b", "q2": 512 / 12, "q3": 12 * 3600 * 8 * 9.5e12}
+# q1: one decoder pass per token written, 20 words + the end-of-sentence token; q3: 12 h (or 100,000 × 0.4 s) × 8 × 9.5e12
+QUIZ = {"q1": 21, "q2": 512 / 12, "q3": 12 * 3600 * 8 * 9.5e12}

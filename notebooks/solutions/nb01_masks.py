@@ -2,9 +2,11 @@
 
 import torch
 
-# Exercise 1, by hand: sentence 0 ("the cat sat" + 2 pads): rows 0…4 allow 1, 2, 3, 3, 3 keys = 12;
-# sentence 1 (5 words, no pad): 1 + 2 + 3 + 4 + 5 = 15; sentence 2 ("hello" + 4 pads): 1 key per row = 5.
-ALLOWED_PAIRS = (12, 15, 5)
+
+def allowed_pairs(length: int, max_len: int) -> int:
+    """Exercise 1: row i < length sees keys 0…i (i + 1 of them); each of the max_len − length pad rows sees every
+    real key (the target mask hides pad keys, not pad queries). Toy batch: 12, 15 and 5."""
+    return length * (length + 1) // 2 + (max_len - length) * length
 
 
 def mask_from_lengths(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
@@ -25,4 +27,4 @@ def local_mask(size: int, window: int) -> torch.Tensor:
     return (ones.tril() & ones.triu(-(window - 1)))[None, None]  # (1, 1, size, size): 0 <= i - j < window
 
 
-QUIZ = {"q1": "b", "q2": "b", "q3": 2560}
+QUIZ = {"q1": 2, "q2": "b", "q3": 2560}  # q1: key_padding_mask=src_mask (True = ignore) leaves the 2 pads

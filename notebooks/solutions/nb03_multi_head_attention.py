@@ -1,13 +1,20 @@
-"""Reference solutions of notebook 03's exercises (multi-head attention, §3.2.2)."""
+"""Reference solutions of notebook 03's exercises (multi-head attention, §3.2.2). Try the exercises first."""
 
-# Exercise 1: cross-attention with batch 2, target length 4, source length 6, d_model 512, 8 heads (d_k = 64).
-predicted = {
-    "q": (2, 8, 4, 64),  # (batch, heads, T, d_k): the queries come from the target
-    "k": (2, 8, 6, 64),  # (batch, heads, S, d_k): the keys come from the source (the encoder's memory)
-    "weights": (2, 8, 4, 6),  # (batch, heads, T, S): one row per query, one column per key
-    "heads_out": (2, 8, 4, 64),  # (batch, heads, T, d_v): one weighted average of the values per query
-    "output": (2, 4, 512),  # (batch, T, d_model): merged and projected by W^O
-}
+import math
+
+import torch
+
+
+def predicted_shapes(batch, T, S, d_model, heads):
+    """Exercise 1: cross-attention, T queries from the target, S keys and values from the memory."""
+    d_k = d_model // heads
+    return {
+        "q": (batch, heads, T, d_k),  # the queries come from the target, cut into heads
+        "k": (batch, heads, S, d_k),  # the keys come from the source (the encoder's memory)
+        "weights": (batch, heads, T, S),  # one row per query, one column per key, in every head
+        "heads_out": (batch, heads, T, d_k),  # one weighted average of the values per query
+        "output": (batch, T, d_model),  # merged and projected by W^O
+    }
 
 
 def attention_parameter_count(d_model, heads, d_k, d_v):
@@ -18,16 +25,17 @@ def attention_parameter_count(d_model, heads, d_k, d_v):
     return w_q + w_k + w_v + w_o
 
 
-def multiply_adds(batch, q_len, k_len, d_model, heads):
-    """Exercise 3: one multiply-add per weight per row for each projection, d_k per (query, key) pair per head."""
-    d_k = d_model // heads
-    project_q = batch * q_len * d_model * d_model  # T rows through W^Q
-    project_kv = 2 * batch * k_len * d_model * d_model  # S rows through W^K and W^V
-    scores = batch * heads * q_len * k_len * d_k  # Q Kᵀ in every head
-    mix = batch * heads * q_len * k_len * d_k  # weights @ V in every head
-    project_out = batch * q_len * d_model * d_model  # W^O
-    return project_q + project_kv + scores + mix + project_out
+def grouped_query_attention(query, key, value, mask=None):
+    """Exercise 3: query (B, heads, T, d_k); key, value (B, groups, S, d_k); neighbouring query heads share one."""
+    share = query.size(1) // key.size(1)  # query heads per key/value head
+    key = key.repeat_interleave(share, dim=1)  # (B, heads, S, d_k): heads 0 … share−1 get group 0, …
+    value = value.repeat_interleave(share, dim=1)  # (B, heads, S, d_k)
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))  # (B, heads, T, S)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = scores.softmax(dim=-1)  # (B, heads, T, S)
+    return weights @ value, weights  # (B, heads, T, d_k), (B, heads, T, S)
 
 
-question_heads = "b"
-question_cross = "c"
+question_gqa_parameters = 512 * 512 + 2 * 512 * (2 * 64)  # W^Q full; W^K and W^V with 2 heads of d_k = 64
+question_cross = "b"

@@ -1,7 +1,7 @@
 """Checkers for the exercises of notebook 01 (masks; paper §3.2.3, restricted self-attention §4).
 
 from transformer_course.exercises import nb01_masks as ex
-ex.check_allowed_pairs(allowed_pairs)          # predict: how many (query, key) pairs each target mask allows
+ex.check_allowed_pairs(allowed_pairs)          # a closed form: the (query, key) pairs a target mask allows
 ex.check_mask_from_lengths(mask_from_lengths)  # a padding mask from sentence lengths (d2l's valid_lens)
 ex.check_window_mask(window_mask)              # a centred window for the encoder, with padding (§4)
 ex.check_local_mask(local_mask)                # a causal window for the decoder
@@ -12,10 +12,13 @@ Masks: a boolean tensor, True = may attend, or 0/1 numbers of any dtype (1 = may
 
 from __future__ import annotations
 
+import math
+
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ..i18n import lazy_t, register, t
-from . import Choice, Hint, Numeric, Result, as_int, as_mask, as_sequence, run_check
+from . import Choice, Hint, Numeric, Result, as_int, as_mask, run_check
 from . import check_quiz as _check_quiz
 from .zh.nb01_masks import ZH
 
@@ -24,21 +27,66 @@ register("zh", ZH)
 __all__ = [
     "PAD",
     "TOKENS",
-    "expected_allowed_pairs",
+    "PAIR_CASES",
     "check_allowed_pairs",
     "LENGTH_CASES",
     "check_mask_from_lengths",
-    "expected_window",
     "WINDOW_MISTAKES",
     "WINDOW_CASES",
     "check_window_mask",
-    "expected_local",
     "check_local_mask",
     "QUESTIONS",
     "check_quiz",
 ]
 
 PAD = 0
+
+
+class _TooBig(TorchFunctionMode):
+    """Refuses any tensor of more than ``limit`` numbers (a factory's size, or the broadcast of an operation's
+    tensors) before it is made, so that a learner who builds what an exercise asks to count gets a line that
+    says so instead of a kernel killed for memory."""
+
+    def __init__(self, what: str, limit: int):
+        super().__init__()
+        self.what, self.limit = what, limit
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        ints = [int(a) for a in args if isinstance(a, int) and not isinstance(a, bool)]
+        shape = kwargs.get("size") or next((a for a in args if isinstance(a, (tuple, list, torch.Size))), None)
+        numel = 0
+        if name in ("empty", "zeros", "ones", "full", "rand", "randn", "randint", "eye"):
+            dims = list(shape) if shape is not None else ints[-2:] if name == "eye" else ints
+            if name == "randint" and shape is None:
+                dims = []
+            numel = math.prod(int(n) for n in dims) if dims and all(isinstance(n, int) for n in dims) else 0
+        elif name == "arange" and ints:
+            numel = max(abs(n) for n in ints)
+        tensors = [a.shape for a in args if isinstance(a, torch.Tensor)]
+        if tensors:
+            try:
+                numel = max(numel, math.prod(torch.broadcast_shapes(*tensors)))
+            except RuntimeError:
+                pass
+        if numel > self.limit:
+            raise Hint(
+                t(
+                    "{what} makes a tensor of {numel:,} numbers: this size does not fit in memory, so count "
+                    "with whole-number arithmetic instead of building it",
+                    what=self.what,
+                    numel=numel,
+                )
+            )
+        return func(*args, **kwargs)
+
+
+def _too_big_to_build(what: str, limit: int = 10**8) -> _TooBig:
+    """``with _too_big_to_build("allowed_pairs(…)"): …``: the block may not make a tensor of over ``limit`` numbers."""
+    return _TooBig(what, limit)
+
+
 # The notebook's toy batch: "the cat sat", "a dog ran very fast", "hello", padded with 0 to length 5.
 TOKENS = torch.tensor([[4, 5, 6, PAD, PAD], [7, 8, 9, 10, 11], [12, PAD, PAD, PAD, PAD]])  # (3, 5)
 
@@ -64,57 +112,49 @@ def _compare(got: torch.Tensor, expected: torch.Tensor, what: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Exercise 1 (predict): how many (query, key) pairs does each sentence's target mask allow?
+# Exercise 1 (a closed form): how many (query, key) pairs does a sentence's target mask allow?
+
+# (length, max_len): (4, 9) tells the mistakes apart, then the toy batch's sentences, then masks far too big to build (10¹² booleans)
+PAIR_CASES = [(4, 9), (3, 5), (5, 5), (1, 5), (1, 1), (600_000, 1_000_000), (1_000_000, 1_000_000), (1, 1_000_000)]
 
 
-def _target_counts(tokens: torch.Tensor, pad_idx: int, rule) -> list[int]:
-    """For each sentence, the number of (query i, key j) pairs with ``rule(i, j, real)`` true."""
-    counts = []
-    for real in _real(tokens, pad_idx):
-        counts.append(sum(rule(i, j, real) for i in range(len(real)) for j in range(len(real))))
-    return counts
-
-
-def expected_allowed_pairs() -> list[int]:
-    return _target_counts(TOKENS, PAD, lambda i, j, real: j <= i and real[j])
-
-
-def _pair_mistakes() -> dict[str, list[int]]:
-    return {
-        t("you ignored the padding: a key must also be a real token, so pads are never looked at"): _target_counts(
-            TOKENS, PAD, lambda i, j, real: j <= i
-        ),
-        t("you ignored the causal rule: query i sees only keys 0…i"): _target_counts(
-            TOKENS, PAD, lambda i, j, real: real[j]
-        ),
-        t(
-            "you left out the pad queries: the target mask hides pad keys only, so a pad query still looks at "
-            "the real tokens before it"
-        ): _target_counts(TOKENS, PAD, lambda i, j, real: j <= i and real[j] and real[i]),
-        t("you hid the diagonal: query i may attend to itself (keys 0…i, i included)"): _target_counts(
-            TOKENS, PAD, lambda i, j, real: j < i and real[j]
-        ),
-    }
-
-
-def check_allowed_pairs(answer) -> Result:
-    """``answer``: a list or tuple of 3 whole numbers, one per sentence of the toy batch: the count of True
-    entries of ``target_mask(tokens, PAD)[b]`` (each of shape (1, 5, 5))."""
+def check_allowed_pairs(allowed_pairs) -> Result:
+    """``allowed_pairs(length, max_len)``: the number of True entries of the target mask of one sentence of
+    ``length`` real tokens padded to ``max_len`` (``tc.target_mask``: causal and no pad keys), with whole-number
+    arithmetic; the checker asks for masks of 10¹² entries, too big to build."""
 
     def check():
-        if answer is ... or answer is None:
+        if allowed_pairs is ... or allowed_pairs is None:
             raise NotImplementedError
-        got = [as_int(n, f"answer[{b}]") for b, n in enumerate(as_sequence(answer, 3, t("your answer")))]
-        want = expected_allowed_pairs()
-        if got == want:
-            return
-        for hint, value in _pair_mistakes().items():
-            if got == value:
-                raise Hint(t("{got}: {hint}", got=got, hint=hint))
-        wrong = next(b for b in range(3) if got[b] != want[b])
-        raise Hint(
-            t("sentence {wrong} is not right: draw its 5 × 5 table, rows = queries, columns = keys", wrong=wrong)
-        )
+        for length, max_len in PAIR_CASES:
+            what = f"allowed_pairs(length={length}, max_len={max_len})"
+            with _too_big_to_build(what):
+                got = as_int(allowed_pairs(length, max_len), what)
+            real, pads = length * (length + 1) // 2, (max_len - length) * length  # rows 0…L−1, then the pad rows
+            if got == real + pads:
+                continue
+            mistakes = {
+                max_len * (max_len + 1) // 2: t(
+                    "you ignored the padding: a key must also be a real token, so pads are never looked at"
+                ),
+                max_len * length: t("you ignored the causal rule: query i sees only keys 0…i"),
+                real: t(
+                    "you left out the pad queries: the target mask hides pad keys only, so a pad query still looks "
+                    "at the real tokens before it"
+                ),
+                real - length + pads: t("you hid the diagonal: query i may attend to itself (keys 0…i, i included)"),
+            }
+            hint = mistakes.get(got)
+            if hint is not None:
+                raise Hint(t("{what} = {got:,}: {hint}", what=what, got=got, hint=hint))
+            raise Hint(
+                t(
+                    "{what} = {got:,} is not right: draw a small case's table, rows = queries, columns = keys, "
+                    "and count row by row",
+                    what=what,
+                    got=got,
+                )
+            )
 
     return run_check(t("allowed pairs"), check, t("passed: only real keys, only the past and the present"))
 
@@ -174,13 +214,8 @@ def check_mask_from_lengths(mask_from_lengths) -> Result:
 # Exercise 3: a centred window for the encoder (§4, restricted self-attention), with padding
 
 
-def _in_window(i: int, j: int, real: list[bool], radius: int) -> bool:
-    return abs(i - j) <= radius and real[j]
-
-
-def expected_window(tokens: torch.Tensor, pad_idx: int, radius: int, rule=_in_window) -> torch.Tensor:
-    """(batch, 1, len, len): query i may see key j when ``rule(i, j, real, radius)``; by default when
-    |i − j| <= radius and key j is a real token."""
+def _window(tokens: torch.Tensor, pad_idx: int, radius: int, rule) -> torch.Tensor:
+    """(batch, 1, len, len): query i may see key j when ``rule(i, j, real, radius)`` (the checker gives the rule)."""
     size, masks = tokens.size(1), []
     for real in _real(tokens, pad_idx):
         masks.append(torch.tensor([[rule(i, j, real, radius) for j in range(size)] for i in range(size)]))
@@ -214,17 +249,20 @@ def check_window_mask(window_mask) -> Result:
     """``window_mask(tokens, pad_idx, radius)`` → (batch, 1, len, len): True (or 1) where key j is a real
     token and |i − j| <= radius."""
 
+    def in_window(i, j, real, radius):
+        return abs(i - j) <= radius and real[j]
+
     def check():
         for tokens, pad_idx, radius in WINDOW_CASES:
             what = f"window_mask(tokens {tuple(tokens.shape)}, pad_idx={pad_idx}, radius={radius})"
-            expected = expected_window(tokens, pad_idx, radius)
+            expected = _window(tokens, pad_idx, radius, in_window)
             got = as_mask(window_mask(tokens.clone(), pad_idx, radius), tuple(expected.shape), what)
             if torch.equal(got, expected):
                 continue
-            if pad_idx != PAD and torch.equal(got, expected_window(tokens, PAD, radius)):
+            if pad_idx != PAD and torch.equal(got, _window(tokens, PAD, radius, in_window)):
                 raise Hint(t("{what}: compare the tokens with pad_idx, not with 0", what=what))
             for hint, rule in WINDOW_MISTAKES.items():
-                if torch.equal(got, expected_window(tokens, pad_idx, radius, rule)):
+                if torch.equal(got, _window(tokens, pad_idx, radius, rule)):
                     raise Hint(t("{what}: {hint}", what=what, hint=hint))
             _compare(got, expected, what)
 
@@ -235,11 +273,7 @@ def check_window_mask(window_mask) -> Result:
 # Exercise 4: a causal window for the decoder
 
 
-def _in_causal_window(i: int, j: int, window: int) -> bool:
-    return 0 <= i - j < window  # itself and the window − 1 positions before it
-
-
-def expected_local(size: int, window: int, rule=_in_causal_window) -> torch.Tensor:
+def _local(size: int, window: int, rule) -> torch.Tensor:
     return torch.tensor([[rule(i, j, window) for j in range(size)] for i in range(size)])[None, None]  # (1, 1, s, s)
 
 
@@ -249,7 +283,7 @@ def check_local_mask(local_mask) -> Result:
     def check():
         for size, window in ((6, 3), (5, 1), (4, 4), (7, 2)):
             what = f"local_mask({size}, window={window})"
-            expected = expected_local(size, window)
+            expected = _local(size, window, lambda i, j, w: 0 <= i - j < w)
             got = local_mask(size, window)
             if isinstance(got, torch.Tensor) and got.shape == (size, size):
                 raise Hint(
@@ -262,7 +296,7 @@ def check_local_mask(local_mask) -> Result:
             got = as_mask(got, tuple(expected.shape), what)
             if torch.equal(got, expected):
                 continue
-            if torch.equal(got, expected_local(size, window + 1)):
+            if torch.equal(got, _local(size, window + 1, lambda i, j, w: 0 <= i - j < w)):
                 raise Hint(
                     t(
                         "{what} lets each query see {seen} keys: with window={window} a query sees "
@@ -273,14 +307,14 @@ def check_local_mask(local_mask) -> Result:
                         before=window - 1,
                     )
                 )
-            if torch.equal(got, expected_local(size, window, lambda i, j, w: abs(i - j) < w)):
+            if torch.equal(got, _local(size, window, lambda i, j, w: abs(i - j) < w)):
                 raise Hint(
                     t(
                         "{what} lets a query see keys after it: keep it causal (the lower triangle, torch.tril)",
                         what=what,
                     )
                 )
-            if torch.equal(got, expected_local(size, window, lambda i, j, w: 0 < i - j < w)):
+            if torch.equal(got, _local(size, window, lambda i, j, w: 0 < i - j < w)):
                 raise Hint(t("{what} hides the diagonal: a position may attend to itself", what=what))
             _compare(got, expected, what)
 
@@ -293,18 +327,23 @@ def check_local_mask(local_mask) -> Result:
 # Questions
 
 QUESTIONS = {
-    "q1": Choice(
+    "q1": Numeric(
         key="nb01-q1",
-        digest="e4941ff9ca32b8b4aaa66ffa",
-        letters="abc",
-        why=lazy_t("nn.MultiheadAttention's key_padding_mask marks the keys to IGNORE; pass ~src_mask[:, 0, 0]"),
-        wrong={
-            "a": lazy_t(
-                "that is this course's convention (and F.scaled_dot_product_attention's); "
-                "key_padding_mask is the opposite"
-            ),
-            "c": lazy_t("key_padding_mask is about keys (its shape is (batch, k_len)), not queries"),
+        digests=("1300d5beb277c5893e85b0da",),
+        why=lazy_t(
+            "key_padding_mask's True means IGNORE: passed as it is, the mask hides the 3 words and leaves each query "
+            "the 2 pads; pass ~src_mask[:, 0, 0]"
+        ),
+        mistakes={
+            lazy_t(
+                "that would be right with this course's convention; key_padding_mask's True means 'ignore', so "
+                "the real words are hidden"
+            ): 3,
+            lazy_t("key_padding_mask hides every key marked True; which keys are False here?"): 5,
+            lazy_t("PyTorch fills the True keys with −∞; the False ones, the pads, are still attended to"): 0,
         },
+        rel_tol=0,
+        otherwise=lazy_t("mark which keys are True in src_mask[0, 0, 0], then read True as 'ignore'"),
     ),
     "q2": Choice(
         key="nb01-q2",
@@ -336,5 +375,5 @@ QUESTIONS = {
 
 
 def check_quiz(**answers) -> Result:
-    """``check_quiz(q1="b", q2="a", q3=123)``: one line per question."""
+    """``check_quiz(q1=4, q2="a", q3=123)``: one line per question."""
     return _check_quiz(QUESTIONS, answers)

@@ -1,18 +1,21 @@
 """Checkers for notebook 02 (scaled dot-product attention; paper §3.2.1).
 
     from transformer_course.exercises import nb02_attention as ex
-    ex.check_attention(scaled_dot_product_attention)   # the function of my_transformer/attention.py
+    ex.check_attention(scaled_dot_product_attention)   # the function of my_transformer/attention.py (the build cell)
     ex.check_additive_attention(additive_attention)    # exercise 1: a variant (Bahdanau's additive attention)
-    ex.check_bug_lines(bug_lines)                      # exercise 2: find the bugs in buggy_attention
+    ex.check_bug_lines(bug_lines)                      # exercise 2: which lines of ex.buggy_attention are wrong
+    ex.check_exposing_inputs(cases)                    # exercise 2: inputs of your own on which each bug shows
     ex.check_weights_bytes(weights_bytes)              # exercise 3: estimate the memory of the weights
-    ex.check_question_scaling("…"), ex.check_question_mask_sum("…"), ex.check_question_additive("…")
+    ex.check_question_scaling(…), ex.check_question_mask_sum(…), ex.check_question_saturation(…)
 
-Numbers may come as Python, numpy or one-element tensor numbers; pairs and lists of lines as tuples or lists.
+Every reference is computed inside a checker, with the package, outside the learner's code; the learner's code
+runs inside :func:`~transformer_course.exercises.guard.no_shortcuts`, so the package's own attention, a
+checker's helper or ``F.scaled_dot_product_attention`` is named, not counted. Bug lines and numeric answers are
+stored as digests. Numbers may come as Python, numpy or one-element tensor numbers; lists as tuples or lists.
 """
 
 from __future__ import annotations
 
-import inspect
 import math
 
 import torch
@@ -20,16 +23,18 @@ from torch import nn
 
 from ..i18n import lazy_t, register, t
 from . import (
-    Choice,
     Hint,
+    Numeric,
     Result,
     as_int,
     as_number,
+    as_sequence,
     check_question,
     expect_tensor,
     print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
     run_check,
 )
+from .guard import TORCH_ATTENTION, answer_digest, no_shortcuts
 from .zh.nb02_attention import ZH
 
 register("zh", ZH)
@@ -38,31 +43,24 @@ __all__ = [
     "check_attention",
     "check_additive_attention",
     "buggy_attention",
-    "BUG_LINES",
     "check_bug_lines",
+    "check_exposing_inputs",
     "check_weights_bytes",
     "SCALING",
     "MASK_SUM",
-    "ADDITIVE",
+    "SATURATION",
     "check_question_scaling",
     "check_question_mask_sum",
-    "check_question_additive",
+    "check_question_saturation",
 ]
 
 
-def _reference(query, key, value, mask=None):
-    """softmax(Q Kᵀ / √d_k) V, one query row at a time (independent of the package)."""
-    *lead, q_len, d_k = query.shape
-    out = torch.zeros(*lead, q_len, value.size(-1))
-    weights = torch.zeros(*lead, q_len, key.size(-2))
-    for i in range(q_len):
-        scores = (query[..., i : i + 1, :] * key).sum(-1) / math.sqrt(d_k)  # (..., k_len)
-        if mask is not None:
-            scores = scores.masked_fill(~mask[..., min(i, mask.size(-2) - 1), :], float("-inf"))
-        w = scores.softmax(-1)  # (..., k_len)
-        weights[..., i, :] = w
-        out[..., i, :] = (w[..., None] * value).sum(-2)
-    return out, weights
+def _close(got, want, atol=1e-5, rtol=1e-4) -> bool:
+    """``got`` is a tensor of ``want``'s shape and values, compared at the wider of the two float dtypes."""
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape or not got.is_floating_point():
+        return False
+    wider = torch.promote_types(got.dtype, want.dtype)
+    return bool(torch.allclose(got.to(wider), want.to(wider), atol=atol, rtol=rtol, equal_nan=False))
 
 
 def _pair(got, what):
@@ -87,22 +85,11 @@ def _pair(got, what):
     return output, weights
 
 
-class _FixedDropout(nn.Dropout):
-    """A stand-in for nn.Dropout(0.5) that drops every other number (and doubles the rest): reproducible."""
-
-    def __init__(self) -> None:
-        super().__init__(0.5)
-
-    def forward(self, x):
-        keep = (torch.arange(x.numel()) % 2 == 0).view(x.shape)
-        return x * keep * 2.0
-
-
-def _check_mask_direction(weights, want_w, mask_rows_kept: int):
-    """Sentence 0 may attend to its first ``mask_rows_kept`` keys only: name an inverted or ignored mask."""
-    if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape:
-        kept, hidden = weights[0, :, :mask_rows_kept], weights[0, :, mask_rows_kept:]
-        if torch.allclose(kept, torch.zeros_like(kept), atol=1e-6):
+def _check_mask_direction(weights, want_w, kept: int):
+    """Sentence 0 may attend to its first ``kept`` keys only: name an inverted or ignored mask."""
+    if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape and weights.is_floating_point():
+        allowed, hidden = weights[0, ..., :kept], weights[0, ..., kept:]
+        if torch.allclose(allowed, torch.zeros_like(allowed), atol=1e-6):
             raise Hint(
                 t(
                     "the mask is used the wrong way round: True means 'may attend', so fill the "
@@ -118,19 +105,34 @@ def _check_mask_direction(weights, want_w, mask_rows_kept: int):
             )
 
 
+def _call(attention, what, *args):
+    """The learner's attention on ``args``, watched for the package's and PyTorch's own attention."""
+    with no_shortcuts(t("scaled dot-product attention"), TORCH_ATTENTION):
+        got = attention(*args)
+    return _pair(got, what)
+
+
 def check_attention(attention) -> Result:
-    """``attention(query, key, value, mask=None, dropout=None)`` → (output, weights), the paper's equation (1)."""
+    """``attention(query, key, value, mask=None, dropout=None)`` → (output, weights), the paper's equation (1),
+    compared with the package's ``scaled_dot_product_attention`` (values, shapes, masks, dropout, gradients)."""
+    from ..attention import scaled_dot_product_attention as package
 
     def check():
         g = torch.Generator().manual_seed(0)
-        q, k, v = (
-            torch.randn(2, 3, 16, generator=g),
-            torch.randn(2, 5, 16, generator=g),
-            torch.randn(2, 5, 4, generator=g),
-        )  # d_k = 16, d_v = 4
-        out, weights = _pair(attention(q, k, v), "attention(query, key, value)")
-        want_out, want_w = _reference(q, k, v)
-        if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape:
+        # d_k = 16, d_v = 4; a heads axis in front (…, q_len, d_k), as multi-head attention will call it
+        q, k, v = (torch.randn(2, 2, 3, 16, generator=g), torch.randn(2, 2, 5, 16, generator=g),
+                   torch.randn(2, 2, 5, 4, generator=g))  # fmt: skip
+        out, weights = _call(attention, "attention(query, key, value)", q, k, v)
+        want_out, want_w = package(q, k, v)
+        if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape and weights.is_floating_point():
+            scores = q @ k.transpose(-2, -1)
+            if _close(weights, scores.softmax(-2)) or _close(weights, (scores / 4).softmax(-2)):
+                raise Hint(
+                    t(
+                        "the softmax runs over the queries (dim=-2): each query's weights, a row over the "
+                        "keys, must sum to 1, so take it over dim=-1"
+                    )
+                )
             sums = weights.sum(-1)
             if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
                 raise Hint(
@@ -139,9 +141,8 @@ def check_attention(attention) -> Result:
                         "take the softmax over the last dimension, dim=-1"
                     )
                 )
-            for wrong_scale, name in ((1.0, t("not scaled")), (16.0, t("divided by d_k"))):
-                wrong = (q @ k.transpose(-2, -1) / wrong_scale).softmax(-1)
-                if torch.allclose(weights, wrong, atol=1e-5):
+            for wrong_scale, name in ((1.0, t("not scaled")), (16.0, t("divided by d_k")), (2.0, t("divided by √d_v"))):
+                if _close(weights, (scores / wrong_scale).softmax(-1)):
                     raise Hint(
                         t(
                             "the scores are {name}: divide Q Kᵀ by √d_k = {root:.0f} (d_k is query.size(-1))",
@@ -149,141 +150,213 @@ def check_attention(attention) -> Result:
                             root=math.sqrt(16),
                         )
                     )
-        expect_tensor(weights, want_w, "weights (batch, q_len, k_len)")
-        expect_tensor(out, want_out, "output (batch, q_len, d_v)")
+        expect_tensor(weights, want_w, "weights (…, q_len, k_len)")
+        expect_tensor(out, want_out, "output (…, q_len, d_v)")
 
-        mask = torch.tensor([[True, True, True, False, False], [True, True, True, True, True]])[:, None, :]  # (2, 1, 5)
-        out, weights = _pair(attention(q, k, v, mask), "attention(query, key, value, mask)")
-        want_out, want_w = _reference(q, k, v, mask)
+        # sentence 0 may see its first 3 keys; sentence 1 all 5; (batch, 1, 1, k_len) broadcasts over heads and queries
+        mask = torch.tensor([[True, True, True, False, False], [True] * 5])[:, None, None, :]
+        out, weights = _call(attention, "attention(query, key, value, mask)", q, k, v, mask)
+        want_out, want_w = package(q, k, v, mask)
         _check_mask_direction(weights, want_w, 3)
         expect_tensor(weights, want_w, t("weights with a mask"))
         expect_tensor(out, want_out, t("output with a mask"))
 
-        if "dropout" in inspect.signature(attention).parameters:
-            out, _ = _pair(attention(q, k, v, mask, _FixedDropout()), "attention(query, key, value, mask, dropout)")
-            if isinstance(out, torch.Tensor) and out.shape == want_out.shape:
-                if torch.allclose(out, want_out, atol=1e-5):
-                    raise Hint(t("the dropout module is not used: apply it to the weights, weights = dropout(weights)"))
-                if torch.allclose(out, _FixedDropout()(want_out), atol=1e-5):
-                    raise Hint(t("dropout is applied to the output; apply it to the weights, before weights @ value"))
-            expect_tensor(out, _FixedDropout()(want_w) @ v, t("output with dropout on the weights"))
+        # a row with every key masked (a pad query under a window mask, notebook 01): finite, not NaN
+        empty = torch.ones(3, 5, dtype=torch.bool)
+        empty[1] = False  # query 1 may see no key
+        out, weights = _call(attention, "attention(query, key, value, mask)", q, k, v, empty)
+        if isinstance(weights, torch.Tensor) and weights.is_floating_point() and torch.isnan(weights).any():
+            raise Hint(
+                t(
+                    "a query whose keys are all masked gets NaN weights: with -inf in every score of a row the "
+                    "softmax divides 0 by 0. Fill with the most negative float, torch.finfo(scores.dtype).min"
+                )
+            )
+        want_out, want_w = package(q, k, v, empty)
+        expect_tensor(weights, want_w, t("weights when a query may see no key"))
+        expect_tensor(out, want_out, t("output when a query may see no key"))
 
-    return run_check(t("scaled dot-product attention"), check, t("passed: softmax(Q Kᵀ / √d_k) V with masking"))
+        # a correct float64 version passes at float64 precision
+        q64, k64, v64 = q.double(), k.double(), v.double()
+        out, weights = _call(attention, "attention(float64 tensors)", q64, k64, v64, mask)
+        want_out, want_w = package(q64, k64, v64, mask)
+        if isinstance(out, torch.Tensor) and out.dtype != torch.float64:
+            raise Hint(
+                t(
+                    "with float64 inputs the output is {dtype}: keep the inputs' dtype (no float32 constants or "
+                    "tensors made with torch.tensor(...) inside)",
+                    dtype=out.dtype,
+                )
+            )
+        expect_tensor(out, want_out, t("output for float64 inputs"), atol=1e-10, rtol=1e-8)
+
+        # dropout on the weights, before weights @ value (the package's place): same seed, same zeros
+        dropout = nn.Dropout(0.5).train()
+        torch.manual_seed(7)
+        want_out, _ = package(q, k, v, mask, dropout)
+        torch.manual_seed(7)
+        out, _ = _call(attention, "attention(query, key, value, mask, dropout)", q, k, v, mask, dropout)
+        if isinstance(out, torch.Tensor) and out.shape == want_out.shape:
+            plain_out, plain_w = package(q, k, v, mask)
+            torch.manual_seed(7)
+            on_output = dropout(plain_out)
+            torch.manual_seed(7)
+            scores = (q @ k.transpose(-2, -1) / 4).masked_fill(~mask, torch.finfo(q.dtype).min)
+            on_scores = dropout(scores).softmax(-1) @ v
+            if _close(out, plain_out):
+                raise Hint(t("the dropout module is not used: apply it to the weights, weights = dropout(weights)"))
+            if _close(out, on_output):
+                raise Hint(t("dropout is applied to the output; apply it to the weights, before weights @ value"))
+            if _close(out, on_scores):
+                raise Hint(t("dropout is applied to the scores, before the softmax; apply it to the weights, after it"))
+        expect_tensor(out, want_out, t("output with dropout on the weights"))
+
+        # gradients reach the query, the key and the value, as the package's do
+        leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+        out, weights = _call(attention, "attention(query, key, value, mask)", *leaves, mask)
+        if not isinstance(out, torch.Tensor) or out.grad_fn is None:
+            raise Hint(
+                t(
+                    "no gradient flows through your output: build it from query, key and value with tensor "
+                    "operations (no .detach(), torch.no_grad(), .item() or torch.tensor(...) on the way)"
+                )
+            )
+        out.pow(2).sum().backward()
+        mine = [x.grad for x in leaves]
+        reference = [x.clone().requires_grad_() for x in (q, k, v)]
+        package(*reference, mask)[0].pow(2).sum().backward()
+        for name, got, want in zip(("query", "key", "value"), mine, (x.grad for x in reference)):
+            if got is None:
+                raise Hint(t("no gradient reaches {name}: it must be used with tensor operations", name=name))
+            expect_tensor(got, want, t("the gradient with respect to {name}", name=name))
+
+    return run_check(
+        t("scaled dot-product attention"),
+        check,
+        t("passed: softmax(Q Kᵀ / √d_k) V with masking, dropout on the weights and gradients, as the package's"),
+    )
 
 
 # ---- exercise 1: additive attention ------------------------------------------------------------------
 
 
-def _additive_reference(query, key, value, W_q, W_k, w_v, mask=None):
-    """score(q_i, k_j) = w_vᵀ tanh(q_i W_q + k_j W_k), one (query, key) pair at a time."""
-    batch, q_len, _ = query.shape
-    k_len = key.size(1)
-    scores = torch.zeros(batch, q_len, k_len)
-    for b in range(batch):
-        for i in range(q_len):
-            for j in range(k_len):
-                scores[b, i, j] = (w_v * torch.tanh(query[b, i] @ W_q + key[b, j] @ W_k)).sum()
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = scores.softmax(-1)  # (batch, q_len, k_len)
-    return weights @ value, weights
-
-
-def _additive_variants(query, key, W_q, W_k, w_v) -> dict[str, torch.Tensor]:
-    """Weights of plausible wrong versions (no mask), each with the hint that names its mistake."""
-    features = (query @ W_q)[:, :, None, :] + (key @ W_k)[:, None, :, :]  # (batch, q_len, k_len, d_hidden)
-    scores = torch.tanh(features) @ w_v  # (batch, q_len, k_len)
-    d_hidden = w_v.numel()
-    variants = {
-        t(
-            "the tanh is missing: without it the query's part, q W_q · w_v, is the same for every key and "
-            "cancels in the softmax, so every query gets the same weights"
-        ): (features @ w_v).softmax(-1),
-        t("the paper's additive attention uses tanh, not ReLU: w_vᵀ tanh(q W_q + k W_k)"): (
-            features.relu() @ w_v
-        ).softmax(-1),
-    }
-    for name, size in (
-        ("d_hidden", d_hidden),
-        (t("the key size"), key.size(-1)),
-        (t("the query size"), query.size(-1)),
-    ):
-        variants[
-            t(
-                "the scores are divided by √({name}); additive attention is not scaled: 1/√d_k belongs to "
-                "dot-product attention, whose scores grow with d_k",
-                name=name,
-            )
-        ] = (scores / math.sqrt(size)).softmax(-1)
-    return variants
-
-
 def check_additive_attention(additive_attention) -> Result:
     """``additive_attention(query, key, value, W_q, W_k, w_v, mask=None)`` → (output, weights)."""
+
+    def reference(query, key, value, W_q, W_k, w_v, mask=None):
+        """score(q_i, k_j) = w_vᵀ tanh(q_i W_q + k_j W_k), one (query, key) pair at a time, in float64."""
+        batch, q_len, _ = query.shape
+        scores = torch.zeros(batch, q_len, key.size(1), dtype=torch.float64)
+        for b in range(batch):
+            for i in range(q_len):
+                for j in range(key.size(1)):
+                    scores[b, i, j] = (w_v * torch.tanh(query[b, i] @ W_q + key[b, j] @ W_k)).sum()
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = scores.softmax(-1)  # (batch, q_len, k_len)
+        return weights @ value.double(), weights
+
+    def variants(query, key, W_q, W_k, w_v) -> dict[str, torch.Tensor]:
+        """Weights of plausible wrong versions (no mask), each with the hint that names its mistake."""
+        features = (query @ W_q)[:, :, None, :] + (key @ W_k)[:, None, :, :]  # (batch, q_len, k_len, d_hidden)
+        scores = torch.tanh(features) @ w_v  # (batch, q_len, k_len)
+        found = {
+            t(
+                "the tanh is missing: without it the query's part, q W_q · w_v, is the same for every key and "
+                "cancels in the softmax, so every query gets the same weights"
+            ): (features @ w_v).softmax(-1),
+            t("the paper's additive attention uses tanh, not ReLU: w_vᵀ tanh(q W_q + k W_k)"): (
+                features.relu() @ w_v
+            ).softmax(-1),
+        }
+        for name, size in (("d_hidden", w_v.numel()), (t("the key size"), key.size(-1)), (t("the query size"), query.size(-1))):  # fmt: skip
+            found[
+                t(
+                    "the scores are divided by √({name}); additive attention is not scaled: 1/√d_k belongs to "
+                    "dot-product attention, whose scores grow with d_k",
+                    name=name,
+                )
+            ] = (scores / math.sqrt(size)).softmax(-1)
+        return found
 
     def check():
         g = torch.Generator().manual_seed(2)
         # queries and keys of different sizes (6 and 5): additive attention allows it, dot products do not
-        query, key, value = (
-            torch.randn(2, 3, 6, generator=g),
-            torch.randn(2, 4, 5, generator=g),
-            torch.randn(2, 4, 2, generator=g),
-        )
-        W_q, W_k, w_v = (
-            torch.randn(6, 7, generator=g) * 0.6,
-            torch.randn(5, 7, generator=g) * 0.6,
-            torch.randn(7, generator=g) * 1.5,
-        )
-        want_out, want_w = _additive_reference(query, key, value, W_q, W_k, w_v)
-        out, weights = _pair(additive_attention(query, key, value, W_q, W_k, w_v), "additive_attention(...)")
-        if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape:
+        query, key, value = (torch.randn(2, 3, 6, generator=g), torch.randn(2, 4, 5, generator=g),
+                             torch.randn(2, 4, 2, generator=g))  # fmt: skip
+        W_q, W_k, w_v = (torch.randn(6, 7, generator=g) * 0.6, torch.randn(5, 7, generator=g) * 0.6,
+                         torch.randn(7, generator=g) * 1.5)  # fmt: skip
+        want_out, want_w = reference(query, key, value, W_q, W_k, w_v)
+        with no_shortcuts(t("additive attention"), TORCH_ATTENTION):
+            got = additive_attention(query, key, value, W_q, W_k, w_v)
+        out, weights = _pair(got, "additive_attention(...)")
+        if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape and weights.is_floating_point():
             sums = weights.sum(-1)
             if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
                 raise Hint(t("each query's weights (a row, over the keys) should sum to 1: softmax over dim=-1"))
-            for hint, wrong in _additive_variants(query, key, W_q, W_k, w_v).items():
-                if torch.allclose(weights, wrong, atol=1e-5):
+            for hint, wrong in variants(query, key, W_q, W_k, w_v).items():
+                if _close(weights, wrong):
                     raise Hint(hint)
         expect_tensor(weights, want_w, "weights (batch, q_len, k_len)")
         expect_tensor(out, want_out, "output (batch, q_len, d_v)")
 
         mask = torch.tensor([[True, True, False, False], [True, True, True, True]])[:, None, :]  # (2, 1, 4)
-        want_out, want_w = _additive_reference(query, key, value, W_q, W_k, w_v, mask)
-        out, weights = _pair(additive_attention(query, key, value, W_q, W_k, w_v, mask), t("with a mask, it"))
+        want_out, want_w = reference(query, key, value, W_q, W_k, w_v, mask)
+        with no_shortcuts(t("additive attention"), TORCH_ATTENTION):
+            got = additive_attention(query, key, value, W_q, W_k, w_v, mask)
+        out, weights = _pair(got, t("with a mask, it"))
         _check_mask_direction(weights, want_w, 2)
         expect_tensor(weights, want_w, t("weights with a mask"))
         expect_tensor(out, want_out, t("output with a mask"))
 
+        args64 = [x.double() for x in (query, key, value, W_q, W_k, w_v)]  # a float64 version passes as well
+        with no_shortcuts(t("additive attention"), TORCH_ATTENTION):
+            got = additive_attention(*args64, mask)
+        out, weights = _pair(got, "additive_attention(float64 tensors)")
+        expect_tensor(out, want_out, t("output for float64 inputs"))
+
     return run_check(t("additive attention"), check, t("passed: softmax(w_vᵀ tanh(q W_q + k W_k)) V, masked"))
 
 
-# ---- exercise 2: find the bugs -----------------------------------------------------------------------
+# ---- exercise 2: find the bugs, and show each with an input of your own -------------------------------
 
 
 def buggy_attention(query, key, value, mask=None):
-    d_k = key.size(-2)
-    scores = query @ key.transpose(-2, -1)
-    scores = scores / d_k**0.5
+    scale = value.size(-1) ** -0.5
+    scores = torch.einsum("...qd,...kd->...qk", query, key) * scale
     if mask is not None:
-        scores = scores.masked_fill(mask, -1e9)
-    weights = scores.softmax(dim=-2)
+        scores = scores.masked_fill(~mask, float("-inf"))
+    scores = scores - scores.amax(dim=(-2, -1), keepdim=True)
+    weights = scores.exp() / scores.exp().sum(dim=-1, keepdim=True)
     return weights @ value, weights
 
 
-BUG_LINES = {2, 6, 7}  # line 1 is `def buggy_attention(...)`
-_RIGHT_LINES = {
-    1: lazy_t("line 1 is the signature; it is fine"),
-    3: lazy_t("line 3 is right: key.transpose(-2, -1) is (…, d_k, k_len), so query @ it is (…, q_len, k_len)"),
-    4: lazy_t("line 4 is right: d_k**0.5 is √d_k (line 4 only goes wrong if d_k itself is wrong)"),
-    5: lazy_t("line 5 is right: no mask, nothing to hide"),
-    8: lazy_t("line 8 is right: the output is weights @ value, and the weights are returned as they are"),
-}
-_MISSED = {
-    2: lazy_t("one bug is still hidden: which size is d_k? Try buggy_attention with k_len ≠ d_k"),
-    6: lazy_t(
-        "one bug is still hidden: in the course's masks True means 'may attend'. Which keys does "
-        "masked_fill(mask, …) hide? (-1e9 instead of -inf is fine: its weight is 0 after the softmax)"
+_BUG_LINES = "d6e0dd10545f1f810dbb2071"  # answer_digest("nb02-bug-lines", the wrong lines); line 1 is the def
+_RIGHT = {  # answer_digest("nb02-bug-right", n) of each line that is right → why it is right
+    "b50e00590edf26f6d32258e0": lazy_t("line 1 is the signature; it is fine"),
+    "03f5147e824ef35afea3e116": lazy_t(
+        "line 3 is right: einsum '...qd,...kd->...qk' multiplies every query with every key over d, Q Kᵀ"
     ),
-    7: lazy_t("one bug is still hidden: over which axis must each query's weights sum to 1? Print weights.sum(-1)"),
+    "d41fec0be21d1c1baafbe006": lazy_t("line 4 is right: no mask, nothing to hide"),
+    "0011719b882dfec827d55c17": lazy_t(
+        "line 7 is right: exp(s) / Σ exp(s) over the last axis is the softmax over the keys"
+    ),
+    "38a6273ba874eba2c010df43": lazy_t(
+        "line 8 is right: the output is weights @ value, the weights returned as they are"
+    ),
+}
+_MISSED = {  # answer_digest("nb02-bug-missed", n) of each wrong line → a nudge when it is left out
+    "3824746f5c2e4d179d49aa3b": lazy_t(
+        "one bug is still hidden: which size is d_k? Every test its author ran had d_v = d_k"
+    ),
+    "20ae033c0a09efffd9fbf7c9": lazy_t(
+        "one bug is still hidden: what does this function give a query that may see no key at all "
+        "(notebook 01's pitfall)?"
+    ),
+    "fb15bb0ef1d4de11a512284c": lazy_t(
+        "one bug is still hidden: subtracting the largest score keeps exp() from overflowing, but the "
+        "largest score of what? Try two queries whose scores lie far apart"
+    ),
 }
 
 
@@ -304,12 +377,96 @@ def check_bug_lines(bug_lines) -> Result:
         outside = sorted(n for n in lines if not 1 <= n <= 8)
         if outside:
             raise Hint(t("buggy_attention has lines 1–8 (print_numbered shows them), got {outside}", outside=outside))
-        for n in sorted(lines - BUG_LINES):
-            raise Hint(_RIGHT_LINES[n])
-        for n in sorted(BUG_LINES - lines):
-            raise Hint(_MISSED[n])
+        if answer_digest("nb02-bug-lines", lines) == _BUG_LINES:
+            return
+        for n in sorted(lines):
+            hint = _RIGHT.get(answer_digest("nb02-bug-right", n))
+            if hint is not None:
+                raise Hint(hint)
+        for n in range(1, 9):
+            hint = _MISSED.get(answer_digest("nb02-bug-missed", n))
+            if n not in lines and hint is not None:
+                raise Hint(hint)
+        raise Hint(t("not these lines; run buggy_attention on inputs of your own and compare"))
 
-    return run_check(t("find the bugs"), check, t("passed: lines 2 (d_k), 6 (mask direction) and 7 (softmax axis)"))
+    return run_check(t("find the bugs"), check, t("passed: now show each bug with an input of your own"))
+
+
+def check_exposing_inputs(cases) -> Result:
+    """``cases``: a list of inputs ``(query, key, value)`` or ``(query, key, value, mask)`` on which
+    ``buggy_attention`` and the paper's attention differ. Passes when every bug of ``buggy_attention`` shows on
+    at least one of them (a NaN where the formula is finite counts)."""
+    from ..attention import scaled_dot_product_attention as package
+
+    def one_bug(query, key, value, mask, bug):
+        """buggy_attention with only ``bug`` left in (the other two repaired)."""
+        d = value.size(-1) if bug == "scale" else query.size(-1)
+        scores = query @ key.transpose(-2, -1) / math.sqrt(d)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf") if bug == "fill" else torch.finfo(scores.dtype).min)
+        biggest = scores.amax(dim=(-2, -1), keepdim=True) if bug == "max" else scores.amax(dim=-1, keepdim=True)
+        scores = scores - biggest
+        return scores.exp() / scores.exp().sum(dim=-1, keepdim=True)
+
+    def differs(got, want) -> bool:
+        if not torch.isfinite(got).all():
+            return True
+        return not torch.allclose(got, want, atol=1e-4, rtol=1e-3)
+
+    def check():
+        if cases is ... or cases is None:
+            raise NotImplementedError
+        exposed = set()
+        for i, case in enumerate(as_sequence(cases, None, t("cases"))):
+            items = as_sequence(case, None, t("case {i}", i=i))
+            if len(items) not in (3, 4):
+                raise Hint(t("case {i} should be (query, key, value) or (query, key, value, mask)", i=i))
+            query, key, value, mask = (*items, None)[:4]
+            if not all(isinstance(x, torch.Tensor) and x.is_floating_point() for x in (query, key, value)):
+                raise Hint(t("case {i}: query, key and value should be float tensors", i=i))
+            if not all(torch.isfinite(x).all() for x in (query, key, value)):
+                raise Hint(t("case {i}: your input itself holds inf or NaN; a bug must show on finite numbers", i=i))
+            if mask is not None and (not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool):
+                raise Hint(t("case {i}: the mask should be a boolean tensor, True = may attend", i=i))
+            if query.dim() < 2 or query.size(-1) != key.size(-1) or key.size(-2) != value.size(-2):
+                raise Hint(
+                    t(
+                        "case {i} is not an attention input: query (…, q_len, d_k), key (…, k_len, d_k) and "
+                        "value (…, k_len, d_v) must share d_k and k_len",
+                        i=i,
+                    )
+                )
+            try:
+                _, want = package(query, key, value, mask)
+            except RuntimeError as error:
+                raise Hint(t("case {i} does not broadcast: {error}", i=i, error=str(error)[:120])) from None
+            _, precise = package(query.double(), key.double(), value.double(), mask)
+            if not torch.allclose(want.double(), precise, atol=1e-4, rtol=1e-3):
+                raise Hint(
+                    t(
+                        "case {i} is so extreme that the formula itself loses precision in {dtype}; a bug must "
+                        "show where correct code is still exact (smaller numbers, or float64 tensors)",
+                        i=i,
+                        dtype=query.dtype,
+                    )
+                )
+            # the max's axes are judged on rows with a key allowed: a row with none shows the -inf fill instead
+            seen = torch.ones(want.shape[:-1], dtype=torch.bool) if mask is None else mask.expand(want.shape).any(-1)
+            shown = {bug for bug in ("scale", "fill") if differs(one_bug(query, key, value, mask, bug), want)}
+            if differs(one_bug(query, key, value, mask, "max")[seen], want[seen]):
+                shown.add("max")
+            if not shown and not differs(buggy_attention(query, key, value, mask)[1], want):
+                raise Hint(t("case {i}: buggy_attention agrees with the formula on it, so it shows no bug", i=i))
+            exposed |= shown
+        if len(exposed) < 3:
+            raise Hint(
+                t(
+                    "your cases show {count} of the 3 bugs; find an input for each bug still hidden",
+                    count=len(exposed),
+                )
+            )
+
+    return run_check(t("inputs that show the bugs"), check, t("passed: every bug shows on an input of yours"))
 
 
 # ---- exercise 3: the memory of the weights -----------------------------------------------------------
@@ -339,65 +496,67 @@ def check_weights_bytes(weights_bytes) -> Result:
     return run_check(t("memory of the weights"), check, t("passed: batch · heads · q_len · k_len · bytes_per_number"))
 
 
-# ---- conceptual questions (answer: one letter; the shared check_question accepts 'c', 'C', '(c)') --------
+# ---- questions: a number to work out, each ------------------------------------------------------------
 
-SCALING = Choice(
-    key="nb02-SCALING",
-    digest="5afcefd9844e8b60de5ce7ff",
-    letters="abcd",
-    why=lazy_t("the scores spread out, the softmax saturates and its gradients vanish"),
-    wrong={
-        "a": lazy_t(
-            "(a) is the common misconception: the softmax's gradient is diag(p) − p pᵀ, and with a one-hot "
-            "p every entry of it is 0. Large scores make gradients vanish, not explode"
-        ),
-        "b": lazy_t(
-            "(b): the softmax is unchanged if you add the same number to every score, not if you multiply "
-            "them: large scores make it sharper (section 3's table)"
-        ),
-        "d": lazy_t("(d): the scores' mean stays 0; it is their spread, √d_k, that grows"),
+SCALING = Numeric(
+    key="nb02-scaling",
+    digests=("5040b76fa85fda5991a0fa9a", "95cb42ffe2333994c072a3b6", "5239be52f6d78a6c7c528c66"),
+    why=lazy_t(
+        "each product q_i k_i has variance 2² · 2² = 16, the sum of 256 of them 4,096, so q·k has standard "
+        "deviation 64; divided by √256 = 16 that is 4: the scaling assumes unit-variance entries"
+    ),
+    mistakes={
+        lazy_t("that is the unscaled q·k; divide it by √d_k = 16"): 64.0,
+        lazy_t("that is the variance of the scaled score; the question asks for its standard deviation"): 16.0,
+        lazy_t(
+            "the scaling cancels √d_k, not the entries' spread: with standard deviation 2 in q and in k, each "
+            "product has standard deviation 4"
+        ): 1.0,
+        lazy_t("both q and k have standard deviation 2, so each product q_i k_i has standard deviation 2 · 2"): 2.0,
     },
+    rel_tol=1e-2,
+    otherwise=lazy_t("find the variance of one product q_i k_i, then of the sum of d_k of them, then scale"),
 )
-MASK_SUM = Choice(
-    key="nb02-MASK_SUM",
-    digest="21a40eca317c4ee1ac09fde5",
-    letters="abcd",
-    why=lazy_t("adding True/False adds 1 or 0, so the pads keep a weight above 0"),
-    wrong={
-        "a": lazy_t("(a): adding a boolean adds 1 or 0, never −∞: exp(score + 0) > 0, so the pads keep a weight"),
-        "c": lazy_t("(c): NaN needs −∞ in every score of a row; a boolean added to scores is only 0 or 1"),
-        "d": lazy_t(
-            "(d): the sum runs fine (True counts as 1); the weights are just wrong. Run the misconception "
-            "cell of section 4 to see them"
-        ),
+MASK_SUM = Numeric(
+    key="nb02-mask-sum",
+    digests=("620181ea02b933b069196477", "695b763eba2ba9b342a59d3f", "38aef1d7e654aac81d6ea845"),
+    why=lazy_t("the real keys get score 1, the pads 0: the pads keep 2 / (2e + 2) = 1 / (e + 1) ≈ 0.269"),
+    mistakes={
+        lazy_t("that is what masked_fill gives; adding True/False adds 1 or 0, never −∞"): 0.0,
+        lazy_t("that is the share of the real keys; the question asks for the pads' total"): math.e / (math.e + 1),
+        lazy_t("adding the mask changes the scores: True adds 1 to the real keys"): 0.5,
+        lazy_t("that is one pad's weight; the question asks for both pads together"): 1 / (2 * math.e + 2),
     },
+    rel_tol=1e-2,
+    otherwise=lazy_t("add 1 to the scores of the real keys and 0 to the pads, then take the softmax"),
 )
-ADDITIVE = Choice(
-    key="nb02-ADDITIVE",
-    digest="c05402e93a3807ef363f1e1a",
-    letters="abcd",
-    why=lazy_t("similar theoretical complexity, but matrix-product code makes dot products faster and leaner"),
-    wrong={
-        "a": lazy_t(
-            "(a): the paper says the opposite for unscaled dot products: additive attention outperforms them "
-            "for larger d_k (Britz et al., 2017), the reason for 1/√d_k"
-        ),
-        "b": lazy_t("(b): the paper calls the two similar in theoretical complexity; the difference is in practice"),
-        "c": lazy_t("(c): any score can be masked before the softmax, additive ones too (exercise 1 does it)"),
+SATURATION = Numeric(
+    key="nb02-saturation",
+    digests=("db5026e80da2a8f689d09276", "fe1785173e382d89aa2ea078", "669d41cf830a4ad6e4c5a39b"),
+    why=lazy_t(
+        "scaled, the scores are +1 and −1: softmax gives 1 / (1 + e⁻²) ≈ 0.881; unscaled (+8, −8) it would be "
+        "1 / (1 + e⁻¹⁶), one-hot for any practical purpose"
+    ),
+    mistakes={
+        lazy_t("that is the unscaled softmax, scores +8 and −8; divide them by √64 = 8 first"): 1 / (1 + math.exp(-16)),
+        lazy_t("the two scores are +1 and −1, two apart: softmax gives 1 / (1 + e^(−2))"): 1 / (1 + math.exp(-1)),
+        lazy_t("the scores differ, so the weights do: the larger score gets more than half"): 0.5,
     },
+    rel_tol=5e-3,
+    otherwise=lazy_t("divide both scores by √d_k, then softmax([s₁, s₂])[0] = 1 / (1 + exp(s₂ − s₁))"),
 )
 
 
 def check_question_scaling(answer) -> Result:
-    """Without 1/√d_k, at a large d_k, what goes wrong?"""
-    return check_question(t("question 1 (why √d_k)"), SCALING, answer)
+    """q and k entries with standard deviation 2, d_k = 256: the standard deviation of q·k / √d_k."""
+    return check_question(t("question 1 (the scale)"), SCALING, answer)
 
 
 def check_question_mask_sum(answer) -> Result:
-    """scores + mask (boolean, True = may attend): what weight do the pad keys get?"""
+    """scores 0, 0, 0, 0; (scores + mask).softmax(-1) with mask [T, T, F, F]: the pads' total weight."""
     return check_question(t("question 2 (scores + mask)"), MASK_SUM, answer)
 
 
-def check_question_additive(answer) -> Result:
-    """What does §3.2.1 say about additive vs dot-product attention?"""
-    return check_question(t("question 3 (additive vs dot-product)"), ADDITIVE, answer)
+def check_question_saturation(answer) -> Result:
+    """Two keys, scores +8 and −8 before scaling, d_k = 64: the weight of the first key after scaling."""
+    return check_question(t("question 3 (the softmax after scaling)"), SATURATION, answer)

@@ -3,7 +3,7 @@
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import scaled_dot_product_attention  # yours, from notebook 02
+from .attention import scaled_dot_product_attention  # notebook 02's file
 
 
 class MultiHeadAttention(nn.Module):
@@ -19,17 +19,20 @@ class MultiHeadAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)  # on the attention weights
         self.weights = None  # (batch, heads, q_len, k_len) of the last call
 
-    def split_heads(self, x):  # (batch, len, d_model) → (batch, heads, len, d_k)
+    def split_heads(self, x):
+        """(batch, len, d_model) → (batch, heads, len, d_k): head i gets features i·d_k … (i+1)·d_k − 1."""
         batch, length, _ = x.shape
-        return x.view(batch, length, self.heads, self.d_k).transpose(1, 2)
+        return x.view(batch, length, self.heads, self.d_k).transpose(1, 2)  # (batch, heads, len, d_k)
 
-    def merge_heads(self, x):  # (batch, heads, len, d_k) → (batch, len, heads·d_k): the Concat
+    def merge_heads(self, x):
+        """(batch, heads, len, d_k) → (batch, len, heads·d_k): the Concat of the formula."""
         batch, _, length, _ = x.shape
-        return x.transpose(1, 2).reshape(batch, length, self.heads * self.d_k)
+        return x.transpose(1, 2).reshape(batch, length, self.heads * self.d_k)  # (batch, len, d_model)
 
     def forward(self, query, key, value, mask=None):
         """query (batch, q_len, d_model), key and value (batch, k_len, d_model); mask True = may attend,
-        broadcastable to (batch, heads, q_len, k_len). Returns (batch, q_len, d_model)."""
+        broadcastable to (batch, heads, q_len, k_len). Keeps the weights in self.weights (detached).
+        Returns (batch, q_len, d_model)."""
         w_q, w_k, w_v = self.in_proj.weight.chunk(3)  # 3 × (d_model, d_model)
         b_q, b_k, b_v = self.in_proj.bias.chunk(3)  # 3 × (d_model,)
         q = self.split_heads(F.linear(query, w_q, b_q))  # (batch, heads, q_len, d_k)

@@ -3,142 +3,82 @@
 __all__ = ["ZH"]
 
 ZH: dict[str, str] = {
-    "the heads are split with one view (batch, heads, len, d_k), which cuts the sequence into pieces and mixes "
-    "positions: view as (batch, len, heads, d_k), then .transpose(1, 2)": (
-        "拆分注意力头时只用了一次 view (batch, heads, len, d_k)，这会把序列切成几段、把位置混在一起："
-        "应先 view 成 (batch, len, heads, d_k)，再 .transpose(1, 2)"
-    ),
-    "the heads are merged in the wrong order: (batch, heads, len, d_k) must go back to (batch, len, heads, d_k) "
-    "with .transpose(1, 2) before the reshape to (batch, len, d_model)": (
-        "合并注意力头的顺序错了：(batch, heads, len, d_k) 要先用 .transpose(1, 2) 变回 (batch, len, heads, d_k)，"
-        "再 reshape 成 (batch, len, d_model)"
-    ),
-    "the rows of in_proj are used in the wrong order: rows 0 … d_model−1 are W^Q, then W^K, then W^V "
-    "(nn.MultiheadAttention's layout)": (
-        "in_proj 的各行用错了顺序：第 0 … d_model−1 行是 W^Q，然后是 W^K，再然后是 W^V（nn.MultiheadAttention 的排布）"
-    ),
-    "keys and values are computed from `query`: in cross-attention they come from the `key` and `value` arguments "
-    "(the encoder's memory)": (
-        "键和值是由 `query` 算出来的：在交叉注意力中，它们来自参数 `key` 和 `value`（编码器的输出 memory）"
-    ),
-    "the scores are divided by √d_model; each head works in d_k = d_model / heads dimensions, so divide by √d_k "
-    "(notebook 02's function does it when it gets (batch, heads, len, d_k) tensors)": (
-        "分数除以了 √d_model；每个头在 d_k = d_model / heads 维中计算，所以应除以 √d_k"
-        "（笔记本 02 的函数拿到 (batch, heads, len, d_k) 的张量时就是这样做的）"
-    ),
-    "the mask is not passed on: keys where it is False must get weight 0": (
-        "掩码没有传下去：掩码为 False 的键，权重必须是 0"
-    ),
-    "the parameters should be named {names} (as the package's, so that weights can be copied by name); missing "
-    "{missing}, unexpected {unexpected}": (
-        "参数应命名为 {names}（与本课程的包一致，这样权重才能按名称复制）；缺少 {missing}，多出 {unexpected}"
-    ),
+    "the heads are split with one view (batch, heads, len, d_k), which cuts the sequence into pieces and mixes positions: view as (batch, len, heads, d_k), then .transpose(1, 2)": "拆分注意力头时只用了一次 view (batch, heads, len, d_k)，这会把序列切成几段、把位置混在一起：应先 view 成 (batch, len, heads, d_k)，再 .transpose(1, 2)",
+    "the heads are merged in the wrong order: (batch, heads, len, d_k) must go back to (batch, len, heads, d_k) with .transpose(1, 2) before the reshape to (batch, len, d_model)": "合并注意力头的顺序错了：(batch, heads, len, d_k) 要先用 .transpose(1, 2) 变回 (batch, len, heads, d_k)，再 reshape 成 (batch, len, d_model)",
+    "the rows of in_proj are used in the wrong order: rows 0 … d_model−1 are W^Q, then W^K, then W^V (nn.MultiheadAttention's layout)": "in_proj 的各行用错了顺序：第 0 … d_model−1 行是 W^Q，然后是 W^K，再然后是 W^V（nn.MultiheadAttention 的排布）",
+    "keys and values are computed from `query`: in cross-attention they come from the `key` and `value` arguments (the encoder's memory)": "键和值是由 `query` 算出来的：在交叉注意力中，它们来自参数 `key` 和 `value`（编码器的输出 memory）",
+    "the scores are divided by √d_model; each head works in d_k = d_model / heads dimensions, so divide by √d_k (notebook 02's function does it when it gets (batch, heads, len, d_k) tensors)": "分数除以了 √d_model；每个头在 d_k = d_model / heads 维中计算，所以应除以 √d_k（笔记本 02 的函数拿到 (batch, heads, len, d_k) 的张量时就是这样做的）",
+    "the mask is not passed on: keys where it is False must get weight 0": "掩码没有传下去：掩码为 False 的键，权重必须是 0",
+    "the parameters should be named {names} (as the package's, so that weights can be copied by name); missing {missing}, unexpected {unexpected}": "参数应命名为 {names}（与本课程的包一致，这样权重才能按名称复制）；缺少 {missing}，多出 {unexpected}",
     "self-attention with a padding mask": "带填充掩码的自注意力",
     "masked self-attention": "带后续掩码的自注意力",
     "cross-attention": "交叉注意力",
     "cross-attention with a padding mask": "带填充掩码的交叉注意力",
     "{what}: {hint}": "{what}：{hint}",
     "{what}: the output (batch, q_len, d_model)": "{what}：输出 (batch, q_len, d_model)",
-    "MultiHeadAttention(10, 4) should raise an error: d_model=10 is not divisible by heads=4": (
-        "MultiHeadAttention(10, 4) 应抛出错误：d_model=10 不能被 heads=4 整除"
-    ),
-    "passed: self, masked and cross-attention, per-head weights kept": (
-        "通过：自注意力、带掩码的自注意力和交叉注意力都对，并保留了每个头的权重"
-    ),
-    "that is before the transpose: split_heads puts the heads before the positions": (
-        "这是转置之前的形状：split_heads 会把头这个轴放到位置之前"
-    ),
-    "each head has d_k = d_model / heads = 64 features, not d_model": (
-        "每个头有 d_k = d_model / heads = 64 个特征，而不是 d_model 个"
-    ),
-    "that is before the split: the queries are cut into heads, (batch, heads, T, d_k)": (
-        "这是拆分之前的形状：查询要切成多个头，(batch, heads, T, d_k)"
-    ),
-    "keys come from the source, the encoder's memory: S = 6 positions, not T": (
-        "键来自源序列，即编码器的输出 memory：S = 6 个位置，而不是 T"
-    ),
+    "MultiHeadAttention(10, 4) should raise an error: d_model=10 is not divisible by heads=4": "MultiHeadAttention(10, 4) 应抛出错误：d_model=10 不能被 heads=4 整除",
+    "that is before the transpose: split_heads puts the heads before the positions": "这是转置之前的形状：split_heads 会把头这个轴放到位置之前",
     "that is before the transpose: heads come before positions": "这是转置之前的形状：头这个轴在位置之前",
     "rows are queries (the target, T), columns are keys (the source, S)": "行是查询（目标序列，T），列是键（源序列，S）",
-    "each head has its own weights: (batch, heads, T, S)": "每个头都有自己的权重：(batch, heads, T, S)",
-    "cross-attention weights are not square: T queries against S keys": ("交叉注意力的权重不是方阵：T 个查询对 S 个键"),
-    "there is one output per query (T of them), an average over the S values": (
-        "每个查询有一个输出（共 T 个），它是 S 个值的加权平均"
-    ),
-    "that is the weights; weights @ v has one d_v = 64 vector per query": (
-        "这是权重的形状；weights @ v 为每个查询给出一个 d_v = 64 维的向量"
-    ),
-    "the block returns one vector per query, the target's T positions": (
-        "这个模块为每个查询返回一个向量，即目标序列的 T 个位置"
-    ),
-    "merging the heads and W^O give back d_model = 512 features": "合并各头并经过 W^O 之后，又回到 d_model = 512 个特征",
-    "that is before the merge: Concat and W^O give (batch, T, d_model)": (
-        "这是合并之前的形状：Concat 和 W^O 之后是 (batch, T, d_model)"
-    ),
-    "predicted should be a dict such as {{'q': (…), 'k': (…), …}}, got {type}": (
-        "predicted 应是一个 dict，例如 {{'q': (…), 'k': (…), …}}，实际得到 {type}"
-    ),
-    "predicted has no entry for {missing}; fill in all of {names}": "predicted 缺少 {missing} 项；请把 {names} 都填上",
-    "not done yet: replace the `...` of {blank} with your predicted shapes, e.g. (1, 2, 3)": (
-        "还没有完成：把 {blank} 的 `...` 换成你预测的形状，例如 (1, 2, 3)"
-    ),
-    "expected {dims} dimensions, ending with the right sizes": "应有 {dims} 个维度，并以正确的大小结尾",
+    "cross-attention weights are not square: T queries against S keys": "交叉注意力的权重不是方阵：T 个查询对 S 个键",
+    "there is one output per query (T of them), an average over the S values": "每个查询有一个输出（共 T 个），它是 S 个值的加权平均",
+    "the block returns one vector per query, the target's T positions": "这个模块为每个查询返回一个向量，即目标序列的 T 个位置",
+    "that is before the merge: Concat and W^O give (batch, T, d_model)": "这是合并之前的形状：Concat 和 W^O 之后是 (batch, T, d_model)",
     "{what} = {got}: {hint}": "{what} = {got}：{hint}",
     "predicted shapes": "预测的形状",
-    "passed: now run the next cell to see them measured": "通过：现在运行下一个单元格，看看实际测出的形状",
-    "uses d_model × d_model for every projection; that holds only when heads·d_k = heads·d_v = d_model. W^Q and "
-    "W^K are d_model × heads·d_k, W^V d_model × heads·d_v": (
-        "每个投影都按 d_model × d_model 算了；只有 heads·d_k = heads·d_v = d_model 时才是这样。"
-        "W^Q 和 W^K 是 d_model × heads·d_k，W^V 是 d_model × heads·d_v"
-    ),
-    "counts the weights only: W^Q and W^K have biases of size heads·d_k, W^V of size heads·d_v, W^O of size "
-    "d_model": "只算了权重矩阵：W^Q 和 W^K 的偏置大小为 heads·d_k，W^V 的为 heads·d_v，W^O 的为 d_model",
-    "sizes W^O by d_k; it takes the concatenated values, heads·d_v × d_model": (
-        "按 d_k 算了 W^O 的大小；它接收的是拼接起来的值，heads·d_v × d_model"
-    ),
-    "counts one head: every head has its own W_i^Q, W_i^K, W_i^V, so all heads together are heads·d_k (or "
-    "heads·d_v) wide": (
-        "只算了一个头：每个头都有自己的 W_i^Q、W_i^K、W_i^V，所以所有头合起来宽 heads·d_k（或 heads·d_v）"
-    ),
+    "uses d_model × d_model for every projection; that holds only when heads·d_k = heads·d_v = d_model. W^Q and W^K are d_model × heads·d_k, W^V d_model × heads·d_v": "每个投影都按 d_model × d_model 算了；只有 heads·d_k = heads·d_v = d_model 时才是这样。W^Q 和 W^K 是 d_model × heads·d_k，W^V 是 d_model × heads·d_v",
+    "counts the weights only: W^Q and W^K have biases of size heads·d_k, W^V of size heads·d_v, W^O of size d_model": "只算了权重矩阵：W^Q 和 W^K 的偏置大小为 heads·d_k，W^V 的为 heads·d_v，W^O 的为 d_model",
+    "sizes W^O by d_k; it takes the concatenated values, heads·d_v × d_model": "按 d_k 算了 W^O 的大小；它接收的是拼接起来的值，heads·d_v × d_model",
+    "counts one head: every head has its own W_i^Q, W_i^K, W_i^V, so all heads together are heads·d_k (or heads·d_v) wide": "只算了一个头：每个头都有自己的 W_i^Q、W_i^K、W_i^V，所以所有头合起来宽 heads·d_k（或 heads·d_v）",
     "add up four matrices and four biases": "把四个矩阵和四个偏置加起来",
     "{what} = {got}, expected {want}: {hint}": "{what} = {got}，应为 {want}：{hint}",
     "parameter count": "参数个数",
     "passed: heads·d_k and heads·d_v set the widths, not d_model": "通过：决定宽度的是 heads·d_k 和 heads·d_v，而不是 d_model",
-    "counts FLOPs (a multiply and an add each); count each multiply-add once": (
-        "算的是 FLOPs（每次乘加算一次乘法和一次加法）；每次乘加只算一次"
-    ),
-    "projects keys and values from q_len positions; in cross-attention they come from the memory, k_len positions": (
-        "按 q_len 个位置投影了键和值；在交叉注意力中，它们来自 memory，共 k_len 个位置"
-    ),
-    "uses d_model-long dot products in every head; each head's are d_k = d_model / heads long": (
-        "每个头里都用了长度为 d_model 的点积；每个头的点积长度是 d_k = d_model / heads"
-    ),
-    "leaves out W^O, the output projection": "漏了输出投影 W^O",
-    "leaves out one of the two attention products, Q Kᵀ or weights @ V": (
-        "漏了注意力中两个乘积之一：Q Kᵀ 或 weights @ V"
-    ),
-    "add the four projections and two products": "把四个投影和两个乘积加起来",
-    "multiply-adds": "乘加次数",
-    "passed: 2·B·(T + S)·d_model² + 2·B·T·S·d_model": "通过：2·B·(T + S)·d_model² + 2·B·T·S·d_model",
-    "one head is 0.9 BLEU worse than the best setting, and too many heads are worse too (§6.2)": (
-        "单头比最佳设置差 0.9 BLEU，头太多也会变差（§6.2）"
-    ),
-    "(a): §6.2 says quality also drops off with too many heads (32 heads: 25.4 BLEU against 25.8)": (
-        "(a)：§6.2 说头太多质量也会下降（32 个头：25.4 BLEU，而最佳为 25.8）"
-    ),
-    "(c): single-head attention is 0.9 BLEU worse than the best setting (§6.2, Table 3 (A))": (
-        "(c)：单头注意力比最佳设置差 0.9 BLEU（§6.2，表 3 (A)）"
-    ),
-    "(d): every row of (A) has the same parameter count (exercise 2: heads·d_k stays 512), and one head scored "
-    "lowest": "(d)：(A) 的每一行参数量都相同（练习 2：heads·d_k 保持为 512），而单头的得分最低",
-    "keys and values are the encoder's output, the memory, in every decoder layer": (
-        "在每个解码器层中，键和值都是编码器的输出 memory"
-    ),
-    "(a): the previous decoder layer gives the queries; keys and values come from the encoder": (
-        "(a)：上一个解码器层给出的是查询；键和值来自编码器"
-    ),
-    "(b): the target side gives only the queries in cross-attention": "(b)：在交叉注意力中，目标一侧只提供查询",
-    "(d): the keys and values come from the encoder's final output (after all N layers), not from the source "
-    "embeddings": "(d)：键和值来自编码器的最终输出（经过全部 N 层之后），而不是源序列的嵌入",
-    "question 1 (how many heads)": "问题 1（多少个头）",
     "question 2 (cross-attention)": "问题 2（交叉注意力）",
+    "W^Q keeps all 8 heads: only the keys and values are shared": "W^Q 仍保留全部 8 个头：共用的只有键和值",
+    "W^Q stays d_model × d_model = 262,144; W^K and W^V shrink to d_model × groups·d_k = 512 × 128 = 65,536 each: 393,216 in all, against 786,432 with 8 key/value heads": "W^Q 仍是 d_model × d_model = 262,144；W^K 和 W^V 各缩小为 d_model × groups·d_k = 512 × 128 = 65,536：合计 393,216，而 8 个键/值头时是 786,432",
+    "count d_model × (heads·d_k) for W^Q, and d_model × (groups·d_k) for each of W^K and W^V": "W^Q 按 d_model × (heads·d_k) 计，W^K 和 W^V 各按 d_model × (groups·d_k) 计",
+    "cross-attention with dropout 0.5 on the weights (training mode)": "权重上带 0.5 dropout 的交叉注意力（训练模式）",
+    "dropout is applied to the block's output; apply it to the attention weights": "dropout 作用在了模块的输出上；应作用在注意力权重上",
+    "each head has d_k = d_model / heads features, not d_model": "每个头有 d_k = d_model / heads 个特征，而不是 d_model 个",
+    "each head has its own weights: a heads axis after the batch": "每个头都有自己的权重：批次维之后还有一个头的维度",
+    "grouped-query attention": "分组查询注意力",
+    "it has {got} dimensions; count the axes this tensor has": "它有 {got} 个维度；数一数这个张量有几个轴",
+    "its keys and values come from the encoder's memory, which does not change while the sentence is written: project once, reuse at every step (notebook 09 caches it)": "它的键和值来自编码器的 memory，而在写出整个句子的过程中 memory 不变：投影一次，每一步复用（笔记本 09 会把它缓存起来）",
+    "keys come from the source, the encoder's memory: S positions, not T": "键来自源序列，即编码器的 memory：S 个位置，而不是 T 个",
+    "merge_heads(split_heads(x)), which should give x back": "merge_heads(split_heads(x))，它应该还原出 x",
+    "merge_heads: {hint}": "merge_heads：{hint}",
+    "merging the heads and W^O give back d_model features": "合并各个头并经过 W^O 之后，又回到 d_model 个特征",
+    "multi-head attention": "多头注意力",
+    "my_transformer/attention.py is not written yet (notebook 02): write it there, or bring in the reference on purpose with tc.learner.use_reference('attention.py')": "my_transformer/attention.py 还没有写好（笔记本 02）：请在那里写出它，或者有意地用 tc.learner.use_reference('attention.py') 换上参考答案",
+    "no gradient flows through your output: do not detach it or compute it under torch.no_grad()": "梯度没有流过你的输出：不要 detach 它，也不要在 torch.no_grad() 下计算它",
+    "no gradient reaches W^Q and W^K: the output is built from detached weights; use the weights your attention returns, and keep only self.weights detached": "梯度没有到达 W^Q 和 W^K：输出是用 detach 过的权重算出来的；请使用注意力函数返回的权重，只有 self.weights 才需要 detach",
+    "no gradient reaches {name}: use the parameter itself, not a copy of it": "梯度没有到达 {name}：请直接使用这个参数，而不是它的副本",
+    "one matrix product projects all source positions at once": "一次矩阵乘法就能投影所有源位置",
+    "passed: each group of heads/groups query heads shares one key/value head": "通过：每组 heads/groups 个查询头共用一个键/值头",
+    "passed: every shape, for any sizes": "通过：对任意大小，每个形状都对",
+    "passed: split, merge, self, masked and cross-attention, kept weights, dropout and gradients": "通过：拆分、合并、自注意力、带掩码的自注意力和交叉注意力、保存的权重、dropout 和梯度都对",
+    "question 1 (grouped-query parameters)": "问题 1（分组查询注意力的参数）",
+    "self.dropout is not used: pass it to your attention function, which applies it to the weights": "没有用到 self.dropout：请把它传给你的注意力函数，由它作用在权重上",
+    "self.weights is None: keep the last call's weights, self.weights = weights.detach()": "self.weights 是 None：请保存最近一次调用的权重，self.weights = weights.detach()",
+    "split_heads returns (batch, len, heads, d_k): transpose(1, 2) puts the heads before the positions": "split_heads 返回的是 (batch, len, heads, d_k)：transpose(1, 2) 会把头的维度放到位置之前",
+    "split_heads(x) (batch, heads, len, d_k)": "split_heads(x) (batch, heads, len, d_k)（拆分后的张量）",
+    "split_heads: {hint}": "split_heads：{hint}",
+    "that is before the split: the queries are cut into heads": "这是拆分之前的形状：查询要切成多个头",
+    "that is full multi-head attention; with 2 groups W^K and W^V have only 2 heads of d_k = 64": "这是完整的多头注意力；分成 2 组时，W^K 和 W^V 只有 2 个 d_k = 64 的头",
+    "that is the weights; weights @ v has one d_k-vector per query": "这是权重的形状；weights @ v 给每个查询一个 d_k 维向量",
+    "the gradient of {name}": "{name} 的梯度",
+    "the memory goes through the layer's own W^K and W^V (§3.2.2) before it is attended to: once": "memory 在被注意之前要先经过这一层自己的 W^K 和 W^V（§3.2.2）：一次",
+    "the memory is the same at every step; only the queries (the new target token) change": "每一步的 memory 都相同；变的只有查询（新的目标词元）",
+    "the number of dimensions is right; axis {axis} is not": "维数是对的；第 {axis} 个轴不对",
+    "the output projection W^O (self.out_proj) is missing after merge_heads": "merge_heads 之后缺少输出投影 W^O（self.out_proj）",
+    "the question asks for W^Q, W^K and W^V only, without W^O and without biases": "题目只问 W^Q、W^K 和 W^V，不含 W^O，也不含偏置",
+    "{what} has no entry for {missing}; give all of {names}": "{what} 缺少 {missing}；请给出 {names} 的全部",
+    "{what} should return a dict such as {{'q': (…), 'k': (…), …}}, got {type}": "{what} 应返回一个 dict，例如 {{'q': (…), 'k': (…), …}}，得到的却是 {type}",
+    "{what} should return the pair (output, weights)": "{what} 应返回 (output, weights) 这一对",
+    "{what}: query head i must use key/value head i // (heads / groups), neighbours sharing one: that is repeat_interleave, not repeat (which cycles through the groups)": "{what}：查询头 i 必须使用键/值头 i // (heads / groups)，相邻的头共用一个：这要用 repeat_interleave，而不是 repeat（它会轮流循环各组）",
+    "{what}: self.weights (batch, heads, q_len, k_len)": "{what}：self.weights (batch, heads, q_len, k_len)（保存的权重）",
+    "{what}: the mask is not used": "{what}：没有用到掩码",
+    "{what}: the output (batch, heads, T, d_k)": "{what}：输出 (batch, heads, T, d_k)",
+    "{what}: the weights (batch, heads, T, S)": "{what}：权重 (batch, heads, T, S)",
 }
