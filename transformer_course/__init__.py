@@ -3,6 +3,8 @@
 "Attention Is All You Need" (Vaswani et al., 2017), built step by step.
 """
 
+__version__ = "0.2.0"  # the one place the version is written (pyproject.toml reads it; CHANGELOG.md)
+
 from .attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
 from .config import PRESETS, Config, fast_mode, get_preset
 from .data import (
@@ -51,8 +53,6 @@ from .train import (
     save_checkpoint,
     train_toy_model,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "average_checkpoints",
