@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from transformer_course import train
 from transformer_course.checkpoint import Resolved, resolve_model
 from transformer_course.config import get_preset
 from transformer_course.data import Vocab, VocabMismatchError
+from transformer_course.files import CRASH_AT
 from transformer_course.model import build_model
 from transformer_course.train import (
     CheckpointError,
@@ -140,20 +140,14 @@ KILLED_RUN = textwrap.dedent("""
 
 
 def test_resume_after_sigkill_mid_epoch_equals_a_straight_run(tmp_path):
+    """The run kills itself with SIGKILL in the middle of step 8 (files.crash_point, TC_CRASH_AT), so the moment
+    is the same every time: last.pt is step 6's (save_every=3), 6 batches into the 50 of epoch 1."""
     run = tmp_path / "killed"
-    process = subprocess.Popen([sys.executable, "-c", KILLED_RUN, str(run)])
-    try:
-        deadline = time.monotonic() + 600  # a guard against a hang, not a speed target
-        while not (run / "last.pt").exists():
-            assert process.poll() is None, "the training process ended before writing a checkpoint"
-            assert time.monotonic() < deadline, "no checkpoint after 600 s"
-            time.sleep(0.05)
-        time.sleep(0.3)  # let it train (and maybe write) a little further, then kill it without warning
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-    state = load_checkpoint(run / "last.pt").state  # the rename makes the file whole, whenever the kill came
-    assert state["step"] % 3 == 0 and 0 < state["batch_in_epoch"] < 50  # killed mid-epoch
+    env = {**os.environ, CRASH_AT: "train-step:8"}  # gradients of step 8 computed, weights not yet updated
+    child = subprocess.run([sys.executable, "-c", KILLED_RUN, str(run)], env=env, timeout=600)
+    assert child.returncode == -signal.SIGKILL, "the run was not killed at step 8"
+    state = load_checkpoint(run / "last.pt").state
+    assert (state["step"], state["batch_in_epoch"]) == (6, 6)  # killed mid-epoch, after the save at step 6
     target = state["step"] + 5
     resumed = fit(CONFIG, data(), run, max_steps=target, resume=True, progress=False)
     straight = fit(CONFIG, data(), tmp_path / "straight", max_steps=target, progress=False)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import spacy
 import torch
+from helpers import MULTI30K, NO_MULTI30K
 from torch.utils.data import DataLoader
 
 from transformer_course import data as data_module
@@ -19,7 +20,6 @@ from transformer_course.data import (
     BOS,
     EOS,
     MIRROR_ENV,
-    MULTI30K_SHA256,
     PAD,
     SPECIALS,
     UNK,
@@ -562,22 +562,16 @@ def test_loader_yields_batches_and_refuses_unknown_splits(tiny_root):
 
 # --- The real Multi30k (skipped without the files) ------------------------------------------------------------
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
-
 
 def _real_source():
-    for folder in (os.environ.get(MIRROR_ENV, ""), str(REPO / "data"), str(SHARED)):
-        if folder and all((Path(folder) / n).exists() for n in MULTI30K_SHA256):
-            return folder
-    return None
+    return MULTI30K  # $TC_DATA_MIRROR or data/ (tests/helpers.py)
 
 
 @pytest.fixture(scope="module")
 def multi30k(tmp_path_factory):
     source = _real_source()
     if source is None:
-        pytest.skip(f"the Multi30k files are in neither ${MIRROR_ENV} nor data/; set {MIRROR_ENV}=/path/to/multi30k")
+        pytest.skip(NO_MULTI30K)
     root = tmp_path_factory.mktemp("data")
     old = os.environ.get(MIRROR_ENV)
     os.environ[MIRROR_ENV] = str(Path(source).resolve())

@@ -282,8 +282,6 @@ def chinese_edition(tmp_path_factory):
     """The Chinese notebook 10 executed in fast mode and exported (about 30 s)."""
     from transformer_course.viz.fonts import find_cjk_font
 
-    if not (NOTEBOOKS / "zh" / "10_attention_visualization.ipynb").is_file():
-        pytest.skip("notebooks/zh/10_attention_visualization.ipynb is not written yet")
     if find_cjk_font() is None:
         pytest.skip("no CJK font installed (apt-get install fonts-noto-cjk): the charts would keep English labels")
     out = tmp_path_factory.mktemp("html")

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import solutions
+from helpers import solutions
 
 from transformer_course.exercises import nb00_introduction as ex
 

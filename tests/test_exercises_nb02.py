@@ -10,7 +10,7 @@ import nbformat
 import numpy as np
 import pytest
 import torch
-from conftest import solutions
+from helpers import solutions
 
 from transformer_course.attention import scaled_dot_product_attention
 from transformer_course.exercises import nb02_attention as ex

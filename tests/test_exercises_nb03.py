@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import solutions
+from helpers import solutions
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 

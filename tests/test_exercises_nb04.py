@@ -10,7 +10,7 @@ import nbformat
 import numpy as np
 import pytest
 import torch
-from conftest import solutions
+from helpers import solutions
 from torch import nn
 
 import transformer_course as tc

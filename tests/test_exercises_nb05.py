@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import solutions
+from helpers import solutions
 from torch import nn
 
 from transformer_course.exercises import check_question

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import torch
-from conftest import solutions
+from helpers import solutions
 
 from transformer_course.exercises import check_question
 from transformer_course.exercises import nb06_encoder as ex

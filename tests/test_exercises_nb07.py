@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import torch
-from conftest import solutions
+from helpers import solutions
 
 import transformer_course as tc
 from transformer_course.exercises import check_question

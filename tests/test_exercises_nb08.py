@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import solutions
+from helpers import solutions
 
 from transformer_course.data import PAD, collate
 from transformer_course.exercises import nb08_training_loop as ex

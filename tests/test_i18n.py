@@ -10,7 +10,7 @@ import string
 from pathlib import Path
 
 import pytest
-from conftest import solutions
+from helpers import solutions
 
 from transformer_course import i18n
 from transformer_course.attention import scaled_dot_product_attention
@@ -241,7 +241,7 @@ def test_the_static_checks_catch_a_message_that_skips_t():
 
 def test_the_chinese_entries_use_the_glossarys_terms():
     """The checkers speak the 术语表's words (掩码, not 遮罩; 词元, not 令牌), as the zh notebooks do."""
-    from test_zh_edition import GLOSSARY_ZH, avoided_uses, parse_glossary
+    from helpers import GLOSSARY_ZH, avoided_uses, parse_glossary
 
     texts = [(f"exercises/zh/{module}", zh) for module in MODULES for zh in catalogue(module).values()]
     found = avoided_uses(texts, parse_glossary(GLOSSARY_ZH))

@@ -9,7 +9,6 @@ A failure names the cell and shows its source and its error. Run only these test
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -17,45 +16,9 @@ import pytest
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
-NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+from helpers import NOTEBOOKS_DIR, run_in_fast_mode  # noqa: E402  (after the importorskips)
+
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
-CELL_TIMEOUT_S = 300  # per cell; a whole notebook in fast mode takes seconds to a few minutes
-KERNEL_STARTUP_S = 180  # nbclient's default, 60 s, is too short on a busy 2-core CI machine
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def failing_cell_report(nb, path: Path) -> str:
-    """The first cell whose outputs hold an error: its index, its source and the error, without colour codes."""
-    for index, cell in enumerate(nb.cells):
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "error":
-                trace = ANSI.sub("", "\n".join(output.get("traceback", [])))
-                return (
-                    f"{path.name}: cell {index} failed\n--- source ---\n{cell.source}\n"
-                    f"--- error: {output['ename']}: {output['evalue']} ---\n{trace[-3000:]}"
-                )
-    return f"{path.name}: execution failed before any cell reported an error"
-
-
-def run_in_fast_mode(path: Path, monkeypatch, tmp_path) -> None:
-    """Execute ``path`` top to bottom in fast mode, in its own folder (``notebooks/`` or ``notebooks/zh/``) as
-    JupyterLab would; a failure names the cell, its source and its error."""
-    monkeypatch.setenv("TC_FAST", "1")  # the kernel inherits this environment
-    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
-    nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(
-        nb,
-        kernel_name="python3",
-        timeout=CELL_TIMEOUT_S,
-        startup_timeout=KERNEL_STARTUP_S,
-        resources={"metadata": {"path": str(path.parent)}},
-    )
-    try:
-        client.execute()
-    except nbclient.exceptions.CellTimeoutError as error:
-        pytest.fail(f"{path.name}: a cell ran longer than {CELL_TIMEOUT_S} s in fast mode\n{error}", pytrace=False)
-    except nbclient.exceptions.CellExecutionError:
-        pytest.fail(failing_cell_report(nb, path), pytrace=False)
 
 
 @pytest.mark.notebooks

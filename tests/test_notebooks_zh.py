@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_notebooks import NOTEBOOKS_DIR, run_in_fast_mode
+from helpers import NOTEBOOKS_DIR, run_in_fast_mode
 
 ZH_NOTEBOOKS = sorted((NOTEBOOKS_DIR / "zh").glob("[0-9][0-9]_*.ipynb"))
 

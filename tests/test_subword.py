@@ -4,23 +4,21 @@ train split, exact detokenization, no <unk> on test2016, serialization, the shar
 
 import io
 import json
-import os
 import re
 import time
-from pathlib import Path
 
 import pytest
 import torch
+from helpers import MULTI30K, NO_MULTI30K
 from tokenizers import Tokenizer, models
 
 from transformer_course.data.corpus import read_lines
-from transformer_course.data.multi30k import MIRROR_ENV, multi30k_filename
+from transformer_course.data.multi30k import multi30k_filename
 from transformer_course.data.subword import SUBWORD_FORMAT, SubwordTokenizer
 from transformer_course.data.tokenization import tokenize_many
 from transformer_course.data.vocab import BOS, EOS, PAD, SPECIALS, UNK, Vocab, VocabMismatchError
 
 SMALL = ["ein Hund rennt im Schnee", "a dog runs in the snow", "zwei Hunde rennen", "two dogs run"] * 3
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
 
 
 def small_tokenizer(vocab_size=60):
@@ -146,15 +144,9 @@ def test_the_smallest_vocab_size_named_in_the_error_works():
 
 @pytest.fixture(scope="module")
 def multi30k_lines():
-    for folder in (os.environ.get(MIRROR_ENV, ""), str(Path(__file__).resolve().parents[1] / "data"), str(SHARED)):
-        names = [multi30k_filename(s, l) for s in ("train", "test") for l in ("de", "en")]
-        if folder and all((Path(folder) / name).exists() for name in names):
-            return {
-                (s, l): read_lines(Path(folder) / multi30k_filename(s, l))
-                for s in ("train", "test")
-                for l in ("de", "en")
-            }
-    pytest.skip(f"the Multi30k files are in neither ${MIRROR_ENV} nor data/; set {MIRROR_ENV}=/path/to/multi30k")
+    if MULTI30K is None:
+        pytest.skip(NO_MULTI30K)
+    return {(s, l): read_lines(MULTI30K / multi30k_filename(s, l)) for s in ("train", "test") for l in ("de", "en")}
 
 
 @pytest.fixture(scope="module")

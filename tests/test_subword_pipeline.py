@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import MULTI30K, needs_multi30k
 
 from transformer_course import evaluate, train, viz
 from transformer_course.checkpoint import CheckpointError, average_checkpoints, load_checkpoint, save_checkpoint
@@ -27,13 +28,13 @@ from transformer_course.model import build_model
 from transformer_course.train import fit
 from transformer_course.viz import translate_and_capture
 
-MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
+MIRROR = MULTI30K  # $TC_DATA_MIRROR or data/ (tests/helpers.py)
 LIMIT = 300  # pairs of each split: a tokenizer of a few hundred pieces and a model that trains in seconds
 SENTENCES = ["Ein Hund läuft im Schnee.", "Zwei Männer sitzen auf einer Bank."]
 NOTEBOOK_10 = Path(__file__).resolve().parents[1] / "notebooks" / "10_attention_visualization.ipynb"
 NOTEBOOK_10_CHECKPOINT_CELLS = ("da400181", "3a11fd20", "194787cf")  # §8: load, translate + capture, the charts
 
-pytestmark = pytest.mark.skipif(not MIRROR.is_dir(), reason=f"needs the Multi30k files in {MIRROR}")
+pytestmark = needs_multi30k
 
 
 def tiny_config():
