@@ -7,7 +7,6 @@ import random
 from collections import Counter
 
 import pytest
-from helpers import MULTI30K, NO_MULTI30K
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from transformer_course.data.bpe import BPE, WORD_START, count_pairs, learn_bpe, merge_pair, pretokenize
@@ -15,6 +14,8 @@ from transformer_course.data.corpus import read_lines
 from transformer_course.data.multi30k import multi30k_filename
 from transformer_course.data.subword import SubwordTokenizer
 from transformer_course.data.vocab import SPECIALS
+
+from helpers import MULTI30K, NO_MULTI30K
 
 # Small on purpose: many pairs share a count, so the tie-break decides most merges (checked below).
 CORPUS = [
@@ -186,6 +187,7 @@ def _multi30k_folder():
     return MULTI30K
 
 
+@pytest.mark.slow
 def test_equals_the_library_on_a_slice_of_multi30k():
     folder = _multi30k_folder()
     lines = {(s, l): read_lines(folder / multi30k_filename(s, l)) for s in ("train", "test") for l in ("de", "en")}

@@ -430,6 +430,7 @@ def test_each_notebook_links_its_reference_solutions_where_jupyterlab_opens_them
     assert "transformer_course/solutions" not in text, f"{path.name} still sends learners to the package's solutions"
 
 
+@pytest.mark.slow
 def test_python_dash_m_runs_the_command_line():
     done = subprocess.run(
         [sys.executable, "-m", "transformer_course.classroom", "--help"], capture_output=True, text=True, timeout=120

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import spacy
 import torch
-from helpers import MULTI30K, NO_MULTI30K
 from torch.utils.data import DataLoader
 
 from transformer_course import data as data_module
@@ -43,6 +42,8 @@ from transformer_course.data import (
     toy_pairs,
 )
 from transformer_course.masks import padding_mask, subsequent_mask
+
+from helpers import MULTI30K, NO_MULTI30K
 
 # The module that holds tokenize_file and the tokenize_many it calls.
 tokenize_module = importlib.import_module("transformer_course.data.tokenization")
@@ -585,6 +586,7 @@ def multi30k(tmp_path_factory):
             os.environ[MIRROR_ENV] = old
 
 
+@pytest.mark.slow
 def test_multi30k_has_the_published_sizes(multi30k):
     _, m = multi30k
     assert (len(m.train), len(m.val), len(m.test)) == (29000, 1014, 1000)
@@ -592,6 +594,7 @@ def test_multi30k_has_the_published_sizes(multi30k):
     assert (len(m.src_vocab), len(m.tgt_vocab)) == (8012, 6190)
 
 
+@pytest.mark.slow
 def test_detokenize_restores_at_least_99_percent_of_the_english_test_set(multi30k):
     root, _ = multi30k
     lines = read_lines(root / "test_2016_flickr.en.gz")
@@ -600,6 +603,7 @@ def test_detokenize_restores_at_least_99_percent_of_the_english_test_set(multi30
     assert restored / len(lines) >= 0.99
 
 
+@pytest.mark.slow
 def test_length_bucketing_pads_at_most_10_percent_of_multi30k_train(multi30k):
     _, m = multi30k
     sampler = TokenBatchSampler(m.train, tokens_per_batch=4000, seed=0)
@@ -607,6 +611,7 @@ def test_length_bucketing_pads_at_most_10_percent_of_multi30k_train(multi30k):
     assert fractions["both"] <= 0.10
 
 
+@pytest.mark.slow
 def test_a_second_prepare_reads_the_token_cache(multi30k, monkeypatch):
     root, m = multi30k
 

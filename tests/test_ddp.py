@@ -75,6 +75,7 @@ def average_rank_gradients_and_step(model, optimizer, scheduler, loss_fn, groups
     scheduler.step()
 
 
+@pytest.mark.slow
 def test_two_gloo_processes_equal_one_process_averaging_the_rank_gradients(tmp_path):
     mp.start_processes(
         ddp_worker, args=(2, rendezvous_file(tmp_path), str(tmp_path)), nprocs=2, join=True, start_method="spawn"
@@ -129,6 +130,7 @@ def ddp_accumulation_worker(rank: int, world_size: int, rendezvous: str, out_dir
     torch.distributed.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_accumulation_with_a_short_last_group_keeps_the_ranks_identical_after_every_step(tmp_path):
     mp.start_processes(
         ddp_accumulation_worker,

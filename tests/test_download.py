@@ -16,7 +16,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers import MULTI30K, needs_multi30k
 
 from transformer_course import data as data_module
 from transformer_course.data import (
@@ -29,6 +28,8 @@ from transformer_course.data import (
     read_lines,
 )
 from transformer_course.files import TEMP_SUFFIX, remove_stale_temp_files
+
+from helpers import MULTI30K, needs_multi30k
 
 REPO = Path(__file__).resolve().parents[1]
 REAL = MULTI30K  # $TC_DATA_MIRROR or data/ (tests/helpers.py)
@@ -66,7 +67,9 @@ def server(tmp_path):
     served.mkdir()
     handler = type("Handler", (TruncatingHandler,), {"truncate": set(), "requested": []})
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(served)))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+    )  # a quick shutdown()
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}", served, handler
     httpd.shutdown()

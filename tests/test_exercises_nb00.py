@@ -5,9 +5,10 @@ import math
 import numpy as np
 import pytest
 import torch
-from helpers import solutions
 
 from transformer_course.exercises import nb00_introduction as ex
+
+from helpers import solutions
 
 sol = solutions("nb00_introduction")  # notebooks/solutions/nb00_introduction.py
 

@@ -10,10 +10,11 @@ import nbformat
 import numpy as np
 import pytest
 import torch
-from helpers import solutions
 
 from transformer_course.attention import scaled_dot_product_attention
 from transformer_course.exercises import nb02_attention as ex
+
+from helpers import solutions
 
 sol = solutions("nb02_attention")  # notebooks/solutions/nb02_attention.py
 

@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import solutions
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 import transformer_course as tc
 from transformer_course.exercises import nb03_multi_head_attention as ex
+
+from helpers import solutions
 
 sol = solutions("nb03_multi_head_attention")  # notebooks/solutions/nb03_multi_head_attention.py
 

@@ -10,11 +10,12 @@ import nbformat
 import numpy as np
 import pytest
 import torch
-from helpers import solutions
 from torch import nn
 
 import transformer_course as tc
 from transformer_course.exercises import nb04_layernorm_residual as ex
+
+from helpers import solutions
 
 sol = solutions("nb04_layernorm_residual")  # notebooks/solutions/nb04_layernorm_residual.py
 

@@ -5,11 +5,12 @@ import math
 import numpy as np
 import pytest
 import torch
-from helpers import solutions
 from torch import nn
 
 from transformer_course.exercises import check_question
 from transformer_course.exercises import nb05_embeddings_positional_encoding as ex
+
+from helpers import solutions
 
 sol = solutions("nb05_embeddings_positional_encoding")  # notebooks/solutions/nb05_embeddings_positional_encoding.py
 

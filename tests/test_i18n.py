@@ -10,7 +10,6 @@ import string
 from pathlib import Path
 
 import pytest
-from helpers import solutions
 
 from transformer_course import i18n
 from transformer_course.attention import scaled_dot_product_attention
@@ -29,6 +28,8 @@ from transformer_course.exercises import (
     nb11_train_multi30k,
 )
 from transformer_course.i18n import get_language, lazy_t, register, set_language, t
+
+from helpers import solutions
 
 EXERCISES = Path(__file__).resolve().parent.parent / "transformer_course" / "exercises"
 MODULES = ["__init__", *sorted(p.stem for p in EXERCISES.glob("nb*.py"))]

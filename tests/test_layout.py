@@ -225,6 +225,7 @@ def test_the_model_reads_only_the_architecture_fields_of_a_run_config():
     assert run.read == {f.name for f in fields(ModelConfig)}  # 11 fields; none of training, data or decoding
 
 
+@pytest.mark.slow
 def test_import_transformer_course_loads_no_chart_edition_or_classroom_module():
     import subprocess
     import sys

@@ -78,6 +78,7 @@ def test_no_other_notebook_writes_into_my_transformer():
 # ---- the model they make -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "options",
     [{}, {"norm_first": True}, {"tie_embeddings": "all"}, {"tie_embeddings": "none"}, {"dropout": 0.0, "max_len": 64}],
@@ -115,6 +116,7 @@ def test_dropout_sits_where_the_package_puts_it(learner_make_model):
     assert_close(ours, package(SRC, TGT, src_mask, tgt_mask))
 
 
+@pytest.mark.slow
 def test_a_training_step_gives_the_same_loss_and_gradients(learner_make_model):
     mine, package = pair(learner_make_model, dropout=0.1)
     src_mask, tgt_mask = masks()
@@ -140,6 +142,7 @@ def test_a_training_step_gives_the_same_loss_and_gradients(learner_make_model):
         assert_close(grads[0][name], grads[1][name], atol=1e-5, rtol=1e-4, msg=name)
 
 
+@pytest.mark.slow
 def test_the_package_greedy_decoder_runs_the_learner_model(learner_make_model):
     mine, package = pair(learner_make_model)
     mine.eval(), package.eval()

@@ -142,6 +142,7 @@ def test_changing_future_target_tokens_changes_no_earlier_output(norm_first):
     assert not torch.allclose(out_changed[:, t + 1 :], out[:, t + 1 :])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", [{}, {"norm_first": True}, {"positional": "learned", "tie_embeddings": "none"}])
 def test_gradients_reach_every_parameter(options):
     model = tc.make_model(25, 25, N=2, d_model=32, d_ff=64, h=4, **options)
@@ -161,6 +162,7 @@ def closed_form_parameter_count(vocab, N=6, d=512, d_ff=2048):
     return N * (encoder_layer + decoder_layer) + vocab * d + vocab  # one shared embedding + output bias
 
 
+@pytest.mark.slow
 def test_base_model_parameter_count_matches_closed_form_and_the_paper():
     model = tc.make_model(37000, 37000, tie_embeddings="all")
     n = tc.count_parameters(model)
@@ -182,6 +184,7 @@ def test_sharing_all_embeddings_needs_one_vocabulary():
         tc.make_model(30, 40, N=1, d_model=16, d_ff=32, h=2, tie_embeddings="all")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_incremental_decoding_with_cache_equals_full_decoder(norm_first):
     model = small_model(norm_first=norm_first)

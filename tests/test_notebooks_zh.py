@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from helpers import NOTEBOOKS_DIR, run_in_fast_mode
 
 ZH_NOTEBOOKS = sorted((NOTEBOOKS_DIR / "zh").glob("[0-9][0-9]_*.ipynb"))

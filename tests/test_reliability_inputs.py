@@ -26,7 +26,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import MULTI30K, needs_multi30k
 
 import transformer_course as tc
 from transformer_course import cli, files
@@ -49,6 +48,8 @@ from transformer_course.decode import beam_search, greedy_decode, translate
 from transformer_course.evaluate import EvalResult, evaluate_checkpoint
 from transformer_course.files import TEMP_SUFFIX
 from transformer_course.model import build_model
+
+from helpers import MULTI30K, needs_multi30k
 
 
 def leftovers(folder: Path) -> list[str]:
@@ -125,7 +126,9 @@ def hostile():
     """A server on 127.0.0.1 that misbehaves as its handler's ``mode`` says: yields (base URL, handler class)."""
     handler = type("Handler", (HostileHandler,), {"stop": threading.Event()})
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+    ).start()  # a quick shutdown()
     yield f"http://127.0.0.1:{httpd.server_address[1]}", handler
     handler.stop.set()
     httpd.shutdown()
@@ -162,6 +165,7 @@ def test_the_published_sizes_are_those_of_the_files_with_the_published_checksums
         assert len(data) == MULTI30K_SIZES[name]
 
 
+@pytest.mark.slow
 def test_a_source_that_trickles_bytes_fails_at_the_deadline_instead_of_hanging(standins, hostile, tmp_path):
     url, handler = hostile
     handler.mode, handler.body = "trickle", (standins / "val.de.gz").read_bytes()  # one byte every 0.5 s
@@ -246,6 +250,7 @@ def test_temporary_files_a_killed_download_left_are_removed_by_the_next_download
     assert fresh.exists() and foreign.exists()  # maybe a download running now; not a Multi30k file
 
 
+@pytest.mark.slow
 def test_sigterm_during_a_download_leaves_no_temporary_file(hostile, tmp_path):
     url, handler = hostile
     handler.mode, handler.body = "trickle", bytes(MULTI30K_SIZES["train.de.gz"])
@@ -502,6 +507,7 @@ def test_evaluate_refuses_bad_numbers_before_loading_anything(tmp_path, capsys, 
     assert option in error_line(capsys)
 
 
+@pytest.mark.slow
 def test_a_huge_beam_is_refused_in_one_line_with_the_limit(tmp_path):
     config, vocab = get_preset("toy-copy"), toy_vocab(14)
     path = save_checkpoint(tmp_path / "c.pt", build_model(config, 14, 14), config, vocab, vocab)
@@ -510,6 +516,7 @@ def test_a_huge_beam_is_refused_in_one_line_with_the_limit(tmp_path):
     assert f"--beam must be at least 1 (1 = greedy) and at most {MAX_BEAM_SIZE}, got 100000" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_train_on_cuda_without_cuda_is_one_line_and_leaves_no_run_folder(tmp_path):
     out = tmp_path / "run"
@@ -545,6 +552,7 @@ def test_a_diverged_training_is_one_line(monkeypatch, capsys, tmp_path):
     assert "the loss became nan at step 3" in error_line(capsys)
 
 
+@pytest.mark.slow
 def test_a_damaged_checkpoint_is_one_line_naming_it(tmp_path):
     path = tmp_path / "notes.pt"
     path.write_text("not a checkpoint")
@@ -562,6 +570,7 @@ def test_a_full_disk_while_writing_the_json_report_is_one_line_naming_it(monkeyp
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_a_full_disk_while_training_is_one_line_naming_the_checkpoint(capsys, tmp_path, full_disk):
     out = tmp_path / "run"
     assert cli.main(["train", "--preset", "toy-copy", "--max-steps", "2", "--out", str(out), "--no-progress"]) == 1
@@ -578,6 +587,7 @@ def test_a_real_bug_keeps_its_traceback(monkeypatch):
         cli.main(["download"])
 
 
+@pytest.mark.slow
 def test_a_real_bug_shows_a_traceback_from_the_command_line(tmp_path):
     config, vocab = get_preset("toy-copy"), toy_vocab(14)
     path = save_checkpoint(tmp_path / "c.pt", build_model(config, 14, 14), config, vocab, vocab)

@@ -178,6 +178,7 @@ def test_a_wrong_slide_type_or_an_all_skipped_notebook_is_refused_with_the_fix(t
         edition.notebook_to_slides(nb, tmp_path / "x.slides.html")
 
 
+@pytest.mark.slow
 def test_slides_command_writes_one_deck_per_notebook_and_a_contents_page(tmp_path):
     assert edition.main(["--slides", "--no-run", "--only", "01", "04", "--out", str(tmp_path)]) == 0
     decks = sorted(p.name for p in (tmp_path / "slides").glob("*.slides.html"))
@@ -249,6 +250,7 @@ def zh_decks(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_the_chinese_deck_has_the_english_decks_slides_and_links_to_it(zh_decks):
     deck = zh_decks / "zh" / "slides" / "01_masks.slides.html"
     text = deck.read_text(encoding="utf-8")

@@ -138,6 +138,7 @@ def test_clipping_limits_the_gradient_norm_of_each_update():
     assert change.norm().item() == pytest.approx(0.5, rel=1e-4)  # SGD with lr 1: the step is the clipped gradient
 
 
+@pytest.mark.slow
 def test_fit_writes_history_json_csv_and_loss_plot(tmp_path):
     fit(TOY, toy_data(n_train=320, batch_size=32), tmp_path, epochs=2, log_every=5, progress=False)
     history = json.loads((tmp_path / "history.json").read_text())
@@ -286,6 +287,7 @@ def test_max_minutes_stops_the_run_and_says_why():
     assert result.stopped_by == "max_minutes" and result.step == 1
 
 
+@pytest.mark.slow
 def test_train_toy_model_learns_to_copy():
     model = train_toy_model("copy", seed=1)
     batch = collate(toy_pairs("copy", 200, 14, 4, 10, seed=123))  # sequences it has not seen

@@ -26,6 +26,10 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+
+from transformer_course.edition import zh
+from transformer_course.paths import course_path, course_root, is_course_root
+
 from helpers import (
     CHINESE,
     ENGLISH,
@@ -43,9 +47,6 @@ from helpers import (
     parse_glossary,
     readme_section,
 )
-
-from transformer_course.edition import zh
-from transformer_course.paths import course_path, course_root, is_course_root
 
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)|\b(?:src|href)\s*=\s*[\"']([^\"']+)[\"']")
 
@@ -183,6 +184,7 @@ def test_relative_links_and_images_in_the_chinese_prose_lead_to_files():
 # ---- (e) the language lines -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_language_lines_set_the_language_to_zh():
     assert language_after(zh.LANGUAGE_LINES) == "zh"
 
@@ -340,6 +342,7 @@ def test_the_link_check_finds_a_picture_still_linked_from_notebooks(tmp_path):
     assert broken_links(texts) == [f"00 cell a: figures/architecture.svg (no {ZH / 'figures/architecture.svg'})"]
 
 
+@pytest.mark.slow
 def test_the_language_check_sees_lines_that_do_not_set_the_language():
     assert language_after(("from transformer_course.i18n import set_language",)) == "en"
 
