@@ -2,7 +2,7 @@
 
 The execution test runs each ``notebooks/*.ipynb`` with nbclient in fast mode (``TC_FAST=1``), in the
 ``notebooks/`` folder, with the ``python3`` kernel, as a learner's "Restart Kernel and Run All Cells" would
-(``run_in_fast_mode``, which tests/test_notebooks_zh.py uses for the 中文版 in ``notebooks/zh/``).
+(``run_in_fast_mode`` in tests/helpers.py, which tests/test_notebooks_zh.py uses for the 中文版 in ``notebooks/zh/``).
 A failure names the cell and shows its source and its error. Run only these tests with
 ``pytest -m notebooks``; skip them with ``pytest -m "not notebooks"``.
 """

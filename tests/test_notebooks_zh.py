@@ -1,7 +1,7 @@
 """The 中文版 notebooks run top to bottom in fast mode, in ``notebooks/zh/``, exactly as the English ones do.
 
 Each ``notebooks/zh/NN_*.ipynb`` is executed with nbclient in fast mode (``TC_FAST=1``) in its own folder, with
-the ``python3`` kernel, by the English test's own ``run_in_fast_mode`` (tests/test_notebooks.py): one way to run
+the ``python3`` kernel, by the English test's own ``run_in_fast_mode`` (tests/helpers.py): one way to run
 a notebook, for both languages. All twelve run: about 7 minutes together on the busy 2-core development machine
 (08, the longest, 2.5 minutes), about what the English twelve take. Run only these with ``pytest -m notebooks``.
 
