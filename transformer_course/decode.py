@@ -326,8 +326,8 @@ def decode_sentences(
     if not sentences:
         return []
     table = positions_of(model)  # positions the model can encode or decode
-    if length_penalty is None:  # the run's decoding setting, stored with the model (Config.length_penalty)
-        length_penalty = model.config.length_penalty
+    if length_penalty is None:  # the run's decoding setting (Config.length_penalty); the paper's α for a bare model
+        length_penalty = getattr(getattr(model, "config", None), "length_penalty", 0.6)
     device = next(model.parameters()).device
     tokens = tokenizer.encode_many(sentences) if tokenizer is not None else tokenize_many(sentences, src_lang)
     ids = [src_vocab.encode(words) for words in tokens]
