@@ -240,7 +240,7 @@ def test_import_transformer_course_loads_no_chart_edition_or_classroom_module():
     assert out.stdout.split("\n")[:2] == ["[]", "True"]  # nothing of them, then tc.viz on first use
 
 
-SUBPACKAGES = ["data", "train", "viz", "edition", "exercises"]
+SUBPACKAGES = ["data", "train", "viz", "edition", "exercises"]  # not yet classroom: it lists edition.select_notebooks
 
 
 @pytest.mark.parametrize("package", SUBPACKAGES)
