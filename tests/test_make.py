@@ -27,12 +27,14 @@ REPO = Path(__file__).resolve().parent.parent
 MAKE = shutil.which("make")
 needs_make = pytest.mark.skipif(MAKE is None, reason="make is not installed")
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+MAKEFILE_VARIABLES = ("PYTHON", "VENV", "TORCH_SPEC", "TORCH_PIP_ARGS", "PYTEST_ARGS", "LAB_ARGS")
 
 
 def own_make_env(**extra: str) -> dict:
-    """This environment without the variables of a make that runs the tests (``make test-fast TORCH_SPEC=…``
-    passes its command-line variables down through MAKEFLAGS)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    """This environment without the variables of a make that runs the tests: ``make test-fast TORCH_SPEC=…``
+    passes its command-line variables down through MAKEFLAGS and the environment."""
+    ours = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", *MAKEFILE_VARIABLES}
+    env = {k: v for k, v in os.environ.items() if k not in ours}
     return {**env, **extra}
 
 
