@@ -1,6 +1,8 @@
 # Two commands do everything, each with its own set-up on a fresh machine:
-#   make course   create .venv, install, open JupyterLab on notebooks/
-#   make test     create .venv, install, run the whole test suite
+#   make course   create .venv, install what a learner needs ([notebooks]), open JupyterLab on notebooks/
+#                 (as root too: --allow-root is added only when the user is root; LAB_ARGS="--no-browser …" adds flags)
+#   make test     create .venv, install the maintainers' tools too ([dev]), run the whole test suite (CI runs it)
+#   make test-fast  the unit tests only (no notebooks, browser or training processes): about a minute
 #   make html     the offline HTML edition of the executed notebooks: English in html/, 中文版 in html/zh/
 #   make slides   one offline reveal.js deck per notebook, in html/slides/ and html/zh/slides/ (SLIDES_ARGS=--fast)
 #                 (EDITION_LANGUAGES="en" or "zh": one language only)
@@ -17,20 +19,30 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 PYTEST_ARGS ?=
+LAB_ARGS ?=
+# JupyterLab refuses to start as root without --allow-root (containers and cloud notebooks often run as root).
+ALLOW_ROOT := $(shell [ "$$(id -u 2>/dev/null)" = 0 ] && echo --allow-root)
 
-.PHONY: install course test test-fast lint format benchmarks html slides clean
+.PHONY: install install-course course test test-fast lint format benchmarks html slides clean
 
-$(VENV)/.installed: pyproject.toml
+# One stamp per extra: a learner's .venv holds [notebooks]; `make test` (or install) adds [dev] to it.
+$(VENV)/.installed-notebooks: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
 	$(BIN)/python -m pip install "$(TORCH_SPEC)" $(TORCH_PIP_ARGS)
+	$(BIN)/python -m pip install -e ".[notebooks]"
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.installed-notebooks
 	$(BIN)/python -m pip install -e ".[dev]"
 	touch $@
 
+install-course: $(VENV)/.installed-notebooks
+
 install: $(VENV)/.installed
 
-course: install
-	$(BIN)/jupyter lab notebooks/
+course: install-course
+	$(BIN)/jupyter lab $(ALLOW_ROOT) $(LAB_ARGS) notebooks/
 
 test: install lint
 	TC_FAST=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -44,6 +56,7 @@ format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# The contributor's loop: every test not marked slow, notebooks or browser (markers: pyproject.toml).
 test-fast: install
 	TC_FAST=1 $(BIN)/python -m pytest -m "not slow and not notebooks and not browser" $(PYTEST_ARGS)
 

@@ -39,7 +39,8 @@ class NoEndModel(nn.Module):
 
     def __init__(self, model: tc.Transformer) -> None:
         super().__init__()
-        self.model, self.config, self.tgt_vocab = model, model.config, model.tgt_vocab
+        self.model, self.config, self.model_config = model, model.config, model.model_config
+        self.tgt_vocab_size = model.tgt_vocab_size
 
     def encode(self, src, src_mask):
         return self.model.encode(src, src_mask)

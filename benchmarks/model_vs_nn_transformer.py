@@ -31,7 +31,7 @@ class TorchTransformer(nn.Module):
 
     def __init__(self, ours: tc.Transformer) -> None:
         super().__init__()
-        c = ours.config
+        c = ours.model_config
         self.src_embed, self.tgt_embed = ours.src_embed, ours.tgt_embed  # reused modules: same cost
         self.src_pos, self.tgt_pos, self.generator = ours.src_pos, ours.tgt_pos, ours.generator
         self.core = nn.Transformer(c.d_model, c.h, c.N, c.N, c.d_ff, c.dropout, batch_first=True)

@@ -1,28 +1,8 @@
-import functools
-import importlib.util
-import sys
-from pathlib import Path
+"""Fixtures every test file may use. Helpers that tests import (reference solutions, the Multi30k folder, the
+notebook runner, the glossary reader) live in tests/helpers.py: ``from helpers import …``, never from a test file."""
 
 import pytest
 import torch
-
-SOLUTIONS_DIR = Path(__file__).resolve().parent.parent / "notebooks" / "solutions"
-
-
-@functools.cache
-def solutions(name: str):
-    """The reference solutions ``notebooks/solutions/<name>.py`` (e.g. "nb01_masks") as a module.
-
-    They live beside the notebooks, not in the package (a student's install holds none), so tests import them by
-    path, under a private module name that no ``import`` statement can reach."""
-    path = SOLUTIONS_DIR / f"{name}.py"
-    if not path.is_file():
-        raise FileNotFoundError(f"no reference solutions {path}; give the module's name, e.g. solutions('nb01_masks')")
-    spec = importlib.util.spec_from_file_location(f"_reference_solutions_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # before running it: dataclasses and pickling look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(autouse=True)

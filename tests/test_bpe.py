@@ -3,19 +3,19 @@ against the reference, Hugging Face ``tokenizers`` trained on the same corpus wi
 the same merges in the same order (ties included), the same vocabulary, the same pieces for unseen words."""
 
 import json
-import os
 import random
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from transformer_course.data.bpe import BPE, WORD_START, count_pairs, learn_bpe, merge_pair, pretokenize
 from transformer_course.data.corpus import read_lines
-from transformer_course.data.multi30k import MIRROR_ENV, multi30k_filename
+from transformer_course.data.multi30k import multi30k_filename
 from transformer_course.data.subword import SubwordTokenizer
 from transformer_course.data.vocab import SPECIALS
+
+from helpers import MULTI30K, NO_MULTI30K
 
 # Small on purpose: many pairs share a count, so the tie-break decides most merges (checked below).
 CORPUS = [
@@ -180,18 +180,14 @@ def test_bpe_rejects_a_single_string_and_an_empty_corpus():
 
 # --- On real text: a slice of the Multi30k training split (skipped without the files) ------------------------
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
-
 
 def _multi30k_folder():
-    for folder in (os.environ.get(MIRROR_ENV, ""), str(Path(__file__).resolve().parents[1] / "data"), str(SHARED)):
-        if folder and all(
-            (Path(folder) / multi30k_filename(s, l)).exists() for s in ("train", "test") for l in "de en".split()
-        ):
-            return Path(folder)
-    pytest.skip(f"the Multi30k files are in neither ${MIRROR_ENV} nor data/; set {MIRROR_ENV}=/path/to/multi30k")
+    if MULTI30K is None:
+        pytest.skip(NO_MULTI30K)
+    return MULTI30K
 
 
+@pytest.mark.slow
 def test_equals_the_library_on_a_slice_of_multi30k():
     folder = _multi30k_folder()
     lines = {(s, l): read_lines(folder / multi30k_filename(s, l)) for s in ("train", "test") for l in ("de", "en")}

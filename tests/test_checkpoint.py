@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from transformer_course import train
 from transformer_course.checkpoint import Resolved, resolve_model
 from transformer_course.config import get_preset
 from transformer_course.data import Vocab, VocabMismatchError
+from transformer_course.files import CRASH_AT
 from transformer_course.model import build_model
 from transformer_course.train import (
     CheckpointError,
@@ -46,6 +46,7 @@ def assert_same_parameters(a, b):
         assert torch.equal(x, y), name
 
 
+@pytest.mark.slow
 def test_checkpoint_holds_model_config_vocabularies_optimizer_scheduler_step_epoch_and_rng(tmp_path):
     vocab = toy_vocab(14)
     model = build_model(CONFIG, len(vocab), len(vocab))
@@ -92,6 +93,7 @@ def test_a_failed_write_leaves_the_previous_checkpoint_intact(tmp_path, monkeypa
     assert os.listdir(tmp_path) == ["c.pt"]  # no temporary file left behind
 
 
+@pytest.mark.slow
 def test_resume_k_steps_then_k_more_equals_2k_steps_straight(tmp_path):
     straight = fit(CONFIG, data(), tmp_path / "straight", max_steps=12, progress=False)
     fit(CONFIG, data(), tmp_path / "split", max_steps=6, progress=False)  # stops mid-epoch at batch 6
@@ -101,6 +103,7 @@ def test_resume_k_steps_then_k_more_equals_2k_steps_straight(tmp_path):
     assert_same_parameters(resumed.model, straight.model)
 
 
+@pytest.mark.slow
 def test_resume_across_an_epoch_boundary_with_accumulation_equals_straight(tmp_path):
     config = CONFIG.replace(accumulate=2)
     small = lambda: toy_data(n_train=320, batch_size=32)  # noqa: E731  10 batches = 5 updates per epoch
@@ -111,6 +114,7 @@ def test_resume_across_an_epoch_boundary_with_accumulation_equals_straight(tmp_p
     assert_same_parameters(resumed.model, straight.model)
 
 
+@pytest.mark.slow
 def test_resume_mid_epoch_before_a_short_accumulation_group_equals_straight(tmp_path):
     config = CONFIG.replace(accumulate=3)
     small = lambda: toy_data(n_train=224, batch_size=32)  # noqa: E731  7 batches: groups of 3, 3 and 1
@@ -122,6 +126,7 @@ def test_resume_mid_epoch_before_a_short_accumulation_group_equals_straight(tmp_
     assert_same_parameters(resumed.model, straight.model)
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_different_config(tmp_path):
     fit(CONFIG, data(), tmp_path, max_steps=2, progress=False)
     with pytest.raises(CheckpointError, match="different config"):
@@ -139,27 +144,23 @@ KILLED_RUN = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_mid_epoch_equals_a_straight_run(tmp_path):
+    """The run kills itself with SIGKILL in the middle of step 8 (files.crash_point, TC_CRASH_AT), so the moment
+    is the same every time: last.pt is step 6's (save_every=3), 6 batches into the 50 of epoch 1."""
     run = tmp_path / "killed"
-    process = subprocess.Popen([sys.executable, "-c", KILLED_RUN, str(run)])
-    try:
-        deadline = time.monotonic() + 600  # a guard against a hang, not a speed target
-        while not (run / "last.pt").exists():
-            assert process.poll() is None, "the training process ended before writing a checkpoint"
-            assert time.monotonic() < deadline, "no checkpoint after 600 s"
-            time.sleep(0.05)
-        time.sleep(0.3)  # let it train (and maybe write) a little further, then kill it without warning
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-    state = load_checkpoint(run / "last.pt").state  # the rename makes the file whole, whenever the kill came
-    assert state["step"] % 3 == 0 and 0 < state["batch_in_epoch"] < 50  # killed mid-epoch
+    env = {**os.environ, CRASH_AT: "train-step:8"}  # gradients of step 8 computed, weights not yet updated
+    child = subprocess.run([sys.executable, "-c", KILLED_RUN, str(run)], env=env, timeout=600)
+    assert child.returncode == -signal.SIGKILL, "the run was not killed at step 8"
+    state = load_checkpoint(run / "last.pt").state
+    assert (state["step"], state["batch_in_epoch"]) == (6, 6)  # killed mid-epoch, after the save at step 6
     target = state["step"] + 5
     resumed = fit(CONFIG, data(), run, max_steps=target, resume=True, progress=False)
     straight = fit(CONFIG, data(), tmp_path / "straight", max_steps=target, progress=False)
     assert_same_parameters(resumed.model, straight.model)
 
 
+@pytest.mark.slow
 def test_averaging_checkpoints_gives_the_mean_of_their_parameters(tmp_path):
     fit(CONFIG, toy_data(n_train=320, batch_size=32), tmp_path, epochs=3, progress=False)
     paths = train.epoch_checkpoints(tmp_path)
@@ -284,6 +285,7 @@ def everything_imported_by(module: str) -> set[str]:
     return seen
 
 
+@pytest.mark.slow
 def test_the_import_reader_sees_training_code_where_it_is_imported():
     assert "transformer_course.train" in everything_imported_by("transformer_course.cli")  # a function-level import
 

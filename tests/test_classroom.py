@@ -129,13 +129,18 @@ def test_every_notebook_converts_to_an_nbgrader_source_notebook(path: Path, tmp_
     assert [c.source for c in written.cells if c.cell_type == "markdown"] == [
         c.source for c in original.cells if c.cell_type == "markdown"
     ], "markdown cells are copied unchanged"
+    kinds = []
     for cell in written.cells:
         meta = cell.metadata.get("nbgrader")
         if meta and meta["solution"]:
             assert solution_regions(cell.source), f"solution cell {meta['grade_id']} has no BEGIN/END SOLUTION region"
+            kinds.append("solution")
         if meta and meta["grade"]:
             assert meta["locked"] and meta["points"] >= 1 and not meta["solution"]
             assert "assert _result" in cell.source and BEGIN not in cell.source and END not in cell.source
+            kinds.append("graded")
+    if has_exercises(original):  # something was checked: the exercises became solution and graded cells
+        assert {"solution", "graded"} <= set(kinds), f"{path.name} has exercises but converted to {kinds}"
 
 
 def without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -152,6 +157,8 @@ def test_solution_cells_hold_the_statements_of_the_reference_functions(path: Pat
     reference = ReferenceModule.read(modules[0])
     converted = convert_notebook(nbformat.read(path, as_version=4), path.name, reference)
     written = {s.grade_id: s.names for s in converted.solutions}
+    assert written, f"{path.name} has a solutions module but converts to no solution cell"
+    compared = set()
     for cell in converted.notebook.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         for node in ast.parse(cell.source).body if grade_id in written else []:
@@ -159,6 +166,27 @@ def test_solution_cells_hold_the_statements_of_the_reference_functions(path: Pat
                 ref = reference.definition(node.name, ast.FunctionDef)
                 ours = [s for s in without_docstring(node.body) if not isinstance(s, (ast.Import, ast.ImportFrom))]
                 assert [ast.dump(s) for s in ours] == [ast.dump(s) for s in without_docstring(ref.body)], node.name
+                compared.add(node.name)
+            if isinstance(node, ast.ClassDef) and node.name in written[grade_id]:
+                ref_methods = {
+                    m.name: m for m in reference.definition(node.name, ast.ClassDef).body if hasattr(m, "body")
+                }
+                for method in [m for m in node.body if isinstance(m, ast.FunctionDef)]:
+                    ours = [
+                        s for s in without_docstring(method.body) if not isinstance(s, (ast.Import, ast.ImportFrom))
+                    ]
+                    theirs = without_docstring(ref_methods[method.name].body)
+                    assert [ast.dump(s) for s in ours] == [ast.dump(s) for s in theirs], f"{node.name}.{method.name}"
+                compared.add(node.name)
+        top_level = [r for r in solution_regions(cell.source) if not r[:1].isspace()]  # not inside a function stub
+        answers = ast.parse("\n".join(top_level)).body if grade_id in written else []
+        for node in answers:  # `name = <the reference's answer>` inside the solution region, not the `...` stub
+            for name in [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]:
+                if name in written[grade_id]:
+                    assert not any(isinstance(n, ast.Constant) and n.value is ... for n in ast.walk(node.value)), name
+                    compared.add(name)
+    names = {name for group in written.values() for name in group}
+    assert compared == names, f"{path.name}: solutions not compared with the reference: {sorted(names - compared)}"
 
 
 def test_the_points_rule_is_the_one_the_module_docstring_states():
@@ -402,6 +430,7 @@ def test_each_notebook_links_its_reference_solutions_where_jupyterlab_opens_them
     assert "transformer_course/solutions" not in text, f"{path.name} still sends learners to the package's solutions"
 
 
+@pytest.mark.slow
 def test_python_dash_m_runs_the_command_line():
     done = subprocess.run(
         [sys.executable, "-m", "transformer_course.classroom", "--help"], capture_output=True, text=True, timeout=120

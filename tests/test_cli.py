@@ -53,12 +53,14 @@ def test_every_command_keeps_its_options(command, capsys):
     assert [flag for flag in FLAGS[command] if flag not in shown] == []
 
 
+@pytest.mark.slow
 def test_help_runs_as_a_module():
     result = run("--help")
     assert result.returncode == 0
     assert all(c in result.stdout for c in ("download", "train", "evaluate", "translate"))
 
 
+@pytest.mark.slow
 def test_unknown_preset_exits_1_with_one_line_naming_the_presets():
     result = run("train", "--preset", "big")
     assert result.returncode == 1
@@ -66,16 +68,19 @@ def test_unknown_preset_exits_1_with_one_line_naming_the_presets():
     assert "unknown preset 'big'" in result.stderr and "toy-copy" in result.stderr
 
 
+@pytest.mark.slow
 def test_missing_checkpoint_exits_1_with_one_line_saying_how_to_make_one(tmp_path):
     result = run("translate", "--checkpoint", str(tmp_path / "none.pt"), "Ein Mann.")
     assert result.returncode == 1
     assert result.stderr.strip().count("\n") == 0 and "python -m transformer_course train" in result.stderr
 
 
+@pytest.mark.slow
 def test_an_unknown_option_exits_2():
     assert run("evaluate", "--checkpoint", "x.pt", "--beams", "4").returncode == 2
 
 
+@pytest.mark.slow
 def test_train_then_refuse_to_overwrite_then_resume_then_translate(tmp_path):
     out = tmp_path / "run"
     first = run("train", "--preset", "toy-copy", "--max-steps", "5", "--out", str(out))
@@ -96,6 +101,7 @@ def test_train_then_refuse_to_overwrite_then_resume_then_translate(tmp_path):
     )  # one line per sentence (an untrained model may print "")
 
 
+@pytest.mark.slow
 def test_a_negative_beam_exits_1(tmp_path):
     result = run("translate", "--checkpoint", str(tmp_path / "x.pt"), "--beam", "0", "Hallo")
     assert result.returncode == 1 and "--beam must be at least 1" in result.stderr

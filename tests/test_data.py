@@ -19,7 +19,6 @@ from transformer_course.data import (
     BOS,
     EOS,
     MIRROR_ENV,
-    MULTI30K_SHA256,
     PAD,
     SPECIALS,
     UNK,
@@ -43,6 +42,8 @@ from transformer_course.data import (
     toy_pairs,
 )
 from transformer_course.masks import padding_mask, subsequent_mask
+
+from helpers import MULTI30K, NO_MULTI30K
 
 # The module that holds tokenize_file and the tokenize_many it calls.
 tokenize_module = importlib.import_module("transformer_course.data.tokenization")
@@ -562,22 +563,16 @@ def test_loader_yields_batches_and_refuses_unknown_splits(tiny_root):
 
 # --- The real Multi30k (skipped without the files) ------------------------------------------------------------
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
-
 
 def _real_source():
-    for folder in (os.environ.get(MIRROR_ENV, ""), str(REPO / "data"), str(SHARED)):
-        if folder and all((Path(folder) / n).exists() for n in MULTI30K_SHA256):
-            return folder
-    return None
+    return MULTI30K  # $TC_DATA_MIRROR or data/ (tests/helpers.py)
 
 
 @pytest.fixture(scope="module")
 def multi30k(tmp_path_factory):
     source = _real_source()
     if source is None:
-        pytest.skip(f"the Multi30k files are in neither ${MIRROR_ENV} nor data/; set {MIRROR_ENV}=/path/to/multi30k")
+        pytest.skip(NO_MULTI30K)
     root = tmp_path_factory.mktemp("data")
     old = os.environ.get(MIRROR_ENV)
     os.environ[MIRROR_ENV] = str(Path(source).resolve())
@@ -591,6 +586,7 @@ def multi30k(tmp_path_factory):
             os.environ[MIRROR_ENV] = old
 
 
+@pytest.mark.slow
 def test_multi30k_has_the_published_sizes(multi30k):
     _, m = multi30k
     assert (len(m.train), len(m.val), len(m.test)) == (29000, 1014, 1000)
@@ -598,6 +594,7 @@ def test_multi30k_has_the_published_sizes(multi30k):
     assert (len(m.src_vocab), len(m.tgt_vocab)) == (8012, 6190)
 
 
+@pytest.mark.slow
 def test_detokenize_restores_at_least_99_percent_of_the_english_test_set(multi30k):
     root, _ = multi30k
     lines = read_lines(root / "test_2016_flickr.en.gz")
@@ -606,6 +603,7 @@ def test_detokenize_restores_at_least_99_percent_of_the_english_test_set(multi30
     assert restored / len(lines) >= 0.99
 
 
+@pytest.mark.slow
 def test_length_bucketing_pads_at_most_10_percent_of_multi30k_train(multi30k):
     _, m = multi30k
     sampler = TokenBatchSampler(m.train, tokens_per_batch=4000, seed=0)
@@ -613,6 +611,7 @@ def test_length_bucketing_pads_at_most_10_percent_of_multi30k_train(multi30k):
     assert fractions["both"] <= 0.10
 
 
+@pytest.mark.slow
 def test_a_second_prepare_reads_the_token_cache(multi30k, monkeypatch):
     root, m = multi30k
 

@@ -1,7 +1,6 @@
 """DDP: two gloo processes on CPU train like one process that averages the two ranks' gradients."""
 
 import os
-import socket
 
 import pytest
 import torch
@@ -29,16 +28,22 @@ def shard_data(rank: int, world_size: int):
     return toy_data(n_train=640, batch_size=16, rank=rank, world_size=world_size)
 
 
-def join_group(rank: int, world_size: int, port: int) -> None:
-    """The environment torchrun gives each process; fit's setup_distributed joins the gloo group from it."""
-    os.environ.update(
-        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank)
-    )
+def join_group(rank: int, world_size: int, rendezvous: str) -> None:
+    """The ranks meet through a file (a FileStore), not a TCP port: a port probed free can be taken by another
+    process before the group binds it. The environment is the one torchrun gives; fit's setup_distributed finds
+    the group already joined and uses it."""
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
+    torch.distributed.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world_size)
     torch.set_num_threads(1)
 
 
-def ddp_worker(rank: int, world_size: int, port: int, out_dir: str) -> None:
-    join_group(rank, world_size, port)
+def rendezvous_file(tmp_path) -> str:
+    """A file beside the test's folder (the folder itself holds only what the run writes)."""
+    return str(tmp_path.with_name(tmp_path.name + ".rendezvous"))
+
+
+def ddp_worker(rank: int, world_size: int, rendezvous: str, out_dir: str) -> None:
+    join_group(rank, world_size, rendezvous)
     fit(
         CONFIG,
         shard_data(rank, world_size),
@@ -49,12 +54,6 @@ def ddp_worker(rank: int, world_size: int, port: int, out_dir: str) -> None:
         optimizer_factory=sgd,
     )
     torch.distributed.destroy_process_group()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def logits_of(model, batch):
@@ -76,8 +75,11 @@ def average_rank_gradients_and_step(model, optimizer, scheduler, loss_fn, groups
     scheduler.step()
 
 
+@pytest.mark.slow
 def test_two_gloo_processes_equal_one_process_averaging_the_rank_gradients(tmp_path):
-    mp.start_processes(ddp_worker, args=(2, free_port(), str(tmp_path)), nprocs=2, join=True, start_method="spawn")
+    mp.start_processes(
+        ddp_worker, args=(2, rendezvous_file(tmp_path), str(tmp_path)), nprocs=2, join=True, start_method="spawn"
+    )
 
     # One checkpoint set, written by rank 0 only.
     assert sorted(p.name for p in tmp_path.iterdir()) == [
@@ -115,8 +117,8 @@ def accumulation_shard(rank: int, world_size: int):
     return toy_data(n_train=BATCHES_PER_RANK * 16 * world_size, batch_size=16, rank=rank, world_size=world_size)
 
 
-def ddp_accumulation_worker(rank: int, world_size: int, port: int, out_dir: str) -> None:
-    join_group(rank, world_size, port)
+def ddp_accumulation_worker(rank: int, world_size: int, rendezvous: str, out_dir: str) -> None:
+    join_group(rank, world_size, rendezvous)
     after_each_step = []  # this rank's parameters after every optimizer step
 
     def record(step, model):
@@ -128,9 +130,14 @@ def ddp_accumulation_worker(rank: int, world_size: int, port: int, out_dir: str)
     torch.distributed.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_accumulation_with_a_short_last_group_keeps_the_ranks_identical_after_every_step(tmp_path):
     mp.start_processes(
-        ddp_accumulation_worker, args=(2, free_port(), str(tmp_path)), nprocs=2, join=True, start_method="spawn"
+        ddp_accumulation_worker,
+        args=(2, rendezvous_file(tmp_path), str(tmp_path)),
+        nprocs=2,
+        join=True,
+        start_method="spawn",
     )
     ranks = [torch.load(tmp_path / f"rank{rank}.pt", weights_only=True) for rank in range(2)]
     steps_per_epoch = -(-BATCHES_PER_RANK // ACCUMULATE)  # 3 updates: groups of 3, 3 and 1 micro-batches

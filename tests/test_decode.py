@@ -189,6 +189,7 @@ def copy_batch(n=16, seed=7):
     return batch.src, batch.src_mask, [s for s, _ in pairs]
 
 
+@pytest.mark.slow
 def test_trained_copy_model_greedy_with_cache_equals_without(copy_model):
     src, src_mask, sources = copy_batch()
     cached = greedy_decode(copy_model, src, src_mask, 12, BOS, EOS, use_cache=True, return_result=True)
@@ -200,6 +201,7 @@ def test_trained_copy_model_greedy_with_cache_equals_without(copy_model):
     assert copies >= 14, f"the toy model should copy most sentences, copied {copies} of 16"
 
 
+@pytest.mark.slow
 def test_trained_copy_model_beam_with_cache_equals_teacher_forced_scores(copy_model):
     src, src_mask, _ = copy_batch(8, seed=8)
     result = beam_search(copy_model, src, src_mask, 12, BOS, EOS, beam_size=4, n_best=4, return_result=True)
@@ -448,6 +450,7 @@ def reference_translation(model, ids, beam_size=1):
     return " ".join(WORDS.itos[i] for i in words)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("beam_size", [1, 4])
 def test_translate_equals_the_decoders_on_ids_and_copies(copy_model, beam_size):
     _, _, sources = copy_batch(12, seed=9)
@@ -457,6 +460,7 @@ def test_translate_equals_the_decoders_on_ids_and_copies(copy_model, beam_size):
     assert sum(o == t for o, t in zip(out, texts)) >= 10
 
 
+@pytest.mark.slow
 def test_translate_of_a_list_equals_one_sentence_at_a_time(copy_model):
     _, _, sources = copy_batch(8, seed=10)
     texts = [as_text(s) for s in sources]
@@ -464,28 +468,33 @@ def test_translate_of_a_list_equals_one_sentence_at_a_time(copy_model):
     assert together == [translate(copy_model, [t], beam_size=3, src_vocab=WORDS, tgt_vocab=WORDS)[0] for t in texts]
 
 
+@pytest.mark.slow
 def test_translate_empty_input_gives_empty_output(copy_model):
     assert translate(copy_model, [], src_vocab=WORDS, tgt_vocab=WORDS) == []
     out = translate(copy_model, ["", "w4 w5", "   "], src_vocab=WORDS, tgt_vocab=WORDS)
     assert out[0] == "" and out[2] == "" and out[1] == reference_translation(copy_model, [4, 5])
 
 
+@pytest.mark.slow
 def test_translate_maps_unknown_words_to_unk(copy_model):
     out = translate(copy_model, ["w4 zebra w6 w7"], src_vocab=WORDS, tgt_vocab=WORDS)
     assert out == [reference_translation(copy_model, [4, UNK, 6, 7])]
 
 
+@pytest.mark.slow
 def test_translate_max_len_limits_the_output_tokens(copy_model):
     out = translate(copy_model, ["w4 w5 w6 w7 w8 w9"], max_len=3, src_vocab=WORDS, tgt_vocab=WORDS)
     assert out == ["w4 w5 w6"]  # three tokens and no room for </s>
 
 
+@pytest.mark.slow
 def test_translate_input_longer_than_the_positional_table_is_a_clear_error(copy_model):
     too_long = as_text([4] * 41)  # the copy model's table holds 40 positions
     with pytest.raises(ValueError, match="sentence 1 has 41 tokens but the model's positional table holds 40"):
         translate(copy_model, ["w4", too_long], src_vocab=WORDS, tgt_vocab=WORDS)
 
 
+@pytest.mark.slow
 def test_translate_a_model_without_vocabularies_is_a_clear_error(copy_model):
     with pytest.raises(ValueError, match="pass src_vocab= and tgt_vocab="):
         translate(copy_model, ["w4"])
@@ -493,6 +502,7 @@ def test_translate_a_model_without_vocabularies_is_a_clear_error(copy_model):
         translate(copy_model, "w4 w5", src_vocab=WORDS, tgt_vocab=WORDS)
 
 
+@pytest.mark.slow
 def test_translate_from_a_checkpoint_uses_its_vocabularies(copy_model, tmp_path):
     from transformer_course.checkpoint import load_checkpoint, save_checkpoint
 
@@ -501,3 +511,17 @@ def test_translate_from_a_checkpoint_uses_its_vocabularies(copy_model, tmp_path)
     expected = translate(copy_model, texts, beam_size=2, src_vocab=WORDS, tgt_vocab=WORDS)
     assert translate(path, texts, beam_size=2) == expected
     assert translate(load_checkpoint(path), texts, beam_size=2) == expected
+
+
+def test_a_model_built_from_its_architecture_alone_translates_with_the_papers_length_penalty():
+    """A model built from a ModelConfig has no run config: beam search takes α = 0.6 (§6.1, Config's default)."""
+    from transformer_course.data import toy_vocab
+    from transformer_course.model import ModelConfig, Transformer
+
+    assert tc.Config().length_penalty == 0.6
+
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(N=1, d_model=16, d_ff=32, h=2, dropout=0.0, max_len=64), 14, 14).eval()
+    vocab = toy_vocab(14)
+    beam = translate(model, ["4 5 6"], beam_size=2, src_vocab=vocab, tgt_vocab=vocab)
+    assert beam == translate(model, ["4 5 6"], beam_size=2, length_penalty=0.6, src_vocab=vocab, tgt_vocab=vocab)

@@ -1,7 +1,7 @@
 """Downloading Multi30k: real HTTP against a server on 127.0.0.1, checksums, mirrors, clear failures.
 
 The served files are copies of the real ones, taken from the mirror folder (TC_DATA_MIRROR, which CI points
-at ../shared/data/multi30k) or data/. Without them the tests serve small stand-in files whose checksums
+at a shared folder) or data/. Without them the tests serve small stand-in files whose checksums
 replace the published ones for the test, so the download code is always exercised.
 """
 
@@ -9,7 +9,6 @@ import functools
 import gzip
 import hashlib
 import http.server
-import os
 import shutil
 import socket
 import threading
@@ -30,26 +29,11 @@ from transformer_course.data import (
 )
 from transformer_course.files import TEMP_SUFFIX, remove_stale_temp_files
 
+from helpers import MULTI30K, needs_multi30k
+
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
-
-
-def find_real_files() -> Path | None:
-    for folder in (os.environ.get(MIRROR_ENV, ""), str(REPO / "data"), str(SHARED_DEFAULT)):
-        if (
-            folder
-            and not folder.startswith(("http://", "https://"))
-            and all((Path(folder) / n).exists() for n in MULTI30K_SHA256)
-        ):
-            return Path(folder)
-    return None
-
-
-REAL = find_real_files()
-needs_files = pytest.mark.skipif(
-    REAL is None,
-    reason=f"the Multi30k files are in neither ${MIRROR_ENV} nor data/; set {MIRROR_ENV}=/path/to/multi30k",
-)
+REAL = MULTI30K  # $TC_DATA_MIRROR or data/ (tests/helpers.py)
+needs_files = needs_multi30k
 
 
 class TruncatingHandler(http.server.SimpleHTTPRequestHandler):
@@ -83,7 +67,9 @@ def server(tmp_path):
     served.mkdir()
     handler = type("Handler", (TruncatingHandler,), {"truncate": set(), "requested": []})
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(served)))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+    )  # a quick shutdown()
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}", served, handler
     httpd.shutdown()

@@ -39,6 +39,7 @@ def test_select_notebooks_names_the_choices_when_nothing_matches():
         edition.select_notebooks(NOTEBOOKS, ["99"])
 
 
+@pytest.mark.slow
 def test_contents_page_links_every_page_in_course_order(tmp_path):
     built = edition.build_edition(NOTEBOOKS, tmp_path, only=["11", "01", "10"], run=False, progress=False)
     assert [p.name for p in built.pages] == [
@@ -50,6 +51,7 @@ def test_contents_page_links_every_page_in_course_order(tmp_path):
     assert all(p.is_file() for p in built.pages)
 
 
+@pytest.mark.slow
 def test_a_failing_notebook_is_exported_with_its_error_and_reported(tmp_path):
     folder = tmp_path / "notebooks"
     folder.mkdir()
@@ -74,6 +76,7 @@ def vegalite_output(chart):
     )
 
 
+@pytest.mark.slow
 def test_notebook_export_turns_each_vegalite_output_into_an_embed_with_no_cdn(tmp_path):
     capture = viz.capture_attention(make_model(12, 12, N=2, d_model=32, d_ff=64, h=4), [4, 5, 6], [7, 8])
     cell = nbformat.v4.new_code_cell("viz.attention_explorer(capture)")
@@ -102,6 +105,7 @@ def test_contents_page_lists_pages_in_course_order(tmp_path):
         edition.build_contents_page(tmp_path / "empty")
 
 
+@pytest.mark.slow
 def test_exported_formulas_become_mathml_but_code_and_prices_stay(tmp_path):
     md = (
         "# Formulas\n\n$\\frac{QK^\\top}{\\sqrt{d_k}}$ costs $5 and $6.\n\n$$PE_{(pos, 2i)}$$\n\n"
@@ -125,6 +129,7 @@ def test_exported_page_carries_the_notebooks_own_images(tmp_path):
     assert '<img alt="a dot" src="data:image/svg+xml;base64,' in page  # the page works from any folder
 
 
+@pytest.mark.slow
 def test_edition_runs_as_a_module_and_viz_does_not_pull_it_in():
     """``python -m transformer_course.edition`` is the command; importing viz loads none of the edition."""
     code = (
@@ -160,6 +165,7 @@ def reports(fast_edition, tmp_path_factory):
     return {page.name: edition.browser_check(page, CHROMIUM) for page in [fast_edition.index, *fast_edition.pages]}
 
 
+@pytest.mark.notebooks
 def test_every_page_is_self_contained(fast_edition):
     for page in [fast_edition.index, *fast_edition.pages]:
         text = page.read_text(encoding="utf-8")
@@ -226,6 +232,7 @@ def test_both_editions_link_each_page_to_its_namesake_and_skip_what_is_not_trans
     assert html_lang(out / "00_a.html") == "en"
 
 
+@pytest.mark.slow
 def test_every_cross_link_of_the_course_editions_leads_to_a_page(tmp_path):
     """The real notebooks, as saved: every link of both contents pages and of every page resolves."""
     if not (NOTEBOOKS / "zh").is_dir():
@@ -282,8 +289,6 @@ def chinese_edition(tmp_path_factory):
     """The Chinese notebook 10 executed in fast mode and exported (about 30 s)."""
     from transformer_course.viz.fonts import find_cjk_font
 
-    if not (NOTEBOOKS / "zh" / "10_attention_visualization.ipynb").is_file():
-        pytest.skip("notebooks/zh/10_attention_visualization.ipynb is not written yet")
     if find_cjk_font() is None:
         pytest.skip("no CJK font installed (apt-get install fonts-noto-cjk): the charts would keep English labels")
     out = tmp_path_factory.mktemp("html")
@@ -292,6 +297,7 @@ def chinese_edition(tmp_path_factory):
     return built["zh"]
 
 
+@pytest.mark.notebooks
 def test_the_chinese_notebooks_charts_speak_chinese_on_their_page(chinese_edition):
     page = chinese_edition.pages[0]
     text = page.read_text(encoding="utf-8")

@@ -77,6 +77,7 @@ def test_bleu_refuses_lists_of_different_lengths():
         tokenized_bleu("the cat", "the cat")
 
 
+@pytest.mark.slow
 def test_evaluate_checkpoint_translates_with_the_checkpoints_vocabularies_and_languages(tmp_path, monkeypatch):
     config, vocab = get_preset("toy-copy"), toy_vocab(14)
     path = save_checkpoint(

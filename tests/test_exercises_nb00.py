@@ -5,10 +5,11 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import solutions
 from torch.utils.flop_counter import FlopCounterMode
 
 from transformer_course.exercises import nb00_introduction as ex
+
+from helpers import solutions
 
 sol = solutions("nb00_introduction")  # notebooks/solutions/nb00_introduction.py
 

@@ -6,10 +6,11 @@ Allowed mask forms (said in the notebook): a boolean tensor, or 0/1 numbers of a
 import numpy as np
 import pytest
 import torch
-from conftest import solutions
 
 import transformer_course as tc
 from transformer_course.exercises import nb01_masks as ex
+
+from helpers import solutions
 
 sol = solutions("nb01_masks")  # notebooks/solutions/nb01_masks.py
 

@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import solutions
 
 from transformer_course.attention import scaled_dot_product_attention as package_attention
 from transformer_course.exercises import nb02_attention as ex
+
+from helpers import solutions
 
 sol = solutions("nb02_attention")  # notebooks/solutions/nb02_attention.py
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import solutions
 from torch import nn
 
 import transformer_course as tc
 from transformer_course.exercises import nb03_multi_head_attention as ex
+
+from helpers import solutions
 
 sol = solutions("nb03_multi_head_attention")  # notebooks/solutions/nb03_multi_head_attention.py
 ROOT = Path(__file__).resolve().parent.parent

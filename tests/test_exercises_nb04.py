@@ -15,12 +15,13 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import solutions
 from torch import nn
 
 import transformer_course as tc
 from transformer_course.exercises import check_question
 from transformer_course.exercises import nb04_layernorm_residual as ex
+
+from helpers import solutions
 
 sol = solutions("nb04_layernorm_residual")  # notebooks/solutions/nb04_layernorm_residual.py
 

@@ -15,12 +15,13 @@ import nbformat
 import numpy as np
 import pytest
 import torch
-from conftest import solutions
 from torch import nn
 
 import transformer_course as tc
 from transformer_course.exercises import check_question
 from transformer_course.exercises import nb05_embeddings_positional_encoding as ex
+
+from helpers import solutions
 
 sol = solutions("nb05_embeddings_positional_encoding")  # notebooks/solutions/nb05_embeddings_positional_encoding.py
 

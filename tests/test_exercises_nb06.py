@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 import torch
-from conftest import solutions
 
 from transformer_course.exercises import check_question
 from transformer_course.exercises import nb06_encoder as ex
+
+from helpers import solutions
 
 sol = solutions("nb06_encoder")  # notebooks/solutions/nb06_encoder.py
 

@@ -3,11 +3,12 @@
 import numpy as np
 import pytest
 import torch
-from conftest import solutions
 
 import transformer_course as tc
 from transformer_course.exercises import check_question
 from transformer_course.exercises import nb07_decoder as ex
+
+from helpers import solutions
 
 sol = solutions("nb07_decoder")  # notebooks/solutions/nb07_decoder.py
 

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import solutions
 
 from transformer_course.data import PAD, collate
 from transformer_course.exercises import nb08_training_loop as ex
 from transformer_course.train import noam_rate
+
+from helpers import solutions
 
 sol = solutions("nb08_training_loop")  # notebooks/solutions/nb08_training_loop.py
 

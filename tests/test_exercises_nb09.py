@@ -5,10 +5,11 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import solutions
 
 from transformer_course.decode import gnmt_length_penalty
 from transformer_course.exercises import nb09_decoding as ex
+
+from helpers import solutions
 
 sol = solutions("nb09_decoding")  # notebooks/solutions/nb09_decoding.py
 

@@ -5,9 +5,10 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import solutions
 
 from transformer_course.exercises import nb11_train_multi30k as ex
+
+from helpers import solutions
 
 sol = solutions("nb11_train_multi30k")  # notebooks/solutions/nb11_train_multi30k.py
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import solutions
 
 from transformer_course import i18n
 from transformer_course.exercises import (
@@ -29,6 +28,8 @@ from transformer_course.exercises import (
     nb11_train_multi30k,
 )
 from transformer_course.i18n import get_language, lazy_t, register, set_language, t
+
+from helpers import solutions
 
 EXERCISES = Path(__file__).resolve().parent.parent / "transformer_course" / "exercises"
 MODULES = ["__init__", "guard", *sorted(p.stem for p in EXERCISES.glob("nb*.py"))]
@@ -243,7 +244,7 @@ def test_the_static_checks_catch_a_message_that_skips_t():
 
 def test_the_chinese_entries_use_the_glossarys_terms():
     """The checkers speak the 术语表's words (掩码, not 遮罩; 词元, not 令牌), as the zh notebooks do."""
-    from test_zh_edition import GLOSSARY_ZH, avoided_uses, parse_glossary
+    from helpers import GLOSSARY_ZH, avoided_uses, parse_glossary
 
     texts = [(f"exercises/zh/{module}", zh) for module in MODULES for zh in catalogue(module).values()]
     found = avoided_uses(texts, parse_glossary(GLOSSARY_ZH))

@@ -176,6 +176,99 @@ def test_no_test_skips_when_a_module_of_the_project_fails_to_import():
     assert not offenders, f"importorskip on the project's own modules turns a broken module into a skip: {offenders}"
 
 
+# Training never draws with the chart stack; the model reads its own config only -----------------------------------
+
+
+def test_training_never_imports_the_chart_stack():
+    for module in [m for m in MODULES if m == f"{NAME}.train" or m.startswith(f"{NAME}.train.")]:
+        path = reaches(module, f"{NAME}.viz")
+        assert path is None, " → ".join(path)
+
+
+def test_the_model_core_but_the_builders_imports_no_run_config():
+    """masks, attention and layers never import config; model.py only inside make_model, which stores the run
+    config it builds from its arguments (checkpoints save it). The model's classes read ModelConfig."""
+    for module in ["masks", "attention", "layers"]:
+        assert f"{NAME}.config" not in GRAPH[f"{NAME}.{module}"], module
+    tree = ast.parse(MODULES[f"{NAME}.model"].read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            assert getattr(node, "module", None) != "config", "model.py imports config at its top"
+        if isinstance(node, ast.ClassDef):
+            names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            assert "Config" not in names, f"model.{node.name} names the run Config"
+
+
+class RecordingConfig:
+    """A run config that records which of its fields are read."""
+
+    def __init__(self, config):
+        object.__setattr__(self, "_config", config)
+        object.__setattr__(self, "read", set())
+
+    def __getattr__(self, name):
+        self.read.add(name)
+        return getattr(self._config, name)
+
+
+def test_the_model_reads_only_the_architecture_fields_of_a_run_config():
+    from dataclasses import fields
+
+    from transformer_course.config import get_preset
+    from transformer_course.model import ModelConfig, Transformer
+
+    run = RecordingConfig(get_preset("multi30k-cpu").replace(positional="learned", N=1, d_model=32, d_ff=64, h=2))
+    import torch
+
+    model = Transformer(run, 20, 20)
+    model.decode(model.encode(torch.randint(4, 20, (1, 5)), None), None, torch.randint(4, 20, (1, 3)), None)
+    assert run.read == {f.name for f in fields(ModelConfig)}  # 11 fields; none of training, data or decoding
+
+
+@pytest.mark.slow
+def test_import_transformer_course_loads_no_chart_edition_or_classroom_module():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, transformer_course as tc; "
+        "print(sorted(m for m in sys.modules if m.startswith(('transformer_course.viz', 'transformer_course.edition', "
+        "'transformer_course.classroom', 'matplotlib', 'altair')))); "
+        "tc.viz; print('transformer_course.viz' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PACKAGE.parent)
+    assert out.stdout.split("\n")[:2] == ["[]", "True"]  # nothing of them, then tc.viz on first use
+
+
+SUBPACKAGES = ["data", "train", "viz", "edition", "exercises"]  # not yet classroom: it lists edition.select_notebooks
+
+
+@pytest.mark.parametrize("package", SUBPACKAGES)
+def test_each_subpackages_all_lists_what_it_defines(package):
+    import importlib
+    import inspect
+
+    module = importlib.import_module(f"{NAME}.{package}")
+    foreign = [
+        f"{name} (from {obj.__module__})"
+        for name in module.__all__
+        if (inspect.isclass(obj := getattr(module, name)) or inspect.isfunction(obj))
+        and not obj.__module__.startswith(f"{NAME}.{package}")
+    ]
+    assert foreign == [], f"{package}.__all__ lists names defined elsewhere: {foreign}"
+
+
+def test_the_top_level_exports_each_notebook_name_once_from_its_home():
+    import transformer_course as tc
+
+    assert len(tc.__all__) == len(set(tc.__all__))
+    for name in tc.__all__:
+        obj = getattr(tc, name)
+        home = getattr(obj, "__module__", None)
+        if home is not None and home.startswith(NAME):
+            assert name in getattr(__import__(home, fromlist=["_"]), "__all__", []), f"{name}: not in {home}.__all__"
+
+
 def import_graph_text() -> str:
     """The import graph, one line per module (printed by ``python tests/test_layout.py``)."""
     short = lambda m: m.removeprefix(NAME + ".") or NAME  # noqa: E731

@@ -116,6 +116,7 @@ def test_every_file_has_its_reference_in_notebooks_solutions():
 # ---- the model they make -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "options",
     [
@@ -169,6 +170,7 @@ def test_dropout_sits_where_the_package_puts_it(learner_make_model):
     assert_close(ours, package(SRC, TGT, src_mask, tgt_mask))
 
 
+@pytest.mark.slow
 def test_a_training_step_gives_the_same_loss_and_gradients(learner_make_model):
     mine, package = pair(learner_make_model, dropout=0.1)
     src_mask, tgt_mask = masks()
@@ -194,6 +196,7 @@ def test_a_training_step_gives_the_same_loss_and_gradients(learner_make_model):
         assert_close(grads[0][name], grads[1][name], atol=1e-5, rtol=1e-4, msg=name)
 
 
+@pytest.mark.slow
 def test_the_package_greedy_decoder_runs_the_learner_model(learner_make_model):
     mine, package = pair(learner_make_model)
     mine.eval(), package.eval()

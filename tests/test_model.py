@@ -142,6 +142,7 @@ def test_changing_future_target_tokens_changes_no_earlier_output(norm_first):
     assert not torch.allclose(out_changed[:, t + 1 :], out[:, t + 1 :])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", [{}, {"norm_first": True}, {"positional": "learned", "tie_embeddings": "none"}])
 def test_gradients_reach_every_parameter(options):
     model = tc.make_model(25, 25, N=2, d_model=32, d_ff=64, h=4, **options)
@@ -161,6 +162,7 @@ def closed_form_parameter_count(vocab, N=6, d=512, d_ff=2048):
     return N * (encoder_layer + decoder_layer) + vocab * d + vocab  # one shared embedding + output bias
 
 
+@pytest.mark.slow
 def test_base_model_parameter_count_matches_closed_form_and_the_paper():
     model = tc.make_model(37000, 37000, tie_embeddings="all")
     n = tc.count_parameters(model)
@@ -182,6 +184,7 @@ def test_sharing_all_embeddings_needs_one_vocabulary():
         tc.make_model(30, 40, N=1, d_model=16, d_ff=32, h=2, tie_embeddings="all")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_incremental_decoding_with_cache_equals_full_decoder(norm_first):
     model = small_model(norm_first=norm_first)
@@ -264,3 +267,55 @@ def test_attention_and_ffn_dropout_can_match_nn_transformer():
     model = tc.make_model(20, 20, N=1, d_model=16, d_ff=32, h=2, attention_dropout=0.1, ffn_dropout=0.1)
     assert model.decoder.layers[0].cross_attn.dropout.p == 0.1
     assert model.encoder.layers[0].feed_forward.dropout.p == 0.1
+
+
+# The model's own config, and the names of its sizes -------------------------------------------------------------
+
+
+def test_the_model_keeps_its_architecture_beside_the_run_config():
+    from dataclasses import fields
+
+    from transformer_course.model import ModelConfig
+
+    run = tc.get_preset("multi30k-cpu")
+    model = tc.build_model(run, 30, 40)
+    assert model.config is run  # what checkpoints store
+    assert isinstance(model.model_config, ModelConfig)
+    for f in fields(ModelConfig):  # every architecture field, copied from the run config
+        assert getattr(model.model_config, f.name) == getattr(run, f.name), f.name
+    assert {f.name for f in fields(ModelConfig)} < {f.name for f in fields(tc.Config)}  # the model's part only
+
+
+def test_a_model_config_alone_builds_the_same_model_as_the_run_config():
+    from transformer_course.model import ModelConfig, Transformer
+
+    run = tc.get_preset("toy-copy")
+    torch.manual_seed(3)
+    from_run = Transformer(run, 14, 14)
+    torch.manual_seed(3)
+    from_architecture = Transformer(ModelConfig.of(run), 14, 14)
+    assert from_architecture.model_config == from_run.model_config
+    for (name, a), (_, b) in zip(from_run.state_dict().items(), from_architecture.state_dict().items()):
+        assert_close(a, b, rtol=0, atol=0, msg=name)
+
+
+def test_the_vocabulary_sizes_are_named_as_sizes_and_the_old_names_warn():
+    model = tc.make_model(11, 13, N=1, d_model=16, d_ff=32, h=2)
+    assert (model.src_vocab_size, model.tgt_vocab_size) == (11, 13)
+    with pytest.warns(DeprecationWarning, match="src_vocab_size"):
+        assert model.src_vocab == 11
+    with pytest.warns(DeprecationWarning, match="tgt_vocab_size"):
+        assert model.tgt_vocab == 13
+
+
+def test_a_learned_positional_table_keeps_its_normal_0_02_start():
+    """Xavier initialises every matrix except the learned position table, which starts as N(0, 0.02²)
+    (layers.PositionalEncoding). Xavier for a (512, 256) matrix would have std sqrt(2 / 768) ≈ 0.051."""
+    model = tc.make_model(50, 50, N=1, d_model=256, d_ff=64, h=4, positional="learned", max_len=512)
+    for pos in (model.src_pos, model.tgt_pos):
+        table = pos.table.detach()  # (512, 256): 131,072 draws
+        assert abs(table.mean().item()) < 0.001
+        assert 0.0195 < table.std().item() < 0.0205
+    bound = (6 / (50 + 256)) ** 0.5  # Xavier uniform's bound for the (50, 256) embedding
+    lut = model.src_embed.lut.weight.detach()
+    assert lut.abs().max().item() <= bound and lut.std().item() > 0.8 * bound / 3**0.5

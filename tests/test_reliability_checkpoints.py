@@ -150,6 +150,7 @@ def test_the_command_line_refuses_to_translate_with_or_average_a_nan_file_in_one
     assert not list(run.glob("averaged*"))
 
 
+@pytest.mark.slow
 def test_resume_from_a_last_pt_with_nan_weights_refuses_with_one_line(tmp_path, capsys):
     fit(TOY, toy_data(), tmp_path, max_steps=2, progress=False)  # the CLI's toy data: toy_data() defaults
     state = torch.load(tmp_path / "last.pt", weights_only=True)
@@ -344,6 +345,7 @@ def test_a_bare_model_refuses_a_vocabulary_of_another_size():
 # 5. Files: unpredictable, symlink-safe temporary names; stale temporary files swept; a locked run folder.
 
 
+@pytest.mark.slow
 def test_symlinks_planted_at_predictable_names_are_not_followed(tmp_path):
     out, victim = tmp_path / "run", tmp_path / "victim.txt"
     out.mkdir()
@@ -357,6 +359,7 @@ def test_symlinks_planted_at_predictable_names_are_not_followed(tmp_path):
     assert all((out / name).is_symlink() for name in names)  # left alone
 
 
+@pytest.mark.slow
 def test_stale_temporary_files_of_a_killed_run_are_removed_when_the_next_run_starts(tmp_path):
     fit(TOY, toy_data(n_train=64, batch_size=32), tmp_path, max_steps=1, progress=False)
     stale = [tmp_path / f".{name}.k3j9x2{TEMP_SUFFIX}" for name in ("last.pt", "epoch-001.pt", "history.json")]
@@ -376,6 +379,7 @@ HOLD_THE_LOCK = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_second_run_on_a_locked_folder_fails_at_once_naming_the_folder_and_the_pid(tmp_path, capsys):
     holder = subprocess.Popen([sys.executable, "-c", HOLD_THE_LOCK, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
@@ -402,6 +406,7 @@ def test_a_symlink_planted_at_the_lock_file_is_refused_not_followed(tmp_path):
     assert victim.read_text() == "precious"
 
 
+@pytest.mark.slow
 def test_the_lock_is_released_when_a_run_fails_and_held_while_it_runs(tmp_path):
     def second_run(step, model):
         with pytest.raises(RunLockedError, match=f"pid {os.getpid()}"):
@@ -429,6 +434,7 @@ def small_data():
 RUN = dict(epochs=2, save_every=4, log_every=3, progress=False)  # windows of 3 steps, saves every 4
 
 
+@pytest.mark.slow
 def test_the_first_loss_logged_after_a_resume_covers_the_same_steps_as_an_uninterrupted_run(tmp_path):
     straight = fit(CONFIG, small_data(), tmp_path / "straight", **RUN)
     fit(CONFIG, small_data(), tmp_path / "split", max_steps=4, **RUN)  # stops after step 4, mid-window (4..6)

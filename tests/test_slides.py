@@ -178,6 +178,7 @@ def test_a_wrong_slide_type_or_an_all_skipped_notebook_is_refused_with_the_fix(t
         edition.notebook_to_slides(nb, tmp_path / "x.slides.html")
 
 
+@pytest.mark.slow
 def test_slides_command_writes_one_deck_per_notebook_and_a_contents_page(tmp_path):
     assert edition.main(["--slides", "--no-run", "--only", "01", "04", "--out", str(tmp_path)]) == 0
     decks = sorted(p.name for p in (tmp_path / "slides").glob("*.slides.html"))
@@ -239,7 +240,6 @@ def test_a_slide_screenshot_is_a_picture_of_the_deck_size(fast_deck, tmp_path):
 # ---------------------------------------------------------------------------------------------------------
 
 ZH_DECK = NOTEBOOKS / "zh" / "01_masks.ipynb"
-needs_zh_deck = pytest.mark.skipif(not ZH_DECK.is_file(), reason="notebooks/zh/01_masks.ipynb is not written yet")
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +250,7 @@ def zh_decks(tmp_path_factory):
     return out
 
 
-@needs_zh_deck
+@pytest.mark.slow
 def test_the_chinese_deck_has_the_english_decks_slides_and_links_to_it(zh_decks):
     deck = zh_decks / "zh" / "slides" / "01_masks.slides.html"
     text = deck.read_text(encoding="utf-8")
@@ -268,7 +268,6 @@ def test_the_chinese_deck_has_the_english_decks_slides_and_links_to_it(zh_decks)
 
 @pytest.mark.browser
 @browser
-@needs_zh_deck
 def test_the_chinese_deck_starts_offline_with_its_slides(zh_decks):
     report = edition.deck_check(zh_decks / "zh" / "slides" / "01_masks.slides.html", CHROMIUM)
     expected = reveal_slides(slide_types(nbformat.read(ZH_DECK, as_version=4)))

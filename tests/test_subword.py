@@ -4,23 +4,22 @@ train split, exact detokenization, no <unk> on test2016, serialization, the shar
 
 import io
 import json
-import os
 import re
 import time
-from pathlib import Path
 
 import pytest
 import torch
 from tokenizers import Tokenizer, models
 
 from transformer_course.data.corpus import read_lines
-from transformer_course.data.multi30k import MIRROR_ENV, multi30k_filename
+from transformer_course.data.multi30k import multi30k_filename
 from transformer_course.data.subword import SUBWORD_FORMAT, SubwordTokenizer
 from transformer_course.data.tokenization import tokenize_many
 from transformer_course.data.vocab import BOS, EOS, PAD, SPECIALS, UNK, Vocab, VocabMismatchError
 
+from helpers import MULTI30K, NO_MULTI30K
+
 SMALL = ["ein Hund rennt im Schnee", "a dog runs in the snow", "zwei Hunde rennen", "two dogs run"] * 3
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
 
 
 def small_tokenizer(vocab_size=60):
@@ -146,15 +145,9 @@ def test_the_smallest_vocab_size_named_in_the_error_works():
 
 @pytest.fixture(scope="module")
 def multi30k_lines():
-    for folder in (os.environ.get(MIRROR_ENV, ""), str(Path(__file__).resolve().parents[1] / "data"), str(SHARED)):
-        names = [multi30k_filename(s, l) for s in ("train", "test") for l in ("de", "en")]
-        if folder and all((Path(folder) / name).exists() for name in names):
-            return {
-                (s, l): read_lines(Path(folder) / multi30k_filename(s, l))
-                for s in ("train", "test")
-                for l in ("de", "en")
-            }
-    pytest.skip(f"the Multi30k files are in neither ${MIRROR_ENV} nor data/; set {MIRROR_ENV}=/path/to/multi30k")
+    if MULTI30K is None:
+        pytest.skip(NO_MULTI30K)
+    return {(s, l): read_lines(MULTI30K / multi30k_filename(s, l)) for s in ("train", "test") for l in ("de", "en")}
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +159,7 @@ def tokenizer(multi30k_lines):
     return tokenizer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["de", "en"])
 def test_encode_then_decode_is_the_identity_on_test2016(tokenizer, multi30k_lines, lang):
     lines = multi30k_lines["test", lang]
@@ -181,6 +175,7 @@ def test_encode_then_decode_is_the_identity_on_the_train_split_too(tokenizer, mu
     assert [tokenizer.decode(ids) for ids in tokenizer.encode_many(lines, ids=True)] == lines
 
 
+@pytest.mark.slow
 def test_words_seen_only_in_test_still_encode_without_unk(tokenizer, multi30k_lines):
     train_words = {
         w for lang in ("de", "en") for line in multi30k_lines["train", lang] for w in re.findall(r"\w+", line)
@@ -193,6 +188,7 @@ def test_words_seen_only_in_test_still_encode_without_unk(tokenizer, multi30k_li
     assert all(UNK not in tokenizer.encode_ids(word) for word in test_only)
 
 
+@pytest.mark.slow
 def test_json_round_trip_gives_identical_encodings(tokenizer, multi30k_lines):
     text = tokenizer.to_json()
     assert isinstance(text, str)
@@ -202,6 +198,7 @@ def test_json_round_trip_gives_identical_encodings(tokenizer, multi30k_lines):
     assert again.to_json() == text
 
 
+@pytest.mark.slow
 def test_the_shared_vocab_has_the_tokenizer_ids(tokenizer, multi30k_lines):
     vocab = tokenizer.vocab()
     assert isinstance(vocab, Vocab) and len(vocab) == len(tokenizer) == 8000

@@ -27,13 +27,15 @@ from transformer_course.model import build_model
 from transformer_course.train import fit
 from transformer_course.viz import translate_and_capture
 
-MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
+from helpers import MULTI30K, needs_multi30k
+
+MIRROR = MULTI30K  # $TC_DATA_MIRROR or data/ (tests/helpers.py)
 LIMIT = 300  # pairs of each split: a tokenizer of a few hundred pieces and a model that trains in seconds
 SENTENCES = ["Ein Hund läuft im Schnee.", "Zwei Männer sitzen auf einer Bank."]
 NOTEBOOK_10 = Path(__file__).resolve().parents[1] / "notebooks" / "10_attention_visualization.ipynb"
 NOTEBOOK_10_CHECKPOINT_CELLS = ("da400181", "3a11fd20", "194787cf")  # §8: load, translate + capture, the charts
 
-pytestmark = pytest.mark.skipif(not MIRROR.is_dir(), reason=f"needs the Multi30k files in {MIRROR}")
+pytestmark = needs_multi30k
 
 
 def tiny_config():
@@ -92,6 +94,7 @@ def test_bad_subword_settings_are_one_clear_error(changes, message):
         get_preset("multi30k-cpu-bpe").replace(**changes)
 
 
+@pytest.mark.slow
 def test_the_tokenizer_is_learned_on_the_train_split_only_and_cached(run):
     data, root = run["data"], run["root"]
     train = load_pairs("train", root)[:LIMIT]
@@ -106,6 +109,7 @@ def test_the_tokenizer_is_learned_on_the_train_split_only_and_cached(run):
     assert len(list((root / "cache").glob("subword-*.json"))) == 2
 
 
+@pytest.mark.slow
 def test_every_checkpoint_of_a_subword_run_carries_its_tokenizer(run):
     for name in ("last.pt", "best.pt"):
         state = torch.load(run["out"] / name, weights_only=True)  # a plain str: safe to load
@@ -118,6 +122,7 @@ def test_every_checkpoint_of_a_subword_run_carries_its_tokenizer(run):
         assert checkpoint.src_vocab.fingerprint() == checkpoint.tokenizer.vocab().fingerprint()
 
 
+@pytest.mark.slow
 def test_a_subword_checkpoint_translates_from_its_file_alone_in_a_fresh_process(run):
     path = run["out"] / "last.pt"
     script = (
@@ -137,6 +142,7 @@ def test_a_subword_checkpoint_translates_from_its_file_alone_in_a_fresh_process(
         assert "▁" not in text and text == tokenizer.decode(tokenizer.encode(text))
 
 
+@pytest.mark.slow
 def test_the_text_out_is_the_tokenizers_exact_decoding_of_the_model_output(run):
     checkpoint = load_checkpoint(run["out"] / "last.pt")
     decoded = decode_sentences(checkpoint.model, checkpoint.src_vocab, SENTENCES, tokenizer=checkpoint.tokenizer)
@@ -144,6 +150,7 @@ def test_the_text_out_is_the_tokenizers_exact_decoding_of_the_model_output(run):
     assert translate(checkpoint, SENTENCES) == [checkpoint.tokenizer.decode(out) for _, out in decoded]
 
 
+@pytest.mark.slow
 def test_evaluate_scores_the_exactly_detokenized_subword_output(run):
     result = evaluate_checkpoint(run["out"] / "last.pt", "val", root=run["root"], limit=6, progress=False)
     assert result.sources == [s for s, _ in load_pairs("val", run["root"])[:6]]
@@ -152,6 +159,7 @@ def test_evaluate_scores_the_exactly_detokenized_subword_output(run):
     assert result.tokenized_bleu == pytest.approx(evaluate.tokenized_bleu(result.hypotheses, result.references).score)
 
 
+@pytest.mark.slow
 def test_a_word_level_checkpoint_still_translates_with_spacy_words(tmp_path):
     config, vocab = get_preset("toy-copy"), toy_vocab(14)
     path = save_checkpoint(tmp_path / "w.pt", build_model(config, 14, 14), config, vocab, vocab)
@@ -161,6 +169,7 @@ def test_a_word_level_checkpoint_still_translates_with_spacy_words(tmp_path):
     assert text == translate(checkpoint.model, ["4 5 6"], src_vocab=vocab, tgt_vocab=vocab)[0]
 
 
+@pytest.mark.slow
 def test_translate_refuses_a_vocabulary_or_tokenizer_that_is_not_the_checkpoints(run):
     path, tokenizer = run["out"] / "last.pt", run["data"].tokenizer
     with pytest.raises(VocabMismatchError, match="src_vocab"):
@@ -180,6 +189,7 @@ def test_translate_refuses_a_vocabulary_or_tokenizer_that_is_not_the_checkpoints
     )
 
 
+@pytest.mark.slow
 def test_saving_refuses_vocabularies_that_are_not_the_tokenizers(tmp_path, run):
     config, tokenizer = run["config"], run["data"].tokenizer
     model = load_checkpoint(run["out"] / "last.pt").model
@@ -189,6 +199,7 @@ def test_saving_refuses_vocabularies_that_are_not_the_tokenizers(tmp_path, run):
     assert not (tmp_path / "x.pt").exists()
 
 
+@pytest.mark.slow
 def test_averaging_refuses_checkpoints_with_different_tokenizers(tmp_path, run):
     checkpoint = load_checkpoint(run["out"] / "last.pt")
     model, config, vocab = checkpoint.model, checkpoint.config, checkpoint.src_vocab
@@ -200,6 +211,7 @@ def test_averaging_refuses_checkpoints_with_different_tokenizers(tmp_path, run):
     assert load_checkpoint(tmp_path / "avg.pt").tokenizer == checkpoint.tokenizer == averaged.tokenizer
 
 
+@pytest.mark.slow
 def test_the_cli_average_refuses_checkpoints_with_different_tokenizers(tmp_path, run, capsys):
     from transformer_course.cli import main
 
@@ -212,6 +224,7 @@ def test_the_cli_average_refuses_checkpoints_with_different_tokenizers(tmp_path,
     assert not list(tmp_path.glob("averaged-*.pt"))
 
 
+@pytest.mark.slow
 def test_the_heatmap_axes_show_display_pieces(run):
     path = run["out"] / "last.pt"
     tokenizer = load_checkpoint(path).tokenizer
@@ -227,6 +240,7 @@ def test_the_heatmap_axes_show_display_pieces(run):
     assert len(capture.tgt_tokens) == capture.cross[0].shape[1]  # rows of cross attention: (h, T, S)
 
 
+@pytest.mark.slow
 def test_the_cli_translates_with_the_checkpoints_tokenizer(run, capsys):
     from transformer_course.cli import main
 
@@ -259,6 +273,7 @@ def subword_checkpoint(request, tmp_path_factory):
     return out / "best.pt"
 
 
+@pytest.mark.slow
 def test_notebook_10_shows_a_subword_checkpoint(subword_checkpoint):
     # the notebook's own §8 cells, run as written, with CHECKPOINT pointing at a subword checkpoint
     cells = {c.get("id"): "".join(c["source"]) for c in json.loads(NOTEBOOK_10.read_text(encoding="utf-8"))["cells"]}
@@ -273,6 +288,7 @@ def test_notebook_10_shows_a_subword_checkpoint(subword_checkpoint):
     assert len(shown) == 4  # heatmap, explorer, grid, head statistics
 
 
+@pytest.mark.slow
 def test_notebook_10s_text_box_takes_a_subword_checkpoint(subword_checkpoint, capsys):
     pytest.importorskip("ipywidgets")
     checkpoint = load_checkpoint(subword_checkpoint)

@@ -47,6 +47,7 @@ def manual_attention(module, query, memory, mask):
 # ---------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_capture_shapes_per_kind_and_layer():
     model = small_model()
     capture = viz.capture_attention(model, [4, 5, 6, 7, 8], [9, 10, 11])  # S = 5, T = 3 + <s>
@@ -58,6 +59,7 @@ def test_capture_shapes_per_kind_and_layer():
     assert capture.tgt_tokens == ["<s>", "9", "10", "11"]
 
 
+@pytest.mark.slow
 def test_rows_sum_to_one_over_allowed_keys_and_zero_on_masked_keys():
     model = small_model()
     capture = viz.capture_attention(model, [4, 5, 6, PAD, PAD], [7, 8, 9, 10])  # two padded source positions
@@ -74,6 +76,7 @@ def test_rows_sum_to_one_over_allowed_keys_and_zero_on_masked_keys():
             assert torch.all(w[:, allowed] > 0)
 
 
+@pytest.mark.slow
 def test_captured_weights_equal_the_written_out_formula():
     model = small_model(dropout=0.3).eval()
     src, tgt = torch.tensor([[4, 5, 6, 7, PAD]]), torch.tensor([[2, 8, 9, 10]])
@@ -110,6 +113,7 @@ def test_captured_weights_equal_the_written_out_formula():
         torch.testing.assert_close(getattr(capture, kind)[layer], expected)
 
 
+@pytest.mark.slow
 def test_capture_restores_the_fast_path_and_the_train_mode():
     model = small_model().train()
     viz.capture_attention(model, [4, 5, 6], [7, 8])
@@ -120,6 +124,7 @@ def test_capture_restores_the_fast_path_and_the_train_mode():
     assert all(m.weights is None for m in model.attention_modules())  # nothing kept outside a capture
 
 
+@pytest.mark.slow
 def test_capture_takes_token_strings_with_their_vocabulary():
     vocab = Vocab(SPECIALS + list("abcdefgh"))  # a → 4, b → 5, …
     model = small_model()
@@ -132,6 +137,7 @@ def test_capture_takes_token_strings_with_their_vocabulary():
             torch.testing.assert_close(a, b)
 
 
+@pytest.mark.slow
 def test_capture_bad_input_says_what_to_change():
     model = small_model()
     with pytest.raises(ValueError, match="pass its vocabulary"):
@@ -176,6 +182,7 @@ def test_diagonality_and_alignment_of_identity_and_flipped_identity():
     torch.testing.assert_close(viz.argmax_alignment(shifted, offset=-1), torch.tensor([1.0]))  # rows 1–4
 
 
+@pytest.mark.slow
 def test_head_statistics_one_row_per_kind_layer_head():
     capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
     rows = viz.head_statistics(capture)
@@ -190,6 +197,7 @@ def test_head_statistics_one_row_per_kind_layer_head():
 # ---------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_heatmap_spec_carries_tokens_and_weights_of_each_cell():
     capture = viz.capture_attention(small_model(), [4, 5, 6, 5], [7, 8, 9])  # a repeated source token
     spec = viz.attention_heatmap(capture, "cross", layer=1, head=2).to_dict()
@@ -214,6 +222,7 @@ def test_heatmap_rejects_token_lists_of_the_wrong_length():
         viz.heatmap(torch.rand(2, 2, 2))
 
 
+@pytest.mark.slow
 def test_explorer_spec_has_dropdowns_and_every_head_with_its_mean():
     capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
     spec = viz.attention_explorer(capture).to_dict()
@@ -277,6 +286,7 @@ def test_lr_schedule_plot_thins_long_schedules_but_keeps_the_peak():
         viz.plot_lr_schedule([1.0, 2.0, 3.0], steps=[1, 2])
 
 
+@pytest.mark.slow
 def test_matplotlib_backend_draws_the_same_matrices():
     capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
     fig = viz.attention_heatmap(capture, "cross", 0, 1, backend="matplotlib")
@@ -316,6 +326,7 @@ def copy_model():
     return model.eval()
 
 
+@pytest.mark.slow
 def test_copy_model_cross_attention_lies_on_the_diagonal_and_the_heatmap_shows_it(copy_model):
     """Decoder step i (reading <s> y_1 … y_i) must write source token i, so it should look at source position i."""
     on_diagonal, rows = 0, 0
@@ -330,6 +341,7 @@ def test_copy_model_cross_attention_lies_on_the_diagonal_and_the_heatmap_shows_i
     assert on_diagonal / rows >= 0.9
 
 
+@pytest.mark.slow
 def test_translate_and_capture_types_a_sentence_through_the_model(copy_model):
     vocab = Vocab(SPECIALS + list("abcdefgh"))  # toy ids 4 … 11 as letters
     translation, capture = viz.translate_and_capture(copy_model, "c a f e b", vocab, vocab)
@@ -341,6 +353,7 @@ def test_translate_and_capture_types_a_sentence_through_the_model(copy_model):
         viz.translate_and_capture(copy_model, "  ", vocab, vocab)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("beam_size", [1, 3])
 def test_translate_and_capture_gives_translates_own_translation(beam_size, one_thread):
     """Untrained models: greedy often runs to translate's length limit (source + 50 words), beam stops early."""
@@ -389,6 +402,7 @@ def test_viz_imports_neither_the_edition_nor_training_code():
 # ---------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_save_chart_writes_png_svg_and_an_offline_html_page(tmp_path):
     chart = viz.plot_mask(subsequent_mask(3))
     assert viz.save_chart(chart, tmp_path / "m.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -422,6 +436,7 @@ def test_bertviz_head_view_receives_the_capture():
         viz.bertviz_view(capture, "neuron")
 
 
+@pytest.mark.slow
 def test_sentence_explorer_translates_what_is_typed(copy_model, monkeypatch):
     widgets = pytest.importorskip("ipywidgets")
     typed, real = [], viz.explorer.translate_and_capture
@@ -441,6 +456,7 @@ def test_sentence_explorer_translates_what_is_typed(copy_model, monkeypatch):
     assert typed == ["c a f", "b a d", "b a d"]
 
 
+@pytest.mark.slow
 def test_charts_draw_with_an_older_vega_lite_like_jupyterlabs():
     """JupyterLab 4 renders with its own Vega-Lite 5.6; vl-convert's oldest, 5.8, must draw every chart too."""
     import vl_convert as vlc
@@ -457,6 +473,7 @@ def test_charts_draw_with_an_older_vega_lite_like_jupyterlabs():
         assert 'class="mark-rect role-mark' in svg or 'class="mark-line role-mark' in svg
 
 
+@pytest.mark.slow
 def test_explorer_can_open_on_the_mean_of_the_heads():
     capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
     spec = viz.attention_explorer(capture, head=-1).to_dict()
@@ -505,6 +522,7 @@ def every_chart(capture):
     }
 
 
+@pytest.mark.slow
 def test_english_charts_keep_their_english_words():
     capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
     for name, chart in every_chart(capture).items():
@@ -527,6 +545,7 @@ def test_english_charts_keep_their_english_words():
     assert fig.texts[0].get_text() == "cross-attention (decoder → encoder): layer × head (3 queries × 3 keys)"
 
 
+@pytest.mark.slow
 def test_chinese_charts_speak_chinese_and_keep_their_data(chinese):
     capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
     mask = viz.plot_mask(subsequent_mask(3)).to_dict()
@@ -552,6 +571,7 @@ def test_chinese_charts_speak_chinese_and_keep_their_data(chinese):
     assert viz.plot_mask(subsequent_mask(3), title="my own title").to_dict()["title"] == "my own title"
 
 
+@pytest.mark.slow
 def test_chinese_charts_draw_their_chinese_words(chinese):
     """Vega-Lite 5.8 (as old as JupyterLab's) compiles every Chinese chart; its words reach the SVG."""
     import vl_convert as vlc

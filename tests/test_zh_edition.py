@@ -22,8 +22,6 @@ import os
 import re
 import subprocess
 import sys
-from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -32,210 +30,23 @@ import pytest
 from transformer_course.edition import zh
 from transformer_course.paths import course_path, course_root, is_course_root
 
-REPO = Path(__file__).resolve().parent.parent
-NOTEBOOKS = REPO / "notebooks"
-ZH = NOTEBOOKS / "zh"
-GLOSSARY_EN = NOTEBOOKS / "GLOSSARY.md"
-GLOSSARY_ZH = ZH / "GLOSSARY.md"
-README = REPO / "README.md"
-ENGLISH = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
-CHINESE = sorted(ZH.glob("[0-9][0-9]_*.ipynb"))
-CJK = re.compile(r"[\u4e00-\u9fff]")
-NUMBERS = re.compile(r"\[(\d\d(?:, \d\d)*)\]$")  # the notebook numbers that end an entry: [02, 03]
-ZH_SECTION = "## 中文版"
-
-
-# ---- reading the glossaries ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Avoided:
-    variant: str  # the word the prose must not use
-    exceptions: tuple[str, ...]  # longer phrases in which it is fine (the note's 除外：…)
-
-
-@dataclass(frozen=True)
-class Term:
-    english: str
-    chosen: str
-    explanation: str
-    avoided: tuple[Avoided, ...]
-
-    @property
-    def forms(self) -> set[str]:
-        """Every way the chosen column may be written: 交叉注意力（编码器-解码器注意力） gives 交叉注意力,
-        编码器-解码器注意力 and 交叉注意力编码器-解码器注意力; 注意力头 / 头 gives both."""
-        found = set()
-        for alternative in re.split(r"\s+/\s+", self.chosen.replace("`", "")):
-            found.add(alternative.strip())
-            if "（" in alternative:
-                found.add(re.sub(r"（.*?）", "", alternative).strip())
-                found.update(re.findall(r"（(.*?)）", alternative))
-                found.add(alternative.replace("（", "").replace("）", ""))
-        return {form for form in found if form}
-
-
-def split_outside_brackets(text: str, separator: str) -> list[str]:
-    """``text`` split at each ``separator`` that is not inside （） or ()."""
-    parts, depth, current = [], 0, ""
-    for ch in text:
-        depth += ch in "（(" and 1 or 0
-        depth -= ch in "）)" and 1 or 0
-        if ch == separator and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    return [p.strip() for p in parts + [current] if p.strip()]
-
-
-def parse_avoided(text: str) -> tuple[Avoided, ...]:
-    """``数值（指 value 时；除外：数值稳定、数值上）、询问`` → 数值 with two exceptions, and 询问."""
-    found = []
-    for part in split_outside_brackets(text, "、"):
-        variant, _, note = part.partition("（")
-        exceptions = re.search(r"除外：([^；）]*)", note)
-        found.append(Avoided(variant.strip(), tuple(split_outside_brackets(exceptions[1], "、")) if exceptions else ()))
-    return tuple(found)
-
-
-def table_cells(line: str) -> list[str]:
-    """The cells of one markdown table row; ``\\|`` is a pipe inside a cell."""
-    return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
-
-
-def parse_glossary(path: Path) -> list[Term]:
-    """The rows of the 术语表: | English | 中文 | 说明 | 避免 |. A malformed row raises ValueError naming its line."""
-    terms = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.startswith("|"):
-            continue
-        cells = table_cells(line)
-        if len(cells) != 4:
-            raise ValueError(
-                f"{path.name} line {number}: {len(cells)} cells, expected | English | 中文 | 说明 | 避免 |"
-            )
-        if cells[0] == "English" or set(cells[0]) <= set("-: "):
-            continue  # the header and the line under it
-        terms.append(Term(cells[0], cells[1], cells[2], parse_avoided(cells[3])))
-    if not terms:
-        raise ValueError(f"{path.name} holds no table rows | English | 中文 | 说明 | 避免 |")
-    return terms
-
-
-def english_glossary(path: Path = GLOSSARY_EN) -> dict[str, str]:
-    """The English glossary: term → its notebook numbers (the ``[NN, NN]`` that ends its paragraph)."""
-    entries = {}
-    for paragraph in path.read_text(encoding="utf-8").split("\n\n"):
-        if match := re.match(r"\*\*(.+?)\*\* — ", paragraph):
-            numbers = NUMBERS.search(paragraph.strip())
-            entries[match[1]] = numbers[1] if numbers else ""
-    return entries
-
-
-def glossary_problems(zh_path: Path = GLOSSARY_ZH, en_path: Path = GLOSSARY_EN) -> list[str]:
-    """What is wrong with the 术语表: a missing English term, other notebook numbers, a chosen form that is
-    neither Chinese nor the English word kept, a term listed twice."""
-    terms = parse_glossary(zh_path)
-    by_english = {t.english: t for t in terms}
-    problems = [f"{english!r} is listed twice" for english, n in Counter(t.english for t in terms).items() if n > 1]
-    for english, numbers in english_glossary(en_path).items():
-        term = by_english.get(english)
-        if term is None:
-            problems.append(f"{english!r} of {en_path.name} has no row (| {english} | 中文 | 说明 | 避免 |)")
-            continue
-        found = NUMBERS.search(term.explanation)
-        if (found[1] if found else "") != numbers:
-            problems.append(f"{english!r}: the explanation must end with [{numbers}] as in {en_path.name}")
-    for term in terms:
-        if not NUMBERS.search(term.explanation):
-            problems.append(f"{term.english!r}: the explanation must end with the notebook numbers, e.g. [02]")
-        kept = term.english.replace("`", "").lower()
-        for form in re.split(r"\s+/\s+", term.chosen.replace("`", "")):
-            if not form or not (CJK.search(form) or form.lower() in kept):
-                problems.append(f"{term.english!r}: chosen form {form!r} is neither Chinese nor the English term kept")
-    return sorted(set(problems))
-
-
-# ---- reading the Chinese prose ----------------------------------------------------------------------------------
-
-
-def cell_source(cell: dict) -> str:
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-
-
-def prose_lines(markdown: str) -> list[str]:
-    """The lines of ``markdown`` with fenced code blocks, `code` spans, $math$, link targets and HTML tags
-    blanked: what remains is read as Chinese prose."""
-    lines, fenced = [], False
-    for line in markdown.splitlines():
-        if line.lstrip().startswith("```"):
-            fenced = not fenced
-            lines.append("")
-            continue
-        if fenced:
-            lines.append("")
-            continue
-        line = re.sub(r"`[^`]*`", " ", line)
-        line = re.sub(r"\$\$.*?\$\$|\$[^$]*\$", " ", line)
-        line = re.sub(r"\]\([^)]*\)", "]", line)
-        lines.append(re.sub(r"<[^>]+>", " ", line))
-    return lines
-
-
-def readme_section(path: Path = README) -> str:
-    """The README's 中文版 section: from its heading to the next ``## `` heading."""
-    text = path.read_text(encoding="utf-8")
-    start = text.find(f"\n{ZH_SECTION}\n")
-    if start < 0:
-        return ""
-    end = text.find("\n## ", start + len(ZH_SECTION) + 2)
-    return text[start : end if end > 0 else len(text)]
-
-
-def chinese_texts(folder: Path = ZH, readme: Path = README) -> list[tuple[str, str, Path]]:
-    """Every piece of Chinese prose: (where, markdown, the folder its links are relative to)."""
-    texts = []
-    for path in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
-        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
-            if cell["cell_type"] == "markdown":
-                texts.append((f"{path.name} cell {cell.get('id')}", cell_source(cell), folder))
-    texts.append((f"{readme.name} {ZH_SECTION}", readme_section(readme), readme.parent))
-    return texts
-
-
-def occurrences_not_covered(line: str, variant: str, covers: list[str]) -> int:
-    """How often ``variant`` occurs in ``line`` outside every longer phrase of ``covers`` that holds it
-    (自注意力 covers the 注意力 inside it)."""
-    count = 0
-    for match in re.finditer(re.escape(variant), line):
-        start = match.start()
-        count += not any(
-            line.startswith(phrase, start - inner.start())
-            for phrase in covers
-            for inner in re.finditer(f"(?={re.escape(variant)})", phrase)
-            if start >= inner.start()
-        )
-    return count
-
-
-def avoided_uses(texts: list[tuple[str, str]], terms: list[Term]) -> list[str]:
-    """One line per use of an avoided variant: where, which variant, what to write instead, and the line."""
-    chosen = sorted({form for term in terms for form in term.forms}, key=len, reverse=True)
-    found = []
-    for where, markdown in texts:
-        for line in prose_lines(markdown):
-            for term in terms:
-                for avoided in term.avoided:
-                    if not avoided.variant or avoided.variant not in line:
-                        continue
-                    covers = [
-                        p for p in (*avoided.exceptions, *chosen) if avoided.variant in p and p != avoided.variant
-                    ]
-                    if occurrences_not_covered(line, avoided.variant, covers):
-                        found.append(f"{where}: {avoided.variant!r} (write {term.chosen}) in: {line.strip()}")
-    return found
-
+from helpers import (
+    CHINESE,
+    ENGLISH,
+    GLOSSARY_ZH,
+    NOTEBOOKS,
+    README,
+    REPO,
+    ZH,
+    ZH_SECTION,
+    avoided_uses,
+    cell_source,
+    chinese_texts,
+    english_glossary,
+    glossary_problems,
+    parse_glossary,
+    readme_section,
+)
 
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)|\b(?:src|href)\s*=\s*[\"']([^\"']+)[\"']")
 
@@ -373,6 +184,7 @@ def test_relative_links_and_images_in_the_chinese_prose_lead_to_files():
 # ---- (e) the language lines -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_language_lines_set_the_language_to_zh():
     assert language_after(zh.LANGUAGE_LINES) == "zh"
 
@@ -530,6 +342,7 @@ def test_the_link_check_finds_a_picture_still_linked_from_notebooks(tmp_path):
     assert broken_links(texts) == [f"00 cell a: figures/architecture.svg (no {ZH / 'figures/architecture.svg'})"]
 
 
+@pytest.mark.slow
 def test_the_language_check_sees_lines_that_do_not_set_the_language():
     assert language_after(("from transformer_course.i18n import set_language",)) == "en"
 

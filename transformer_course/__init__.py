@@ -1,7 +1,13 @@
 """transformer_course: the tested package behind the notebooks of the course.
 
 "Attention Is All You Need" (Vaswani et al., 2017), built step by step.
+
+The names below are the ones notebooks use, each re-exported once from the module that defines it. The
+subpackages load on first use: ``from transformer_course import viz`` (or ``tc.viz``) imports the charts,
+so ``import transformer_course`` stays free of the chart stack, the HTML edition and the classroom build.
 """
+
+__version__ = "0.2.0"  # the one place the version is written (pyproject.toml reads it; CHANGELOG.md)
 
 from .attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
 from .config import PRESETS, Config, fast_mode, get_preset
@@ -36,7 +42,7 @@ from .layers import (
     sinusoidal_table,
 )
 from .masks import padding_mask, subsequent_mask, target_mask
-from .model import DecoderCache, Transformer, build_model, count_parameters, make_model
+from .model import DecoderCache, ModelConfig, Transformer, build_model, count_parameters, make_model
 from .paths import course_path, course_root
 from .train import (
     Checkpoint,
@@ -51,8 +57,6 @@ from .train import (
     save_checkpoint,
     train_toy_model,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "average_checkpoints",
@@ -86,6 +90,7 @@ __all__ = [
     "make_model",
     "make_optimizer",
     "make_scheduler",
+    "ModelConfig",
     "MultiHeadAttention",
     "noam_lambda",
     "noam_rate",
@@ -116,3 +121,13 @@ __all__ = [
     "UNK",
     "Vocab",
 ]
+
+SUBPACKAGES = ("classroom", "edition", "exercises", "viz")  # imported when first asked for (PEP 562)
+
+
+def __getattr__(name: str):
+    if name in SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'transformer_course' has no attribute {name!r}")

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from .beam import Finished, cannot_improve, ended, extend, gnmt_length_penalty, go_on, start_beams
 from .checkpoint import resolve_model
 from .config import MAX_BEAM_SIZE
 from .data import BOS, EOS, PAD, detokenize, tokenize_many
@@ -79,13 +80,13 @@ def check_decode_args(
         )
     if not _is_int(max_len) or max_len < 2:
         raise ValueError(f"max_len counts <s> too, so it must be an integer >= 2 to generate a word, got {max_len!r}")
-    table = getattr(getattr(model, "config", None), "max_len", None)
+    table = positions_of(model)
     if table is not None and max_len > table:
         raise ValueError(
             f"max_len={max_len} is longer than the model's positional table (max_len={table}); "
             f"use max_len <= {table} or build the model with a larger max_len"
         )
-    vocab = getattr(model, "tgt_vocab", None)
+    vocab = getattr(model, "tgt_vocab_size", None) or getattr(model, "tgt_vocab", None)  # or a hand-built model's
     for name, symbol in (("start_symbol", start_symbol), ("end_symbol", end_symbol)):
         if symbol is not None and vocab is not None and not 0 <= symbol < vocab:
             raise ValueError(f"{name}={symbol} is not a target word id (the target vocabulary has {vocab} words)")
@@ -108,13 +109,13 @@ def check_beam_size(beam_size: int) -> None:
         )
 
 
+def positions_of(model: nn.Module) -> int | None:
+    """The positions the model's table holds (``model_config.max_len``), None for a model without one."""
+    return getattr(getattr(model, "model_config", None), "max_len", None)
+
+
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def gnmt_length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
-    """lp(Y) = ((5 + |Y|) / 6)^α (Wu et al., 2016, eq. 14). α = 0 gives 1: plain log-probabilities."""
-    return ((5 + length) / 6) ** alpha
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -271,75 +272,20 @@ def beam_search(
     check_beam_size(beam_size)
     if not _is_int(n_best) or not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best must be an integer between 1 and beam_size={beam_size}, got {n_best!r}")
-    B, k, n, device = src.size(0), beam_size, n_best, src.device
-    neg_inf = float("-inf")
-
-    # Encode once, then give every beam its own copy of the memory: row b·k + j is beam j of sentence b.
-    memory = model.encode(src, src_mask).repeat_interleave(k, dim=0)  # (B·k, S, d_model)
-    if src_mask is not None and src_mask.size(0) == B:
-        src_mask = src_mask.repeat_interleave(k, dim=0)  # (B·k, 1, 1, S)
-    cache = model.new_cache()
-
-    alive = torch.full((B, k, 1), start_symbol, dtype=torch.long, device=device)  # (B, k, t): open prefixes
-    alive_log_probs = torch.full((B, k), neg_inf, device=device)  # (B, k)
-    alive_log_probs[:, 0] = 0.0  # at the start only beam 0 is real, so the first choices are distinct words
-
-    fin_tokens = torch.full((B, n, max_len), PAD, dtype=torch.long, device=device)  # (B, n, max_len)
-    fin_scores = torch.full((B, n), neg_inf, device=device)  # (B, n), best first
-    fin_log_probs = torch.full((B, n), neg_inf, device=device)  # (B, n)
-    fin_lengths = torch.zeros((B, n), dtype=torch.long, device=device)  # (B, n)
-    done = torch.zeros(B, dtype=torch.bool, device=device)  # (B,)
-    rows = torch.arange(B, device=device)[:, None]  # (B, 1): for gathering per sentence
+    memory, src_mask, cache, alive, alive_log_probs = start_beams(model, src, src_mask, start_symbol, beam_size)
+    finished = Finished.empty(src.size(0), n_best, max_len, src.device)
+    done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)  # (B,)
     longest = max_len - 1  # the most words a hypothesis may have
-
     for t in range(1, max_len):  # t = |Y| of the hypotheses made at this step
-        hidden = model.decode(memory, src_mask, alive[:, :, -1].reshape(B * k, 1), None, cache)  # (B·k, 1, d_model)
-        log_p = model.generator(hidden[:, -1]).log_softmax(dim=-1)  # (B·k, V)
-        V = log_p.size(-1)
-        candidates = alive_log_probs[:, :, None] + log_p.view(B, k, V)  # (B, k, V): log P of each extension
-        flat = candidates.view(B, k * V)  # (B, k·V); index = beam · V + word
-
-        # Hypotheses that end at this step.
-        if t == longest:  # the last step: every extension ends here
-            end_log_probs, end_index = flat, torch.arange(k * V, device=device).expand(B, -1)  # (B, k·V)
-        else:  # the beam's k choices; those that chose </s> end
-            end_log_probs, end_index = flat.topk(k, dim=1)  # (B, k)
-            end_log_probs = end_log_probs.masked_fill(end_index % V != end_symbol, neg_inf)
-        end_scores = end_log_probs / gnmt_length_penalty(t, length_penalty)  # (B, ·)
-        end_scores = end_scores.masked_fill(done[:, None], neg_inf)  # done sentences stay as they are
-        new_scores, pick = end_scores.topk(n, dim=1)  # (B, n): at most n new ones can enter the n best
-        new_index = end_index.gather(1, pick)  # (B, n)
-        new_log_probs = flat.gather(1, new_index).masked_fill(new_scores == neg_inf, neg_inf)  # (B, n)
-        new_beam, new_word = new_index // V, new_index % V  # (B, n), (B, n)
-        new_tokens = torch.cat([alive[rows, new_beam], new_word[..., None]], dim=2)  # (B, n, t + 1)
-        new_tokens = nn.functional.pad(new_tokens, (0, max_len - t - 1), value=PAD)  # (B, n, max_len)
-
-        # Merge them with the finished ones: the n best of the 2n.
-        all_scores = torch.cat([fin_scores, new_scores], dim=1)  # (B, 2n)
-        fin_scores, keep = all_scores.topk(n, dim=1)  # (B, n)
-        fin_tokens = torch.cat([fin_tokens, new_tokens], dim=1)[rows, keep]  # (B, n, max_len)
-        fin_log_probs = torch.cat([fin_log_probs, new_log_probs], dim=1)[rows, keep]  # (B, n)
-        fin_lengths = torch.cat([fin_lengths, torch.full_like(fin_lengths, t)], dim=1)[rows, keep]  # (B, n)
+        candidates = extend(model, memory, src_mask, alive, alive_log_probs, cache)  # (B, k, V)
+        finished.add(ended(candidates, t, longest, end_symbol, length_penalty, done), alive, t)
         if t == longest:
             break
-
-        # Hypotheses that go on: the k best extensions that are not </s>.
-        open_candidates = candidates.clone()  # (B, k, V)
-        open_candidates[:, :, end_symbol] = neg_inf
-        alive_log_probs, index = open_candidates.view(B, k * V).topk(k, dim=1)  # (B, k)
-        beam, word = index // V, index % V  # (B, k), (B, k): which prefix each new hypothesis extends
-        alive = torch.cat([alive[rows, beam], word[..., None]], dim=2)  # (B, k, t + 1)
-        cache.reorder((rows * k + beam).view(-1))  # (B·k,): each new row reads its prefix's keys/values
-
-        # Done when no open hypothesis can beat the n-th finished one (log P can only fall).
-        best_future = max(gnmt_length_penalty(t + 1, length_penalty), gnmt_length_penalty(longest, length_penalty))
-        bound = alive_log_probs.max(dim=1).values / best_future  # (B,)
-        done |= fin_scores[:, -1] >= bound
+        alive, alive_log_probs = go_on(candidates, alive, end_symbol, cache)
+        done |= cannot_improve(finished, alive_log_probs, t, longest, length_penalty)
         if done.all():
             break
-
-    length = int(fin_lengths.max()) + 1  # <s> + the longest hypothesis kept
-    result = BeamResult(fin_tokens[:, :, :length], fin_scores, fin_log_probs, fin_lengths)
+    result = BeamResult(*finished.best_first())
     return result if return_result else result.best
 
 
@@ -379,9 +325,9 @@ def decode_sentences(
     sentences = list(sentences)
     if not sentences:
         return []
-    table = model.config.max_len  # positions the model can encode or decode
-    if length_penalty is None:
-        length_penalty = model.config.length_penalty
+    table = positions_of(model)  # positions the model can encode or decode
+    if length_penalty is None:  # the run's decoding setting (Config.length_penalty); the paper's α for a bare model
+        length_penalty = getattr(getattr(model, "config", None), "length_penalty", 0.6)
     device = next(model.parameters()).device
     tokens = tokenizer.encode_many(sentences) if tokenizer is not None else tokenize_many(sentences, src_lang)
     ids = [src_vocab.encode(words) for words in tokens]

@@ -258,7 +258,7 @@ def check_vocabulary(given: Vocab | None, own: Vocab, side: str, where: str) -> 
 
 def check_vocabulary_size(given: Vocab, model: nn.Module, side: str) -> None:
     """A bare model stores no vocabulary, but its embedding size says how many tokens it was trained with."""
-    size = getattr(unwrap(model), f"{side}_vocab", None)  # Transformer keeps src_vocab / tgt_vocab sizes
+    size = getattr(unwrap(model), f"{side}_vocab_size", None)  # Transformer keeps src_vocab_size / tgt_vocab_size
     if isinstance(size, int) and size != len(given):
         raise VocabMismatchError(
             f"{side}_vocab has {len(given)} tokens but the model was built for {size}; "

@@ -3,16 +3,19 @@
     src → Embeddings + positions → Encoder (N × [self-attention, FFN]) → memory
     tgt → Embeddings + positions → Decoder (N × [masked self-attention, cross-attention, FFN]) → Generator → logits
 
-``make_model`` builds it from sizes; ``build_model`` from a :class:`~transformer_course.config.Config`.
+The model reads only :class:`ModelConfig`, the architecture (as nanoGPT's ``GPTConfig``). ``make_model`` builds
+it from sizes, ``build_model`` from a run's :class:`~transformer_course.config.Config` (kept as ``model.config``).
 The decoder can run one token at a time with a :class:`DecoderCache` (notebook 09).
 """
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import dataclass, fields
+
 from torch import Tensor, nn
 
 from .attention import KVCache, MultiHeadAttention
-from .config import Config
 from .layers import (
     Embeddings,
     LayerNorm,
@@ -24,6 +27,7 @@ from .layers import (
 from .masks import check_mask
 
 __all__ = [
+    "ModelConfig",
     "EncoderLayer",
     "Encoder",
     "LayerCache",
@@ -36,6 +40,31 @@ __all__ = [
     "make_model",
     "count_parameters",
 ]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The architecture alone, what :class:`Transformer` reads; defaults: the paper's base model (Table 3). A
+    run's :class:`~transformer_course.config.Config` holds these fields too (and checks them) beside its own."""
+
+    N: int = 6  # layers in the encoder and in the decoder
+    d_model: int = 512
+    d_ff: int = 2048
+    h: int = 8  # attention heads
+    dropout: float = 0.1  # P_drop (§5.4)
+    attention_dropout: float = 0.0  # on the attention weights (not in §5.4; nn.Transformer uses P_drop)
+    ffn_dropout: float = 0.0  # on the FFN's hidden layer (not in the paper)
+    norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN
+    positional: str = "sinusoidal"  # or "learned"
+    max_len: int = 512  # longest sequence the positional table holds
+    tie_embeddings: str = "decoder"  # "none", "decoder" or "all" (§3.4)
+
+    @classmethod
+    def of(cls, config) -> ModelConfig:
+        """The architecture fields of a run's config (any object with these attributes), or ``config`` itself."""
+        if isinstance(config, cls):
+            return config
+        return cls(**{f.name: getattr(config, f.name) for f in fields(cls)})
 
 
 class EncoderLayer(nn.Module):
@@ -178,11 +207,12 @@ class Generator(nn.Module):
 
 
 class Transformer(nn.Module):
-    """The encoder-decoder model of Figure 1."""
+    """The encoder-decoder model of Figure 1. ``config``: a :class:`ModelConfig`, or a run's
+    :class:`~transformer_course.config.Config` (kept as ``model.config``; its architecture is ``model.model_config``)."""
 
-    def __init__(self, config: Config, src_vocab: int, tgt_vocab: int) -> None:
+    def __init__(self, config, src_vocab: int, tgt_vocab: int) -> None:
         super().__init__()
-        c = config
+        c = ModelConfig.of(config)
         check_positive(src_vocab=src_vocab, tgt_vocab=tgt_vocab, N=c.N, d_model=c.d_model, d_ff=c.d_ff, h=c.h)
         if c.tie_embeddings not in ("none", "decoder", "all"):
             raise ValueError(f"tie_embeddings must be 'none', 'decoder' or 'all', got {c.tie_embeddings!r}")
@@ -192,7 +222,8 @@ class Transformer(nn.Module):
                 f"vocabulary, got src_vocab={src_vocab}, tgt_vocab={tgt_vocab}; build a shared vocabulary "
                 "or use tie_embeddings='decoder'"
             )
-        self.config, self.src_vocab, self.tgt_vocab = c, src_vocab, tgt_vocab
+        self.model_config, self.config = c, config  # the architecture; the run's config (or the same)
+        self.src_vocab_size, self.tgt_vocab_size = src_vocab, tgt_vocab
         self.src_embed = Embeddings(src_vocab, c.d_model)
         self.tgt_embed = Embeddings(tgt_vocab, c.d_model)
         self.src_pos = PositionalEncoding(c.d_model, c.dropout, c.max_len, c.positional)
@@ -201,14 +232,26 @@ class Transformer(nn.Module):
         self.encoder = Encoder([EncoderLayer(*sizes) for _ in range(c.N)], c.d_model, c.norm_first)
         self.decoder = Decoder([DecoderLayer(*sizes) for _ in range(c.N)], c.d_model, c.norm_first)
         self.generator = Generator(c.d_model, tgt_vocab)
-        # Xavier/Glorot uniform for every matrix, as in the reference implementations.
+        # Xavier/Glorot uniform for every matrix, as in the reference implementations, except a learned
+        # positional table, which keeps its own N(0, 0.02²) start (layers.PositionalEncoding).
+        tables = {id(pos.table) for pos in (self.src_pos, self.tgt_pos) if isinstance(pos.table, nn.Parameter)}
         for p in self.parameters():
-            if p.dim() > 1:
+            if p.dim() > 1 and id(p) not in tables:
                 nn.init.xavier_uniform_(p)
         if c.tie_embeddings in ("decoder", "all"):
             self.generator.proj.weight = self.tgt_embed.lut.weight  # one (tgt_vocab, d_model) matrix
         if c.tie_embeddings == "all":
             self.src_embed.lut.weight = self.tgt_embed.lut.weight
+
+    @property
+    def src_vocab(self) -> int:  # deprecated in 0.2: an int here, the Vocab itself in Checkpoint.src_vocab
+        warnings.warn("model.src_vocab is deprecated: use model.src_vocab_size", DeprecationWarning, stacklevel=2)
+        return self.src_vocab_size
+
+    @property
+    def tgt_vocab(self) -> int:  # deprecated in 0.2, as src_vocab
+        warnings.warn("model.tgt_vocab is deprecated: use model.tgt_vocab_size", DeprecationWarning, stacklevel=2)
+        return self.tgt_vocab_size
 
     def encode(self, src: Tensor, src_mask: Tensor | None) -> Tensor:
         """src (batch, src_len) token ids → memory (batch, src_len, d_model)."""
@@ -239,13 +282,14 @@ class Transformer(nn.Module):
         return self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask)
 
     def new_cache(self) -> DecoderCache:
-        return DecoderCache(self.config.N)
+        return DecoderCache(self.model_config.N)
 
     def attention_modules(self) -> list[MultiHeadAttention]:
         return [m for m in self.modules() if isinstance(m, MultiHeadAttention)]
 
 
-def build_model(config: Config, src_vocab: int, tgt_vocab: int) -> Transformer:
+def build_model(config, src_vocab: int, tgt_vocab: int) -> Transformer:
+    """The model a run's :class:`~transformer_course.config.Config` describes (``model.config`` is that config)."""
     return Transformer(config, src_vocab, tgt_vocab)
 
 
@@ -265,6 +309,8 @@ def make_model(
     ``positional`` ("sinusoidal" or "learned"), ``max_len``, ``tie_embeddings`` ("none", "decoder",
     "all"), ``attention_dropout`` and ``ffn_dropout`` (0 in the paper; ``nn.Transformer`` uses ``dropout``).
     """
+    from .config import Config  # the run config it is stored with: checks every value, and checkpoints save it
+
     config = Config.from_dict(dict(N=N, d_model=d_model, d_ff=d_ff, h=h, dropout=dropout, **options))
     return Transformer(config, src_vocab, tgt_vocab)
 

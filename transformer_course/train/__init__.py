@@ -15,7 +15,9 @@
 - :mod:`.toy` — :func:`train_toy_model`, a copy/reverse model trained on a CPU in seconds (notebooks 08–10).
 
 Checkpoints live in :mod:`transformer_course.checkpoint` and the batch streams ``fit`` reads in
-:mod:`transformer_course.data`; their names are re-exported here, where they have always been importable.
+:mod:`transformer_course.data`; their names stay importable from here, where they have always been
+(notebook 11 calls ``train.build_model``, notebook 10 ``train.load_checkpoint``), but ``__all__`` lists only
+what this package defines: each name has one home.
 """
 
 from ..checkpoint import (
@@ -44,8 +46,7 @@ from .state import RunState
 from .step import TrainingDiverged, accumulation_groups, loss_on_batch, optimizer_step, validation_loss
 from .toy import train_toy_model
 
-__all__ = [
-    # training
+__all__ = [  # what train defines; the imports above from checkpoint, config, data and model are kept for old code
     "Distributed",
     "FitResult",
     "LabelSmoothingLoss",
@@ -66,32 +67,4 @@ __all__ = [
     "train_toy_model",
     "validation_loss",
     "write_history",
-    # checkpoints (transformer_course.checkpoint)
-    "Checkpoint",
-    "CheckpointError",
-    "RunLockedError",
-    "average_checkpoints",
-    "epoch_checkpoints",
-    "load_checkpoint",
-    "read_checkpoint",
-    "rng_states",
-    "save_checkpoint",
-    "set_rng_states",
-    "unwrap",
-    # the data fit reads (transformer_course.data)
-    "TrainingData",
-    "multi30k_data",
-    "toy_data",
-    "toy_vocab",
-    # names this module has always re-exported (notebook 11 calls train.build_model)
-    "PAD",
-    "SPECIALS",
-    "Batch",
-    "Config",
-    "Transformer",
-    "Vocab",
-    "build_model",
-    "collate",
-    "count_parameters",
-    "get_preset",
 ]

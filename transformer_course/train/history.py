@@ -4,10 +4,12 @@ One history row per logged step (training loss, learning rate, tokens per second
 (validation loss). A training row covers every step since the row before it: the running totals
 (:class:`LogWindow`) are saved in ``last.pt``, so the first row after a resume covers the same steps as in
 a run that never stopped. The plot is drawn on a ``matplotlib.figure.Figure`` of its own: no pyplot state, no
-backend switch, so a notebook's inline plots are left as they were. Its words are in the course's language
-(:func:`transformer_course.viz.labels.chart_text`): Chinese after ``set_language("zh")`` (the 中文版), drawn in
-the CJK font (:func:`transformer_course.viz.fonts.chinese_font`), or English with one warning line where no
-CJK font is installed.
+backend switch, so a notebook's inline plots are left as they were.
+
+The plot takes its words as an argument (:data:`ENGLISH_LABELS` by default, what ``fit`` writes to loss.png):
+training never imports the chart stack (:mod:`transformer_course.viz`). The 中文版's words, in the CJK font,
+come from :func:`transformer_course.viz.loss_plot_labels` (English with one warning line where no CJK font is
+installed): ``history_figure(history, title, labels=viz.loss_plot_labels())``.
 """
 
 from __future__ import annotations
@@ -22,15 +24,30 @@ from typing import TYPE_CHECKING
 
 from ..data import PAD, Batch
 from ..files import atomic_write_bytes, atomic_write_text
-from ..viz.fonts import chinese_font
-from ..viz.labels import chart_text, chinese_labels
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["HISTORY_COLUMNS", "LogWindow", "history_figure", "history_title", "plot_history", "write_history"]
+__all__ = [
+    "ENGLISH_LABELS",
+    "HISTORY_COLUMNS",
+    "LogWindow",
+    "history_figure",
+    "history_title",
+    "plot_history",
+    "write_history",
+]
 
 HISTORY_COLUMNS = ["step", "epoch", "loss", "lr", "tokens_per_s", "val_loss", "elapsed_s"]
+# The loss plot's words: every key a template, "font" a font family or None (matplotlib's default).
+ENGLISH_LABELS = {
+    "train": "train (label-smoothed, per token)",
+    "validation": "validation (label-smoothed, per token)",
+    "x": "optimizer step",
+    "y": "loss",
+    "parameters": "{name}: {parameters:,} parameters",
+    "font": None,
+}
 
 
 @dataclass
@@ -78,33 +95,32 @@ def write_history(history: list[dict], out_dir: str | Path) -> None:
     atomic_write_text(out_dir / "history.csv", table.getvalue())
 
 
-def history_title(name: str, parameters: int) -> str:
-    """The loss plot's title: "toy-copy: 12,345 parameters" (in Chinese "toy-copy：12,345 个参数")."""
-    return chart_text("{name}: {parameters:,} parameters", name=name, parameters=parameters)
+def history_title(name: str, parameters: int, labels: dict | None = None) -> str:
+    """The loss plot's title: "toy-copy: 12,345 parameters" (``labels``: see :data:`ENGLISH_LABELS`)."""
+    return (labels or ENGLISH_LABELS)["parameters"].format(name=name, parameters=parameters)
 
 
-def history_figure(history: list[dict], title: str = "") -> Figure:
+def history_figure(history: list[dict], title: str = "", labels: dict | None = None) -> Figure:
     """The training loss (per logged step) and the validation loss (per epoch) on a ``Figure`` of its own.
 
-    Its words go through :func:`~transformer_course.viz.labels.chart_text` (``title`` too: a title in the
-    charts' catalogue is translated); in Chinese the figure's words are set in the CJK font, whatever
-    matplotlib's settings are when it is drawn."""
+    ``labels`` holds the words (the keys of :data:`ENGLISH_LABELS`, its values by default) and the font they
+    are set in; :func:`transformer_course.viz.loss_plot_labels` gives them in the course's language."""
     os.environ.setdefault("MPLCONFIGDIR", "/tmp/matplotlib")  # a writable cache where $HOME is not
     from matplotlib.figure import Figure  # a figure of its own: pyplot's figures and backend stay untouched
 
-    cjk = chinese_font() if chinese_labels() else None  # in Chinese: the font, or the one warning and English
-    font = {"family": [cjk, "DejaVu Sans"]} if cjk else {}  # DejaVu Sans for any glyph the CJK font lacks
+    words = {**ENGLISH_LABELS, **(labels or {})}
+    font = {"family": [words["font"], "DejaVu Sans"]} if words["font"] else {}  # DejaVu Sans: glyphs it lacks
     train = [(h["step"], h["loss"]) for h in history if h.get("loss") is not None]
     val = [(h["step"], h["val_loss"]) for h in history if h.get("val_loss") is not None]
     fig = Figure(figsize=(7, 4))
     ax = fig.subplots()
     if train:
-        ax.plot(*zip(*train), label=chart_text("train (label-smoothed, per token)"), linewidth=1)
+        ax.plot(*zip(*train), label=words["train"], linewidth=1)
     if val:
-        ax.plot(*zip(*val), "o-", label=chart_text("validation (label-smoothed, per token)"))
-    ax.set_xlabel(chart_text("optimizer step"), **font)
-    ax.set_ylabel(chart_text("loss"), **font)
-    ax.set_title(chart_text(title) if title else "", **font)
+        ax.plot(*zip(*val), "o-", label=words["validation"])
+    ax.set_xlabel(words["x"], **font)
+    ax.set_ylabel(words["y"], **font)
+    ax.set_title(title, **font)
     ax.grid(alpha=0.3)
     if train or val:
         ax.legend(prop=font or None)
@@ -112,8 +128,8 @@ def history_figure(history: list[dict], title: str = "") -> Figure:
     return fig
 
 
-def plot_history(history: list[dict], path: str | Path, title: str = "") -> Path:
+def plot_history(history: list[dict], path: str | Path, title: str = "", labels: dict | None = None) -> Path:
     """A PNG of the training loss (per logged step) and the validation loss (per epoch): :func:`history_figure`."""
     png = io.BytesIO()
-    history_figure(history, title).savefig(png, format="png", dpi=110)
+    history_figure(history, title, labels).savefig(png, format="png", dpi=110)
     return atomic_write_bytes(path, png.getvalue())

@@ -15,7 +15,7 @@ from the module that holds it:
 - :mod:`.plots` — :func:`plot_mask` (01), :func:`plot_positional_encoding` (05), :func:`plot_lr_schedule` (08),
   :func:`save_chart` (PNG, SVG, PDF, JSON or an offline HTML page).
 - :mod:`.offline` — the offline chart page (Vega bundle inlined); :mod:`.bertviz` — optional bertviz views.
-- :mod:`.labels` — every chart's words through :func:`chart_text`: English, or Chinese after
+- :mod:`.labels` — every chart's words through :func:`chart_text` (the loss plot's: :func:`loss_plot_labels`): English, or Chinese after
   ``set_language("zh")`` (the 中文版) when :mod:`.fonts` finds a CJK font (:func:`use_cjk_font`; none
   installed: one warning line, English labels).
 - :func:`setup` (below) switches rendering on; notebooks call it once, at the top.
@@ -47,7 +47,7 @@ from .charts import (
 )
 from .explorer import attention_explorer, explorer_rows, sentence_explorer
 from .fonts import chinese_font, find_cjk_font, use_cjk_font
-from .labels import chart_text
+from .labels import chart_text, loss_plot_labels
 from .offline import charts_to_html, vegalite_version
 from .plots import plot_lr_schedule, plot_mask, plot_positional_encoding, save_chart
 from .stats import argmax_alignment, as_heads, attention_entropy, diagonal_positions, diagonality, head_statistics
@@ -81,6 +81,7 @@ __all__ = [
     "heatmap",
     "heatmap_mpl",
     "label_expr",
+    "loss_plot_labels",
     "matrix_rows",
     "plot_head_statistics",
     "plot_lr_schedule",

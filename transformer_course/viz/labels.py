@@ -26,6 +26,7 @@ __all__ = [
     "header_expr",
     "kind_names_expr",
     "kind_title",
+    "loss_plot_labels",
 ]
 
 ZH = {
@@ -63,7 +64,7 @@ ZH = {
     "step": "步数",
     "learning rate": "学习率",
     "schedule": "调度",
-    # the loss curves of a run, loss.png (train/history.py; train imports viz, never the reverse)
+    # the loss curves of a run (loss_plot_labels, for train.history.history_figure; train never imports viz)
     "train (label-smoothed, per token)": "训练（标签平滑，每个词元）",
     "validation (label-smoothed, per token)": "验证（标签平滑，每个词元）",
     "optimizer step": "优化器步数",
@@ -101,6 +102,21 @@ def chart_text(template: str, /, **values) -> str:
     if chinese_labels():
         return t(template, **values)
     return template.format(**values) if values else template
+
+
+def loss_plot_labels() -> dict:
+    """The loss plot's words in the course's language, for ``train.history.history_figure(…, labels=…)``:
+    its English templates through :func:`chart_text`, and the CJK font in Chinese (None in English)."""
+    return {
+        "train": chart_text("train (label-smoothed, per token)"),
+        "validation": chart_text("validation (label-smoothed, per token)"),
+        "x": chart_text("optimizer step"),
+        "y": chart_text("loss"),
+        "parameters": t("{name}: {parameters:,} parameters")
+        if chinese_labels()
+        else "{name}: {parameters:,} parameters",
+        "font": chinese_font() if chinese_labels() else None,
+    }
 
 
 def field_title(text: str) -> dict:

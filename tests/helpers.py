@@ -1,0 +1,317 @@
+"""What several test files share, imported the same way everywhere: ``from helpers import …``.
+
+(Fixtures live in conftest.py; a test file never imports another test file.)
+
+- :func:`solutions` — the reference solutions beside the notebooks, by path;
+- :data:`MULTI30K` / :func:`multi30k_files` — the Multi30k files from ``TC_DATA_MIRROR`` (CI and this project's
+  machines point it at a shared folder) or the clone's ``data/``, nothing else;
+- :func:`run_in_fast_mode` — one notebook top to bottom in fast mode, in its own folder (English and 中文版);
+- the 术语表 reader (:func:`parse_glossary`, :func:`avoided_uses`, …) that the 中文版 and i18n tests share.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from transformer_course.data.multi30k import MIRROR_ENV, multi30k_filename
+
+REPO = Path(__file__).resolve().parent.parent
+
+# ---- the reference solutions ------------------------------------------------------------------------------------
+
+SOLUTIONS_DIR = REPO / "notebooks" / "solutions"
+
+
+@functools.cache
+def solutions(name: str):
+    """The reference solutions ``notebooks/solutions/<name>.py`` (e.g. "nb01_masks") as a module.
+
+    They live beside the notebooks, not in the package (a student's install holds none), so tests import them by
+    path, under a private module name that no ``import`` statement can reach."""
+    path = SOLUTIONS_DIR / f"{name}.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"no reference solutions {path}; give the module's name, e.g. solutions('nb01_masks')")
+    spec = importlib.util.spec_from_file_location(f"_reference_solutions_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # before running it: dataclasses and pickling look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---- the Multi30k files -----------------------------------------------------------------------------------------
+
+
+def multi30k_folder() -> Path | None:
+    """The folder that holds the six Multi30k files: ``$TC_DATA_MIRROR`` when it is a local folder, else the
+    clone's ``data/`` when the files were downloaded there; None when neither holds them."""
+    for folder in (os.environ.get(MIRROR_ENV, ""), str(REPO / "data")):
+        if folder and "://" not in folder and Path(folder).is_dir():
+            if all(
+                (Path(folder) / multi30k_filename(s, l)).is_file()
+                for s in ("train", "val", "test")
+                for l in ("de", "en")
+            ):
+                return Path(folder).resolve()
+    return None
+
+
+MULTI30K = multi30k_folder()
+NO_MULTI30K = f"the Multi30k files are in neither ${MIRROR_ENV} nor data/; set {MIRROR_ENV}=/path/to/multi30k"
+needs_multi30k = pytest.mark.skipif(MULTI30K is None, reason=NO_MULTI30K)
+
+
+# ---- running a notebook -----------------------------------------------------------------------------------------
+
+NOTEBOOKS_DIR = REPO / "notebooks"
+CELL_TIMEOUT_S = 300  # per cell; a whole notebook in fast mode takes seconds to a few minutes
+KERNEL_STARTUP_S = 180  # nbclient's default, 60 s, is too short on a busy 2-core CI machine
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def failing_cell_report(nb, path: Path) -> str:
+    """The first cell whose outputs hold an error: its index, its source and the error, without colour codes."""
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                trace = ANSI.sub("", "\n".join(output.get("traceback", [])))
+                return (
+                    f"{path.name}: cell {index} failed\n--- source ---\n{cell.source}\n"
+                    f"--- error: {output['ename']}: {output['evalue']} ---\n{trace[-3000:]}"
+                )
+    return f"{path.name}: execution failed before any cell reported an error"
+
+
+def run_in_fast_mode(path: Path, monkeypatch, tmp_path) -> None:
+    """Execute ``path`` top to bottom in fast mode, in its own folder (``notebooks/`` or ``notebooks/zh/``) as
+    JupyterLab would; a failure names the cell, its source and its error."""
+    monkeypatch.setenv("TC_FAST", "1")  # the kernel inherits this environment
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(
+        nb,
+        kernel_name="python3",
+        timeout=CELL_TIMEOUT_S,
+        startup_timeout=KERNEL_STARTUP_S,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    try:
+        client.execute()
+    except nbclient.exceptions.CellTimeoutError as error:
+        pytest.fail(f"{path.name}: a cell ran longer than {CELL_TIMEOUT_S} s in fast mode\n{error}", pytrace=False)
+    except nbclient.exceptions.CellExecutionError:
+        pytest.fail(failing_cell_report(nb, path), pytrace=False)
+
+
+# ---- the 术语表 (notebooks/zh/GLOSSARY.md) ------------------------------------------------------------------------
+
+NOTEBOOKS = REPO / "notebooks"
+ZH = NOTEBOOKS / "zh"
+GLOSSARY_EN = NOTEBOOKS / "GLOSSARY.md"
+GLOSSARY_ZH = ZH / "GLOSSARY.md"
+README = REPO / "README.md"
+ENGLISH = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+CHINESE = sorted(ZH.glob("[0-9][0-9]_*.ipynb"))
+CJK = re.compile(r"[\u4e00-\u9fff]")
+NUMBERS = re.compile(r"\[(\d\d(?:, \d\d)*)\]$")  # the notebook numbers that end an entry: [02, 03]
+ZH_SECTION = "## 中文版"
+
+
+@dataclass(frozen=True)
+class Avoided:
+    variant: str  # the word the prose must not use
+    exceptions: tuple[str, ...]  # longer phrases in which it is fine (the note's 除外：…)
+
+
+@dataclass(frozen=True)
+class Term:
+    english: str
+    chosen: str
+    explanation: str
+    avoided: tuple[Avoided, ...]
+
+    @property
+    def forms(self) -> set[str]:
+        """Every way the chosen column may be written: 交叉注意力（编码器-解码器注意力） gives 交叉注意力,
+        编码器-解码器注意力 and 交叉注意力编码器-解码器注意力; 注意力头 / 头 gives both."""
+        found = set()
+        for alternative in re.split(r"\s+/\s+", self.chosen.replace("`", "")):
+            found.add(alternative.strip())
+            if "（" in alternative:
+                found.add(re.sub(r"（.*?）", "", alternative).strip())
+                found.update(re.findall(r"（(.*?)）", alternative))
+                found.add(alternative.replace("（", "").replace("）", ""))
+        return {form for form in found if form}
+
+
+def split_outside_brackets(text: str, separator: str) -> list[str]:
+    """``text`` split at each ``separator`` that is not inside （） or ()."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        depth += ch in "（(" and 1 or 0
+        depth -= ch in "）)" and 1 or 0
+        if ch == separator and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    return [p.strip() for p in parts + [current] if p.strip()]
+
+
+def parse_avoided(text: str) -> tuple[Avoided, ...]:
+    """``数值（指 value 时；除外：数值稳定、数值上）、询问`` → 数值 with two exceptions, and 询问."""
+    found = []
+    for part in split_outside_brackets(text, "、"):
+        variant, _, note = part.partition("（")
+        exceptions = re.search(r"除外：([^；）]*)", note)
+        found.append(Avoided(variant.strip(), tuple(split_outside_brackets(exceptions[1], "、")) if exceptions else ()))
+    return tuple(found)
+
+
+def table_cells(line: str) -> list[str]:
+    """The cells of one markdown table row; ``\\|`` is a pipe inside a cell."""
+    return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def parse_glossary(path: Path) -> list[Term]:
+    """The rows of the 术语表: | English | 中文 | 说明 | 避免 |. A malformed row raises ValueError naming its line."""
+    terms = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.startswith("|"):
+            continue
+        cells = table_cells(line)
+        if len(cells) != 4:
+            raise ValueError(
+                f"{path.name} line {number}: {len(cells)} cells, expected | English | 中文 | 说明 | 避免 |"
+            )
+        if cells[0] == "English" or set(cells[0]) <= set("-: "):
+            continue  # the header and the line under it
+        terms.append(Term(cells[0], cells[1], cells[2], parse_avoided(cells[3])))
+    if not terms:
+        raise ValueError(f"{path.name} holds no table rows | English | 中文 | 说明 | 避免 |")
+    return terms
+
+
+def english_glossary(path: Path = GLOSSARY_EN) -> dict[str, str]:
+    """The English glossary: term → its notebook numbers (the ``[NN, NN]`` that ends its paragraph)."""
+    entries = {}
+    for paragraph in path.read_text(encoding="utf-8").split("\n\n"):
+        if match := re.match(r"\*\*(.+?)\*\* — ", paragraph):
+            numbers = NUMBERS.search(paragraph.strip())
+            entries[match[1]] = numbers[1] if numbers else ""
+    return entries
+
+
+def glossary_problems(zh_path: Path = GLOSSARY_ZH, en_path: Path = GLOSSARY_EN) -> list[str]:
+    """What is wrong with the 术语表: a missing English term, other notebook numbers, a chosen form that is
+    neither Chinese nor the English word kept, a term listed twice."""
+    terms = parse_glossary(zh_path)
+    by_english = {t.english: t for t in terms}
+    problems = [f"{english!r} is listed twice" for english, n in Counter(t.english for t in terms).items() if n > 1]
+    for english, numbers in english_glossary(en_path).items():
+        term = by_english.get(english)
+        if term is None:
+            problems.append(f"{english!r} of {en_path.name} has no row (| {english} | 中文 | 说明 | 避免 |)")
+            continue
+        found = NUMBERS.search(term.explanation)
+        if (found[1] if found else "") != numbers:
+            problems.append(f"{english!r}: the explanation must end with [{numbers}] as in {en_path.name}")
+    for term in terms:
+        if not NUMBERS.search(term.explanation):
+            problems.append(f"{term.english!r}: the explanation must end with the notebook numbers, e.g. [02]")
+        kept = term.english.replace("`", "").lower()
+        for form in re.split(r"\s+/\s+", term.chosen.replace("`", "")):
+            if not form or not (CJK.search(form) or form.lower() in kept):
+                problems.append(f"{term.english!r}: chosen form {form!r} is neither Chinese nor the English term kept")
+    return sorted(set(problems))
+
+
+# ---- reading the Chinese prose ----------------------------------------------------------------------------------
+
+
+def cell_source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def prose_lines(markdown: str) -> list[str]:
+    """The lines of ``markdown`` with fenced code blocks, `code` spans, $math$, link targets and HTML tags
+    blanked: what remains is read as Chinese prose."""
+    lines, fenced = [], False
+    for line in markdown.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            lines.append("")
+            continue
+        if fenced:
+            lines.append("")
+            continue
+        line = re.sub(r"`[^`]*`", " ", line)
+        line = re.sub(r"\$\$.*?\$\$|\$[^$]*\$", " ", line)
+        line = re.sub(r"\]\([^)]*\)", "]", line)
+        lines.append(re.sub(r"<[^>]+>", " ", line))
+    return lines
+
+
+def readme_section(path: Path = README) -> str:
+    """The README's 中文版 section: from its heading to the next ``## `` heading."""
+    text = path.read_text(encoding="utf-8")
+    start = text.find(f"\n{ZH_SECTION}\n")
+    if start < 0:
+        return ""
+    end = text.find("\n## ", start + len(ZH_SECTION) + 2)
+    return text[start : end if end > 0 else len(text)]
+
+
+def chinese_texts(folder: Path = ZH, readme: Path = README) -> list[tuple[str, str, Path]]:
+    """Every piece of Chinese prose: (where, markdown, the folder its links are relative to)."""
+    texts = []
+    for path in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "markdown":
+                texts.append((f"{path.name} cell {cell.get('id')}", cell_source(cell), folder))
+    texts.append((f"{readme.name} {ZH_SECTION}", readme_section(readme), readme.parent))
+    return texts
+
+
+def occurrences_not_covered(line: str, variant: str, covers: list[str]) -> int:
+    """How often ``variant`` occurs in ``line`` outside every longer phrase of ``covers`` that holds it
+    (自注意力 covers the 注意力 inside it)."""
+    count = 0
+    for match in re.finditer(re.escape(variant), line):
+        start = match.start()
+        count += not any(
+            line.startswith(phrase, start - inner.start())
+            for phrase in covers
+            for inner in re.finditer(f"(?={re.escape(variant)})", phrase)
+            if start >= inner.start()
+        )
+    return count
+
+
+def avoided_uses(texts: list[tuple[str, str]], terms: list[Term]) -> list[str]:
+    """One line per use of an avoided variant: where, which variant, what to write instead, and the line."""
+    chosen = sorted({form for term in terms for form in term.forms}, key=len, reverse=True)
+    found = []
+    for where, markdown in texts:
+        for line in prose_lines(markdown):
+            for term in terms:
+                for avoided in term.avoided:
+                    if not avoided.variant or avoided.variant not in line:
+                        continue
+                    covers = [
+                        p for p in (*avoided.exceptions, *chosen) if avoided.variant in p and p != avoided.variant
+                    ]
+                    if occurrences_not_covered(line, avoided.variant, covers):
+                        found.append(f"{where}: {avoided.variant!r} (write {term.chosen}) in: {line.strip()}")
+    return found

@@ -1,0 +1,123 @@
+"""The steps of :func:`transformer_course.decode.beam_search` (notebook 09; paper §6.1, GNMT length penalty).
+
+``beam_search`` reads as these steps: :func:`start_beams` (encode once, k copies), then per output position
+:func:`extend` (one decoder call for every open prefix), :func:`ended` (the hypotheses that end here) into
+:class:`Finished` (the n best so far), :func:`go_on` (the k open prefixes that continue, the cache following
+them) and :func:`cannot_improve` (a sentence is done). Shapes: B sentences, k beams each, n = n_best, V words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from .data import PAD
+
+__all__ = ["Finished", "cannot_improve", "ended", "extend", "gnmt_length_penalty", "go_on", "start_beams"]
+
+
+def gnmt_length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
+    """lp(Y) = ((5 + |Y|) / 6)^α (Wu et al., 2016, eq. 14). α = 0 gives 1: plain log-probabilities."""
+    return ((5 + length) / 6) ** alpha
+
+
+def start_beams(model: nn.Module, src: Tensor, src_mask: Tensor | None, start_symbol: int, k: int):
+    """Encode once and give every beam its own copy of the memory: row b·k + j is beam j of sentence b.
+    The k open prefixes are ``<s>``; only beam 0 counts at first (log P 0, the others -inf), so the first
+    choices are k distinct words."""
+    B = src.size(0)
+    memory = model.encode(src, src_mask).repeat_interleave(k, dim=0)  # (B·k, S, d_model)
+    if src_mask is not None and src_mask.size(0) == B:
+        src_mask = src_mask.repeat_interleave(k, dim=0)  # (B·k, 1, 1, S)
+    alive = torch.full((B, k, 1), start_symbol, dtype=torch.long, device=src.device)  # (B, k, t): open prefixes
+    alive_log_probs = torch.full((B, k), float("-inf"), device=src.device)  # (B, k)
+    alive_log_probs[:, 0] = 0.0
+    return memory, src_mask, model.new_cache(), alive, alive_log_probs
+
+
+def extend(model: nn.Module, memory: Tensor, src_mask, alive: Tensor, alive_log_probs: Tensor, cache) -> Tensor:
+    """One decoder call for every open prefix's newest word: log P of each prefix + each word, (B, k, V)."""
+    B, k, _ = alive.shape
+    hidden = model.decode(memory, src_mask, alive[:, :, -1].reshape(B * k, 1), None, cache)  # (B·k, 1, d_model)
+    log_p = model.generator(hidden[:, -1]).log_softmax(dim=-1)  # (B·k, V)
+    return alive_log_probs[:, :, None] + log_p.view(B, k, -1)  # (B, k, V)
+
+
+def ended(candidates: Tensor, t: int, longest: int, end_symbol: int, alpha: float, done: Tensor):
+    """The hypotheses that end at step t, as (scores, index into the k·V extensions, log P), up to n per sentence:
+    of the beam's k choices those that chose ``</s>`` — at the last step every extension. Their score is
+    log P / lp(t); done sentences get none (-inf)."""
+    B, k, V = candidates.shape
+    flat = candidates.view(B, k * V)  # (B, k·V); index = beam · V + word
+    if t == longest:  # the last step: every extension ends here
+        end_log_probs, end_index = flat, torch.arange(k * V, device=flat.device).expand(B, -1)  # (B, k·V)
+    else:  # the beam's k choices; those that chose </s> end
+        end_log_probs, end_index = flat.topk(k, dim=1)  # (B, k)
+        end_log_probs = end_log_probs.masked_fill(end_index % V != end_symbol, float("-inf"))
+    end_scores = end_log_probs / gnmt_length_penalty(t, alpha)  # (B, ·)
+    end_scores = end_scores.masked_fill(done[:, None], float("-inf"))  # done sentences stay as they are
+    return end_scores, end_index, flat
+
+
+@dataclass
+class Finished:
+    """The n best finished hypotheses of each sentence, best first (what ``decode.BeamResult`` returns)."""
+
+    tokens: Tensor  # (B, n, max_len)
+    scores: Tensor  # (B, n)
+    log_probs: Tensor  # (B, n)
+    lengths: Tensor  # (B, n)
+
+    @classmethod
+    def empty(cls, B: int, n: int, max_len: int, device) -> Finished:
+        return cls(
+            torch.full((B, n, max_len), PAD, dtype=torch.long, device=device),
+            torch.full((B, n), float("-inf"), device=device),
+            torch.full((B, n), float("-inf"), device=device),
+            torch.zeros((B, n), dtype=torch.long, device=device),
+        )
+
+    def add(self, ended_at_t, alive: Tensor, t: int) -> None:
+        """Keep the n best of these n and the (at most n) best that ended at step t."""
+        end_scores, end_index, flat = ended_at_t
+        B, n, max_len = self.tokens.shape
+        V = flat.size(1) // alive.size(1)
+        rows = torch.arange(B, device=flat.device)[:, None]  # (B, 1): for gathering per sentence
+        new_scores, pick = end_scores.topk(n, dim=1)  # (B, n): at most n new ones can enter the n best
+        new_index = end_index.gather(1, pick)  # (B, n)
+        new_log_probs = flat.gather(1, new_index).masked_fill(new_scores == float("-inf"), float("-inf"))  # (B, n)
+        new_beam, new_word = new_index // V, new_index % V  # (B, n), (B, n)
+        new_tokens = torch.cat([alive[rows, new_beam], new_word[..., None]], dim=2)  # (B, n, t + 1)
+        new_tokens = nn.functional.pad(new_tokens, (0, max_len - t - 1), value=PAD)  # (B, n, max_len)
+        self.scores, keep = torch.cat([self.scores, new_scores], dim=1).topk(n, dim=1)  # (B, n) of the 2n
+        self.tokens = torch.cat([self.tokens, new_tokens], dim=1)[rows, keep]  # (B, n, max_len)
+        self.log_probs = torch.cat([self.log_probs, new_log_probs], dim=1)[rows, keep]  # (B, n)
+        self.lengths = torch.cat([self.lengths, torch.full_like(self.lengths, t)], dim=1)[rows, keep]  # (B, n)
+
+    def best_first(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """tokens (cut after the longest hypothesis kept), scores, log_probs, lengths: a BeamResult's fields."""
+        length = int(self.lengths.max()) + 1  # <s> + the longest hypothesis kept
+        return self.tokens[:, :, :length], self.scores, self.log_probs, self.lengths
+
+
+def go_on(candidates: Tensor, alive: Tensor, end_symbol: int, cache) -> tuple[Tensor, Tensor]:
+    """The k best extensions that do not end in ``</s>`` are the next open prefixes; the cache rows follow them."""
+    B, k, V = candidates.shape
+    open_candidates = candidates.clone()  # (B, k, V)
+    open_candidates[:, :, end_symbol] = float("-inf")
+    alive_log_probs, index = open_candidates.view(B, k * V).topk(k, dim=1)  # (B, k)
+    beam, word = index // V, index % V  # (B, k), (B, k): which prefix each new hypothesis extends
+    rows = torch.arange(B, device=candidates.device)[:, None]  # (B, 1)
+    alive = torch.cat([alive[rows, beam], word[..., None]], dim=2)  # (B, k, t + 1)
+    cache.reorder((rows * k + beam).view(-1))  # (B·k,): each new row reads its prefix's keys/values
+    return alive, alive_log_probs
+
+
+def cannot_improve(finished: Finished, alive_log_probs: Tensor, t: int, longest: int, alpha: float) -> Tensor:
+    """(B,): True where no open hypothesis can beat the n-th finished one. log P only falls as words are added,
+    so an open prefix at best reaches log P_now / max lp over the lengths still allowed."""
+    best_future = max(gnmt_length_penalty(t + 1, alpha), gnmt_length_penalty(longest, alpha))
+    bound = alive_log_probs.max(dim=1).values / best_future  # (B,)
+    return finished.scores[:, -1] >= bound
