@@ -122,7 +122,7 @@ __all__ = [
     "Vocab",
 ]
 
-SUBPACKAGES = ("classroom", "edition", "exercises", "viz")  # imported when first asked for (PEP 562)
+SUBPACKAGES = ("classroom", "edition", "exercises", "learner", "viz")  # imported when first asked for (PEP 562)
 
 
 def __getattr__(name: str):
