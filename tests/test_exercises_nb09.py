@@ -328,3 +328,16 @@ def test_no_attribute_of_the_module_passes_a_checker(name):
     for checker, arity in CHECKERS.items():
         assert not getattr(ex, checker)(*[value] * arity).passed, (name, checker)
     assert not ex.check_quiz(q1=value, q2=value, q3=value).passed, name
+
+
+def test_checkers_leave_the_global_random_state_as_they_found_it():
+    """check_cache_numbers seeds torch to build its models; the learner's generator must not notice."""
+    import random
+
+    torch.manual_seed(123)
+    random.seed(123)
+    before, python_before = torch.get_rng_state(), random.getstate()
+    ex.check_cache_numbers(sol.cache_numbers)
+    ex.check_table_design(sol.TABLE_DESIGN)
+    ex.check_top_k_extensions(sol.top_k_extensions)
+    assert torch.equal(torch.get_rng_state(), before) and random.getstate() == python_before

@@ -239,3 +239,12 @@ def test_no_attribute_of_the_module_passes_a_checker(name):
     assert not ex.check_rollout(value).passed, name
     assert not ex.check_capture_shapes(value, value, value).passed, name
     assert not ex.check_quiz(q1=value, q2=value, q3=value).passed, name
+
+
+def test_checkers_leave_the_global_random_state_as_they_found_it():
+    """check_capture_shapes seeds torch to build its model; the learner's generator must not notice."""
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    ex.check_capture_shapes(sol.ENCODER_SHAPE, sol.DECODER_SHAPE, sol.CROSS_SHAPE)
+    ex.check_rollout(sol.rollout)
+    assert torch.equal(torch.get_rng_state(), before)
