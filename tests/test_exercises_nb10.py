@@ -23,7 +23,7 @@ def failed_with(result, *words):
 
 
 def test_captured_shapes_are_heads_queries_keys_with_bos_on_the_target_axis():
-    assert ex.captured_shapes() == {"encoder": (4, 6, 6), "decoder": (4, 5, 5), "cross": (4, 5, 6)}
+    assert ex._captured_shapes() == {"encoder": (4, 6, 6), "decoder": (4, 5, 5), "cross": (4, 5, 6)}
 
 
 @pytest.mark.parametrize(
@@ -66,10 +66,15 @@ def test_shapes_checker_blank_is_not_done_yet():
 # ---- exercise 2: head entropy -----------------------------------------------------------------------
 
 
-def test_head_entropy_checker_passes_the_solution_the_package_and_float64():
+def test_head_entropy_checker_passes_the_solution_and_float64():
     assert ex.check_head_entropy(sol.head_entropy).passed
-    assert ex.check_head_entropy(attention_entropy).passed
     assert ex.check_head_entropy(lambda w: sol.head_entropy(w.double())).passed
+
+
+def test_head_entropy_checker_names_the_package_function_as_not_yours():
+    """viz.stats.attention_entropy computes the right numbers, but it is the package's, not the learner's."""
+    assert failed_with(ex.check_head_entropy(attention_entropy), "attention_entropy", "not counted as yours")
+    assert failed_with(ex.check_head_entropy(lambda w: attention_entropy(w)), "not counted as yours")
 
 
 def test_head_entropy_checker_catches_nan_from_zero_weights():
@@ -107,32 +112,91 @@ def test_head_entropy_checker_reports_a_stub_as_not_done():
     assert failed_with(ex.check_head_entropy(stub), "not done yet")
 
 
-# ---- exercise 3: alignment from cross-attention -----------------------------------------------------
+# ---- exercise 3: attention rollout ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", [torch.long, torch.int32], ids=str)
-def test_alignment_checker_passes_the_solution_with_any_integer_dtype(dtype):
-    assert ex.check_alignment(lambda w: sol.alignment(w).to(dtype)).passed
+def by_brute_force(layers):
+    """R[i, j] = the sum over every path i → k_L-1 → … → j of the product of the Ā entries, one path at a time."""
+    S = layers[0].size(-1)
+    bars = [0.5 * w.double().mean(0) + 0.5 * torch.eye(S, dtype=torch.float64) for w in layers]
+    R = torch.zeros(S, S, dtype=torch.float64)
+    import itertools
+
+    for path in itertools.product(range(S), repeat=len(layers) + 1):  # path[0] = top position, path[-1] = token
+        weight = 1.0
+        for step, bar in enumerate(reversed(bars)):
+            weight *= float(bar[path[step], path[step + 1]])
+        R[path[0], path[-1]] += weight
+    return R
 
 
-def test_alignment_checker_catches_head_zero_alone():
-    assert failed_with(ex.check_alignment(lambda w: w[0].argmax(-1)), "head 0")
+def test_the_reference_rollout_sums_every_path_through_the_layers():
+    g = torch.Generator().manual_seed(1)
+    layers = [torch.randn(2, 4, 4, generator=g).softmax(-1) for _ in range(3)]
+    torch.testing.assert_close(sol.rollout(layers).double(), by_brute_force(layers))
+    torch.testing.assert_close(sol.rollout(layers).sum(-1), torch.ones(4))  # each row a distribution
 
 
-def test_alignment_checker_catches_argmax_over_queries():
-    assert failed_with(ex.check_alignment(lambda w: w.mean(0).argmax(0)), "dim -1")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_rollout_checker_passes_the_solution_in_any_float_dtype(dtype):
+    assert ex.check_rollout(lambda layers: sol.rollout([w.to(dtype) for w in layers])).passed
 
 
-def test_alignment_checker_catches_no_head_average():
-    assert failed_with(ex.check_alignment(lambda w: w.argmax(-1)), "average the heads")
+def test_rollout_checker_accepts_a_renormalised_a_plus_i():
+    def renormalised(layers):
+        out = torch.eye(layers[0].size(-1))
+        for w in layers:
+            bar = w.mean(0) + torch.eye(w.size(-1))
+            out = (bar / bar.sum(-1, keepdim=True)) @ out
+        return out
+
+    assert ex.check_rollout(renormalised).passed
 
 
-def test_alignment_checker_catches_weights_instead_of_positions():
-    assert failed_with(ex.check_alignment(lambda w: w.mean(0).max(-1).values), "positions")
+def product(matrices):
+    out = torch.eye(matrices[0].size(-1))
+    for m in matrices:
+        out = out @ m
+    return out
 
 
-def test_alignment_checker_catches_max_over_heads():
-    assert not ex.check_alignment(lambda w: w.max(0).values.argmax(-1)).passed
+@pytest.mark.parametrize(
+    "mistake, words",
+    [
+        (lambda L: product([0.5 * w.mean(0) + 0.5 * torch.eye(w.size(-1)) for w in L]), ["wrong order"]),
+        (lambda L: product([w.mean(0) for w in reversed(L)]), ["residual connection is missing"]),
+        (lambda L: product([w.mean(0) + torch.eye(w.size(-1)) for w in reversed(L)]), ["2^layers"]),
+        (
+            lambda L: product([0.5 * w.max(0).values + 0.5 * torch.eye(w.size(-1)) for w in reversed(L)]),
+            ["maximum over the heads"],
+        ),
+        (lambda L: 0.5 * L[-1].mean(0) + 0.5 * torch.eye(L[-1].size(-1)), ["last layer alone"]),
+        (
+            lambda L: torch.stack([product([0.5 * w[h] + 0.5 * torch.eye(5) for w in reversed(L)]) for h in range(3)]),
+            ["one rollout per head"],
+        ),
+    ],
+    ids=["wrong-order", "no-residual", "rows-sum-to-2^L", "max-over-heads", "last-layer-only", "per-head"],
+)
+def test_rollout_checker_names_each_mistake(mistake, words):
+    assert failed_with(ex.check_rollout(mistake), *words)
+
+
+def test_rollout_checker_names_a_package_function_as_not_yours():
+    from transformer_course.viz import stats
+
+    def with_the_package(layers):
+        stats.attention_entropy(layers[0])
+        return sol.rollout(layers)
+
+    assert failed_with(ex.check_rollout(with_the_package), "not counted as yours")
+
+
+def test_rollout_checker_reports_a_stub_as_not_done():
+    def stub(layers):
+        raise NotImplementedError
+
+    assert failed_with(ex.check_rollout(stub), "not done yet")
 
 
 # ---- questions --------------------------------------------------------------------------------------
@@ -144,21 +208,44 @@ def test_the_solutions_answer_every_question():
 
 @pytest.mark.parametrize("form", [float, np.float32, torch.tensor, lambda x: round(x, 3)], ids=str)
 def test_quiz_accepts_every_number_form(form):
-    assert ex.check_quiz(q2=form(math.log(8))).passed
+    assert ex.check_quiz(q1=form(math.lgamma(9) / 8), q2=form(0.5 * math.log(28))).passed
 
 
 @pytest.mark.parametrize(
     "answers, words",
     [
-        ({"q1": "b"}, ["exactly 0"]),
-        ({"q1": "c"}, ["every head"]),
-        ({"q2": 3}, ["bits"]),
-        ({"q2": 0.125}, ["weight of each key"]),
-        ({"q2": 8}, ["number of keys"]),
-        ({"q3": "a"}, ["W^O"]),
-        ({"q3": "c"}, ["own weights"]),
+        ({"q1": math.log(8)}, ["only the i + 1 positions"]),
+        ({"q1": math.lgamma(9)}, ["sum over the rows"]),
+        ({"q1": math.lgamma(9) / 8 / math.log(2)}, ["bits"]),
+        ({"q2": 0.5 * math.log(28) / math.log(2)}, ["bits"]),
+        ({"q2": math.log(8)}, ["uniform row"]),
+        ({"q2": 0.5 * math.log(14)}, ["weight 0.5 counts too"]),
+        ({"q2": 0.5 * math.log(2)}, ["7 other keys"]),
+        ({"q3": "a"}, ["does not need it alone"]),
+        ({"q3": "c"}, ["heatmap is right"]),
     ],
 )
 def test_quiz_names_each_mistake(answers, words, capsys):
     assert not ex.check_quiz(**answers).passed
     assert all(w in capsys.readouterr().out for w in words)
+
+
+# ---- no attribute of the checker module passes a checker ---------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(vars(ex)))
+def test_no_attribute_of_the_module_passes_a_checker(name):
+    value = getattr(ex, name)
+    assert not ex.check_head_entropy(value).passed, name
+    assert not ex.check_rollout(value).passed, name
+    assert not ex.check_capture_shapes(value, value, value).passed, name
+    assert not ex.check_quiz(q1=value, q2=value, q3=value).passed, name
+
+
+def test_checkers_leave_the_global_random_state_as_they_found_it():
+    """check_capture_shapes seeds torch to build its model; the learner's generator must not notice."""
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    ex.check_capture_shapes(sol.ENCODER_SHAPE, sol.DECODER_SHAPE, sol.CROSS_SHAPE)
+    ex.check_rollout(sol.rollout)
+    assert torch.equal(torch.get_rng_state(), before)

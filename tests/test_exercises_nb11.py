@@ -86,7 +86,12 @@ def test_bleu_solution_matches_sacrebleu_on_real_sentences():
 @pytest.mark.parametrize(
     "mistake, words",
     [
-        (lambda c, t, s, r: ex._bleu_mistakes(c, t, s, r)[next(iter(ex._bleu_mistakes(c, t, s, r)))], ["geometric"]),
+        (
+            lambda c, t, s, r: (
+                100 * (1 if s > r else math.exp(1 - r / s)) * sum(a / b for a, b in zip(c, t)) / 4  # arithmetic mean
+            ),
+            ["geometric"],
+        ),
         (
             lambda c, t, s, r: 100 * math.exp(sum(math.log(a / b) for a, b in zip(c, t)) / 4),
             ["brevity penalty is missing"],
@@ -105,40 +110,109 @@ def test_bleu_checker_names_each_mistake(mistake, words):
     assert failed_with(ex.check_bleu_from_counts(mistake), *words)
 
 
-# ---- exercise 3: the loss floor ---------------------------------------------------------------------
+def test_bleu_checker_names_sacrebleu_itself_as_not_yours():
+    from sacrebleu.metrics import BLEU
+
+    def with_sacrebleu(correct, total, sys_len, ref_len):
+        return BLEU.compute_bleu(list(correct), list(total), sys_len, ref_len, smooth_method="none").score
+
+    assert failed_with(ex.check_bleu_from_counts(with_sacrebleu), "compute_bleu", "not counted as yours")
+    assert isinstance(BLEU.__dict__["compute_bleu"], staticmethod)  # put back as it was
+    assert BLEU.compute_bleu([1, 1, 1, 1], [1, 1, 1, 1], 1, 1).score == pytest.approx(100)
 
 
-def test_no_prediction_beats_the_floor():
-    from transformer_course.train import LabelSmoothingLoss
-
-    floor = ex.package_loss_floor(0.1, 5)
-    torch.manual_seed(0)
-    for _ in range(20):
-        logits = torch.randn(1, 5) * 3
-        assert LabelSmoothingLoss(0.1)(logits, torch.tensor([4])).item() >= floor - 1e-6
+def test_bleu_checker_names_a_checker_helper_as_not_yours():
+    assert failed_with(ex.check_bleu_from_counts(ex._sacrebleu_score), "not counted as yours")
 
 
-@pytest.mark.parametrize("form", [float, np.float32, torch.tensor], ids=lambda f: f.__name__)
-def test_loss_floor_checker_passes_every_number_form(form):
-    assert ex.check_loss_floor(lambda e, V: form(sol.loss_floor(e, V))).passed
+# ---- exercise 3: batches by length ------------------------------------------------------------------
 
 
-def entropy(*pairs):
-    return -sum(n * p * math.log(p) for p, n in pairs)
+def padded(lengths, batches):
+    return sum(len(b) * max(lengths[i] for i in b) for b in batches)
+
+
+def test_the_reference_batches_keep_every_rule_on_the_checker_cases():
+    for lengths, max_tokens in ex._length_cases():
+        batches = sol.length_batches(lengths, max_tokens)
+        assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+        assert all(len(b) * max(lengths[i] for i in b) <= max_tokens for b in batches)
+        assert 1 - sum(lengths) / padded(lengths, batches) <= ex._MAX_PADDING
+
+
+@pytest.mark.parametrize("form", [list, tuple], ids=["lists", "tuples"])
+def test_length_batches_checker_passes_every_form(form):
+    assert ex.check_length_batches(lambda L, M: form(form(b) for b in sol.length_batches(L, M))).passed
+
+
+def test_length_batches_checker_accepts_longest_first():
+    def longest_first(lengths, max_tokens):
+        batches = sol.length_batches([-n for n in lengths], max_tokens * 10**6)  # only the order: longest first
+        order = [i for b in batches for i in b]
+        out, batch = [], []
+        for i in order:
+            if batch and (len(batch) + 1) * max(lengths[j] for j in [*batch, i]) > max_tokens:
+                out.append(batch)
+                batch = []
+            batch.append(i)
+        return [*out, batch]
+
+    assert ex.check_length_batches(longest_first).passed
+
+
+def unsorted(lengths, max_tokens):
+    out, batch = [], []
+    for i in range(len(lengths)):  # in the given order: short and long sentences mixed
+        if batch and (len(batch) + 1) * max(lengths[j] for j in [*batch, i]) > max_tokens:
+            out.append(batch)
+            batch = []
+        batch.append(i)
+    return [*out, batch]
+
+
+def real_tokens_only(lengths, max_tokens):
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    out, batch = [], []
+    for i in order:  # counts the real tokens, not the padded rectangle
+        if batch and sum(lengths[j] for j in batch) + lengths[i] > max_tokens:
+            out.append(batch)
+            batch = []
+        batch.append(i)
+    return [*out, batch]
+
+
+def fixed_size(lengths, max_tokens):
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    size = max_tokens // max(lengths)  # safe for the longest, wasteful for the rest
+    return [order[k : k + size] for k in range(0, len(order), size)]
 
 
 @pytest.mark.parametrize(
     "mistake, words",
     [
-        (lambda e, V: 0.0, ["cannot reach 0"]),
-        (lambda e, V: entropy((1 - e, 1), (e / (V - 1), V - 1)), ["V − 1 others"]),
-        (lambda e, V: entropy((1 - e, 1), (e / V, V - 1)), ["does not sum to 1"]),
-        (lambda e, V: sol.loss_floor(e, V) / math.log(2), ["bits"]),
+        (unsorted, ["sort the sentences by length"]),
+        (real_tokens_only, ["sentences × longest, padding included"]),
+        (fixed_size, ["fill each batch"]),
+        (lambda L, M: [sol.length_batches(L, M)[0], *sol.length_batches(L, M)], ["more than one batch"]),
+        (lambda L, M: sol.length_batches(L, M)[1:], ["in no batch"]),
+        (lambda L, M: [[L[i] for i in b] for b in sol.length_batches(L, M)], ["lengths", "indices"]),
+        (lambda L, M: [*sol.length_batches(L, M), []], ["is empty"]),
+        (lambda L, M: "batches", ["tuple or a list"]),
     ],
-    ids=["zero", "v-minus-1", "no-own-share", "bits"],
+    ids=["unsorted", "real-tokens-only", "fixed-size", "duplicate", "lost", "lengths", "empty", "string"],
 )
-def test_loss_floor_checker_names_each_mistake(mistake, words):
-    assert failed_with(ex.check_loss_floor(mistake), *words)
+def test_length_batches_checker_names_each_mistake(mistake, words):
+    assert failed_with(ex.check_length_batches(mistake), *words)
+
+
+def test_length_batches_checker_names_the_package_sampler_as_not_yours():
+    from transformer_course import data
+
+    def with_the_sampler(lengths, max_tokens):
+        list(data.TokenBatchSampler([(n, 0) for n in lengths], max_tokens, shuffle=False))
+        return sol.length_batches(lengths, max_tokens)
+
+    assert failed_with(ex.check_length_batches(with_the_sampler), "not counted as yours")
 
 
 # ---- questions and stubs ----------------------------------------------------------------------------
@@ -150,18 +224,25 @@ def test_the_solutions_answer_every_question():
 
 @pytest.mark.parametrize("form", [int, float, np.int64, torch.tensor], ids=lambda f: f.__name__)
 def test_quiz_accepts_every_number_form(form):
-    assert ex.check_quiz(q2=form(32000)).passed
+    assert ex.check_quiz(q2=form(64000)).passed
+
+
+@pytest.mark.parametrize("form", [float, np.float32, torch.tensor, lambda x: 12 / 100], ids=str)
+def test_quiz_accepts_every_fraction_form(form):
+    assert ex.check_quiz(q1=form(0.12)).passed
 
 
 @pytest.mark.parametrize(
     "answers, words",
     [
-        ({"q1": "a"}, ["speed"]),
-        ({"q1": "c"}, ["both languages"]),
+        ({"q1": 0.88}, ["fraction of real tokens"]),
+        ({"q1": 120}, ["number of padded positions"]),
+        ({"q1": 120 / 880}, ["not by the real tokens"]),
+        ({"q2": 32000}, ["accumulate = 2"]),
+        ({"q2": 16000}, ["one GPU with accumulate"]),
         ({"q2": 8000}, ["one GPU's batch"]),
-        ({"q2": 2000}, ["not split"]),
-        ({"q3": "a"}, ["8 exponent bits"]),
-        ({"q3": "c"}, ["no loss scaling"]),
+        ({"q3": "a"}, ["no number near 100,000"]),
+        ({"q3": "c"}, ["does not clamp"]),
     ],
 )
 def test_quiz_names_each_mistake(answers, words, capsys):
@@ -170,5 +251,21 @@ def test_quiz_names_each_mistake(answers, words, capsys):
 
 
 def test_checkers_report_a_stub_as_not_done_yet():
-    for check in (ex.check_update_average, ex.check_bleu_from_counts, ex.check_loss_floor):
+    for check in (ex.check_update_average, ex.check_bleu_from_counts, ex.check_length_batches):
         assert failed_with(check(not_done), "not done yet")
+
+
+def test_a_float16_cast_of_100000_is_inf_and_a_bfloat16_one_is_finite():
+    """q3's premise, as PyTorch computes it."""
+    assert torch.isinf(torch.tensor(1e5).half()) and torch.tensor(1e5).bfloat16().item() == 99840
+
+
+# ---- no attribute of the checker module passes a checker ---------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(vars(ex)))
+def test_no_attribute_of_the_module_passes_a_checker(name):
+    value = getattr(ex, name)
+    for checker in (ex.check_update_average, ex.check_bleu_from_counts, ex.check_length_batches):
+        assert not checker(value).passed, name
+    assert not ex.check_quiz(q1=value, q2=value, q3=value).passed, name

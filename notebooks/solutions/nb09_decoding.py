@@ -2,11 +2,16 @@
 
 import math
 
-# Exercise 1, by hand. Greedy: A (0.5), then C (0.4), then </s> (0.9): P = 0.18.
-# Beam search, k = 2: step 1 keeps A (0.5) and B (0.4). Step 2: B C = 0.28, A C = 0.2, A B = 0.15, …:
-# keeps B C and A C. Step 3: B C </s> = 0.252 and A C </s> = 0.18 finish; nothing open can beat 0.252.
-GREEDY_PREDICTION = ["A", "C", "</s>"]
-BEAM_PREDICTION = ["B", "C", "</s>"]
+# Exercise 1, a design. The most likely sentence starts with the word ranked third after <s> (C, 0.2) and ends
+# at once (C </s> = 0.2 · 0.95 = 0.19); A and B win the first step but end worse. Greedy: A (0.42), then </s>
+# (0.4): A </s> = 0.168. Beam k = 2 keeps A and B; at step 2, B </s> = 0.171 and A </s> = 0.168 finish, and
+# nothing open (at most 0.095) can beat 0.171: B </s>. Beam k = 3 also keeps C: C </s> = 0.19 wins.
+TABLE_DESIGN = {
+    "<s>": {"A": 0.42, "B": 0.38, "C": 0.2},
+    "A": {"</s>": 0.4, "A": 0.2, "B": 0.2, "C": 0.2},
+    "B": {"</s>": 0.45, "A": 0.25, "B": 0.15, "C": 0.15},
+    "C": {"</s>": 0.95, "A": 0.02, "B": 0.02, "C": 0.01},
+}
 
 
 def top_k_extensions(beam_log_probs, next_log_probs, k):
@@ -26,4 +31,6 @@ def cache_numbers(batch, layers, heads, d_k, t, src_len):
     return layers * per_position * (t + src_len)  # self-attention: t positions; cross-attention: src_len
 
 
-QUIZ = {"q1": "b", "q2": 4 * 6190, "q3": "a"}
+# q1: without the causal mask the self-attention cache goes stale; the memory (cross-attention) does not change.
+# q2: 4 prefixes × 6,190 words. q3: with α > 0 a longer hypothesis is divided by a larger lp(Y).
+QUIZ = {"q1": "b", "q2": 4 * 6190, "q3": "b"}

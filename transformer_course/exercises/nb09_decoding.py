@@ -1,17 +1,20 @@
 """Checkers for the exercises of notebook 09 (decoding: greedy, beam search, length penalty; paper §6.1).
 
 from transformer_course.exercises import nb09_decoding as ex
-ex.check_predictions(greedy_prediction, beam_prediction)  # predict greedy and beam search on a table model
-ex.check_top_k_extensions(top_k_extensions)               # one batched beam step
-ex.check_crossover_alpha(crossover_alpha)                 # where the length penalty changes the winner
-ex.check_cache_numbers(cache_numbers)                     # the memory of the key/value cache
+ex.check_table_design(table_design)        # a table on which greedy, beam k = 2 and beam k = 3 all differ
+ex.check_top_k_extensions(top_k_extensions)  # one batched beam step
+ex.check_crossover_alpha(crossover_alpha)    # where the length penalty changes the winner
+ex.check_cache_numbers(cache_numbers)        # the memory of the key/value cache, as a closed form
 ex.check_quiz(q1=..., q2=..., q3=...)
 
 Numbers may be a Python int or float, a numpy scalar or a one-number tensor; lists may be lists or tuples.
+The learner's functions run inside :func:`~transformer_course.exercises.guard.no_shortcuts`: a function that
+hands the work to the package (this module included) is named as such, not counted as the learner's.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import torch
@@ -20,28 +23,22 @@ from torch import Tensor, nn
 from ..i18n import lazy_t, register, t
 from . import Choice, Hint, Numeric, Result, as_int, as_number, as_sequence, expect_tensor, run_check
 from . import check_quiz as _check_quiz
+from .guard import no_shortcuts, number_matches
 from .zh.nb09_decoding import ZH
 
 register("zh", ZH)
 
 __all__ = [
-    "TableModel",
-    "WORDS",
-    "EXERCISE_TABLE",
-    "exercise_model",
-    "check_predictions",
+    "check_table_design",
     "check_top_k_extensions",
-    "crossover_by_bisection",
-    "CROSSOVER_CASES",
     "check_crossover_alpha",
-    "counted_cache_numbers",
-    "CACHE_CASES",
     "check_cache_numbers",
     "QUESTIONS",
     "check_quiz",
 ]
 
-PAD, BOS, EOS = 0, 2, 3
+_PAD, _BOS, _EOS = 0, 2, 3
+_WORDS = ("<pad>", "<unk>", "<s>", "</s>", "A", "B", "C")
 
 
 class _NoCache:
@@ -52,19 +49,16 @@ class _NoCache:
         pass
 
 
-class TableModel(nn.Module):
-    """A hand-built "model" whose next word depends only on the last word: log P(next | last) = table[last].
+class _TableModel(nn.Module):
+    """A hand-built "model" whose next word depends only on the last word: log P(next | last) = log table[last].
 
     It has the interface of the course's Transformer (``encode``, ``decode``, ``generator``, ``new_cache``);
     the source is ignored. ``decode`` returns the one-hot of each target token as its "hidden state" and
-    the generator multiplies it with the log-probability table, so position t's logits are table[tgt[t]].
+    the generator multiplies it with the log-probability table, so position t's logits are log table[tgt[t]].
     """
 
     def __init__(self, probs: Tensor) -> None:
         super().__init__()
-        if probs.dim() != 2 or probs.size(0) != probs.size(1):
-            raise ValueError(f"probs must be a square (V, V) table of P(next | last), got shape {tuple(probs.shape)}")
-        probs = probs / probs.sum(dim=1, keepdim=True)  # each row a distribution
         self.tgt_vocab = probs.size(0)
         self.generator = nn.Linear(self.tgt_vocab, self.tgt_vocab, bias=False)
         with torch.no_grad():
@@ -81,118 +75,178 @@ class TableModel(nn.Module):
         return _NoCache()
 
 
-def _table(rows: dict[int, dict[int, float]], vocab: int) -> Tensor:
-    probs = torch.full((vocab, vocab), 1e-4)  # every word stays possible (no log 0)
-    for last, nexts in rows.items():
+# ---------------------------------------------------------------------------------------------------
+# Exercise 1: design a table on which greedy decoding, beam search with k = 2 and with k = 3 all write
+# different sentences, and only k = 3 finds the most likely one
+
+_MAX_LEN = 8  # <s> + at most 7 tokens, </s> included
+_ROWS = ("<s>", "A", "B", "C")
+_NEXT = ("</s>", "A", "B", "C")
+
+
+def _as_table(table) -> Tensor:
+    """The learner's {row word: {next word: P}} as a (7, 7) table of P(next | last); a Hint for a bad one."""
+    if table is ... or table is None:
+        raise NotImplementedError
+    if not isinstance(table, dict):
+        raise Hint(
+            t(
+                "table_design should be a dict, row word → {{next word: probability}}, got {type}",
+                type=type(table).__name__,
+            )
+        )
+    unknown = sorted(str(row) for row in table if row not in _ROWS)
+    if unknown:
+        raise Hint(
+            t(
+                "{unknown} are not rows of the table: the rows are '<s>', 'A', 'B' and 'C' ('</s>' ends the "
+                "sentence and has no row)",
+                unknown=unknown,
+            )
+        )
+    missing = [row for row in _ROWS if row not in table]
+    if missing:
+        raise Hint(
+            t("table_design has no row for {missing}: write one row each for '<s>', 'A', 'B' and 'C'", missing=missing)
+        )
+    probs = torch.full((len(_WORDS), len(_WORDS)), 1e-12, dtype=torch.float64)  # a word left out: P ≈ 0 (not log 0)
+    probs[_EOS, _EOS] = 1.0  # a finished sentence stays finished
+    for row in _ROWS:
+        nexts = table[row]
+        if not isinstance(nexts, dict):
+            raise Hint(
+                t(
+                    "row {row!r} should be a dict, next word → probability, got {type}",
+                    row=row,
+                    type=type(nexts).__name__,
+                )
+            )
+        bad = sorted(str(word) for word in nexts if word not in _NEXT)
+        if bad:
+            raise Hint(
+                t("row {row!r}: {bad} are not words; the next word is one of '</s>', 'A', 'B', 'C'", row=row, bad=bad)
+            )
         for word, p in nexts.items():
-            probs[last, word] = p
+            p = as_number(p, t("P({word} | {row})", word=word, row=row))
+            if not 0 <= p <= 1:
+                raise Hint(t("P({word} | {row}) = {p:g}: a probability lies between 0 and 1", word=word, row=row, p=p))
+            probs[_WORDS.index(row), _WORDS.index(word)] = max(p, 1e-12)
+        total = sum(as_number(p, "p") for p in nexts.values())
+        if not math.isclose(total, 1.0, abs_tol=1e-6):
+            raise Hint(
+                t(
+                    "row {row!r} sums to {total:.4f}: each row is a distribution over the next word, its "
+                    "probabilities sum to 1",
+                    row=row,
+                    total=total,
+                )
+            )
     return probs
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 1: predict what greedy decoding and beam search write
-
-WORDS = ["<pad>", "<unk>", "<s>", "</s>", "A", "B", "C"]
-A, B, C = 4, 5, 6
-# The notebook's exercise table: P(next word | last word). Greedy and beam search (k = 2) disagree on it.
-EXERCISE_TABLE = {
-    BOS: {A: 0.5, B: 0.4, C: 0.1},
-    A: {EOS: 0.2, A: 0.1, B: 0.3, C: 0.4},
-    B: {EOS: 0.1, A: 0.1, B: 0.1, C: 0.7},
-    C: {EOS: 0.9, A: 0.05, B: 0.03, C: 0.02},
-    EOS: {EOS: 1.0},
-}
+def _sentence(ids) -> tuple[str, ...]:
+    """Token ids (with <s>, maybe padded) → the words after <s>."""
+    return tuple(_WORDS[i] for i in ids if i not in (_PAD, _BOS))
 
 
-def exercise_model() -> TableModel:
-    return TableModel(_table(EXERCISE_TABLE, len(WORDS)))
+def _log_p(words: tuple[str, ...], probs: Tensor) -> float:
+    ids = [_BOS, *(_WORDS.index(w) for w in words)]
+    return sum(math.log(float(probs[a, b])) for a, b in zip(ids, ids[1:]))
 
 
-def _decoded_words(beam_size: int) -> list[str]:
-    """The package's greedy decoding (beam_size 1) or beam search (α = 0) on the exercise table, as words."""
-    from ..decode import beam_search, greedy_decode
-
-    model = exercise_model()
-    src, src_mask = torch.tensor([[A]]), torch.ones(1, 1, 1, 1, dtype=torch.bool)  # the source is ignored
-    with torch.no_grad():
-        if beam_size == 1:
-            ids = greedy_decode(model, src, src_mask, 10, BOS, EOS)[0]
-        else:
-            ids = beam_search(model, src, src_mask, 10, BOS, EOS, beam_size=beam_size, length_penalty=0.0)[0]
-    return [WORDS[i] for i in ids[1:].tolist() if i != PAD]  # without <s>
+def _show(words: tuple[str, ...], probs: Tensor) -> str:
+    return f"{' '.join(words) or '(empty)'} (P = {math.exp(_log_p(words, probs)):.4f})"
 
 
-def _as_words(answer, what: str) -> list[str]:
-    words = as_sequence(answer, None, what)
-    if not all(isinstance(w, str) for w in words):
-        raise Hint(t("{what}: write the words as strings, e.g. ['A', 'B', '</s>']", what=what))
-    words = [w.strip() for w in words]
-    if words and words[0] == "<s>":  # allowed: with or without the start symbol
-        words = words[1:]
-    unknown = [w for w in words if w not in WORDS[3:]]
-    if unknown:
-        raise Hint(
-            t("{what}: {unknown} are not words of the table; use 'A', 'B', 'C' and '</s>'", what=what, unknown=unknown)
-        )
-    return words
-
-
-def check_predictions(greedy_prediction, beam_prediction) -> Result:
-    """Both predictions are lists or tuples of words ('A', 'B', 'C', '</s>'), the output after <s> (a
-    leading '<s>' may be written or not), up to and including '</s>'."""
+def check_table_design(table_design) -> Result:
+    """``table_design``: {'<s>': {...}, 'A': {...}, 'B': {...}, 'C': {...}}, each row a dict next word →
+    probability (next words '</s>', 'A', 'B', 'C'; a word left out has probability 0; each row sums to 1). The
+    checker decodes the table with the package's greedy_decode and beam_search (α = 0, at most 7 tokens after
+    <s>) and finds the most likely sentence by trying them all."""
 
     def check():
-        if greedy_prediction is ... or beam_prediction is ...:
-            raise NotImplementedError
-        greedy = _as_words(greedy_prediction, "greedy_prediction")
-        beam = _as_words(beam_prediction, "beam_prediction")
-        want_greedy, want_beam = _decoded_words(1), _decoded_words(2)
-        for got, want, what in ((greedy, want_greedy, "greedy_prediction"), (beam, want_beam, "beam_prediction")):
-            if got and got[-1] != "</s>" and got + ["</s>"] == want:
-                raise Hint(t("{what}: the output ends with '</s>'; write it too", what=what))
-        if greedy != want_greedy:
-            if greedy == want_beam:
-                raise Hint(
-                    t(
-                        "greedy_prediction is the better sentence, but greedy cannot find it: it takes the most "
-                        "likely word at each step (0.5 for A at the first step) and never goes back"
-                    )
+        from ..decode import beam_search, greedy_decode
+
+        probs = _as_table(table_design)
+        model = _TableModel(probs.float().clamp_min(1e-30))
+        src, mask = torch.tensor([[4]]), torch.ones(1, 1, 1, 1, dtype=torch.bool)  # the source is ignored
+        with torch.no_grad():
+            greedy = _sentence(greedy_decode(model, src, mask, _MAX_LEN, _BOS, _EOS)[0].tolist())
+            beam = {
+                k: _sentence(
+                    beam_search(model, src, mask, _MAX_LEN, _BOS, _EOS, beam_size=k, length_penalty=0.0)[0].tolist()
                 )
-            raise Hint(t("greedy_prediction: follow the largest probability of each row, starting from the row <s>"))
-        if beam != want_beam:
-            if beam == want_greedy:
-                raise Hint(
-                    t(
-                        "beam_prediction equals greedy: beam search keeps the 2 best prefixes at each step, so B "
-                        "(0.4) survives the first step; compare the products of the probabilities at step 2"
-                    )
-                )
-            if beam == ["B", "</s>"]:
-                raise Hint(t("beam_prediction: B </s> has P = 0.4 · 0.1; B is far more often followed by C"))
+                for k in (2, 3)
+            }
+        sentences = [
+            (*words, "</s>") for n in range(_MAX_LEN - 1) for words in itertools.product(("A", "B", "C"), repeat=n)
+        ]
+        ranked = sorted(sentences, key=lambda words: -_log_p(words, probs))
+        best = ranked[0]
+        if math.isclose(_log_p(ranked[0], probs), _log_p(ranked[1], probs), rel_tol=1e-6, abs_tol=1e-9):
             raise Hint(
                 t(
-                    "beam_prediction: at each step extend both prefixes by every word, multiply the "
-                    "probabilities, keep the best 2; a prefix that ends in </s> is finished"
+                    "two sentences tie for the most likely, {a} and {b}: make one of them more likely",
+                    a=_show(ranked[0], probs),
+                    b=_show(ranked[1], probs),
+                )
+            )
+        if not greedy or greedy[-1] != "</s>":
+            raise Hint(
+                t(
+                    "greedy decoding writes {sentence} and no '</s>' within {n} tokens: give '</s>' a good chance "
+                    "after some word",
+                    sentence=" ".join(greedy),
+                    n=_MAX_LEN - 1,
+                )
+            )
+        if greedy == best:
+            raise Hint(
+                t(
+                    "greedy decoding already writes the most likely sentence, {sentence}: the word that wins the "
+                    "first step must lead only to unlikely endings",
+                    sentence=_show(best, probs),
+                )
+            )
+        if beam[2] == greedy:
+            raise Hint(
+                t(
+                    "beam search with k = 2 writes what greedy writes, {sentence}: give the word ranked second after "
+                    "<s> a likely ending, so that it overtakes",
+                    sentence=_show(greedy, probs),
+                )
+            )
+        if beam[2] == best:
+            raise Hint(
+                t(
+                    "beam search with k = 2 already finds the most likely sentence, {sentence}; for k = 2 to miss it "
+                    "and k = 3 to find it, it can start with the word ranked third after <s>, which k = 2 drops at "
+                    "the first step",
+                    sentence=_show(best, probs),
+                )
+            )
+        if beam[3] != best:
+            raise Hint(
+                t(
+                    "beam search with k = 3 writes {got}, not the most likely sentence {best}: the most likely "
+                    "sentence's prefixes must stay among the 3 best at every step",
+                    got=_show(beam[3], probs),
+                    best=_show(best, probs),
                 )
             )
 
     return run_check(
-        t("predictions"), check, t("passed: greedy says A C </s> (P = 0.18), beam search B C </s> (P = 0.252)")
+        t("table design"),
+        check,
+        t(
+            "passed: greedy, beam search with k = 2 and beam search with k = 3 write three different sentences, "
+            "and only k = 3 finds the most likely one"
+        ),
     )
 
 
 # ---------------------------------------------------------------------------------------------------
 # Exercise 2: one batched beam step
-
-
-def _reference_top_k(beam_log_probs: Tensor, next_log_probs: Tensor, k: int):
-    candidates = []
-    for b in range(next_log_probs.size(0)):
-        for w in range(next_log_probs.size(1)):
-            candidates.append((float(beam_log_probs[b] + next_log_probs[b, w]), b, w))
-    candidates.sort(key=lambda c: -c[0])
-    best = candidates[:k]
-    return (torch.tensor([c[0] for c in best]), torch.tensor([c[1] for c in best]), torch.tensor([c[2] for c in best]))
 
 
 def check_top_k_extensions(top_k_extensions) -> Result:
@@ -205,9 +259,15 @@ def check_top_k_extensions(top_k_extensions) -> Result:
         beam_log_probs = torch.tensor([-0.5, -1.2, -3.0])  # (k,), best beam first
         next_log_probs = torch.randn(3, 7, generator=g).mul(2).log_softmax(-1)  # (k, V)
         next_log_probs[2, 5] = -0.01  # the weakest beam has the single most likely next word
-        k = 3
-        want_scores, want_beam, want_word = _reference_top_k(beam_log_probs, next_log_probs, k)
-        got = top_k_extensions(beam_log_probs.clone(), next_log_probs.clone(), k)
+        k, V = 3, next_log_probs.size(1)
+        candidates = sorted(
+            ((float(beam_log_probs[b] + next_log_probs[b, w]), b, w) for b in range(k) for w in range(V)),
+            key=lambda c: -c[0],
+        )[:k]  # every (beam, word) pair, one by one: the k best
+        want_scores = torch.tensor([c[0] for c in candidates])
+        want_beam, want_word = torch.tensor([c[1] for c in candidates]), torch.tensor([c[2] for c in candidates])
+        with no_shortcuts(t("a beam step")):
+            got = top_k_extensions(beam_log_probs.clone(), next_log_probs.clone(), k)
         scores, beam, word = as_sequence(got, 3, t("the result of top_k_extensions, (scores, beam, word),"))
         if isinstance(scores, Tensor) and scores.shape == (k,):
             plain = next_log_probs.flatten().topk(k).values
@@ -220,7 +280,6 @@ def check_top_k_extensions(top_k_extensions) -> Result:
                 )
         expect_tensor(scores, want_scores, "scores", atol=1e-5)
         if isinstance(beam, Tensor) and isinstance(word, Tensor):
-            V = next_log_probs.size(1)
             flat = want_beam * V + want_word
             if torch.equal(beam.long(), flat % k) or torch.equal(word.long(), flat // k):
                 raise Hint(t("the flat index over (k, V) is beam · V + word: beam = index // V, word = index % V"))
@@ -235,39 +294,44 @@ def check_top_k_extensions(top_k_extensions) -> Result:
 # ---------------------------------------------------------------------------------------------------
 # Exercise 3: the α at which the length penalty changes the winner
 
-
-def _score(log_p: float, length: int, alpha: float) -> float:
-    return log_p / ((5 + length) / 6) ** alpha  # GNMT's length penalty (Wu et al., 2016), as the paper uses it
-
-
-def crossover_by_bisection(log_p_short: float, len_short: int, log_p_long: float, len_long: int) -> float:
-    """The α where both scores are equal, found by bisection on the scores themselves (no formula)."""
-    low, high = 0.0, 10.0  # the short one wins at α = 0, the long one at α = 10 in every checker case
-    for _ in range(100):
-        middle = (low + high) / 2
-        if _score(log_p_short, len_short, middle) > _score(log_p_long, len_long, middle):
-            low = middle  # the short hypothesis still wins: the crossover is further right
-        else:
-            high = middle
-    return (low + high) / 2
+# (log P short, |Y| short, log P long, |Y| long): the long one is less likely as a whole, better per word.
+# The last pair's scores meet only beyond α = 10, where a search over a fixed range [0, 10] stops.
+_CROSSOVER_CASES = [(-4.0, 4, -5.2, 12), (-2.0, 3, -3.5, 20), (-6.0, 10, -12.0, 11)]
 
 
-# (log P short, |Y| short, log P long, |Y| long): the long one is less likely as a whole, better per word
-CROSSOVER_CASES = [(-4.0, 4, -5.2, 12), (-2.0, 3, -3.5, 20), (-6.0, 10, -6.6, 11)]
+def _gap(case: tuple, alpha: float) -> float:
+    """(score of the long hypothesis − score of the short one) / |score of the short one| at ``alpha``: it rises
+    with α, below 0 where the short one wins."""
+    log_p_s, n_s, log_p_l, n_l = case
+    try:
+        short, long = log_p_s / ((5 + n_s) / 6) ** alpha, log_p_l / ((5 + n_l) / 6) ** alpha
+    except OverflowError:
+        return math.inf
+    return (long - short) / abs(short)
 
 
 def check_crossover_alpha(crossover_alpha) -> Result:
     """``crossover_alpha(log_p_short, len_short, log_p_long, len_long)`` → the α at which both hypotheses
-    get the same score log P / ((5 + |Y|) / 6)^α (below it the short one wins, above it the long one)."""
+    get the same score log P / ((5 + |Y|) / 6)^α (below it the short one wins, above it the long one).
+    The check is that the two scores are equal at the returned α (there is one such α)."""
 
     def check():
-        for case in CROSSOVER_CASES:
+        for case in _CROSSOVER_CASES:
             log_p_s, n_s, log_p_l, n_l = case
             what = f"crossover_alpha{case}"
-            got = as_number(crossover_alpha(*case), what)
-            want = crossover_by_bisection(*case)
-            if math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-9):
+            with no_shortcuts(t("the crossover"), allow=("transformer_course.decode",)):
+                answer = crossover_alpha(*case)
+            got = as_number(answer, what)
+
+            if math.isfinite(got) and abs(_gap(case, got)) < 1e-7:
                 continue
+            # where the scores meet, found by halving an interval that surely holds it (the gap rises with α)
+            low, high = 0.0, 1.0
+            while _gap(case, high) < 0:
+                high *= 2
+            for _ in range(200):
+                low, high = (low, (low + high) / 2) if _gap(case, (low + high) / 2) >= 0 else ((low + high) / 2, high)
+            want = (low + high) / 2
             mistakes = {
                 t("lp(Y) uses 5 + |Y|, not |Y|: the ratio of the penalties is (5 + |Y_long|) / (5 + |Y_short|)"): (
                     math.log(log_p_l / log_p_s) / math.log(n_l / n_s)
@@ -283,6 +347,16 @@ def check_crossover_alpha(crossover_alpha) -> Result:
             for hint, value in mistakes.items():
                 if math.isclose(got, value, rel_tol=1e-6):
                     raise Hint(t("{what} = {got:.4f}: {hint}", what=what, got=got, hint=hint))
+            if want > 10 and 0 <= got <= 10:
+                raise Hint(
+                    t(
+                        "{what} = {got:.4f}: here the scores are equal only at α = {want:.4f}, beyond 10; a search over "
+                        "a fixed range misses it, a formula does not",
+                        what=what,
+                        got=got,
+                        want=want,
+                    )
+                )
             raise Hint(
                 t("{what} = {got:.4f}, but the scores are equal at α = {want:.4f}", what=what, got=got, want=want)
             )
@@ -311,40 +385,57 @@ def _numbers_in(obj, seen=None) -> int:
     return 0
 
 
-def counted_cache_numbers(batch: int, layers: int, heads: int, d_k: int, t: int, src_len: int) -> int:
-    """Run a small model of these sizes for t decoding steps with the package's cache and count what it stores."""
-    from ..model import make_model
-
-    torch.manual_seed(0)
-    model = make_model(11, 11, N=layers, d_model=heads * d_k, d_ff=8, h=heads, dropout=0.0).eval()
-    src = torch.randint(4, 11, (batch, src_len))  # (batch, S)
-    src_mask = torch.ones(batch, 1, 1, src_len, dtype=torch.bool)
-    cache = model.new_cache()
-    with torch.no_grad():
-        memory = model.encode(src, src_mask)  # (batch, S, d_model)
-        word = torch.full((batch, 1), BOS)  # (batch, 1)
-        for _ in range(t):  # the decoder reads t tokens, <s> first, one per step
-            hidden = model.decode(memory, src_mask, word, None, cache)  # (batch, 1, d_model)
-            word = model.generator(hidden[:, -1]).argmax(-1, keepdim=True)  # (batch, 1)
-    return _numbers_in(cache)
-
-
-# (batch, layers, heads, d_k, t, src_len): all different, so each mistake shows
-CACHE_CASES = [(2, 3, 4, 5, 6, 7), (3, 2, 2, 8, 9, 4)]
+# (batch, layers, heads, d_k, t, src_len): small enough to build and count; chosen so that every mistake
+# below gives its own number (tests/test_exercises_nb09.py checks that)
+_CACHE_CASES = [(2, 3, 4, 5, 6, 11), (3, 4, 2, 8, 9, 5)]
+# too large to build (48 layers of d_model 4096: about 10 billion weights): a closed form only
+_BIG_CACHE_CASE = (256, 48, 32, 128, 2048, 1024)
+_BIG_CACHE_DIGESTS = ("632aab8a3a557878720a6533",)  # guard.number_digests("nb09-cache-big", its count, 0)
 
 
 def check_cache_numbers(cache_numbers) -> Result:
     """``cache_numbers(batch, layers, heads, d_k, t, src_len)``: how many numbers the decoder's cache holds
-    after the decoder has read t tokens (<s> included), self- and cross-attention of every layer."""
+    after the decoder has read t tokens (<s> included), self- and cross-attention of every layer. Checked
+    against the package's cache, counted after decoding with a model of those sizes, and then on a
+    configuration far too large to build."""
+
+    def counted(batch: int, layers: int, heads: int, d_k: int, read: int, src_len: int) -> int:
+        from ..model import make_model
+
+        torch.manual_seed(0)
+        model = make_model(11, 11, N=layers, d_model=heads * d_k, d_ff=8, h=heads, dropout=0.0).eval()
+        src = torch.randint(4, 11, (batch, src_len))  # (batch, S)
+        src_mask = torch.ones(batch, 1, 1, src_len, dtype=torch.bool)
+        cache = model.new_cache()
+        with torch.no_grad():
+            memory = model.encode(src, src_mask)  # (batch, S, d_model)
+            word = torch.full((batch, 1), _BOS)  # (batch, 1)
+            for _ in range(read):  # the decoder reads t tokens, <s> first, one per step
+                hidden = model.decode(memory, src_mask, word, None, cache)  # (batch, 1, d_model)
+                word = model.generator(hidden[:, -1]).argmax(-1, keepdim=True)  # (batch, 1)
+        return _numbers_in(cache)
 
     def check():
-        for case in CACHE_CASES:
+        for case in [*_CACHE_CASES, _BIG_CACHE_CASE]:
             batch, layers, heads, d_k, read, src_len = case  # read: the t tokens read
             what = (
                 f"cache_numbers(batch={batch}, layers={layers}, heads={heads}, d_k={d_k}, t={read}, src_len={src_len})"
             )
-            got = as_int(cache_numbers(*case), what)
-            want = counted_cache_numbers(*case)
+            with no_shortcuts(t("the count")):
+                answer = cache_numbers(*case)
+            got = as_int(answer, what)
+            if case == _BIG_CACHE_CASE:
+                if not number_matches("nb09-cache-big", got, _BIG_CACHE_DIGESTS, 0):
+                    raise Hint(
+                        t(
+                            "{what} = {got:,}: right on the small models, wrong on this one; it has 48 layers of "
+                            "d_model 4096 and cannot be built: write the count as a formula of the six sizes",
+                            what=what,
+                            got=got,
+                        )
+                    )
+                continue
+            want = counted(*case)
             if got == want:
                 continue
             per = batch * heads * d_k  # one position of one layer's keys (or values)
@@ -356,6 +447,9 @@ def check_cache_numbers(cache_numbers) -> Result:
                 t("that is one layer: every decoder layer keeps its own cache"): want // layers,
                 t("the self-attention holds t positions after t tokens were read, not t + 1"): (
                     2 * layers * per * (read + 1 + src_len)
+                ),
+                t("the self-attention holds t positions after t tokens were read (<s> included), not t − 1"): (
+                    2 * layers * per * (read - 1 + src_len)
                 ),
                 t("the cross-attention's length is the source's, src_len, not t"): 2 * layers * per * (2 * read),
             }
@@ -372,18 +466,21 @@ def check_cache_numbers(cache_numbers) -> Result:
 
 QUESTIONS = {
     "q1": Choice(
-        key="nb09-q1",
-        digest="d38cda64a0414622b1868e54",
+        key="nb09-q1b",
+        digest="967cb5e022017f50461b22b6",
         letters="abc",
-        why=lazy_t("with the causal mask, position i never reads later positions, so its keys and values never change"),
+        why=lazy_t(
+            "the memory is the same at every step, so the cross-attention's keys and values stay right; without "
+            "the causal mask a new word changes every earlier position's output, so the self-attention cache goes stale"
+        ),
         wrong={
             "a": lazy_t(
-                "eval mode turns dropout off, but that is not why old keys stay valid: without the causal mask a new "
-                "word would change every earlier position's output, in every layer above the first"
+                "without the causal mask, position i reads the words written after it: when a word is added, every "
+                "earlier position's output changes in the first layer, and so the keys and values of every layer above"
             ),
             "c": lazy_t(
-                "that is true of the cross-attention's keys and values only; the self-attention's keys come from "
-                "the target words, which grow by one each step"
+                "the cross-attention reads only the encoder's memory, which does not change while the output grows: "
+                "its keys and values stay exactly right"
             ),
         },
     ),
@@ -401,13 +498,19 @@ QUESTIONS = {
         otherwise=lazy_t("count the (prefix, next word) pairs"),
     ),
     "q3": Choice(
-        key="nb09-q3",
-        digest="3054cfe9c375147058c9fcd6",
+        key="nb09-q3b",
+        digest="ed741fdbe867387ec5e8b278",
         letters="abc",
-        why=lazy_t("every word multiplies P by a number below 1, so plain log P (α = 0) favours short outputs"),
+        why=lazy_t(
+            "its log P can only fall, but a longer hypothesis divides it by a larger lp(Y): with α > 0 a lower "
+            "log P can still reach a higher score, so the search must go on"
+        ),
         wrong={
-            "b": lazy_t("it is the other way round: α = 1 divides log P by about the length, which helps long outputs"),
-            "c": lazy_t("log P falls with every word; only the length penalty makes up for it"),
+            "a": lazy_t(
+                "that holds for α = 0 only: with α > 0 the score is log P / lp(Y), and lp(Y) grows with the length, "
+                "so a longer hypothesis with a lower log P can score higher"
+            ),
+            "c": lazy_t("the beam size does not enter: the score of one hypothesis is log P / lp(Y), whatever k is"),
         },
     ),
 }

@@ -3,10 +3,12 @@
 from transformer_course.exercises import nb10_attention_visualization as ex
 ex.check_capture_shapes(encoder_shape, decoder_shape, cross_shape)  # predict the captured shapes
 ex.check_head_entropy(head_entropy)
-ex.check_alignment(alignment)
+ex.check_rollout(rollout)                     # attention rollout through the encoder layers
 ex.check_quiz(q1=..., q2=..., q3=...)
 
 Shapes may be tuples, lists or torch.Size; numbers a Python or numpy number or a one-number tensor.
+The learner's functions run inside :func:`~transformer_course.exercises.guard.no_shortcuts`: calling the
+package's own statistics (``viz.stats.attention_entropy`` …) is named as such, not counted as the learner's.
 """
 
 from __future__ import annotations
@@ -18,14 +20,14 @@ import torch
 from ..i18n import lazy_t, register, t
 from . import Choice, Hint, Numeric, Result, as_shape, expect_tensor, run_check
 from . import check_quiz as _check_quiz
+from .guard import no_shortcuts
 from .zh.nb10_attention_visualization import ZH
 
 register("zh", ZH)
 
 __all__ = [
     "check_head_entropy",
-    "check_alignment",
-    "captured_shapes",
+    "check_rollout",
     "check_capture_shapes",
     "QUESTIONS",
     "check_quiz",
@@ -61,7 +63,8 @@ def check_head_entropy(head_entropy) -> Result:
         # a one-hot head (entropy 0) and a uniform head (entropy ln k) first: the easiest numbers to reason about
         k = 4
         simple = torch.stack([torch.eye(k), torch.full((k, k), 1 / k)])  # (2, k, k)
-        got = head_entropy(simple)
+        with no_shortcuts(t("the entropy")):
+            got = head_entropy(simple)
         if isinstance(got, torch.Tensor) and got.shape == (2,) and torch.isnan(got).any():
             raise Hint(
                 t(
@@ -90,7 +93,8 @@ def check_head_entropy(head_entropy) -> Result:
         expect_tensor(got, expected, t("head_entropy(one-hot head, uniform head)"))
         for seed, causal in ((0, False), (1, True)):
             w = _weights(seed, heads=3, q_len=5, k_len=6 if not causal else 5, causal=causal)  # (3, q, k)
-            got = head_entropy(w)
+            with no_shortcuts(t("the entropy")):
+                got = head_entropy(w)
             expected = _entropy_by_hand(w).float()
             if isinstance(got, torch.Tensor) and torch.isnan(got).any():
                 raise Hint(t("NaN: masked keys have weight 0, and 0 · log 0 must count as 0"))
@@ -117,59 +121,80 @@ def check_head_entropy(head_entropy) -> Result:
     return run_check(t("head entropy"), check, t("passed: 0 for a one-hot head, ln k for a uniform one, 0 · log 0 = 0"))
 
 
-def _alignment_case() -> torch.Tensor:
-    """Cross-attention (heads=3, T=4, S=5) where head 0 alone, the max over heads, and the head mean disagree."""
-    w = torch.full((3, 4, 5), 0.02)
-    # head mean: target i → source (4 - i) (a reversal); each of heads 1 and 2 puts 0.5 there
-    for i in range(4):
-        w[1, i, 4 - i] = w[2, i, 4 - i] = 0.5
-        w[0, i, i] = 0.9  # head 0 alone says "diagonal", very sharply
-    return w / w.sum(-1, keepdim=True)  # (3, 4, 5): rows sum to 1
-
-
-def check_alignment(alignment) -> Result:
-    """``alignment(cross)``: cross-attention (heads, T, S) → LongTensor (T,), for each target position the
-    source position with the largest weight averaged over the heads."""
+def check_rollout(rollout) -> Result:
+    """``rollout(layers)``: ``layers`` is a list of one layer's encoder self-attention weights (heads, S, S) per
+    layer, the first layer first; return the (S, S) attention rollout (Abnar and Zuidema, 2020):
+    Ā = ½ · (the head mean of a layer's weights) + ½ · I for the residual connection, and R = Ā_last ··· Ā_first."""
 
     def check():
-        w = _alignment_case()  # (3, 4, 5)
-        got = alignment(w)
-        expected = torch.tensor([4, 3, 2, 1])
-        if not isinstance(got, torch.Tensor):
-            raise Hint(t("alignment should return a tensor of source positions, got {type}", type=type(got).__name__))
-        if got.shape == (5,):
-            raise Hint(
-                t("you got one entry per source position: take the argmax over the keys (dim -1), one per target query")
-            )
-        if got.shape == (3, 4):
-            raise Hint(t("you got one row per head: average the heads first (weights.mean(0)), then take the argmax"))
-        if got.shape == (4,) and torch.equal(got.long(), torch.arange(4)):
-            raise Hint(t("this is head 0 alone; average over all heads (mean over dim 0) before the argmax"))
-        if got.dtype.is_floating_point:
-            raise Hint(t("return positions (a LongTensor from .argmax), not weights"))
-        expect_tensor(got, expected, "alignment(cross)")
-        g = torch.Generator().manual_seed(3)
-        w = torch.rand(2, 6, 7, generator=g).softmax(-1)  # (2, 6, 7)
-        expect_tensor(alignment(w), w.mean(0).argmax(-1), t("alignment(random cross-attention (2, 6, 7))"))
+        g = torch.Generator().manual_seed(10)
+        layers = [(2.0 * torch.randn(3, 5, 5, generator=g)).softmax(-1) for _ in range(3)]  # 3 × (heads, S, S)
+        eye = torch.eye(5)
 
-    return run_check("alignment", check, t("passed: one source position per target position, from the head mean"))
+        def product(matrices):  # matrices[0] · matrices[1] · …
+            out = eye
+            for m in matrices:
+                out = out @ m
+            return out
+
+        with_residual = [0.5 * w.mean(0) + 0.5 * eye for w in layers]  # Ā of each layer, (S, S)
+        expected = product(reversed(with_residual))  # Ā_last ··· Ā_first
+        copies = [w.clone() for w in layers]  # (outside the watch: a comprehension is a function of this module)
+        with no_shortcuts(t("the rollout")):
+            got = rollout(copies)
+        if isinstance(got, torch.Tensor) and got.shape == (3, 5, 5):
+            raise Hint(t("you got one rollout per head: average the heads of each layer first (mean over dim 0)"))
+        if isinstance(got, torch.Tensor) and got.shape == (5, 5) and got.is_floating_point():
+            g64 = got.double()
+            mistakes = {
+                t(
+                    "the layers are multiplied in the wrong order: the last layer reads what the layers below made, "
+                    "so R = Ā_last ··· Ā_first (the first layer on the right)"
+                ): product(with_residual),
+                t(
+                    "the residual connection is missing: each layer also passes its input on unchanged, "
+                    "Ā = ½ · A + ½ · I"
+                ): product(reversed([w.mean(0) for w in layers])),
+                t(
+                    "the rows sum to 2^layers, not 1: Ā = ½ · A + ½ · I (A + I, divided by 2, keeps each row a "
+                    "distribution)"
+                ): product(reversed([w.mean(0) + eye for w in layers])),
+                t("that is the maximum over the heads; the rollout averages them (mean over dim 0)"): product(
+                    reversed([0.5 * w.max(0).values + 0.5 * eye for w in layers])
+                ),
+                t("that is the last layer alone; the rollout multiplies the Ā of every layer"): with_residual[-1],
+            }
+            for hint, value in mistakes.items():
+                if torch.allclose(g64, value.double(), atol=1e-5):
+                    raise Hint(hint)
+        expect_tensor(got, expected, t("rollout(3 layers of (3 heads, 5, 5))"))
+        layers = [(2.0 * torch.randn(2, 4, 4, generator=g)).softmax(-1) for _ in range(2)]  # another size
+        expected = (0.5 * layers[1].mean(0) + 0.5 * torch.eye(4)) @ (0.5 * layers[0].mean(0) + 0.5 * torch.eye(4))
+        copies = [w.clone() for w in layers]  # (outside the watch: a comprehension is a function of this module)
+        with no_shortcuts(t("the rollout")):
+            got = rollout(copies)
+        expect_tensor(got, expected, t("rollout(2 layers of (2 heads, 4, 4))"))
+
+    return run_check(
+        t("rollout"), check, t("passed: R = Ā_last ··· Ā_first with Ā = ½ · (mean over heads) + ½ · I, rows sum to 1")
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
 # Exercise 1 (predict): the shapes viz.capture_attention returns
 
 # The notebook's question: the toy model (2 layers, 4 heads) on a source of 6 symbols and a target of 4.
-LAYERS, HEADS, SRC_LEN, TGT_LEN = 2, 4, 6, 4
+_LAYERS, _HEADS, _SRC_LEN, _TGT_LEN = 2, 4, 6, 4
 
 
-def captured_shapes() -> dict[str, tuple[int, ...]]:
+def _captured_shapes() -> dict[str, tuple[int, ...]]:
     """Run the package's capture on a model of the question's sizes and read the shapes of layer 0."""
     from ..model import make_model
     from ..viz import capture_attention
 
     torch.manual_seed(0)
-    model = make_model(14, 14, N=LAYERS, d_model=16, d_ff=32, h=HEADS, dropout=0.0)
-    src, tgt = list(range(4, 4 + SRC_LEN)), list(range(4, 4 + TGT_LEN))  # symbol ids, no specials
+    model = make_model(14, 14, N=_LAYERS, d_model=16, d_ff=32, h=_HEADS, dropout=0.0)
+    src, tgt = list(range(4, 4 + _SRC_LEN)), list(range(4, 4 + _TGT_LEN))  # symbol ids, no specials
     capture = capture_attention(model, src, tgt)
     return {kind: tuple(getattr(capture, kind)[0].shape) for kind in ("encoder", "decoder", "cross")}
 
@@ -182,14 +207,14 @@ def _shape_mistakes(kind: str, want: tuple[int, ...]) -> dict[tuple[int, ...], s
         (heads, k, q): t("rows are queries, columns keys: (heads, q_len, k_len)"),
     }
     if kind in ("decoder", "cross"):
-        forgot_bos = (heads, TGT_LEN, TGT_LEN if kind == "decoder" else k)
+        forgot_bos = (heads, _TGT_LEN, _TGT_LEN if kind == "decoder" else k)
         mistakes[forgot_bos] = t(
             "the decoder reads <s> first (the target shifted right, notebook 08): its positions are the "
             "{symbols} target symbols plus <s>",
-            symbols=TGT_LEN,
+            symbols=_TGT_LEN,
         )
     if kind == "decoder":
-        mistakes[(heads, q, SRC_LEN)] = t("decoder self-attention's keys are target positions too, not source ones")
+        mistakes[(heads, q, _SRC_LEN)] = t("decoder self-attention's keys are target positions too, not source ones")
     return mistakes
 
 
@@ -201,7 +226,7 @@ def check_capture_shapes(encoder_shape, decoder_shape, cross_shape) -> Result:
         answers = {"encoder": encoder_shape, "decoder": decoder_shape, "cross": cross_shape}
         if any(a is ... for a in answers.values()):
             raise NotImplementedError
-        want = captured_shapes()
+        want = _captured_shapes()
         for kind, answer in answers.items():
             got = as_shape(answer, f"{kind}_shape")
             if got == want[kind]:
@@ -218,43 +243,62 @@ def check_capture_shapes(encoder_shape, decoder_shape, cross_shape) -> Result:
 # Questions
 
 QUESTIONS = {
-    "q1": Choice(
-        key="nb10-q1",
-        digest="8c58e8990fb2f43c670ab813",
-        letters="abc",
-        why=lazy_t("the causal mask gives every future key −∞ before the softmax, so its weight is exactly 0"),
-        wrong={
-            "b": lazy_t(
-                "masked scores are −∞ (or the smallest float), so after the softmax they are exactly 0, not small"
-            ),
-            "c": lazy_t("the mask is the same for every head: no head may look at the future"),
-        },
-    ),
-    "q2": Numeric(
-        key="nb10-q2",
-        digests=("70ad3042eac40896699cfa90", "95c84ebbd3b6b9ff69417fb1", "5f8d841c9bbfcb8ca16d5e28"),
-        why=lazy_t("a uniform row over 8 keys has entropy −8 · (1/8) ln(1/8) = ln 8 ≈ 2.079 nats"),
+    "q1": Numeric(
+        key="nb10-q1b",
+        digests=("0fdfd732fd020ec4e4c6ab89", "5593807e7fe30e7187b2564b", "11698de952388b02e19c937f"),
+        why=lazy_t(
+            "row i may see only the i + 1 positions up to itself, so a uniform row has entropy ln(i + 1): the mean "
+            "over the 8 rows is (ln 1 + ln 2 + … + ln 8) / 8 = ln(8!) / 8 ≈ 1.326 nats"
+        ),
         mistakes={
-            lazy_t("that is in bits (log base 2); the course measures entropy in nats (natural log)"): 3.0,
-            lazy_t("that is the weight of each key, 1/8; the entropy is −Σ w ln w"): 1 / 8,
-            lazy_t("that is the number of keys; the entropy of a uniform row is its logarithm"): 8.0,
+            lazy_t("that is a row over all 8 keys; the causal mask lets row i see only the i + 1 positions up to it"): (
+                2.0794415416798357
+            ),
+            lazy_t("that is the sum over the rows; the head entropy is their mean"): 10.604602902745249,
+            lazy_t("that is in bits (log base 2); the course measures entropy in nats (natural log)"): (
+                1.9124010022984097
+            ),
         },
         rel_tol=1e-3,
-        otherwise=lazy_t("use H = −Σ_j w_j ln w_j with w_j = 1/8 for each of the 8 keys"),
+        otherwise=lazy_t("row i is uniform over the i + 1 positions it may see: its entropy is ln(i + 1)"),
+    ),
+    "q2": Numeric(
+        key="nb10-q2b",
+        digests=("3074492de40af711a8045781", "48444ca4f78eb226a1d54dea", "0265bee061beb3e6e7a2367c"),
+        why=lazy_t(
+            "−0.5 ln 0.5 − 7 · (0.5 / 7) ln(0.5 / 7) = 0.5 ln 2 + 0.5 ln 14 = 0.5 ln 28 ≈ 1.666 nats: between 0 "
+            "(one key) and ln 8 ≈ 2.079 (uniform)"
+        ),
+        mistakes={
+            lazy_t("that is in bits (log base 2); the course measures entropy in nats (natural log)"): (
+                2.403677461028802
+            ),
+            lazy_t("that is a uniform row over the 8 keys; this one puts half its weight on one key"): (
+                2.0794415416798357
+            ),
+            lazy_t("the key with weight 0.5 counts too: add its −0.5 ln 0.5"): 1.3195286648076292,
+            lazy_t("the 7 other keys count too: each holds 0.5 / 7"): 0.34657359027997264,
+        },
+        rel_tol=1e-3,
+        otherwise=lazy_t("use H = −Σ_j w_j ln w_j with w = 0.5 for one key and 0.5 / 7 for each of the 7 others"),
     ),
     "q3": Choice(
-        key="nb10-q3",
-        digest="949ef8894fe58c9df416d018",
+        key="nb10-q3b",
+        digest="9b23cf6852cb350629d71bf4",
         letters="abc",
         why=lazy_t(
-            "a weight says where one head read; W^O, the other heads and later layers decide what is done with it"
+            "a sharp pattern shows where one head reads, not that the output depends on it alone: other heads "
+            "(mixed by W^O) and later layers can carry the same information"
         ),
         wrong={
             "a": lazy_t(
-                "a heatmap cannot show why the model chose a word: the head's output is mixed with the other "
-                "heads by W^O and changed by the feed-forward and later layers"
+                "the head does read the mirror position; the experiment only shows that the model does not need it "
+                "alone: other heads can carry the same information"
             ),
-            "c": lazy_t("each head has its own weights; one head's 0.9 says nothing about what the other heads read"),
+            "c": lazy_t(
+                "the heatmap is right: it shows the weights the head computed; what it cannot show is whether the "
+                "output depends on them"
+            ),
         },
     ),
 }

@@ -4,34 +4,34 @@ checkpoint averaging; BLEU, Papineni et al. 2002).
 from transformer_course.exercises import nb11_train_multi30k as ex
 ex.check_update_average(update_average)          # average many checkpoints holding two at a time
 ex.check_bleu_from_counts(bleu_from_counts)      # BLEU from its n-gram counts and lengths
-ex.check_loss_floor(loss_floor)                  # the lowest label-smoothed loss a model can reach
+ex.check_length_batches(length_batches)          # batches by length, as the paper's §5.1
 ex.check_quiz(q1=..., q2=..., q3=...)
 
 Numbers may be a Python int or float, a numpy scalar or a one-number tensor; lists may be lists or tuples.
+The learner's functions run inside :func:`~transformer_course.exercises.guard.no_shortcuts`: handing the work to
+the package (``data.TokenBatchSampler``, this module) or to sacreBLEU's own BLEU is named, not counted as theirs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 
 import torch
 
 from ..i18n import lazy_t, register, t
-from . import Choice, Hint, Numeric, Result, as_number, expect_tensor, run_check
+from . import Choice, Hint, Numeric, Result, as_int, as_number, as_sequence, expect_tensor, run_check
 from . import check_quiz as _check_quiz
+from .guard import no_shortcuts
 from .zh.nb11_train_multi30k import ZH
 
 register("zh", ZH)
 
 __all__ = [
     "check_update_average",
-    "sacrebleu_score",
-    "BLEU_CASES",
     "check_bleu_from_counts",
-    "package_loss_floor",
-    "FLOOR_CASES",
-    "check_loss_floor",
+    "check_length_batches",
     "QUESTIONS",
     "check_quiz",
 ]
@@ -50,7 +50,8 @@ def _run_average(update_average, dicts: list[dict]) -> dict:
     itself, then ``update_average(average, next, count)`` with count = how many are in the new average."""
     average = dicts[0]
     for count, state in enumerate(dicts[1:], start=2):
-        average = update_average(average, state, count)
+        with no_shortcuts(t("the average")):
+            average = update_average(average, state, count)
         if not isinstance(average, dict):
             raise Hint(
                 t("update_average should return a dict (name → tensor), got {type}", type=type(average).__name__)
@@ -128,7 +129,7 @@ def check_update_average(update_average) -> Result:
 # Exercise 2: BLEU from its parts
 
 
-def sacrebleu_score(correct, total, sys_len: int, ref_len: int) -> float:
+def _sacrebleu_score(correct, total, sys_len: int, ref_len: int) -> float:
     """sacreBLEU's own BLEU (0–100) from the counts, without smoothing."""
     from sacrebleu.metrics import BLEU
 
@@ -136,11 +137,31 @@ def sacrebleu_score(correct, total, sys_len: int, ref_len: int) -> float:
 
 
 # (correct n-grams, hypothesis n-grams for n = 1…4, words in the translations, words in the references)
-BLEU_CASES = [
+_BLEU_CASES = [
     ([70, 40, 22, 12], [100, 90, 80, 70], 100, 110),  # short output: the brevity penalty acts
     ([180, 120, 70, 40], [240, 220, 200, 180], 240, 230),  # long output: no penalty
     ([9, 5, 3, 2], [10, 9, 8, 7], 10, 10),
 ]
+
+
+@contextlib.contextmanager
+def _sacrebleu_watched():
+    """Run the block with sacreBLEU's BLEU from counts (``BLEU.compute_bleu``) recorded: yields a list that
+    holds True once it was called."""
+    from sacrebleu.metrics import BLEU
+
+    original = BLEU.__dict__["compute_bleu"]  # a staticmethod
+    called: list[bool] = []
+
+    def recorded(*args, **kwargs):
+        called.append(True)
+        return original.__func__(*args, **kwargs)
+
+    BLEU.compute_bleu = staticmethod(recorded)
+    try:
+        yield called
+    finally:
+        BLEU.compute_bleu = original
 
 
 def _bleu_mistakes(correct, total, sys_len: int, ref_len: int) -> dict[str, float]:
@@ -165,10 +186,23 @@ def check_bleu_from_counts(bleu_from_counts) -> Result:
     ``ref_len`` are their lengths in words. Return BLEU on a 0–100 scale, as sacreBLEU does."""
 
     def check():
-        for correct, total, sys_len, ref_len in BLEU_CASES:
+        for correct, total, sys_len, ref_len in _BLEU_CASES:
             what = f"bleu_from_counts({correct}, {total}, sys_len={sys_len}, ref_len={ref_len})"
-            got = as_number(bleu_from_counts(list(correct), tuple(total), sys_len, ref_len), what)
-            want = sacrebleu_score(correct, total, sys_len, ref_len)
+            counts = (list(correct), tuple(total), sys_len, ref_len)
+            with _sacrebleu_watched() as called:
+                try:
+                    with no_shortcuts(t("BLEU")):
+                        answer = bleu_from_counts(*counts)
+                finally:
+                    if called:  # (the watch also names the recorder, a function of this module: say what it recorded)
+                        raise Hint(
+                            t(
+                                "your code calls sacrebleu's BLEU.compute_bleu, sacreBLEU's own BLEU from counts, so "
+                                "this is not counted as yours: write the brevity penalty and the geometric mean yourself"
+                            )
+                        )
+            got = as_number(answer, what)
+            want = _sacrebleu_score(correct, total, sys_len, ref_len)
             if math.isclose(got, want, rel_tol=1e-6):
                 continue
             for hint, value in _bleu_mistakes(correct, total, sys_len, ref_len).items():
@@ -180,128 +214,180 @@ def check_bleu_from_counts(bleu_from_counts) -> Result:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Exercise 3: the lowest loss label smoothing allows
+# Exercise 3: batches by length (§5.1: "Sentence pairs were batched together by approximate sequence length")
+
+_MAX_PADDING = 0.10  # at most 10 % of the positions may be padding, over all batches (sorted: 2–6 %; random: ~40 %)
+_MAX_EXTRA_BATCHES = 0.15  # at most 15 % more batches than the fewest possible, ⌈Σ lengths / max_tokens⌉
 
 
-def package_loss_floor(epsilon: float, vocab_size: int) -> float:
-    """The package's LabelSmoothingLoss for a model that predicts exactly the smoothed target (the best
-    any model can do: cross-entropy is smallest when the prediction equals the target distribution)."""
-    from ..train import LabelSmoothingLoss
-
-    word = vocab_size - 1  # any real word (not PAD = 0)
-    smoothed = torch.full((1, vocab_size), epsilon / vocab_size, dtype=torch.float64)
-    smoothed[0, word] += 1 - epsilon  # (1, V): what label smoothing asks the model to predict
-    target = torch.tensor([word])
-    loss = LabelSmoothingLoss(epsilon)(smoothed.log(), target)
-    return float(loss)
+def _length_cases() -> list[tuple[list[int], int]]:
+    """(source lengths, max_tokens): 600 sentences of 4–30 tokens and a budget of 300 positions, then 800 of
+    2–40 tokens and a budget of 1,000."""
+    g = torch.Generator().manual_seed(11)
+    return [
+        (torch.randint(4, 31, (600,), generator=g).tolist(), 300),
+        (torch.randint(2, 41, (800,), generator=g).tolist(), 1000),
+    ]
 
 
-# a tiny vocabulary first: there every mistake gives its own number; 6,190 = the English vocabulary of
-# docs/results.md (the package computes the loss in float32, hence the checker's tolerance of 1e-5)
-FLOOR_CASES = [(0.1, 5), (0.2, 12), (0.1, 6190)]
-
-
-def _entropy(probs: list[tuple[float, int]]) -> float:
-    """−Σ p ln p over (probability, how many words have it) pairs."""
-    return -sum(n * p * math.log(p) for p, n in probs if p > 0)
-
-
-def _floor_mistakes(epsilon: float, V: int) -> dict[str, float]:
-    return {
-        t(
-            "a perfect model cannot reach 0: label smoothing asks for 1 − ε on the right word and ε spread over "
-            "the vocabulary, and the loss is at least the entropy of that target"
-        ): 0.0,
-        t(
-            "this package (like F.cross_entropy) spreads ε over all V words, the right one included; you spread it "
-            "over the V − 1 others"
-        ): _entropy([(1 - epsilon, 1), (epsilon / (V - 1), V - 1)]),
-        t("the right word gets 1 − ε plus its own share ε / V: your target does not sum to 1"): _entropy(
-            [(1 - epsilon, 1), (epsilon / V, V - 1)]
-        ),
-        t("that is in bits; the loss uses the natural log (nats)"): _entropy(
-            [(1 - epsilon + epsilon / V, 1), (epsilon / V, V - 1)]
-        )
-        / math.log(2),
-    }
-
-
-def check_loss_floor(loss_floor) -> Result:
-    """``loss_floor(epsilon, vocab_size)``: the smallest value the package's label-smoothed loss can take
-    (per token, in nats), reached when the model predicts exactly the smoothed target."""
+def check_length_batches(length_batches) -> Result:
+    """``length_batches(lengths, max_tokens)``: ``lengths[i]`` is the length of sentence i; return a list of
+    batches (lists or tuples of sentence indices) in which every sentence appears exactly once, each batch's
+    padded size, len(batch) × its longest length, is at most ``max_tokens``, with at most 10 % padding over all
+    batches and at most 15 % more batches than ⌈Σ lengths / max_tokens⌉."""
 
     def check():
-        for epsilon, V in FLOOR_CASES:
-            what = f"loss_floor(epsilon={epsilon}, vocab_size={V})"
-            got = as_number(loss_floor(epsilon, V), what)
-            want = package_loss_floor(epsilon, V)
-            if math.isclose(got, want, rel_tol=1e-5):
-                continue
-            for hint, value in _floor_mistakes(epsilon, V).items():
-                if math.isclose(got, value, rel_tol=1e-5, abs_tol=1e-9):
-                    raise Hint(t("{what} = {got:.4f}: {hint}", what=what, got=got, hint=hint))
-            raise Hint(
-                t(
-                    "{what} = {got:.4f}; the package's loss on the smoothed target is {want:.4f}",
-                    what=what,
-                    got=got,
-                    want=want,
+        for lengths, max_tokens in _length_cases():
+            what = f"length_batches({len(lengths)} lengths, max_tokens={max_tokens})"
+            with no_shortcuts(t("the batching")):
+                answer = length_batches(list(lengths), max_tokens)
+            batches = [as_sequence(b, None, t("batch {i}", i=i)) for i, b in enumerate(as_sequence(answer, None, what))]
+            batches = [[as_int(n, t("an index in batch {i}", i=i)) for n in b] for i, b in enumerate(batches)]
+            if any(not b for b in batches):
+                raise Hint(
+                    t(
+                        "{what}: batch {i} is empty; every batch holds at least one sentence",
+                        what=what,
+                        i=next(i for i, b in enumerate(batches) if not b),
+                    )
                 )
-            )
+            seen = [n for b in batches for n in b]
+            if sorted(seen) == sorted(lengths) and sorted(seen) != list(range(len(lengths))):
+                raise Hint(t("{what}: the batches hold the lengths; return the sentences' indices instead", what=what))
+            outside = sorted({n for n in seen if not 0 <= n < len(lengths)})
+            if outside:
+                if sorted(seen) == sorted(lengths):
+                    raise Hint(
+                        t("{what}: the batches hold the lengths; return the sentences' indices instead", what=what)
+                    )
+                raise Hint(
+                    t(
+                        "{what}: {outside} are not sentence indices (0 … {last})",
+                        what=what,
+                        outside=outside[:5],
+                        last=len(lengths) - 1,
+                    )
+                )
+            if len(seen) != len(set(seen)):
+                twice = sorted({n for n in seen if seen.count(n) > 1})[:5]
+                raise Hint(
+                    t(
+                        "{what}: sentences {twice} are in more than one batch; each goes in exactly one",
+                        what=what,
+                        twice=twice,
+                    )
+                )
+            if len(seen) != len(lengths):
+                lost = sorted(set(range(len(lengths))) - set(seen))[:5]
+                raise Hint(
+                    t("{what}: sentences {lost} are in no batch; every sentence goes in one", what=what, lost=lost)
+                )
+            for i, b in enumerate(batches):
+                longest = max(lengths[n] for n in b)
+                if len(b) * longest > max_tokens:
+                    raise Hint(
+                        t(
+                            "{what}: batch {i} has {n} sentences and its longest has {longest} tokens: {size} padded "
+                            "positions, more than max_tokens = {max_tokens}; a batch costs sentences × longest, "
+                            "padding included",
+                            what=what,
+                            i=i,
+                            n=len(b),
+                            longest=longest,
+                            size=len(b) * longest,
+                            max_tokens=max_tokens,
+                        )
+                    )
+            positions = sum(len(b) * max(lengths[n] for n in b) for b in batches)
+            padding = 1 - sum(lengths) / positions
+            fewest = math.ceil(sum(lengths) / max_tokens)
+            if padding > _MAX_PADDING:
+                if padding > 0.2:
+                    raise Hint(
+                        t(
+                            "{what}: {padding:.1%} of the positions are padding: sort the sentences by length first, "
+                            "so that each batch holds sentences of about one length",
+                            what=what,
+                            padding=padding,
+                        )
+                    )
+                raise Hint(
+                    t(
+                        "{what}: {padding:.1%} of the positions are padding, more than 10 %: keep sentences of "
+                        "about one length together",
+                        what=what,
+                        padding=padding,
+                    )
+                )
+            if len(batches) > fewest * (1 + _MAX_EXTRA_BATCHES):
+                raise Hint(
+                    t(
+                        "{what}: {n} batches where {fewest} could hold every token: fill each batch up to "
+                        "max_tokens (sentences × longest) before starting the next",
+                        what=what,
+                        n=len(batches),
+                        fewest=fewest,
+                    )
+                )
 
-    return run_check(t("loss floor"), check, t("passed: the entropy of the smoothed target, the floor of the curves"))
+    return run_check(
+        t("length batches"),
+        check,
+        t("passed: every sentence once, no batch over budget, little padding and nearly full batches"),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
 # Questions
 
 QUESTIONS = {
-    "q1": Choice(
-        key="nb11-q1",
-        digest="8e9e17a6e1cccf9215d5db01",
-        letters="abc",
+    "q1": Numeric(
+        key="nb11-q1b",
+        digests=("d13f9c381d8aa552d3fdf894", "dcaf207a848b8731c69b4dc5", "83de14ba8e751d89fd7603df"),
         why=lazy_t(
-            "a real user's sentences hold words the model never saw; a vocabulary that knew the test words "
-            "would make BLEU look better than it is"
-        ),
-        wrong={
-            "a": lazy_t("speed is not the reason; the test sentences must stay as unseen as a user's"),
-            "c": lazy_t(
-                "every split has both languages; the point is that test words must be as new to the model as a "
-                "user's words"
-            ),
-        },
-    ),
-    "q2": Numeric(
-        key="nb11-q2",
-        digests=("e6573b57ccc8025d2aad3c11",),
-        why=lazy_t(
-            "each of the 4 processes takes its own batch of up to 8,000 tokens, and their gradients are averaged "
-            "into one step: up to 32,000 tokens per step"
+            "the batch is a 40 × 25 rectangle of 1,000 source positions, 880 of them real: 120 / 1,000 = 0.12 padding"
         ),
         mistakes={
-            lazy_t(
-                "that is one GPU's batch; with DDP each of the 4 GPUs processes its own batch in the same step"
-            ): 8000,
-            lazy_t("the batch is not split across GPUs: each GPU takes a whole batch of its own"): 8000 / 4,
+            lazy_t("that is the fraction of real tokens; the padding is the rest"): 0.88,
+            lazy_t("that is the number of padded positions; the fraction divides it by all 1,000 positions"): 120,
+            lazy_t("divide by all positions of the batch (40 · 25 = 1,000), not by the real tokens"): 120 / 880,
+        },
+        rel_tol=1e-3,
+        otherwise=lazy_t("the batch is 40 sentences × its longest source: count its positions, then the padded ones"),
+    ),
+    "q2": Numeric(
+        key="nb11-q2b",
+        digests=("67ad01c52392ab2c249214f5",),
+        why=lazy_t(
+            "each of the 4 processes adds the gradients of 2 batches of up to 8,000 tokens before the step, and "
+            "DDP averages the 4 processes' gradients into one step: 4 · 2 · 8,000 = 64,000 tokens"
+        ),
+        mistakes={
+            lazy_t("that is 4 GPUs × one batch; with accumulate = 2 each GPU adds a second batch before the step"): (
+                32000
+            ),
+            lazy_t("that is one GPU with accumulate = 2; the 4 GPUs each take their own batches too"): 16000,
+            lazy_t("that is one GPU's batch; with DDP each of the 4 GPUs processes its own batch in the same step"): (
+                8000
+            ),
         },
         rel_tol=0,
         otherwise=lazy_t("count the batches that go into one optimizer step, and the tokens in each"),
     ),
     "q3": Choice(
-        key="nb11-q3",
-        digest="0054e92d7e40b02787fec7d5",
+        key="nb11-q3b",
+        digest="f1d7d708a7302cb372bfa2ed",
         letters="abc",
         why=lazy_t(
-            "float16 has 5 exponent bits: small gradients round to 0 unless the loss is scaled up first; "
-            "bfloat16 keeps float32's 8 exponent bits and its range"
+            "100,000 is above float16's largest number, 65,504: it overflows to inf, and the loss's gradients "
+            "become inf or NaN; bfloat16 has float32's exponent range and keeps it (as 99,840)"
         ),
         wrong={
             "a": lazy_t(
-                "bfloat16 has float32's 8 exponent bits, so gradients neither overflow nor underflow more than "
-                "in float32"
+                "float16 has no number near 100,000: its largest is 65,504 (printed in section 6), and anything "
+                "beyond rounds to inf"
             ),
-            "c": lazy_t("bfloat16 needs no loss scaling: that is why the package uses it"),
+            "c": lazy_t("a float cast does not clamp: a value past the largest float16 rounds to inf, not to 65,504"),
         },
     ),
 }

@@ -3,100 +3,58 @@
 __all__ = ["ZH"]
 
 ZH: dict[str, str] = {
-    "{what}: write the words as strings, e.g. ['A', 'B', '</s>']": "{what}：请把词写成字符串，例如 ['A', 'B', '</s>']",
-    "{what}: {unknown} are not words of the table; use 'A', 'B', 'C' and '</s>'": (
-        "{what}：{unknown} 不是表中的词；请使用 'A'、'B'、'C' 和 '</s>'"
-    ),
-    "{what}: the output ends with '</s>'; write it too": "{what}：输出以 '</s>' 结尾；它也要写上",
-    "greedy_prediction is the better sentence, but greedy cannot find it: it takes the most likely word at each "
-    "step (0.5 for A at the first step) and never goes back": (
-        "greedy_prediction 写的是更好的那个句子，但贪心解码找不到它：它每一步都取最可能的词（第一步取 A，0.5），而且从不回头"
-    ),
-    "greedy_prediction: follow the largest probability of each row, starting from the row <s>": (
-        "greedy_prediction：从 <s> 那一行开始，每一行都沿着最大的概率走"
-    ),
-    "beam_prediction equals greedy: beam search keeps the 2 best prefixes at each step, so B (0.4) survives the "
-    "first step; compare the products of the probabilities at step 2": (
-        "beam_prediction 和贪心解码的结果一样：束搜索每一步保留最好的 2 个前缀，所以 B（0.4）能熬过第一步；"
-        "比较第 2 步时各概率的乘积"
-    ),
-    "beam_prediction: B </s> has P = 0.4 · 0.1; B is far more often followed by C": (
-        "beam_prediction：B </s> 的 P = 0.4 · 0.1；B 后面更常跟的是 C"
-    ),
-    "beam_prediction: at each step extend both prefixes by every word, multiply the probabilities, keep the best "
-    "2; a prefix that ends in </s> is finished": (
-        "beam_prediction：每一步把两个前缀都用每个词延长一次，把概率相乘，保留最好的 2 个；以 </s> 结尾的前缀就算完成了"
-    ),
-    "predictions": "预测",
-    "passed: greedy says A C </s> (P = 0.18), beam search B C </s> (P = 0.252)": (
-        "通过：贪心解码给出 A C </s>（P = 0.18），束搜索给出 B C </s>（P = 0.252）"
-    ),
     "the result of top_k_extensions, (scores, beam, word),": "top_k_extensions 的结果 (scores, beam, word)",
-    "the scores ignore the beams' own log-probabilities: a candidate's score is beam_log_probs[b] + "
-    "next_log_probs[b, w]": "分数忽略了各个束自己的对数概率：候选的分数是 beam_log_probs[b] + next_log_probs[b, w]",
-    "the flat index over (k, V) is beam · V + word: beam = index // V, word = index % V": (
-        "在 (k, V) 上展平后的索引是 beam · V + word：beam = index // V，word = index % V"
-    ),
+    "the scores ignore the beams' own log-probabilities: a candidate's score is beam_log_probs[b] + next_log_probs[b, w]": "分数忽略了各个束自己的对数概率：候选的分数是 beam_log_probs[b] + next_log_probs[b, w]",
+    "the flat index over (k, V) is beam · V + word: beam = index // V, word = index % V": "在 (k, V) 上展平后的索引是 beam · V + word：beam = index // V，word = index % V",
     "beam and word are swapped": "beam 和 word 弄反了",
     "top-k extensions": "top-k 扩展",
     "passed: the k best (beam, word) pairs over all beams at once": "通过：一次性在所有束上选出最好的 k 个 (beam, word) 对",
-    "lp(Y) uses 5 + |Y|, not |Y|: the ratio of the penalties is (5 + |Y_long|) / (5 + |Y_short|)": (
-        "lp(Y) 用的是 5 + |Y|，而不是 |Y|：两个惩罚之比是 (5 + |Y_long|) / (5 + |Y_short|)"
-    ),
-    "the sign is flipped: at α = 0 the short hypothesis wins, so the crossover is a positive α (put log P_long / "
-    "log P_short over (5 + |Y_long|) / (5 + |Y_short|))": (
-        "符号反了：α = 0 时短的假设胜出，所以交叉点是一个正的 α"
-        "（用 log P_long / log P_short 对 (5 + |Y_long|) / (5 + |Y_short|) 取对数之比）"
-    ),
-    "the scores are quotients, so compare the ratio log P_long / log P_short, not the difference": (
-        "分数是商，所以要比较比值 log P_long / log P_short，而不是差"
-    ),
+    "lp(Y) uses 5 + |Y|, not |Y|: the ratio of the penalties is (5 + |Y_long|) / (5 + |Y_short|)": "lp(Y) 用的是 5 + |Y|，而不是 |Y|：两个惩罚之比是 (5 + |Y_long|) / (5 + |Y_short|)",
+    "the sign is flipped: at α = 0 the short hypothesis wins, so the crossover is a positive α (put log P_long / log P_short over (5 + |Y_long|) / (5 + |Y_short|))": "符号反了：α = 0 时短的假设胜出，所以交叉点是一个正的 α（用 log P_long / log P_short 对 (5 + |Y_long|) / (5 + |Y_short|) 取对数之比）",
+    "the scores are quotients, so compare the ratio log P_long / log P_short, not the difference": "分数是商，所以要比较比值 log P_long / log P_short，而不是差",
     "{what} = {got:.4f}: {hint}": "{what} = {got:.4f}：{hint}",
     "{what} = {got:.4f}, but the scores are equal at α = {want:.4f}": "{what} = {got:.4f}，但两个分数在 α = {want:.4f} 处相等",
     "crossover α": "交叉点 α",
-    "passed: α = ln(log P_long / log P_short) / ln((5 + |Y_long|) / (5 + |Y_short|))": (
-        "通过：α = ln(log P_long / log P_short) / ln((5 + |Y_long|) / (5 + |Y_short|))"
-    ),
+    "passed: α = ln(log P_long / log P_short) / ln((5 + |Y_long|) / (5 + |Y_short|))": "通过：α = ln(log P_long / log P_short) / ln((5 + |Y_long|) / (5 + |Y_short|))",
     "the values are missing: each attention keeps its keys AND its values": "漏了值：每个注意力既要存键，也要存值",
-    "the cross-attention is missing: it keeps the projected memory, src_len positions per layer": (
-        "漏了交叉注意力：它存着投影后的 memory，每层 src_len 个位置"
-    ),
+    "the cross-attention is missing: it keeps the projected memory, src_len positions per layer": "漏了交叉注意力：它存着投影后的 memory，每层 src_len 个位置",
     "that is one layer: every decoder layer keeps its own cache": "这是一层的量：每个解码器层都有自己的缓存",
-    "the self-attention holds t positions after t tokens were read, not t + 1": (
-        "读了 t 个词元之后，自注意力存的是 t 个位置，而不是 t + 1 个"
-    ),
+    "the self-attention holds t positions after t tokens were read, not t + 1": "读了 t 个词元之后，自注意力存的是 t 个位置，而不是 t + 1 个",
     "the cross-attention's length is the source's, src_len, not t": "交叉注意力的长度是源序列的长度 src_len，而不是 t",
     "{what} = {got:,}: {hint}": "{what} = {got:,}：{hint}",
     "{what} = {got:,}; the package's cache holds {want:,} numbers": "{what} = {got:,}；本课程包的缓存存了 {want:,} 个数",
     "cache numbers": "缓存中的数",
     "passed: 2 · layers · batch · heads · d_k · (t + src_len)": "通过：2 · layers · batch · heads · d_k · (t + src_len)",
-    "with the causal mask, position i never reads later positions, so its keys and values never change": (
-        "有了后续掩码，位置 i 从不读取后面的位置，所以它的键和值永远不会变"
-    ),
-    "eval mode turns dropout off, but that is not why old keys stay valid: without the causal mask a new word would "
-    "change every earlier position's output, in every layer above the first": (
-        "评估模式会关掉 dropout，但这不是旧的键仍然有效的原因：没有后续掩码的话，新来的词会改变之前每个位置的输出，"
-        "第一层以上的每一层都如此"
-    ),
-    "that is true of the cross-attention's keys and values only; the self-attention's keys come from the target "
-    "words, which grow by one each step": (
-        "这只对交叉注意力的键和值成立；自注意力的键来自目标词，而目标词每一步都会多一个"
-    ),
-    "each of the k = 4 prefixes is extended by each of the 6,190 words: 24,760 candidates, one topk over them": (
-        "k = 4 个前缀中的每一个都用 6,190 个词中的每一个来延长：共 24,760 个候选，在它们上面做一次 topk"
-    ),
+    "each of the k = 4 prefixes is extended by each of the 6,190 words: 24,760 candidates, one topk over them": "k = 4 个前缀中的每一个都用 6,190 个词中的每一个来延长：共 24,760 个候选，在它们上面做一次 topk",
     "that is one prefix's extensions; all k = 4 prefixes are extended": "这只是一个前缀的扩展；全部 k = 4 个前缀都要延长",
-    "the beam keeps k prefixes, but it scores every word after each of them": (
-        "束只保留 k 个前缀，但它要给每个前缀之后的每个词打分"
-    ),
+    "the beam keeps k prefixes, but it scores every word after each of them": "束只保留 k 个前缀，但它要给每个前缀之后的每个词打分",
     "count the (prefix, next word) pairs": "数一数（前缀, 下一个词）对",
-    "every word multiplies P by a number below 1, so plain log P (α = 0) favours short outputs": (
-        "每多一个词，P 就要乘上一个小于 1 的数，所以单纯的 log P（α = 0）偏爱短的输出"
-    ),
-    "it is the other way round: α = 1 divides log P by about the length, which helps long outputs": (
-        "恰恰相反：α = 1 时 log P 大约要除以长度，这对长的输出有利"
-    ),
-    "log P falls with every word; only the length penalty makes up for it": (
-        "log P 每多一个词就降低一些；只有长度惩罚能弥补这一点"
-    ),
+    "P({word} | {row})": "P({word} | {row})（概率）",
+    "P({word} | {row}) = {p:g}: a probability lies between 0 and 1": "P({word} | {row}) = {p:g}：概率必须在 0 和 1 之间",
+    "a beam step": "束搜索的一步",
+    "beam search with k = 2 already finds the most likely sentence, {sentence}; for k = 2 to miss it and k = 3 to find it, it can start with the word ranked third after <s>, which k = 2 drops at the first step": "k = 2 的束搜索已经找到了最可能的句子 {sentence}；要让 k = 2 错过它而 k = 3 找到它，可以让它以 <s> 之后排第三的词开头，k = 2 在第一步就会丢掉这个词",
+    "beam search with k = 2 writes what greedy writes, {sentence}: give the word ranked second after <s> a likely ending, so that it overtakes": "k = 2 的束搜索写出的和贪心解码一样，都是 {sentence}：给 <s> 之后排第二的词一个很可能的结尾，让它反超",
+    "beam search with k = 3 writes {got}, not the most likely sentence {best}: the most likely sentence's prefixes must stay among the 3 best at every step": "k = 3 的束搜索写出的是 {got}，而不是最可能的句子 {best}：最可能的句子的前缀必须在每一步都留在最好的 3 个之中",
+    "greedy decoding already writes the most likely sentence, {sentence}: the word that wins the first step must lead only to unlikely endings": "贪心解码已经写出了最可能的句子 {sentence}：第一步胜出的词后面只能接不太可能的结尾",
+    "greedy decoding writes {sentence} and no '</s>' within {n} tokens: give '</s>' a good chance after some word": "贪心解码写出 {sentence}，在 {n} 个词元之内没有 '</s>'：让 '</s>' 在某个词之后有足够大的概率",
+    "its log P can only fall, but a longer hypothesis divides it by a larger lp(Y): with α > 0 a lower log P can still reach a higher score, so the search must go on": "它的 log P 只会下降，但更长的假设要除以更大的 lp(Y)：α > 0 时，较低的 log P 仍可能得到更高的分数，所以搜索必须继续",
+    "passed: greedy, beam search with k = 2 and beam search with k = 3 write three different sentences, and only k = 3 finds the most likely one": "通过：贪心解码、k = 2 的束搜索和 k = 3 的束搜索写出三个不同的句子，只有 k = 3 找到了最可能的那个",
+    "row {row!r} should be a dict, next word → probability, got {type}": "行 {row!r} 应该是一个 dict（下一个词 → 概率），得到的是 {type}",
+    "row {row!r} sums to {total:.4f}: each row is a distribution over the next word, its probabilities sum to 1": "行 {row!r} 的和是 {total:.4f}：每一行都是下一个词的分布，概率之和为 1",
+    "row {row!r}: {bad} are not words; the next word is one of '</s>', 'A', 'B', 'C'": "行 {row!r}：{bad} 不是词；下一个词只能是 '</s>'、'A'、'B'、'C' 之一",
+    "table design": "设计概率表",
+    "table_design has no row for {missing}: write one row each for '<s>', 'A', 'B' and 'C'": "table_design 缺少 {missing} 这一行：'<s>'、'A'、'B'、'C' 各写一行",
+    "table_design should be a dict, row word → {{next word: probability}}, got {type}": "table_design 应该是一个 dict，行的词 → {{下一个词: 概率}}，得到的是 {type}",
+    "that holds for α = 0 only: with α > 0 the score is log P / lp(Y), and lp(Y) grows with the length, so a longer hypothesis with a lower log P can score higher": "这只在 α = 0 时成立：α > 0 时分数是 log P / lp(Y)，而 lp(Y) 随长度增长，所以 log P 更低的较长假设可能得分更高",
+    "the beam size does not enter: the score of one hypothesis is log P / lp(Y), whatever k is": "束大小与此无关：无论 k 是多少，一个假设的分数都是 log P / lp(Y)",
+    "the count": "这个计数",
+    "the cross-attention reads only the encoder's memory, which does not change while the output grows: its keys and values stay exactly right": "交叉注意力只读取编码器的 memory，输出变长时它不会变：它的键和值始终完全正确",
+    "the crossover": "交叉点",
+    "the memory is the same at every step, so the cross-attention's keys and values stay right; without the causal mask a new word changes every earlier position's output, so the self-attention cache goes stale": "memory 在每一步都相同，所以交叉注意力的键和值一直正确；没有因果掩码时，新词会改变之前每个位置的输出，自注意力的缓存就过时了",
+    "the self-attention holds t positions after t tokens were read (<s> included), not t − 1": "读了 t 个词元（含 <s>）之后，自注意力存的是 t 个位置，而不是 t − 1 个",
+    "two sentences tie for the most likely, {a} and {b}: make one of them more likely": "有两个句子并列最可能：{a} 和 {b}；让其中一个更可能一些",
+    "without the causal mask, position i reads the words written after it: when a word is added, every earlier position's output changes in the first layer, and so the keys and values of every layer above": "没有因果掩码时，位置 i 会读取它之后写出的词：每加一个词，第一层中之前每个位置的输出都会变，于是上面每一层的键和值也跟着变",
+    "{unknown} are not rows of the table: the rows are '<s>', 'A', 'B' and 'C' ('</s>' ends the sentence and has no row)": "{unknown} 不是表中的行：行只有 '<s>'、'A'、'B' 和 'C'（'</s>' 结束句子，没有自己的行）",
+    "{what} = {got:,}: right on the small models, wrong on this one; it has 48 layers of d_model 4096 and cannot be built: write the count as a formula of the six sizes": "{what} = {got:,}：在小模型上对，在这个上错了；它有 48 层、d_model 为 4096，根本建不出来：把这个数写成六个尺寸的公式",
+    "{what} = {got:.4f}: here the scores are equal only at α = {want:.4f}, beyond 10; a search over a fixed range misses it, a formula does not": "{what} = {got:.4f}：这里两个分数只在 α = {want:.4f} 处相等，超过了 10；在固定范围内搜索会错过它，公式不会",
 }
