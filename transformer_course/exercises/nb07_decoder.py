@@ -265,14 +265,15 @@ def _check_model_once(make_model, options: dict, model, what: str) -> None:
     want_tie = (tie in ("decoder", "all"), tie == "all")
     got_tie = _tying(mine)
     if got_tie[0] != want_tie[0]:
-        raise Hint(
-            t(
-                "{name}: the generator should {be} the target embedding — one tensor (§3.4): "
-                "model.generator.proj.weight = model.tgt_embed.lut.weight",
-                name=name,
-                be=t("be") if want_tie[0] else t("not be"),
+        if want_tie[0]:
+            raise Hint(
+                t(
+                    "{name}: the generator should be the target embedding — one tensor (§3.4): "
+                    "model.generator.proj.weight = model.tgt_embed.lut.weight",
+                    name=name,
+                )
             )
-        )
+        raise Hint(t("{name}: with tie_embeddings='none' the generator keeps a weight of its own", name=name))
     if got_tie[1] != want_tie[1]:
         raise Hint(
             t(

@@ -1,4 +1,5 @@
 """Notebook 07: the decoder layer and stack, the generator, and the whole encoder-decoder model (§3)."""
+
 from torch import nn
 
 from .embeddings import Embeddings, PositionalEncoding, PositionwiseFeedForward
@@ -87,8 +88,17 @@ def check_options(src_vocab, tgt_vocab, tie_embeddings, positional):
 
 
 def make_model(
-    src_vocab, tgt_vocab, N=6, d_model=512, d_ff=2048, h=8, dropout=0.1,
-    norm_first=False, tie_embeddings="decoder", max_len=512, positional="sinusoidal",
+    src_vocab,
+    tgt_vocab,
+    N=6,
+    d_model=512,
+    d_ff=2048,
+    h=8,
+    dropout=0.1,
+    norm_first=False,
+    tie_embeddings="decoder",
+    max_len=512,
+    positional="sinusoidal",
 ):
     """The whole model; the defaults are the paper's base model (Table 3). ``norm_first=True``: pre-LN
     (notebook 04); ``positional="learned"``: learned positions (notebook 05); ``tie_embeddings``: "none",

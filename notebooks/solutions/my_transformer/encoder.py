@@ -1,4 +1,5 @@
 """Notebook 06: the encoder layer and the encoder stack (§3.1)."""
+
 import copy
 
 from torch import nn
