@@ -145,7 +145,7 @@ def check_decoder_layer(DecoderLayer) -> Result:
         t("decoder layer"),
         check,
         t(
-            "your DecoderLayer equals the package's, post-LN and pre-LN: masked self-attention, cross-attention on "
+            "DecoderLayer equals the package's, post-LN and pre-LN: masked self-attention, cross-attention on "
             "the memory, dropout in the same places, the same gradients"
         ),
     )
@@ -227,7 +227,7 @@ def check_decoder(Decoder, DecoderLayer) -> Result:
     return run_check(
         t("decoder"),
         check,
-        t("your Decoder holds N independent copies, reads the memory in every layer and equals the package's"),
+        t("Decoder holds N independent copies, reads the memory in every layer and equals the package's"),
     )
 
 
@@ -408,7 +408,7 @@ def check_make_model(make_model) -> Result:
         t("the whole model"),
         check,
         t(
-            "your make_model builds the package's model — names, tying, Xavier init, outputs, dropout and gradients — "
+            "make_model builds the package's model — names, tying, Xavier init, outputs, dropout and gradients — "
             "post-LN and pre-LN, with sinusoidal and learned positions"
         ),
     )
