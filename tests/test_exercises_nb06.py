@@ -417,3 +417,24 @@ def test_no_attribute_of_the_checker_module_passes_a_checker(enc, name, thing):
     assert not ex.check_mask_effect(thing).passed
     assert not ex.check_left_padded_positions(thing).passed
     assert not ex.check_encoder_parameter_count(thing).passed
+
+
+def test_a_blank_earlier_file_is_named_not_called_this_cells_not_done_yet(enc):
+    class BlankAttention(nn.Module):  # stands in for a multi_head.py whose stub still raises
+        def __init__(self, d_model, heads):
+            super().__init__()
+            self.in_proj, self.out_proj = nn.Linear(d_model, 3 * d_model), nn.Linear(d_model, d_model)
+
+        def forward(self, query, key, value, mask=None):
+            raise NotImplementedError
+
+    BlankAttention.__module__ = "my_transformer.multi_head"
+    code = BlankAttention.forward.__code__
+    BlankAttention.forward.__code__ = code.replace(co_filename=str(Path("my_transformer") / "multi_head.py"))
+
+    class OnBlankAttention(enc.EncoderLayer):
+        def __init__(self, d_model, heads, d_ff, dropout, norm_first=False):
+            super().__init__(d_model, heads, d_ff, dropout, norm_first)
+            self.self_attn = BlankAttention(d_model, heads)
+
+    assert failed_with(ex.check_encoder_layer(OnBlankAttention), "multi_head.py is not written yet", "use_reference")

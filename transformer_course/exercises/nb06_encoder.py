@@ -101,8 +101,39 @@ EARLIER_PIECES = ("transformer_course.fallback", "transformer_course.attention",
 def _guarded(what: str, learners: Callable, *args, **kwargs):
     """``learners(*args, **kwargs)``, named as the learner's only if it calls neither the package's layers nor
     PyTorch's. (The learner's callable itself, not a lambda of this module: that would count as the package.)"""
-    with no_shortcuts(what, TORCH_TRANSFORMER, allow=EARLIER_PIECES):
-        return learners(*args, **kwargs)
+    try:
+        with no_shortcuts(what, TORCH_TRANSFORMER, allow=EARLIER_PIECES):
+            return learners(*args, **kwargs)
+    except NotImplementedError as error:
+        _blame_an_earlier_file(error, learners, what)
+        raise
+
+
+LEARNER_FILES = ("attention.py", "multi_head.py", "norm_residual.py", "embeddings.py", "encoder.py", "decoder.py")
+
+
+def _blame_an_earlier_file(error: NotImplementedError, learners, what: str) -> None:
+    """A stub that raises in another of the learner's files (multi_head.py still blank, say) is not this cell's
+    "not done yet": name that file."""
+    import inspect
+    import traceback
+    from pathlib import Path
+
+    raised_in = Path(traceback.extract_tb(error.__traceback__)[-1].filename)
+    try:
+        code = learners if isinstance(learners, type) or inspect.isroutine(learners) else type(learners)
+        own = Path(inspect.getfile(code)).name
+    except TypeError:
+        return
+    if raised_in.name in LEARNER_FILES and raised_in.name != own:
+        raise Hint(
+            t(
+                "{file} is not written yet (a stub there still raises NotImplementedError), and {what} builds on it: "
+                "write it in its notebook, or bring in its reference on purpose with tc.learner.use_reference('{file}')",
+                file=raised_in.name,
+                what=what,
+            )
+        ) from None
 
 
 def _name_mistake(got: Tensor, want: Tensor, mistakes: dict, what: str) -> None:

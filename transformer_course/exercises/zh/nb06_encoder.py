@@ -73,4 +73,5 @@ ZH: dict[str, str] = {
     "{what}, sentence {b}: those are the plain seats 0 … S−1; left padding moves every real token one seat per <pad> in front of it, so count real tokens only": "{what}，句子 {b}：这是普通的座位号 0 … S−1；左侧填充时，前面每有一个 <pad>，每个真实词元就往后挪一个座位，所以只数真实词元",
     "{what}, sentence {b}: off by one — the first real token sits at seat 0": "{what}，句子 {b}：差了一位——第一个真实词元坐在座位 0",
     "{what}, sentence {b}: counted from the end; the first real token sits at seat 0": "{what}，句子 {b}：你是从末尾数起的；第一个真实词元坐在座位 0",
+    "{file} is not written yet (a stub there still raises NotImplementedError), and {what} builds on it: write it in its notebook, or bring in its reference on purpose with tc.learner.use_reference('{file}')": "{file} 还没有写好（其中的桩函数仍然抛出 NotImplementedError），而{what}要用到它：请在它所在的笔记本里写好它，或者用 tc.learner.use_reference('{file}') 有意地引入参考实现",
 }
