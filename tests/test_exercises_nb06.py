@@ -173,30 +173,16 @@ def test_encoder_layer_checker_names_an_ignored_norm_first(enc):
 def test_encoder_layer_checker_refuses_the_package_and_pytorch(enc):
     assert failed_with(ex.check_encoder_layer(tc.model.EncoderLayer), "transformer_course.model", "not counted")
 
-    def torch_attention(self, x, m):
+    def torch_attention(self, x, m):  # PyTorch's fused attention inside an otherwise hand-written layer
         def attend(y):
-            out, _ = functional.multi_head_attention_forward(
-                y.transpose(0, 1),
-                y.transpose(0, 1),
-                y.transpose(0, 1),
-                y.size(-1),
-                self.self_attn.heads,
-                self.self_attn.in_proj.weight,
-                self.self_attn.in_proj.bias,
-                None,
-                None,
-                False,
-                0.0,
-                self.self_attn.out_proj.weight,
-                self.self_attn.out_proj.bias,
-                key_padding_mask=~m[:, 0, 0],
-                need_weights=False,
-            )
-            return out.transpose(0, 1)
+            q, k, v = self.self_attn.in_proj(y).chunk(3, dim=-1)  # (B, S, d_model) each
+            heads = [t.unflatten(-1, (self.self_attn.heads, -1)).transpose(1, 2) for t in (q, k, v)]
+            out = functional.scaled_dot_product_attention(*heads, attn_mask=m)  # (B, h, S, d_k)
+            return self.self_attn.out_proj(out.transpose(1, 2).flatten(-2))
 
         return self.sublayer[1](self.sublayer[0](x, attend), self.feed_forward)
 
-    assert failed_with(ex.check_encoder_layer(layer_with(enc, torch_attention)), "multi_head_attention_forward")
+    assert failed_with(ex.check_encoder_layer(layer_with(enc, torch_attention)), "scaled_dot_product_attention")
 
 
 def encoder_with(enc, **methods):
