@@ -37,7 +37,7 @@ ZH: dict[str, str] = {
     "your model": "你的模型",
     "the whole model": "完整模型",
     "make_model builds the package's model — names, tying, Xavier init, outputs, dropout and gradients — post-LN and pre-LN, with sinusoidal and learned positions": "make_model 搭出的就是课程包的模型——名字、权重共享、Xavier 初始化、输出、dropout 和梯度都一致——post-LN 和 pre-LN、正弦位置编码和可学习位置编码下都是如此",
-    "a closed form: right with every kind of tying, up to a model of 20 billion parameters no computer here builds": "是闭式公式：每种权重共享方式都对，直到一个这里没有哪台计算机建得出来的 200 亿参数模型",
+    "a closed form: right with every kind of tying, up to a model of 23 billion parameters no computer here builds": "是闭式公式：每种权重共享方式都对，直到一个这里没有哪台计算机建得出来的 230 亿参数模型",
     "the masks are swapped: self-attention takes tgt_mask (padding and the future), cross-attention src_mask (the source's <pad>)": "两个掩码用反了：自注意力用 tgt_mask（填充和未来），交叉注意力用 src_mask（源序列的 <pad>）",
     "cross-attention attends over the decoder's own states: its keys and values are the memory, only its queries come from x (§3.2.3)": "交叉注意力注意的是解码器自己的状态：它的键和值是 memory，只有查询来自 x（§3.2.3）",
     "cross-attention attends over the decoder's own states: its keys and values are the memory (§3.2.3)": "交叉注意力注意的是解码器自己的状态：它的键和值应该是 memory（§3.2.3）",
