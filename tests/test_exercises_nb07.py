@@ -1,8 +1,15 @@
 """Notebook 07's checkers accept every allowed form of a right answer and name each plausible mistake."""
 
+import copy
+import importlib
+import sys
+import types
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 import transformer_course as tc
 from transformer_course.exercises import check_question
@@ -11,11 +18,232 @@ from transformer_course.exercises import nb07_decoder as ex
 from helpers import solutions
 
 sol = solutions("nb07_decoder")  # notebooks/solutions/nb07_decoder.py
+REFERENCE = Path(__file__).resolve().parent.parent / "notebooks" / "solutions" / "my_transformer"
+EARLIER = ("attention.py", "multi_head.py", "norm_residual.py", "embeddings.py")  # notebooks 02–05
+
+
+def reference(module: str):
+    """notebooks/solutions/my_transformer/<module>.py, imported as a package of its own (relative imports work)."""
+    missing = [f for f in EARLIER if not (REFERENCE / f).is_file()]
+    if missing:
+        pytest.skip(f"notebooks/solutions/my_transformer/ lacks {', '.join(missing)} (the reference files of 02–05)")
+    name = "_reference_my_transformer"
+    if name not in sys.modules:
+        package = types.ModuleType(name)
+        package.__path__ = [str(REFERENCE)]
+        sys.modules[name] = package
+    return importlib.import_module(f"{name}.{module}")
+
+
+@pytest.fixture(scope="module")
+def dec():
+    return reference("decoder")
 
 
 def failed_with(result, *words):
     """The check failed and its message names the mistake."""
     return not result.passed and all(w.lower() in result.message.lower() for w in words)
+
+
+# ---- the build cell: my_transformer/decoder.py ------------------------------------------------------
+
+
+def test_the_reference_decoder_file_passes_every_checker(dec):
+    assert ex.check_decoder_layer(dec.DecoderLayer).passed
+    assert ex.check_decoder(dec.Decoder, dec.DecoderLayer).passed
+    assert ex.check_make_model(dec.make_model).passed
+
+
+def decoder_layer_with(dec, forward):
+    return type("Mistaken", (dec.DecoderLayer,), {"forward": forward})
+
+
+def attend_in_order(self, x, memory, self_mask, kv, cross_mask, order=("self", "cross")):
+    for part in order:
+        if part == "self":
+            x = self.sublayer[0](x, lambda y: self.self_attn(y, y, y, self_mask))
+        else:
+            x = self.sublayer[1](x, lambda y: self.cross_attn(y, kv(y), kv(y), cross_mask))
+    return self.sublayer[2](x, self.feed_forward)
+
+
+@pytest.mark.parametrize(
+    "forward, words",
+    [
+        (lambda self, x, mem, s, t: attend_in_order(self, x, mem, s, lambda y: mem, t), ["masks are swapped"]),
+        (lambda self, x, mem, s, t: attend_in_order(self, x, mem, t, lambda y: y, s), ["decoder's own states"]),
+        (lambda self, x, mem, s, t: attend_in_order(self, x, mem, t, lambda y: y, t), ["decoder's own states"]),
+        (lambda self, x, mem, s, t: attend_in_order(self, x, mem, None, lambda y: mem, s), ["future leaks"]),
+        (lambda self, x, mem, s, t: attend_in_order(self, x, mem, t, lambda y: mem, None), ["source's <pad>"]),
+        (
+            lambda self, x, mem, s, t: attend_in_order(self, x, mem, t, lambda y: mem, s, ("cross", "self")),
+            ["comes before self-attention"],
+        ),
+    ],
+    ids=[
+        "masks swapped",
+        "cross on own states",
+        "cross on own states, tgt mask",
+        "no causal mask",
+        "no src mask",
+        "order",
+    ],
+)
+def test_decoder_layer_checker_names_each_mistake(dec, forward, words):
+    assert failed_with(ex.check_decoder_layer(decoder_layer_with(dec, forward)), *words)
+
+
+def test_decoder_layer_checker_refuses_the_package_and_torch_layers(dec):
+    assert failed_with(ex.check_decoder_layer(tc.model.DecoderLayer), "transformer_course.model", "not counted")
+
+    def torch_mha(self, x, memory, src_mask, tgt_mask):  # nn.MultiheadAttention with the same weights
+        mha = nn.MultiheadAttention(x.size(-1), self.self_attn.heads, batch_first=True)
+        mha.in_proj_weight, mha.in_proj_bias = self.self_attn.in_proj.weight, self.self_attn.in_proj.bias
+        mha.out_proj = self.self_attn.out_proj
+        x = self.sublayer[0](
+            x,
+            lambda y: mha(y, y, y, attn_mask=~tgt_mask[:, 0].repeat_interleave(mha.num_heads, 0), need_weights=False)[
+                0
+            ],
+        )
+        x = self.sublayer[1](x, lambda y: self.cross_attn(y, memory, memory, src_mask))
+        return self.sublayer[2](x, self.feed_forward)
+
+    assert failed_with(ex.check_decoder_layer(decoder_layer_with(dec, torch_mha)), "multi_head_attention_forward")
+
+
+def test_a_blank_decoder_is_not_done_yet(dec):
+    class Blank(dec.Decoder):
+        def forward(self, x, memory, src_mask, tgt_mask):
+            raise NotImplementedError
+
+    assert failed_with(ex.check_decoder(Blank, dec.DecoderLayer), "not done yet")
+
+
+def shared_decoder_init(self, layer, N):
+    nn.Module.__init__(self)
+    self.layers = nn.ModuleList([layer] * N)
+    self.norm = reference("encoder").final_norm(layer.d_model, layer.norm_first)
+
+
+def post_ln_norm_init(self, layer, N):
+    nn.Module.__init__(self)
+    self.layers = nn.ModuleList([copy.deepcopy(layer) for _ in range(N)])
+    self.norm = reference("norm_residual").LayerNorm(layer.d_model)
+
+
+def own_states_as_memory(self, x, memory, src_mask, tgt_mask):
+    for layer in self.layers:
+        x = layer(x, x, src_mask, tgt_mask)
+    return self.norm(x)
+
+
+def masks_swapped(self, x, memory, src_mask, tgt_mask):
+    for layer in self.layers:
+        x = layer(x, memory, tgt_mask, src_mask)
+    return self.norm(x)
+
+
+def no_final_norm(self, x, memory, src_mask, tgt_mask):
+    for layer in self.layers:
+        x = layer(x, memory, src_mask, tgt_mask)
+    return x
+
+
+@pytest.mark.parametrize(
+    "methods, words",
+    [
+        ({"__init__": shared_decoder_init}, ["share their weights"]),
+        ({"__init__": post_ln_norm_init}, ["post-LN stack without one"]),
+        ({"forward": own_states_as_memory}, ["same memory"]),
+        ({"forward": masks_swapped}, ["masks are swapped"]),
+        ({"forward": no_final_norm}, ["built but not applied"]),
+    ],
+    ids=["shared", "final norm in post-LN", "own states as memory", "masks swapped", "norm not applied"],
+)
+def test_decoder_checker_names_each_mistake(dec, methods, words):
+    mistaken = type("Mistaken", (dec.Decoder,), methods)
+    assert failed_with(ex.check_decoder(mistaken, dec.DecoderLayer), *words)
+
+
+def make_model_with(dec, change):
+    def make_model(*args, **kwargs):
+        return change(dec.make_model, *args, **kwargs)
+
+    return make_model
+
+
+def untied(make, *args, **kwargs):
+    model = make(*args, **kwargs)
+    model.generator.proj.weight = nn.Parameter(model.generator.proj.weight.detach().clone())
+    return model
+
+
+def source_not_tied(make, *args, tie_embeddings="decoder", **kwargs):
+    return make(*args, tie_embeddings="decoder" if tie_embeddings == "all" else tie_embeddings, **kwargs)
+
+
+def no_xavier(make, *args, **kwargs):
+    model = make(*args, **kwargs)
+    with torch.no_grad():
+        model.src_embed.lut.weight.normal_()  # nn.Embedding's own start, N(0, 1)
+    return model
+
+
+def ignores_norm_first(make, *args, norm_first=False, **kwargs):
+    return make(*args, **kwargs)
+
+
+def ignores_positional(make, *args, positional="sinusoidal", **kwargs):
+    return make(*args, **kwargs)
+
+
+def log_softmax_generator(make, *args, **kwargs):
+    model = make(*args, **kwargs)
+    plain = model.generator.forward
+    model.generator.forward = lambda hidden: plain(hidden).log_softmax(dim=-1)
+    return model
+
+
+def encode_without_positions(make, *args, **kwargs):
+    model = make(*args, **kwargs)
+    model.encode = lambda src, src_mask: model.encoder(model.src_embed(src), src_mask)
+    return model
+
+
+def no_option_check(make, src_vocab, tgt_vocab, *args, tie_embeddings="decoder", **kwargs):
+    if tie_embeddings == "all" and src_vocab != tgt_vocab:
+        tie_embeddings = "decoder"  # builds something instead of saying what is wrong
+    return make(src_vocab, tgt_vocab, *args, tie_embeddings=tie_embeddings, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (untied, ["generator should be the target embedding"]),
+        (source_not_tied, ["source embedding is the same tensor"]),
+        (no_xavier, ["src_embed.lut.weight", "xavier"]),
+        (ignores_norm_first, ["norm_first does not reach"]),
+        (ignores_positional, ["positional='learned'"]),
+        (log_softmax_generator, ["log_softmax is left"]),
+        (encode_without_positions, ["encode skips the positions"]),
+        (no_option_check, ["should raise ValueError"]),
+        (lambda make, *args, **kwargs: tc.make_model(*args, **kwargs), ["transformer_course.model.make_model"]),
+    ],
+    ids=[
+        "untied",
+        "all without source",
+        "no xavier",
+        "norm_first",
+        "positional",
+        "log_softmax",
+        "no positions",
+        "no option check",
+        "package",
+    ],
+)
+def test_make_model_checker_names_each_mistake(dec, change, words):
+    assert failed_with(ex.check_make_model(make_model_with(dec, change)), *words)
 
 
 # ---- exercise 1: find the bug ------------------------------------------------------------------------
@@ -103,11 +331,20 @@ def test_mystery_checker_names_each_wrong_answer(answers, words):
 # ---- exercise 2: the parameters of the whole model ---------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "form", [int, np.int64, float, torch.tensor], ids=["int", "numpy int", "whole float", "0-d tensor"]
-)
+@pytest.mark.parametrize("form", [int, np.int64, float], ids=["int", "numpy int", "whole float"])
 def test_parameter_count_checker_accepts_every_number_form(form):
     assert ex.check_parameter_count(lambda *case: form(sol.parameter_count(*case))).passed
+
+
+def test_parameter_count_checker_refuses_counting_a_built_model():
+    def counted(s, t, N, d, f, tie):  # right for every size a computer can build
+        return tc.count_parameters(tc.make_model(s, t, N=N, d_model=d, d_ff=f, h=4, tie_embeddings=tie))
+
+    assert failed_with(ex.check_parameter_count(counted), "closed form")
+
+
+def test_the_checker_knows_sizes_no_model_was_built_for():
+    assert any(case[3] >= 4096 and case[2] >= 48 for case in ex.COUNT_CASES)
 
 
 def test_the_solution_gives_the_base_model_count_the_notebook_prints():
@@ -156,7 +393,7 @@ def test_the_right_float_mask_is_what_nn_transformer_generates():
 
 @pytest.mark.parametrize(
     "answers",
-    [sol.QUIZ, {"q1": "C", "q2": "(b)", "q3": np.int64(5)}, {"q1": "c)", "q2": " B", "q3": torch.tensor(5.0)}],
+    [sol.QUIZ, {"q1": "C", "q2": np.int64(32), "q3": np.int64(5)}, {"q1": "c)", "q2": 32.0, "q3": torch.tensor(5.0)}],
     ids=["solution", "numpy and capital", "tensor and brackets"],
 )
 def test_quiz_accepts_every_form_of_the_right_answers(answers):
@@ -175,8 +412,9 @@ def test_quiz_calls_the_notebooks_blanks_not_done_yet(capsys):
         ("q1", "a", ["added", "hides nothing"]),
         ("q1", "b", ["towards them"]),
         ("q1", "d", ["nothing is hidden"]),
-        ("q2", "a", ["batch_first=True"]),
-        ("q2", "c", ["no error"]),
+        ("q2", 1, ["batch_first=True"]),
+        ("q2", 10, ["one vector from each"]),
+        ("q2", 5, ["which dimension"]),
         ("q3", 6, ["never an input"]),
         ("q3", 4, ["5 long each"]),
         ("q3", 3, ["count the positions"]),
@@ -189,3 +427,30 @@ def test_quiz_names_each_wrong_answer(question, answer, words):
 def test_printing_the_mystery_models_gives_nothing_away():
     model_1, model_2 = ex.mystery_models()
     assert repr(model_1) == repr(model_2)
+
+
+def test_no_attribute_of_a_mystery_model_names_its_bug():
+    model_1, model_2 = ex.mystery_models()
+
+    def attributes(model):
+        return sorted(
+            (name, key)
+            for name, module in model.named_modules()
+            for key in vars(module)
+            if not key.startswith("_") or key not in ("_parameters", "_buffers", "_modules")
+        )
+
+    assert attributes(model_1) == attributes(model_2)  # the same attribute names everywhere
+    for model in (model_1, model_2):
+        for layer in model.decoder.layers:
+            assert vars(layer.self_attn).keys() == vars(layer.cross_attn).keys()
+            assert not vars(layer.self_attn)["_buffers"] and not vars(layer.self_attn)["_parameters"]
+
+
+@pytest.mark.parametrize("name, thing", [(name, getattr(ex, name)) for name in dir(ex) if not name.startswith("__")])
+def test_no_attribute_of_the_checker_module_passes_a_checker(dec, name, thing):
+    assert not ex.check_decoder_layer(thing).passed
+    assert not ex.check_decoder(thing, dec.DecoderLayer).passed
+    assert not ex.check_make_model(thing).passed
+    assert not ex.check_parameter_count(thing).passed
+    assert not ex.check_mystery(model_1=thing, model_2=thing).passed

@@ -349,7 +349,8 @@ LINES = [
     (
         "nb06 passes",
         lambda: nb06_encoder.check_encoder_parameter_count(solutions("nb06_encoder").encoder_parameter_count),
-        "✅ encoder_parameter_count: matches the package's Encoder for three sizes, the paper's base encoder included",
+        "✅ encoder_parameter_count: a closed form: right for five sizes, the paper's base encoder and one of 9.7 "
+        "billion parameters included",
     ),
     (
         "nb07 fails",
@@ -359,8 +360,9 @@ LINES = [
     ),
     (
         "nb07 passes",
-        lambda: nb07_decoder.check_quiz(q2="b"),
-        "✅ q2: right: batch_first=False is the default: dimension 0 is the sequence, dimension 1 the batch",
+        lambda: nb07_decoder.check_quiz(q2=32),
+        "✅ q2: right: sequence first: dimension 1 (10) is read as the batch and dimension 0 (32) as the positions, so "
+        "the 'sentence' of one output holds one vector of each of the 32 real sentences, and attention mixes them",
     ),
     (
         "nb08 fails",

@@ -40,10 +40,7 @@ BUILD_FILES |= {"06": ["encoder.py"], "07": ["decoder.py"]}
 # Measured at 21:35 UTC on 1 Dec (before any rewrite): every module leaks, e.g. nb00 counted_attention_macs,
 # nb02 _reference and transformer_course.scaled_dot_product_attention, nb04 transformer_course.LayerNorm,
 # nb11 sacrebleu_score and package_loss_floor (the test's message lists each call that passed).
-KNOWN_LEAKS: set[str] = {
-    "nb06_encoder",
-    "nb07_decoder",
-}
+KNOWN_LEAKS: set[str] = set()
 
 
 def solutions_module(name: str):

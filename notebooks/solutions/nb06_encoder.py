@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import torch
 from torch import Tensor
 
 # Exercise 1: without the mask, every query of the padded sentence also reads the two <pad> keys (its real
@@ -10,11 +9,12 @@ from torch import Tensor
 CHANGES = [[False, False, False, False, False], [True, True, True, True, True]]
 
 
-def local_window_mask(src: Tensor, pad: int, w: int) -> Tensor:
-    """(batch, 1, S, S): query q may attend to key k when k is not <pad> and |q − k| ≤ w (§4)."""
-    positions = torch.arange(src.size(1))
-    near = (positions[:, None] - positions[None, :]).abs() <= w  # (S, S): the centred window
-    return near & (src != pad)[:, None, None, :]  # (S, S) & (B, 1, 1, S) → (B, 1, S, S)
+def left_padded_positions(src: Tensor, pad: int) -> Tensor:
+    """(batch, S) seat numbers: each real token's index among the real tokens of its sentence (0 for the first),
+    so <pad> in front of a sentence move no seat; a <pad> gets 0 or the seat before it (any seat would do: no
+    query reads a <pad> key)."""
+    real = (src != pad).long()  # (B, S): 1 for a real token
+    return (real.cumsum(dim=1) - 1).clamp(min=0)  # (B, S): 0, 1, 2, … counted over the real tokens only
 
 
 def encoder_parameter_count(N: int, d_model: int, d_ff: int) -> int:
@@ -25,4 +25,6 @@ def encoder_parameter_count(N: int, d_model: int, d_ff: int) -> int:
     return N * (attention + ffn + norms)
 
 
-QUIZ = {"q1": "b", "q2": 3, "q3": 12}
+# q1: the 6 entries are one layer, and parameters() lists a shared tensor once: 4·512² + 4·512 (attention)
+# + 2·512·2048 + 2048 + 512 (FFN) + 2·2·512 (two LayerNorms) = 3,152,384. q3: 2 per pre-LN layer × 6 + 1 at the end.
+QUIZ = {"q1": 3152384, "q2": 3, "q3": 13}

@@ -23,4 +23,6 @@ def parameter_count(src_vocab: int, tgt_vocab: int, N: int, d_model: int, d_ff: 
     return layers + matrices + tgt_vocab  # + the generator's bias
 
 
-QUIZ = {"q1": "c", "q2": "b", "q3": 5}
+# q2: sequence first, nn.Transformer reads (32, 10, 512) as 10 "sentences" of 32 positions: one output mixes
+# vectors of all 32 real sentences.
+QUIZ = {"q1": "c", "q2": 32, "q3": 5}

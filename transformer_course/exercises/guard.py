@@ -25,6 +25,7 @@ beyond ``2 · rel_tol``; ``rel_tol=0`` means exactly this number.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import sys
@@ -67,6 +68,7 @@ TORCH_TRANSFORMER = (
 )
 
 
+@functools.lru_cache(maxsize=4096)  # called on every Python call inside the guard: resolve each file once
 def _module_of(filename: str) -> str | None:
     """``transformer_course.attention`` for a file of the package, None for any other file."""
     try:

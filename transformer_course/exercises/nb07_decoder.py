@@ -1,60 +1,455 @@
-"""Checkers for the exercises of notebook 07 (the decoder and the whole model; paper §3.1, §3.2.3, §3.4).
+"""Checkers for notebook 07 (the decoder and the whole model; paper §3.1, §3.2.3, §3.4, §5.4): the build cell
+and the exercises.
 
 from transformer_course.exercises import nb07_decoder as ex
+ex.check_decoder_layer(DecoderLayer)                 # your my_transformer/decoder.py against the package
+ex.check_decoder(Decoder, DecoderLayer)              # the stack
+ex.check_make_model(make_model)                      # the whole model: Generator, EncoderDecoder, make_model
 model_1, model_2 = ex.mystery_models()               # find the bug: each model has one
 ex.check_mystery(model_1=bug_in_model_1, model_2=bug_in_model_2)   # the letter of each model's bug
-ex.check_parameter_count(parameter_count)            # estimate the cost, with each kind of tying
+ex.check_parameter_count(parameter_count)            # estimate the cost, in closed form, with each kind of tying
 ex.check_quiz(q1=q1, q2=q2, q3=q3)                   # nn.Transformer as a PyTorch user meets it
 
-Letters may be given as 'b', 'B' or '(b)'; numbers as a Python int or float, a numpy scalar or a
-one-number tensor.
+The build-cell checkers run your code inside :func:`~transformer_course.exercises.guard.no_shortcuts` (a decoder
+that hands its work to the package or to ``nn.TransformerDecoderLayer`` is named, not counted) and compute what
+they expect with the package when they run. Letters may be given as 'b', 'B' or '(b)'; numbers as a Python int or
+float or a numpy scalar.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
 
 from ..i18n import lazy_t, register, t
-from ..model import Transformer, count_parameters, make_model
+from ..masks import padding_mask, target_mask
 from . import Choice, Hint, Numeric, Result, as_choice, as_int, run_check
 from . import check_quiz as _check_quiz
+from .guard import answer_digest
+from .nb06_encoder import (
+    _check_dropout,
+    _check_gradients,
+    _closed_form,
+    _guarded,
+    _load,
+    _meta_count,
+    _name_mistake,
+    _package,
+    _randomize,
+    _shares_weights,
+)
 from .zh.nb07_decoder import ZH
 
 register("zh", ZH)
 
-__all__ = ["QUESTIONS", "check_mystery", "check_parameter_count", "check_quiz", "mystery_models"]
+__all__ = [
+    "QUESTIONS",
+    "check_decoder",
+    "check_decoder_layer",
+    "check_make_model",
+    "check_mystery",
+    "check_parameter_count",
+    "check_quiz",
+    "mystery_models",
+]
+
+PAD, BOS = 0, 2
+D_MODEL, HEADS, D_FF = 16, 4, 32
+
+
+def _batch(S: int, T: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Source (2, S) and target (2, T) token ids, sentence 1 of each padded, and their masks (True = may attend):
+    src_mask (2, 1, 1, S), tgt_mask (2, 1, T, T) = padding and causal."""
+    src, tgt = torch.randint(4, 20, (2, S)), torch.randint(4, 20, (2, T))
+    tgt[:, 0] = BOS
+    src[1, S - 2 :] = PAD
+    tgt[1, T - 2 :] = PAD
+    return src, tgt, padding_mask(src, PAD), target_mask(tgt, PAD)
+
 
 # ---------------------------------------------------------------------------------------------------
-# Exercise 1: find the bug. Two small models, each with one thing wrong inside a decoder layer.
+# The build cell: DecoderLayer
+
+
+def _check_decoder_layer_once(DecoderLayer, norm_first: bool, S: int, model, what: str) -> None:
+    name = f"DecoderLayer(16, 4, 32, dropout=0.5, norm_first={norm_first})"
+    mine = _guarded(what, DecoderLayer, D_MODEL, HEADS, D_FF, 0.5, norm_first=norm_first)
+    ref = _randomize(model.DecoderLayer(D_MODEL, HEADS, D_FF, 0.5, norm_first=norm_first))
+    _load(mine, ref, name)
+    mine.eval(), ref.eval()
+    T = 5
+    _, _, src_mask, tgt_mask = _batch(S, T)
+    x, memory = torch.randn(2, T, D_MODEL), torch.randn(2, S, D_MODEL)  # (B, T, d_model), (B, S, d_model)
+    args = (x, memory, src_mask, tgt_mask)
+    with torch.no_grad():
+        got = _guarded(what, mine, *args)
+        other = model.DecoderLayer(D_MODEL, HEADS, D_FF, 0.0, norm_first=not norm_first)
+        other.load_state_dict(ref.state_dict())
+        sa, ca, ffn = ref.self_attn, ref.cross_attn, ref.feed_forward
+        s0, s1, s2 = ref.sublayer
+
+        def layer(self_mask, cross_kv, cross_mask, order=("self", "cross")) -> Tensor:
+            y = x
+            for part in order:
+                if part == "self":
+                    y = s0(y, lambda z: sa(z, mask=self_mask))
+                else:
+                    y = s1(y, lambda z: ca(z, cross_kv if cross_kv is not None else z, mask=cross_mask))
+            return s2(y, ffn)
+
+        mistakes = {
+            t(
+                "the masks are swapped: self-attention takes tgt_mask (padding and the future), cross-attention "
+                "src_mask (the source's <pad>)"
+            ): lambda: layer(src_mask, memory, tgt_mask),
+            t(
+                "cross-attention attends over the decoder's own states: its keys and values are the memory, only "
+                "its queries come from x (§3.2.3)"
+            ): lambda: layer(tgt_mask, None, tgt_mask),
+            t("cross-attention attends over the decoder's own states: its keys and values are the memory (§3.2.3)"): (
+                lambda: layer(tgt_mask, None, src_mask)
+            ),
+            t("the future leaks: self-attention must get tgt_mask (causal and padding)"): lambda: layer(
+                None, memory, src_mask
+            ),
+            t("the source's <pad> are read: cross-attention must get src_mask"): lambda: layer(tgt_mask, memory, None),
+            t("cross-attention comes before self-attention: masked self-attention first, then the memory (§3.1)"): (
+                lambda: layer(tgt_mask, memory, src_mask, order=("cross", "self"))
+            ),
+            t(
+                "norm_first is ignored: each sub-layer must go through its self.sublayer[i] (ResidualConnection), "
+                "which knows post-LN from pre-LN"
+            ): lambda: other(*args),
+        }
+        _name_mistake(got, ref(*args), mistakes, name)
+    _check_dropout(mine, ref, args, name)
+    _check_gradients(mine, ref, args, name)
+
+
+def check_decoder_layer(DecoderLayer) -> Result:
+    """``DecoderLayer(d_model, heads, d_ff, dropout, norm_first=False)`` with ``forward(x, memory, src_mask,
+    tgt_mask)``: the package's values (post-LN and pre-LN, source as long as the target and longer), dropout
+    placement and gradients, with the package's weights loaded."""
+
+    def check():
+        model = _package()
+        what = t("your decoder layer")
+        for norm_first, S in ((False, 5), (True, 5), (False, 7)):  # S = T first, so that swapped masks still run
+            _check_decoder_layer_once(DecoderLayer, norm_first, S, model, what)
+
+    return run_check(
+        t("decoder layer"),
+        check,
+        t(
+            "DecoderLayer equals the package's, post-LN and pre-LN: masked self-attention, cross-attention on "
+            "the memory, dropout in the same places, the same gradients"
+        ),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# The build cell: the decoder stack
+
+
+def _check_decoder_once(Decoder, DecoderLayer, norm_first: bool, model, what: str) -> None:
+    name = f"Decoder(DecoderLayer(16, 4, 32, 0.0, norm_first={norm_first}), N=3)"
+    layer = _guarded(what, DecoderLayer, D_MODEL, HEADS, D_FF, 0.0, norm_first=norm_first)
+    mine = _guarded(what, Decoder, layer, 3)
+    layers = getattr(mine, "layers", None)
+    if not isinstance(layers, nn.ModuleList) or len(layers) != 3:
+        raise Hint(t("{name} should keep its 3 layers in self.layers (clones, from notebook 06)", name=name))
+    if _shares_weights(layers):
+        raise Hint(t("{name}: the 3 layers share their weights; clones must make copies", name=name))
+    has_norm = any(k.startswith("norm.") for k in mine.state_dict())
+    if has_norm != norm_first:
+        raise Hint(
+            t(
+                "{name}: a pre-LN stack ends with one more LayerNorm and a post-LN stack without one: "
+                "self.norm = final_norm(layer.d_model, layer.norm_first)",
+                name=name,
+            )
+        )
+    ref = model.Decoder(
+        [model.DecoderLayer(D_MODEL, HEADS, D_FF, 0.0, norm_first) for _ in range(3)], D_MODEL, norm_first
+    )
+    _randomize(ref)
+    _load(mine, ref, name)
+    mine.eval(), ref.eval()
+    _, _, src_mask, tgt_mask = _batch(5, 5)
+    x, memory = torch.randn(2, 5, D_MODEL), torch.randn(2, 5, D_MODEL)
+    with torch.no_grad():
+        got = _guarded(what, mine, x, memory, src_mask, tgt_mask)
+
+        def stack(n: int = 3, chain: bool = True, kv: Tensor | None = memory, final: bool = True) -> Tensor:
+            y = x
+            for one in ref.layers[:n]:
+                y = one(y if chain else x, memory if kv is None else kv, src_mask, tgt_mask)
+            return ref.norm(y) if final else y
+
+        mistakes = {
+            t("the final LayerNorm is built but not applied: return self.norm(x) after the last layer"): lambda: stack(
+                final=False
+            ),
+            t("only one layer runs: loop over all of self.layers"): lambda: stack(1),
+            t("each layer reads the stack's input: feed each layer's output to the next"): lambda: stack(chain=False),
+            t("every layer reads the same memory, the encoder's output — not the previous layer's output"): lambda: (
+                _chain_as_memory(ref, x, src_mask, tgt_mask)
+            ),
+            t("the masks are swapped on their way to the layers: layer(x, memory, src_mask, tgt_mask)"): lambda: ref(
+                x, memory, tgt_mask, src_mask
+            ),
+        }
+        _name_mistake(got, ref(x, memory, src_mask, tgt_mask), mistakes, name)
+
+
+def _chain_as_memory(ref, x, src_mask, tgt_mask) -> Tensor:
+    """A stack that hands each layer its own input as the memory (the plausible mix-up of x and memory)."""
+    y = x
+    for one in ref.layers:
+        y = one(y, y, src_mask, tgt_mask)
+    return ref.norm(y)
+
+
+def check_decoder(Decoder, DecoderLayer) -> Result:
+    """``Decoder(layer, N)``: N independent copies, the final LayerNorm only when pre-LN, the memory and both
+    masks handed to every layer; equal to the package's ``Decoder`` with the same weights."""
+
+    def check():
+        model = _package()
+        what = t("your decoder")
+        for norm_first in (False, True):
+            _check_decoder_once(Decoder, DecoderLayer, norm_first, model, what)
+
+    return run_check(
+        t("decoder"),
+        check,
+        t("Decoder holds N independent copies, reads the memory in every layer and equals the package's"),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# The build cell: Generator, EncoderDecoder and make_model, checked through make_model
+
+
+def _is_xavier(p: Tensor) -> bool:
+    """A matrix drawn from Xavier-uniform: inside ±√(6 / (fan_in + fan_out)), spread like a uniform on it."""
+    bound = math.sqrt(6.0 / (p.size(0) + p.size(1)))
+    return bool(p.abs().max() <= bound * (1 + 1e-6)) and abs(float(p.std()) / (bound / math.sqrt(3)) - 1) < 0.15
+
+
+def _tying(model: nn.Module) -> tuple[bool, bool]:
+    """(generator = target embedding, source embedding = target embedding): the same tensor, not equal values."""
+    return (
+        model.generator.proj.weight is model.tgt_embed.lut.weight,
+        model.src_embed.lut.weight is model.tgt_embed.lut.weight,
+    )
+
+
+def _check_model_once(make_model, options: dict, model, what: str) -> None:
+    sizes = dict(N=2, d_model=D_MODEL, d_ff=D_FF, h=HEADS, dropout=0.5)
+    src_vocab = 23 if options.get("tie_embeddings") != "all" else 19
+    extra = "".join(f", {key}={value!r}" for key, value in options.items())
+    name = f"make_model({src_vocab}, 19, N=2, d_model=16, d_ff=32, h=4, dropout=0.5{extra})"
+    mine = _guarded(what, make_model, src_vocab, 19, **sizes, **options)
+    for method in ("encode", "decode", "generator"):
+        if not hasattr(mine, method):
+            raise Hint(
+                t("{name} has no {method}: EncoderDecoder needs encode, decode and generator", name=name, method=method)
+            )
+    ref = model.make_model(src_vocab, 19, **sizes, **options)
+    tie = options.get("tie_embeddings", "decoder")
+    want_tie = (tie in ("decoder", "all"), tie == "all")
+    got_tie = _tying(mine)
+    if got_tie[0] != want_tie[0]:
+        if want_tie[0]:
+            raise Hint(
+                t(
+                    "{name}: the generator should be the target embedding — one tensor (§3.4): "
+                    "model.generator.proj.weight = model.tgt_embed.lut.weight",
+                    name=name,
+                )
+            )
+        raise Hint(t("{name}: with tie_embeddings='none' the generator keeps a weight of its own", name=name))
+    if got_tie[1] != want_tie[1]:
+        raise Hint(
+            t(
+                "{name}: with tie_embeddings='all' the source embedding is the same tensor too; with any other "
+                "value it is its own",
+                name=name,
+            )
+        )
+    if options.get("norm_first") and not any(k.startswith("encoder.norm.") for k in mine.state_dict()):
+        raise Hint(
+            t("{name}: norm_first does not reach the layers: pass it to EncoderLayer and DecoderLayer", name=name)
+        )
+    if options.get("positional") == "learned" and "src_pos.table" not in dict(mine.named_parameters()):
+        raise Hint(
+            t(
+                "{name}: positional='learned' should give each PositionalEncoding a trained table (a parameter): "
+                "pass positional on as its kind",
+                name=name,
+            )
+        )
+    not_xavier = [n for n, p in mine.named_parameters() if p.dim() > 1 and not _is_xavier(p.detach())]
+    if not_xavier:
+        raise Hint(
+            t(
+                "{name}: {param} does not look Xavier-uniform; start every matrix (p.dim() > 1) with "
+                "nn.init.xavier_uniform_",
+                name=name,
+                param=not_xavier[0],
+            )
+        )
+    _load(mine, ref, name)
+    mine.eval(), ref.eval()
+    S = T = 6
+    src, tgt, src_mask, tgt_mask = _batch(S, T)
+    src, tgt = src % src_vocab, tgt % 19
+    with torch.no_grad():
+        memory = ref.encode(src, src_mask)
+        hidden = ref.decode(memory, src_mask, tgt, tgt_mask)
+        got = _guarded(what, mine.encode, src, src_mask)
+        _name_mistake(
+            got,
+            memory,
+            {
+                t("encode skips the positions: src_pos(src_embed(src)) goes into the encoder"): lambda: ref.encoder(
+                    ref.src_embed(src), src_mask
+                ),
+                t("encode drops the mask: pass src_mask to the encoder"): lambda: ref.encode(src, None),
+            },
+            f"{name}.encode",
+        )
+        got = _guarded(what, mine.decode, memory, src_mask, tgt, tgt_mask)
+        _name_mistake(
+            got,
+            hidden,
+            {
+                t("decode skips the positions: tgt_pos(tgt_embed(tgt)) goes into the decoder"): lambda: ref.decoder(
+                    ref.tgt_embed(tgt), memory, src_mask, tgt_mask
+                ),
+                t("decode embeds the target with the source embedding: use tgt_embed"): lambda: ref.decoder(
+                    ref.tgt_pos(ref.src_embed(tgt)), memory, src_mask, tgt_mask
+                ),
+                t("decode swaps the masks: decoder(x, memory, src_mask, tgt_mask)"): lambda: ref.decoder(
+                    ref.tgt_pos(ref.tgt_embed(tgt)), memory, tgt_mask, src_mask
+                ),
+            },
+            f"{name}.decode",
+        )
+        got = _guarded(what, mine.generator, hidden)
+        logits = ref.generator(hidden)
+        _name_mistake(
+            got,
+            logits,
+            {
+                t("the generator returns logits; log_softmax is left to the search (and the loss does its own)"): (
+                    lambda: logits.log_softmax(dim=-1)
+                ),
+                t("the generator returns logits, not probabilities: leave the softmax out"): lambda: logits.softmax(
+                    dim=-1
+                ),
+            },
+            f"{name}.generator",
+        )
+        got = _guarded(what, mine, src, tgt, src_mask, tgt_mask)
+        _name_mistake(
+            got,
+            hidden,
+            {
+                t("forward gives the decoder the target mask as src_mask: decode(memory, src_mask, tgt, tgt_mask)"): (
+                    lambda: ref.decode(ref.encode(src, src_mask), tgt_mask, tgt, tgt_mask)
+                ),
+                t("forward returns logits; it should stop at the decoder's output (apply model.generator after)"): (
+                    lambda: logits
+                ),
+            },
+            f"{name}.forward",
+        )
+    args = (src, tgt, src_mask, tgt_mask)
+    if not options:  # the layers' dropout is checked above; here the embeddings' and positions' once
+        _check_dropout(mine, ref, args, name)
+    if options.get("tie_embeddings") != "none":  # a tied matrix gets the gradients of both its uses
+        _check_gradients(mine, ref, args, name, head="generator")
+
+
+def check_make_model(make_model) -> Result:
+    """``make_model(src_vocab, tgt_vocab, N, d_model, d_ff, h, dropout, norm_first=False, tie_embeddings="decoder",
+    max_len=512, positional="sinusoidal")``: the package's names and tying, Xavier-uniform matrices, the package's
+    encode / decode / generator / forward with the same weights, dropout and gradients — for the paper's model
+    and its variants (pre-LN, learned positions, no tying, three-way tying)."""
+
+    def check():
+        model = _package()
+        what = t("your model")
+        for options in (
+            {},
+            {"norm_first": True},
+            {"positional": "learned", "max_len": 64},
+            {"tie_embeddings": "none"},
+            {"tie_embeddings": "all"},
+        ):
+            _check_model_once(make_model, options, model, what)
+        try:
+            _guarded(what, make_model, 23, 19, N=1, d_model=8, d_ff=8, h=2, tie_embeddings="all")
+        except ValueError:
+            pass
+        else:
+            raise Hint(
+                t(
+                    "make_model(23, 19, tie_embeddings='all') should raise ValueError (one matrix cannot hold two "
+                    "vocabularies): call check_options first"
+                )
+            )
+
+    return run_check(
+        t("the whole model"),
+        check,
+        t(
+            "make_model builds the package's model — names, tying, Xavier init, outputs, dropout and gradients — "
+            "post-LN and pre-LN, with sinusoidal and learned positions"
+        ),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Exercise 1: find the bug. Two small models, each with one thing wrong inside its decoder layers.
 
 
 class _Attention(nn.Module):
-    """Wraps one attention module; with ``drop_mask`` it ignores the mask it is given (a mystery model's bug).
-    Every attention module of both mystery models is wrapped alike, so printing a model gives nothing away."""
+    """Wraps one attention module of a mystery model's decoder. Every attention module of both models is wrapped
+    alike and holds nothing but the module it wraps, so neither printing a model nor reading its attributes names
+    a bug: where one is, it shows only in what the model does."""
 
-    def __init__(self, attention: nn.Module, drop_mask: bool) -> None:
+    def __init__(self, attention: nn.Module) -> None:
         super().__init__()
         self.attention = attention
-        self._drop_mask = drop_mask
 
     def forward(self, query: Tensor, memory: Tensor | None = None, mask: Tensor | None = None, cache=None) -> Tensor:
-        return self.attention(query, memory, None if self._drop_mask else mask, cache)
+        keeps_mask = float(self.attention.out_proj.bias.sum()) < 0  # a property of the weights, like any other
+        return self.attention(query, memory, mask if keeps_mask else None, cache)
 
 
-def mystery_models(vocab: int = 20) -> tuple[Transformer, Transformer]:
+def mystery_models(vocab: int = 20) -> tuple[nn.Module, nn.Module]:
     """Two models built like ``make_model(vocab, vocab, N=2, d_model=16, d_ff=32, h=4)`` in eval mode,
     each with one of the bugs the exercise lists. Call them as usual: ``model.encode``, ``model.decode``."""
     models = []
     for seed, broken in ((1, "self_attn"), (2, "cross_attn")):
         with torch.random.fork_rng(devices=[]):  # the learner's random state is left as it was
             torch.manual_seed(seed)
-            model = make_model(vocab, vocab, N=2, d_model=16, d_ff=32, h=4, dropout=0.0).eval()
+            model = _package().make_model(vocab, vocab, N=2, d_model=16, d_ff=32, h=4, dropout=0.0).eval()
         for layer in model.decoder.layers:
             for part in ("self_attn", "cross_attn"):
-                setattr(layer, part, _Attention(getattr(layer, part), drop_mask=part == broken))
+                attention = getattr(layer, part)
+                with torch.no_grad():  # the sign of the bias sum: the wrapper drops the mask of positive ones
+                    bias = attention.out_proj.bias
+                    if (float(bias.sum()) > 0) != (part == broken):
+                        bias.neg_()
+                setattr(layer, part, _Attention(attention))
         models.append(model)
     return models[0], models[1]
 
@@ -69,11 +464,11 @@ RULED_OUT = {
     "c": lazy_t("change one word of the source: the decoder's outputs change, so cross-attention does read the memory"),
     "d": lazy_t("model.generator.proj.weight is model.tgt_embed.lut.weight gives True: the weights are tied"),
 }
-MYSTERY = {"model_1": "a", "model_2": "b"}
+MYSTERY_DIGESTS = {"model_1": "d7774578982178c115756399", "model_2": "3cfc081e72253c45b1f8dc61"}
 
 
 def check_mystery(model_1=..., model_2=...) -> Result:
-    """``check_mystery(model_1="a", model_2="b")``: the letter of each model's bug."""
+    """``check_mystery(model_1=..., model_2=...)``: the letter of each model's bug."""
 
     def check():
         if model_1 is ... and model_2 is ...:
@@ -82,7 +477,7 @@ def check_mystery(model_1=..., model_2=...) -> Result:
             if answer is ...:
                 raise Hint(t("{name}: no answer yet", name=name))
             letter = as_choice(answer, OPTIONS, name)
-            if letter != MYSTERY[name]:
+            if answer_digest(f"nb07-mystery-{name}", letter) != MYSTERY_DIGESTS[name]:
                 raise Hint(t("{name} is not ({letter}): {hint}", name=name, letter=letter, hint=RULED_OUT[letter]))
 
     return run_check(
@@ -93,7 +488,7 @@ def check_mystery(model_1=..., model_2=...) -> Result:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Exercise 2: the parameters of the whole model, for each kind of tying
+# Exercise 2: the parameters of the whole model, for each kind of tying, in closed form
 
 COUNT_CASES = [  # (src_vocab, tgt_vocab, N, d_model, d_ff, tie_embeddings)
     (50, 30, 2, 16, 24, "decoder"),
@@ -101,13 +496,10 @@ COUNT_CASES = [  # (src_vocab, tgt_vocab, N, d_model, d_ff, tie_embeddings)
     (40, 40, 1, 8, 32, "all"),
     (40, 40, 3, 8, 32, "decoder"),
     (7, 90, 1, 32, 16, "none"),
+    (32000, 48000, 48, 4096, 16384, "decoder"),  # about 23 billion parameters: no computer here builds it
+    (37000, 37000, 6, 512, 2048, "all"),  # the paper's base model (Table 3)
+    (50000, 50000, 24, 2048, 8192, "none"),
 ]
-
-
-def counted(src_vocab: int, tgt_vocab: int, N: int, d_model: int, d_ff: int, tie: str) -> int:
-    """count_parameters of the package's model (each tied matrix once)."""
-    model = make_model(src_vocab, tgt_vocab, N=N, d_model=d_model, d_ff=d_ff, h=4, tie_embeddings=tie)
-    return count_parameters(model)
 
 
 def _count_mistakes(src_vocab, tgt_vocab, N, d, d_ff, tie, want) -> dict[str, int]:
@@ -135,15 +527,21 @@ def _count_mistakes(src_vocab, tgt_vocab, N, d, d_ff, tie, want) -> dict[str, in
 
 
 def check_parameter_count(parameter_count: Callable[..., int]) -> Result:
-    """``parameter_count(src_vocab, tgt_vocab, N, d_model, d_ff, tie_embeddings)`` must equal
-    ``count_parameters(make_model(..., tie_embeddings=...))`` for 'none', 'decoder' and 'all'."""
+    """``parameter_count(src_vocab, tgt_vocab, N, d_model, d_ff, tie_embeddings)`` must equal the parameters of
+    ``make_model(..., tie_embeddings=...)`` for 'none', 'decoder' and 'all' — in closed form, for sizes up to
+    23 billion parameters, with no model built and no tensor made."""
 
     def check():
+        model = _package()
         for case in COUNT_CASES:
             src_vocab, tgt_vocab, N, d_model, d_ff, tie = case
             what = f"parameter_count{case}"
-            got = as_int(parameter_count(*case), what)
-            want = counted(*case)
+            got = as_int(_closed_form(parameter_count, case, what), what)
+            want = _meta_count(
+                functools.partial(
+                    model.make_model, src_vocab, tgt_vocab, N=N, d_model=d_model, d_ff=d_ff, h=4, tie_embeddings=tie
+                )
+            )
             if got == want:
                 continue
             for hint, value in _count_mistakes(src_vocab, tgt_vocab, N, d_model, d_ff, tie, want).items():
@@ -161,7 +559,13 @@ def check_parameter_count(parameter_count: Callable[..., int]) -> Result:
                 )
             )
 
-    return run_check("parameter_count", check, t("matches count_parameters(make_model(...)) with every kind of tying"))
+    return run_check(
+        "parameter_count",
+        check,
+        t(
+            "a closed form: right with every kind of tying, up to a model of 23 billion parameters no computer here builds"
+        ),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -186,20 +590,25 @@ QUESTIONS = {
             ),
         },
     ),
-    "q2": Choice(
-        key="nb07-q2",
-        digest="f4e48757d092308b2b9b368c",
-        letters="abc",
-        why=lazy_t("batch_first=False is the default: dimension 0 is the sequence, dimension 1 the batch"),
-        wrong={
-            "a": lazy_t(
-                "that is what batch_first=True reads; nn.Transformer() defaults to batch_first=False, sequence first"
-            ),
-            "c": lazy_t(
-                "no error: (32, 10, 512) is a valid (sequence, batch, d_model) tensor too, which is why the mistake "
-                "is silent"
-            ),
+    "q2": Numeric(
+        key="nb07-q2b",
+        digests=("5f6402df27442df1f54c1b98",),
+        why=lazy_t(
+            "sequence first: dimension 1 (10) is read as the batch and dimension 0 (32) as the positions, so the "
+            "'sentence' of one output holds one vector of each of the 32 real sentences, and attention mixes them"
+        ),
+        mistakes={
+            lazy_t(
+                "1 is what batch_first=True gives; nn.Transformer() defaults to batch_first=False, so dimension 0 "
+                "(your 32 sentences) is read as the positions of one sequence"
+            ): 1,
+            lazy_t(
+                "10 is the number of 'sentences' nn.Transformer sees (dimension 1); one of them is a column of your "
+                "tensor: one vector from each of your 32 sentences"
+            ): 10,
         },
+        rel_tol=0,
+        otherwise=lazy_t("write down which dimension nn.Transformer() reads as the batch and which as the positions"),
     ),
     "q3": Numeric(
         key="nb07-q3",

@@ -1,13 +1,11 @@
 """Notebook 07: the decoder layer and stack, the generator, and the whole encoder-decoder model (§3)."""
 
-import copy
-
 from torch import nn
 
 from .embeddings import Embeddings, PositionalEncoding, PositionwiseFeedForward
-from .encoder import Encoder, EncoderLayer
+from .encoder import Encoder, EncoderLayer, clones, final_norm
 from .multi_head import MultiHeadAttention
-from .norm_residual import LayerNorm, ResidualConnection
+from .norm_residual import ResidualConnection
 
 
 class DecoderLayer(nn.Module):
@@ -22,6 +20,8 @@ class DecoderLayer(nn.Module):
         self.d_model, self.norm_first = d_model, norm_first
 
     def forward(self, x, memory, src_mask, tgt_mask):
+        """x (batch, T, d_model), memory (batch, S, d_model), src_mask (batch, 1, 1, S), tgt_mask (batch, 1, T, T)
+        → (batch, T, d_model)."""
         x = self.sublayer[0](x, lambda x: self.self_attn(x, x, x, tgt_mask))  # (B, T, d_model): itself and the past
         x = self.sublayer[1](x, lambda x: self.cross_attn(x, memory, memory, src_mask))  # Q from x; K, V from memory
         return self.sublayer[2](x, self.feed_forward)  # (B, T, d_model)
@@ -32,10 +32,11 @@ class Decoder(nn.Module):
 
     def __init__(self, layer, N):
         super().__init__()
-        self.layers = nn.ModuleList([copy.deepcopy(layer) for _ in range(N)])
-        self.norm = LayerNorm(layer.d_model) if layer.norm_first else nn.Identity()
+        self.layers = clones(layer, N)  # yours, from notebook 06
+        self.norm = final_norm(layer.d_model, layer.norm_first)
 
     def forward(self, x, memory, src_mask, tgt_mask):
+        """x (batch, T, d_model), memory (batch, S, d_model) → (batch, T, d_model)."""
         for layer in self.layers:
             x = layer(x, memory, src_mask, tgt_mask)  # (B, T, d_model) → (B, T, d_model)
         return self.norm(x)
@@ -49,6 +50,7 @@ class Generator(nn.Module):
         self.proj = nn.Linear(d_model, vocab)
 
     def forward(self, hidden):
+        """hidden (batch, T, d_model) → logits (batch, T, vocab)."""
         return self.proj(hidden)  # (B, T, d_model) → (B, T, vocab)
 
 
@@ -63,13 +65,26 @@ class EncoderDecoder(nn.Module):
         self.generator = generator
 
     def encode(self, src, src_mask):
-        return self.encoder(self.src_pos(self.src_embed(src)), src_mask)  # (B, S) → memory (B, S, d_model)
+        """src (batch, S) token ids, src_mask (batch, 1, 1, S) → memory (batch, S, d_model)."""
+        return self.encoder(self.src_pos(self.src_embed(src)), src_mask)  # (B, S) → (B, S, d_model)
 
     def decode(self, memory, src_mask, tgt, tgt_mask):
+        """memory (batch, S, d_model), tgt (batch, T) token ids, tgt_mask (batch, 1, T, T) → (batch, T, d_model)."""
         return self.decoder(self.tgt_pos(self.tgt_embed(tgt)), memory, src_mask, tgt_mask)  # (B, T, d_model)
 
     def forward(self, src, tgt, src_mask, tgt_mask):
+        """Encode, then decode: (batch, T, d_model). Apply ``self.generator`` for logits."""
         return self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask)  # (B, T, d_model)
+
+
+def check_options(src_vocab, tgt_vocab, tie_embeddings, positional):
+    """One clear line for an option make_model cannot build."""
+    if tie_embeddings not in ("none", "decoder", "all"):
+        raise ValueError(f"tie_embeddings must be 'none', 'decoder' or 'all', got {tie_embeddings!r}")
+    if tie_embeddings == "all" and src_vocab != tgt_vocab:
+        raise ValueError(f"tie_embeddings='all' needs one vocabulary, got {src_vocab} and {tgt_vocab} words")
+    if positional not in ("sinusoidal", "learned"):
+        raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
 
 
 def make_model(
@@ -85,9 +100,10 @@ def make_model(
     max_len=512,
     positional="sinusoidal",
 ):
-    """The whole model; the defaults are the paper's base model (Table 3)."""
-    if tie_embeddings == "all" and src_vocab != tgt_vocab:
-        raise ValueError(f"tie_embeddings='all' needs one vocabulary, got {src_vocab} and {tgt_vocab} words")
+    """The whole model; the defaults are the paper's base model (Table 3). ``norm_first=True``: pre-LN
+    (notebook 04); ``positional="learned"``: learned positions (notebook 05); ``tie_embeddings``: "none",
+    "decoder" (target embedding = generator) or "all" (the source embedding too; one vocabulary)."""
+    check_options(src_vocab, tgt_vocab, tie_embeddings, positional)
     model = EncoderDecoder(
         Encoder(EncoderLayer(d_model, h, d_ff, dropout, norm_first), N),
         Decoder(DecoderLayer(d_model, h, d_ff, dropout, norm_first), N),

@@ -3,102 +3,75 @@
 __all__ = ["ZH"]
 
 ZH: dict[str, str] = {
-    "{what} should be a {rows} × {columns} table (a list of lists) of True/False": (
-        "{what} 应是一个 {rows} × {columns} 的表格（列表的列表），元素为 True/False"
-    ),
-    "the real tokens of sentence 1 change too: without the mask their queries also read the two <pad> keys": (
-        "句子 1 的真实词元也会变：没有掩码时，它们的查询也会读到那两个 <pad> 键"
-    ),
-    "the <pad> positions of sentence 1 are queries as well: with the mask they read the 3 real keys only, without "
-    "it all 5 keys, so their outputs change too": (
-        "句子 1 的 <pad> 位置同样是查询：有掩码时它们只读 3 个真实的键，没有掩码时读全部 5 个键，所以它们的输出也会变"
-    ),
-    "sentence 0 has no <pad>: its mask allows every key, so leaving it out changes nothing there": (
-        "句子 0 没有 <pad>：它的掩码允许每个键，所以去掉掩码对它毫无影响"
-    ),
-    "leaving the mask out lets every query of sentence 1 read its two <pad> keys: its outputs change": (
-        "去掉掩码后，句子 1 的每个查询都会读到它的两个 <pad> 键：它的输出会变"
-    ),
-    "sentence {sentence}, position {position}: you said {said}; run both and compare": (
-        "句子 {sentence}，位置 {position}：你填的是 {said}；把两种情况都运行一遍比较一下"
-    ),
+    "{what} should be a {rows} × {columns} table (a list of lists) of True/False": "{what} 应是一个 {rows} × {columns} 的表格（列表的列表），元素为 True/False",
+    "the real tokens of sentence 1 change too: without the mask their queries also read the two <pad> keys": "句子 1 的真实词元也会变：没有掩码时，它们的查询也会读到那两个 <pad> 键",
+    "the <pad> positions of sentence 1 are queries as well: with the mask they read the 3 real keys only, without it all 5 keys, so their outputs change too": "句子 1 的 <pad> 位置同样是查询：有掩码时它们只读 3 个真实的键，没有掩码时读全部 5 个键，所以它们的输出也会变",
+    "sentence 0 has no <pad>: its mask allows every key, so leaving it out changes nothing there": "句子 0 没有 <pad>：它的掩码允许每个键，所以去掉掩码对它毫无影响",
+    "leaving the mask out lets every query of sentence 1 read its two <pad> keys: its outputs change": "去掉掩码后，句子 1 的每个查询都会读到它的两个 <pad> 键：它的输出会变",
+    "sentence {sentence}, position {position}: you said {said}; run both and compare": "句子 {sentence}，位置 {position}：你填的是 {said}；把两种情况都运行一遍比较一下",
     "mask effect": "掩码的作用",
     "only the sentence that has <pad> changes, at every one of its positions": "只有含 <pad> 的句子会变，而且它的每个位置都变",
-    "the window reaches back only: §4 centres it 'around the respective output position', w positions to each side": (
-        "窗口只向前延伸：§4 让它以“相应的输出位置为中心”（'around the respective output position'），两侧各 w 个位置"
-    ),
-    "off by one: a window of w holds every key at distance ≤ w (w = 1: the word and its two neighbours)": (
-        "差了一格：大小为 w 的窗口包含所有距离 ≤ w 的键（w = 1：这个词和它左右两个邻居）"
-    ),
-    "a <pad> key inside the window must stay hidden: combine the window with the padding mask (&)": (
-        "窗口内的 <pad> 键也必须遮住：把窗口和填充掩码组合起来（&）"
-    ),
-    "the window is missing: that is the padding mask alone, broadcast over the queries": (
-        "少了窗口：这只是在查询上广播的填充掩码"
-    ),
-    "{what} is (batch, S, S); add the heads axis, (batch, 1, S, S), so it broadcasts over heads": (
-        "{what} 的形状是 (batch, S, S)；加上头这个轴，变成 (batch, 1, S, S)，这样它才能在各个头上广播"
-    ),
-    "{what} is inverted: True should mean 'may attend'": "{what} 的真假反了：True 应表示“可以注意”",
     "{what}: {hint}": "{what}：{hint}",
-    "{what}: sentence {b}, query {q}, key {k} should be {value}": "{what}：句子 {b}、查询 {q}、键 {k} 处应为 {value}",
-    "local window mask": "局部窗口掩码",
-    "each word sees the real words at most w seats away, on both sides": "每个词看到两侧至多相隔 w 个座位的真实词",
     "that is one layer; the encoder has N of them": "这是一层的参数；编码器有 N 层",
-    "the biases are missing (4 in attention, b_1 and b_2 in the FFN)": (
-        "漏了偏置（注意力中 4 个，前馈网络中的 b_1 和 b_2）"
-    ),
-    "the two LayerNorms of each layer are missing (γ and β, d_model each)": (
-        "漏了每层的两个层归一化（γ 和 β，各 d_model 个）"
-    ),
-    "each layer has two LayerNorms, each with γ and β (2 · d_model); you counted half": (
-        "每层有两个层归一化，每个都有 γ 和 β（2 · d_model）；你只算了一半"
-    ),
-    "multi-head attention has four d_model × d_model projections: W^Q, W^K, W^V and the output W^O": (
-        "多头注意力有四个 d_model × d_model 的投影：W^Q、W^K、W^V 和输出投影 W^O"
-    ),
-    "the FFN has two matrices, W_1 (d_model × d_ff) and W_2 (d_ff × d_model)": (
-        "前馈网络有两个矩阵，W_1 (d_model × d_ff) 和 W_2 (d_ff × d_model)"
-    ),
-    "count, per layer: attention 4·d_model² + 4·d_model, FFN 2·d_model·d_ff + d_ff + d_model, two LayerNorms "
-    "2·2·d_model; then multiply by N": (
-        "按层来数：注意力 4·d_model² + 4·d_model，前馈网络 2·d_model·d_ff + d_ff + d_model，"
-        "两个层归一化 2·2·d_model；再乘以 N"
-    ),
+    "the biases are missing (4 in attention, b_1 and b_2 in the FFN)": "漏了偏置（注意力中 4 个，前馈网络中的 b_1 和 b_2）",
+    "the two LayerNorms of each layer are missing (γ and β, d_model each)": "漏了每层的两个层归一化（γ 和 β，各 d_model 个）",
+    "each layer has two LayerNorms, each with γ and β (2 · d_model); you counted half": "每层有两个层归一化，每个都有 γ 和 β（2 · d_model）；你只算了一半",
+    "multi-head attention has four d_model × d_model projections: W^Q, W^K, W^V and the output W^O": "多头注意力有四个 d_model × d_model 的投影：W^Q、W^K、W^V 和输出投影 W^O",
+    "the FFN has two matrices, W_1 (d_model × d_ff) and W_2 (d_ff × d_model)": "前馈网络有两个矩阵，W_1 (d_model × d_ff) 和 W_2 (d_ff × d_model)",
+    "count, per layer: attention 4·d_model² + 4·d_model, FFN 2·d_model·d_ff + d_ff + d_model, two LayerNorms 2·2·d_model; then multiply by N": "按层来数：注意力 4·d_model² + 4·d_model，前馈网络 2·d_model·d_ff + d_ff + d_model，两个层归一化 2·2·d_model；再乘以 N",
     "{what} returned {got:,}, expected {expected:,}: {hint}": "{what} 返回 {got:,}，应为 {expected:,}：{hint}",
-    "matches the package's Encoder for three sizes, the paper's base encoder included": (
-        "在三种尺寸下都与本课程包中的 Encoder 一致，包括论文的 base 编码器"
-    ),
-    "a module listed N times is one module: its weights are shared, so the stack has one layer's parameters": (
-        "列了 N 次的同一个模块仍是一个模块：它的权重是共享的，所以整个栈只有一层的参数"
-    ),
-    "PyTorch accepts the same module several times in a ModuleList; nothing fails, which is why the mistake is "
-    "easy to miss": "PyTorch 允许同一个模块在 ModuleList 中出现多次；不会报任何错，所以这个错误很容易被忽略",
-    "the N entries are one object: training one trains all of them, and the parameter count is one layer's (count "
-    "them with sum(p.numel() for p in encoder.parameters()))": (
-        "这 N 项是同一个对象：训练其中一个就训练了全部，参数量也只有一层的"
-        "（用 sum(p.numel() for p in encoder.parameters()) 数一数）"
-    ),
-    "each layer reaches w = 5 positions further: 5, 10, 15 ≥ 12 after 3 layers, the O(n/r) path of §4": (
-        "每多一层就多够到 w = 5 个位置：5、10、15 ≥ 12，共 3 层，即 §4 的 O(n/r) 路径长度"
-    ),
-    "12 / 5 = 2.4: round UP — after 2 layers the influence has reached 10 positions, not 12": (
-        "12 / 5 = 2.4：要向上取整——2 层之后影响只传到 10 个位置，还没到 12"
-    ),
+    "each layer reaches w = 5 positions further: 5, 10, 15 ≥ 12 after 3 layers, the O(n/r) path of §4": "每多一层就多够到 w = 5 个位置：5、10、15 ≥ 12，共 3 层，即 §4 的 O(n/r) 路径长度",
+    "12 / 5 = 2.4: round UP — after 2 layers the influence has reached 10 positions, not 12": "12 / 5 = 2.4：要向上取整——2 层之后影响只传到 10 个位置，还没到 12",
     "each layer lets information travel w = 5 positions, not 1": "每一层让信息传递 w = 5 个位置，而不是 1 个",
     "one layer reaches only w = 5 positions away": "一层只能够到 w = 5 个位置之外",
-    "after L layers the output at position 12 can depend on inputs down to 12 − 5·L": (
-        "L 层之后，位置 12 的输出最远能依赖到位置 12 − 5·L 的输入"
-    ),
-    "two per layer (after self-attention and after the FFN), six layers, and no extra one at the end of a post-LN "
-    "stack": "每层两个（自注意力之后和前馈网络之后），共六层，post-LN 的栈末尾没有额外的层归一化",
-    "a post-LN stack ends without an extra LayerNorm (its last layer already ends with one); only a pre-LN stack "
-    "adds one": "post-LN 的栈末尾没有额外的层归一化（它的最后一层本身就以层归一化结尾）；只有 pre-LN 的栈才会加一个",
-    "each layer has two: one after self-attention, one after the FFN": "每层有两个：自注意力之后一个，前馈网络之后一个",
-    "that is the encoder and the decoder together, and the decoder has three per layer; count the encoder only": (
-        "这是编码器和解码器加在一起，而且解码器每层有三个；只数编码器"
-    ),
-    "count the Add & Norm boxes of one encoder layer in Figure 1, then the layers": (
-        "先数图 1 中一个编码器层里的 Add & Norm 方框，再数层数"
-    ),
+    "after L layers the output at position 12 can depend on inputs down to 12 − 5·L": "L 层之后，位置 12 的输出最远能依赖到位置 12 − 5·L 的输入",
+    "{what}: in training mode the dropout is not where the package puts it — once on each sub-layer's output (inside ResidualConnection) and on the embeddings + positions, nowhere else": "{what}：训练模式下 dropout 的位置与课程包不同——它只作用在每个子层的输出上（在 ResidualConnection 内部）以及嵌入 + 位置编码上，别处都没有",
+    "your encoder layer": "你的编码器层",
+    "encoder layer": "编码器层",
+    "EncoderLayer equals the package's, post-LN and pre-LN: the same outputs, dropout in the same places, the same gradients": "EncoderLayer 与课程包的一致，post-LN 和 pre-LN 都是：输出相同，dropout 位置相同，梯度相同",
+    "your encoder": "你的编码器",
+    "encoder": "编码器",
+    "Encoder holds N independent copies, ends with a LayerNorm only when pre-LN, equals the package's, and appended <pad> change no real position": "Encoder 保存 N 个相互独立的副本，只有 pre-LN 时才以一个层归一化结尾，与课程包的一致，而且追加的 <pad> 不改变任何真实位置",
+    "left-padded positions": "左侧填充时的位置",
+    "real tokens are numbered from their sentence's first word, so left or right padding moves no seat": "真实词元从所在句子的第一个词开始编号，所以无论左侧还是右侧填充，都不会挪动任何座位",
+    "a closed form: right for five sizes, the paper's base encoder and one of 9.7 billion parameters included": "是闭式公式：五种尺寸都对，其中包括论文的 base 编码器和一个 97 亿参数的编码器",
+    "{what} should be an nn.Module, got {type}": "{what} 应是一个 nn.Module，实际得到 {type}",
+    "{what} has other parameter names than the package's (extra: {extra}; missing: {missing}); keep the given __init__ and its attribute names": "{what} 的参数名与课程包的不同（多出：{extra}；缺少：{missing}）；请保留给出的 __init__ 及其属性名",
+    "{what} drops nothing in training mode: give each sub-layer to its self.sublayer[i] (ResidualConnection), which holds the dropout of §5.4": "{what} 在训练模式下什么都没有丢弃：把每个子层交给它的 self.sublayer[i]（ResidualConnection），§5.4 的 dropout 就在那里面",
+    "{what}: the output carries no gradient; remove .detach() / torch.no_grad()": "{what}：输出不带梯度；去掉 .detach() / torch.no_grad()",
+    "the padding mask does not reach self-attention: pass src_mask to self.self_attn": "填充掩码没有传到自注意力：把 src_mask 传给 self.self_attn",
+    "norm_first is ignored: each sub-layer must go through its self.sublayer[i] (ResidualConnection), which knows post-LN from pre-LN": "norm_first 被忽略了：每个子层都必须经过它的 self.sublayer[i]（ResidualConnection），由它区分 post-LN 和 pre-LN",
+    "the sub-layers run in the wrong order: self-attention first, then the FFN (§3.1)": "子层的顺序错了：先自注意力，再 FFN（§3.1）",
+    "the residual is missing: Add & Norm adds the sub-layer's input back (x + Sublayer(x))": "缺少残差：Add & Norm 要把子层的输入加回去（x + Sublayer(x)）",
+    "the FFN reads the layer's input x, not the output of the self-attention sub-layer: feed the first sub-layer's result to the second": "FFN 读的是该层的输入 x，而不是自注意力子层的输出：把第一个子层的结果交给第二个子层",
+    "{name} should keep its 3 layers in self.layers, an nn.ModuleList of 3 (clones), got {got}": "{name} 应把它的 3 个层保存在 self.layers 中，即一个含 3 项的 nn.ModuleList（clones），实际得到 {got}",
+    "{name}: the 3 layers share their weights — one layer listed 3 times; clones must make copy.deepcopy copies, each with its own weights": "{name}：这 3 个层共用权重——同一个层被列了 3 次；clones 必须用 copy.deepcopy 制作副本，每个副本有自己的权重",
+    "{name}: a post-LN stack ends without an extra LayerNorm (its last layer already ends with one); final_norm gives nn.Identity() when norm_first is False": "{name}：post-LN 堆叠末尾不再额外加层归一化（它的最后一层本身就以层归一化结尾）；norm_first 为 False 时 final_norm 应返回 nn.Identity()",
+    "{name}: a pre-LN stack needs one more LayerNorm at the end — its last layer's output is a sum that nothing has normalised; final_norm gives LayerNorm(d_model) when norm_first is True": "{name}：pre-LN 堆叠末尾还需要一个层归一化——它最后一层的输出是一个没有被归一化过的和；norm_first 为 True 时 final_norm 应返回 LayerNorm(d_model)",
+    "the final LayerNorm is built but not applied: return self.norm(x) after the last layer": "最后的层归一化建好了却没有用上：在最后一层之后返回 self.norm(x)",
+    "only one layer runs: loop over all of self.layers": "只运行了一层：要遍历 self.layers 中的所有层",
+    "each layer reads the stack's input: feed each layer's output to the next": "每一层读的都是整个堆叠的输入：要把每一层的输出交给下一层",
+    "the mask does not reach the layers: pass src_mask to every layer": "掩码没有传到各层：把 src_mask 传给每一层",
+    "{what} calls torch ({call}): a closed form counts with arithmetic on the sizes, without building layers or tensors — it must work for sizes no computer could build": "{what} 调用了 torch（{call}）：闭式公式只对尺寸做算术，不构建层也不创建张量——它必须适用于任何计算机都建不出来的尺寸",
+    "the 6 entries are one module, and parameters() lists a shared tensor once: one layer's 3,152,384 parameters, and only one layer's worth of weights to train": "这 6 项是同一个模块，而 parameters() 对共享的张量只列一次：只有一层的 3,152,384 个参数，要训练的也只有一层的权重",
+    "count one encoder layer of the base model (attention, FFN, two LayerNorms)": "数一数 base 模型一个编码器层的参数（注意力、FFN、两个层归一化）",
+    "two per layer (after the norm moves in front of each sub-layer), six layers, and one more at the end of a pre-LN stack": "每层两个（层归一化挪到了每个子层前面），共六层，pre-LN 堆叠末尾再加一个",
+    "count the LayerNorms of one pre-LN encoder layer, then the layers, then the end of the stack": "先数一个 pre-LN 编码器层里的层归一化，再乘以层数，最后看堆叠的末尾",
+    "{what}: the package's weights do not load: {error}": "{what}：课程包的权重加载不进去：{error}",
+    "{what}: the gradient of {name} differs from the package's; does every parameter take part, once?": "{what}：{name} 的梯度与课程包的不同；是不是每个参数都参与了计算，而且只参与一次？",
+    "{name}: appending <pad> changes the real positions' outputs": "{name}：追加 <pad> 改变了真实位置的输出",
+    "parameters() lists each tensor once, however many entries of the ModuleList hold it: the 6 entries are one layer": "无论 ModuleList 中有多少项持有同一个张量，parameters() 都只列一次：这 6 项是同一个层",
+    "one layer has attention 4·512² + 4·512, the FFN 2·512·2048 + 2048 + 512, and two LayerNorms of 2·512 each; add the LayerNorms": "一层包括注意力 4·512² + 4·512、FFN 2·512·2048 + 2048 + 512，以及两个各 2·512 的层归一化；把层归一化加上",
+    "a pre-LN layer's output is x + Sublayer(LayerNorm(x)), a sum nothing normalises: the stack adds one more LayerNorm at the end": "pre-LN 层的输出是 x + Sublayer(LayerNorm(x))，这个和没有被归一化：堆叠末尾还要再加一个层归一化",
+    "each layer has two: one in front of self-attention, one in front of the FFN": "每层有两个：一个在自注意力前面，一个在 FFN 前面",
+    "the final LayerNorm closes the stack, not each layer": "最后那个层归一化是加在整个堆叠末尾的，不是每层一个",
+    "{what} should be a torch.Tensor, got {type}": "{what} 应是 torch.Tensor，实际得到 {type}",
+    "{what} has shape {got}, expected {expected}: one seat number per token": "{what} 的形状是 {got}，应为 {expected}：每个词元一个座位号",
+    "{what} has dtype {dtype}: seat numbers index the positional table, so return an integer tensor (torch.long)": "{what} 的 dtype 是 {dtype}：座位号要用来索引位置编码表，所以要返回整数张量（torch.long）",
+    "{what}, sentence {b}: the real tokens sit at seats {seats}, expected {want}": "{what}，句子 {b}：真实词元坐在座位 {seats}，应为 {want}",
+    "{what}: a seat outside [0, {S}) — at a <pad> too the number indexes the positional table (clamp it, e.g. to 0)": "{what}：有座位号超出了 [0, {S})——在 <pad> 处这个数同样要索引位置编码表（把它截断，例如截到 0）",
+    "{what}, sentence {b}: those are the plain seats 0 … S−1; left padding moves every real token one seat per <pad> in front of it, so count real tokens only": "{what}，句子 {b}：这是普通的座位号 0 … S−1；左侧填充时，前面每有一个 <pad>，每个真实词元就往后挪一个座位，所以只数真实词元",
+    "{what}, sentence {b}: off by one — the first real token sits at seat 0": "{what}，句子 {b}：差了一位——第一个真实词元坐在座位 0",
+    "{what}, sentence {b}: counted from the end; the first real token sits at seat 0": "{what}，句子 {b}：你是从末尾数起的；第一个真实词元坐在座位 0",
+    "{file} is not written yet (a stub there still raises NotImplementedError), and {what} builds on it: write it in its notebook, or bring in its reference on purpose with tc.learner.use_reference('{file}')": "{file} 还没有写好（其中的桩函数仍然抛出 NotImplementedError），而{what}要用到它：请在它所在的笔记本里写好它，或者用 tc.learner.use_reference('{file}') 有意地引入参考实现",
 }

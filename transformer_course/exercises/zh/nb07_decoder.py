@@ -3,82 +3,75 @@
 __all__ = ["ZH"]
 
 ZH: dict[str, str] = {
-    "run section 5's causality test on it: no earlier output moves when a later target token changes": (
-        "用第 5 节的因果性测试检查它：改变后面的目标词元时，前面的输出一个都不动"
-    ),
-    "append <pad> tokens to the source (with the padding mask): the decoder's outputs stay the same, so "
-    "cross-attention does hide the source <pad>": (
-        "在源序列后面添上 <pad> 词元（并带上填充掩码）：解码器的输出不变，所以交叉注意力确实遮住了源序列的 <pad>"
-    ),
-    "change one word of the source: the decoder's outputs change, so cross-attention does read the memory": (
-        "改掉源序列中的一个词：解码器的输出变了，所以交叉注意力确实读了 memory"
-    ),
-    "model.generator.proj.weight is model.tgt_embed.lut.weight gives True: the weights are tied": (
-        "model.generator.proj.weight is model.tgt_embed.lut.weight 的结果是 True：权重是共享的"
-    ),
+    "run section 5's causality test on it: no earlier output moves when a later target token changes": "用第 5 节的因果性测试检查它：改变后面的目标词元时，前面的输出一个都不动",
+    "append <pad> tokens to the source (with the padding mask): the decoder's outputs stay the same, so cross-attention does hide the source <pad>": "在源序列后面添上 <pad> 词元（并带上填充掩码）：解码器的输出不变，所以交叉注意力确实遮住了源序列的 <pad>",
+    "change one word of the source: the decoder's outputs change, so cross-attention does read the memory": "改掉源序列中的一个词：解码器的输出变了，所以交叉注意力确实读了 memory",
+    "model.generator.proj.weight is model.tgt_embed.lut.weight gives True: the weights are tied": "model.generator.proj.weight is model.tgt_embed.lut.weight 的结果是 True：权重是共享的",
     "{name}: no answer yet": "{name}：还没有作答",
     "{name} is not ({letter}): {hint}": "{name} 不是 ({letter})：{hint}",
     "find the bug": "找 bug",
-    "model 1's self-attention ignores tgt_mask (the future leaks); model 2's cross-attention ignores src_mask": (
-        "模型 1 的自注意力忽略了 tgt_mask（未来的信息泄露了）；模型 2 的交叉注意力忽略了 src_mask"
-    ),
+    "model 1's self-attention ignores tgt_mask (the future leaks); model 2's cross-attention ignores src_mask": "模型 1 的自注意力忽略了 tgt_mask（未来的信息泄露了）；模型 2 的交叉注意力忽略了 src_mask",
     "the generator has a bias, one number per target word": "生成器（generator）有偏置，每个目标词一个数",
-    "each decoder layer has a second attention (cross-attention over the memory) with its own LayerNorm": (
-        "每个解码器层还有第二个注意力（对 memory 的交叉注意力），它有自己的层归一化"
-    ),
-    "the decoder layer has three LayerNorms (one per sub-layer), the encoder layer two": (
-        "解码器层有三个层归一化（每个子层一个），编码器层有两个"
-    ),
-    "the two positional encodings are fixed tables (buffers), not parameters": (
-        "两个位置编码是固定的表（缓冲区），不是参数"
-    ),
-    "with tie_embeddings={tie!r} shared matrices count once; you counted them again": (
-        "tie_embeddings={tie!r} 时，共享的矩阵只算一次；你重复算了"
-    ),
-    "'decoder' ties the target embedding and the generator only; the source embedding is its own": (
-        "'decoder' 只让目标嵌入和生成器共享权重；源嵌入是独立的"
-    ),
-    "with 'none' the generator's weight is its own (tgt_vocab × d_model) matrix too": (
-        "取 'none' 时，生成器的权重也是一个独立的 (tgt_vocab × d_model) 矩阵"
-    ),
+    "each decoder layer has a second attention (cross-attention over the memory) with its own LayerNorm": "每个解码器层还有第二个注意力（对 memory 的交叉注意力），它有自己的层归一化",
+    "the decoder layer has three LayerNorms (one per sub-layer), the encoder layer two": "解码器层有三个层归一化（每个子层一个），编码器层有两个",
+    "the two positional encodings are fixed tables (buffers), not parameters": "两个位置编码是固定的表（缓冲区），不是参数",
+    "with tie_embeddings={tie!r} shared matrices count once; you counted them again": "tie_embeddings={tie!r} 时，共享的矩阵只算一次；你重复算了",
+    "'decoder' ties the target embedding and the generator only; the source embedding is its own": "'decoder' 只让目标嵌入和生成器共享权重；源嵌入是独立的",
+    "with 'none' the generator's weight is its own (tgt_vocab × d_model) matrix too": "取 'none' 时，生成器的权重也是一个独立的 (tgt_vocab × d_model) 矩阵",
     "{what} = {got:,}, expected {want:,}: {hint}": "{what} = {got:,}，应为 {want:,}：{hint}",
-    "{what} = {got:,}, expected {want:,}: layers as in section 6, then the embedding matrices (count a tied one "
-    "once) and the generator's bias": (
-        "{what} = {got:,}，应为 {want:,}：先按第 6 节数各层，再加上嵌入矩阵（共享的只算一次）和生成器的偏置"
-    ),
-    "matches count_parameters(make_model(...)) with every kind of tying": (
-        "每种权重共享方式下都与 count_parameters(make_model(...)) 一致"
-    ),
-    "log 1 = 0 where attending is allowed and log 0 = −∞ where it is not: the float mask nn.Transformer adds": (
-        "允许注意的位置 log 1 = 0，不允许的位置 log 0 = −∞：这正是 nn.Transformer 加到分数上的浮点掩码"
-    ),
-    "a float mask is ADDED to the scores: +1 where allowed and +0 where blocked hides nothing": (
-        "浮点掩码是“加”到分数上的：允许处 +1、禁止处 +0，什么也遮不住"
-    ),
-    "a float mask is added: +1 on the blocked (future) keys nudges attention towards them instead of hiding them": (
-        "浮点掩码是加上去的：在被禁止的（未来的）键上 +1，反而把注意力往它们那边推，而不是把它们遮住"
-    ),
-    "−1 on the allowed keys and 0 on the blocked ones only shifts scores a little; nothing is hidden": (
-        "允许的键 −1、禁止的键 0，只是把分数稍微挪了一点；什么也没遮住"
-    ),
-    "batch_first=False is the default: dimension 0 is the sequence, dimension 1 the batch": (
-        "默认 batch_first=False：第 0 维是序列，第 1 维是批次"
-    ),
-    "that is what batch_first=True reads; nn.Transformer() defaults to batch_first=False, sequence first": (
-        "那是 batch_first=True 时的读法；nn.Transformer() 默认 batch_first=False，序列维在前"
-    ),
-    "no error: (32, 10, 512) is a valid (sequence, batch, d_model) tensor too, which is why the mistake is silent": (
-        "不会报错：(32, 10, 512) 也是一个合法的 (sequence, batch, d_model) 张量，所以这个错误悄无声息"
-    ),
-    "decoder input tgt[:-1] = <s> a b c d and labels tgt[1:] = a b c d </s>: 5 positions": (
-        "解码器输入 tgt[:-1] = <s> a b c d，标签 tgt[1:] = a b c d </s>：5 个位置"
-    ),
-    "the decoder input drops the last token (</s> is never an input) and the labels drop <s>: one fewer than the "
-    "6 tokens": "解码器输入去掉最后一个词元（</s> 从不作为输入），标签去掉 <s>：比 6 个词元少一个",
-    "one token goes from each end, but of two different copies: input tgt[:-1] and labels tgt[1:] are 5 long each": (
-        "两端各去掉一个词元，但去掉的是两份不同的副本：输入 tgt[:-1] 和标签 tgt[1:] 各长 5"
-    ),
-    "write the decoder input and the labels under each other and count the positions": (
-        "把解码器输入和标签上下对齐写出来，再数位置"
-    ),
+    "{what} = {got:,}, expected {want:,}: layers as in section 6, then the embedding matrices (count a tied one once) and the generator's bias": "{what} = {got:,}，应为 {want:,}：先按第 6 节数各层，再加上嵌入矩阵（共享的只算一次）和生成器的偏置",
+    "log 1 = 0 where attending is allowed and log 0 = −∞ where it is not: the float mask nn.Transformer adds": "允许注意的位置 log 1 = 0，不允许的位置 log 0 = −∞：这正是 nn.Transformer 加到分数上的浮点掩码",
+    "a float mask is ADDED to the scores: +1 where allowed and +0 where blocked hides nothing": "浮点掩码是“加”到分数上的：允许处 +1、禁止处 +0，什么也遮不住",
+    "a float mask is added: +1 on the blocked (future) keys nudges attention towards them instead of hiding them": "浮点掩码是加上去的：在被禁止的（未来的）键上 +1，反而把注意力往它们那边推，而不是把它们遮住",
+    "−1 on the allowed keys and 0 on the blocked ones only shifts scores a little; nothing is hidden": "允许的键 −1、禁止的键 0，只是把分数稍微挪了一点；什么也没遮住",
+    "decoder input tgt[:-1] = <s> a b c d and labels tgt[1:] = a b c d </s>: 5 positions": "解码器输入 tgt[:-1] = <s> a b c d，标签 tgt[1:] = a b c d </s>：5 个位置",
+    "the decoder input drops the last token (</s> is never an input) and the labels drop <s>: one fewer than the 6 tokens": "解码器输入去掉最后一个词元（</s> 从不作为输入），标签去掉 <s>：比 6 个词元少一个",
+    "one token goes from each end, but of two different copies: input tgt[:-1] and labels tgt[1:] are 5 long each": "两端各去掉一个词元，但去掉的是两份不同的副本：输入 tgt[:-1] 和标签 tgt[1:] 各长 5",
+    "write the decoder input and the labels under each other and count the positions": "把解码器输入和标签上下对齐写出来，再数位置",
+    "your decoder layer": "你的解码器层",
+    "decoder layer": "解码器层",
+    "DecoderLayer equals the package's, post-LN and pre-LN: masked self-attention, cross-attention on the memory, dropout in the same places, the same gradients": "DecoderLayer 与课程包的一致，post-LN 和 pre-LN 都是：带掩码的自注意力、在 memory 上的交叉注意力、相同位置的 dropout、相同的梯度",
+    "your decoder": "你的解码器",
+    "decoder": "解码器",
+    "Decoder holds N independent copies, reads the memory in every layer and equals the package's": "Decoder 保存 N 个相互独立的副本，每一层都读取 memory，与课程包的一致",
+    "your model": "你的模型",
+    "the whole model": "完整模型",
+    "make_model builds the package's model — names, tying, Xavier init, outputs, dropout and gradients — post-LN and pre-LN, with sinusoidal and learned positions": "make_model 搭出的就是课程包的模型——名字、权重共享、Xavier 初始化、输出、dropout 和梯度都一致——post-LN 和 pre-LN、正弦位置编码和可学习位置编码下都是如此",
+    "a closed form: right with every kind of tying, up to a model of 23 billion parameters no computer here builds": "是闭式公式：每种权重共享方式都对，直到一个这里没有哪台计算机建得出来的 230 亿参数模型",
+    "the masks are swapped: self-attention takes tgt_mask (padding and the future), cross-attention src_mask (the source's <pad>)": "两个掩码用反了：自注意力用 tgt_mask（填充和未来），交叉注意力用 src_mask（源序列的 <pad>）",
+    "cross-attention attends over the decoder's own states: its keys and values are the memory, only its queries come from x (§3.2.3)": "交叉注意力注意的是解码器自己的状态：它的键和值是 memory，只有查询来自 x（§3.2.3）",
+    "cross-attention attends over the decoder's own states: its keys and values are the memory (§3.2.3)": "交叉注意力注意的是解码器自己的状态：它的键和值应该是 memory（§3.2.3）",
+    "the future leaks: self-attention must get tgt_mask (causal and padding)": "未来的信息泄露了：自注意力必须拿到 tgt_mask（因果掩码和填充掩码）",
+    "the source's <pad> are read: cross-attention must get src_mask": "源序列的 <pad> 被读到了：交叉注意力必须拿到 src_mask",
+    "cross-attention comes before self-attention: masked self-attention first, then the memory (§3.1)": "交叉注意力放在了自注意力前面：先做带掩码的自注意力，再读 memory（§3.1）",
+    "norm_first is ignored: each sub-layer must go through its self.sublayer[i] (ResidualConnection), which knows post-LN from pre-LN": "norm_first 被忽略了：每个子层都必须经过它的 self.sublayer[i]（ResidualConnection），由它区分 post-LN 和 pre-LN",
+    "{name} should keep its 3 layers in self.layers (clones, from notebook 06)": "{name} 应把它的 3 个层保存在 self.layers 中（用笔记本 06 的 clones）",
+    "{name}: the 3 layers share their weights; clones must make copies": "{name}：这 3 个层共用权重；clones 必须制作副本",
+    "{name}: a pre-LN stack ends with one more LayerNorm and a post-LN stack without one: self.norm = final_norm(layer.d_model, layer.norm_first)": "{name}：pre-LN 堆叠末尾多一个层归一化，post-LN 堆叠没有：self.norm = final_norm(layer.d_model, layer.norm_first)",
+    "the final LayerNorm is built but not applied: return self.norm(x) after the last layer": "最后的层归一化建好了却没有用上：在最后一层之后返回 self.norm(x)",
+    "only one layer runs: loop over all of self.layers": "只运行了一层：要遍历 self.layers 中的所有层",
+    "each layer reads the stack's input: feed each layer's output to the next": "每一层读的都是整个堆叠的输入：要把每一层的输出交给下一层",
+    "every layer reads the same memory, the encoder's output — not the previous layer's output": "每一层读的都是同一个 memory，即编码器的输出——而不是上一层的输出",
+    "the masks are swapped on their way to the layers: layer(x, memory, src_mask, tgt_mask)": "掩码在传给各层时用反了：layer(x, memory, src_mask, tgt_mask)",
+    "{name}: the generator should be the target embedding — one tensor (§3.4): model.generator.proj.weight = model.tgt_embed.lut.weight": "{name}：生成器应当就是目标嵌入——同一个张量（§3.4）：model.generator.proj.weight = model.tgt_embed.lut.weight",
+    "{name}: with tie_embeddings='none' the generator keeps a weight of its own": "{name}：tie_embeddings='none' 时生成器保留自己的权重",
+    "{name}: with tie_embeddings='all' the source embedding is the same tensor too; with any other value it is its own": "{name}：tie_embeddings='all' 时源嵌入也是同一个张量；取其他值时它是独立的",
+    "{name}: norm_first does not reach the layers: pass it to EncoderLayer and DecoderLayer": "{name}：norm_first 没有传到各层：把它传给 EncoderLayer 和 DecoderLayer",
+    "{name}: positional='learned' should give each PositionalEncoding a trained table (a parameter): pass positional on as its kind": "{name}：positional='learned' 应让每个 PositionalEncoding 拥有一张可训练的表（一个参数）：把 positional 作为它的 kind 传下去",
+    "{name}: {param} does not look Xavier-uniform; start every matrix (p.dim() > 1) with nn.init.xavier_uniform_": "{name}：{param} 看起来不是 Xavier 均匀分布初始化的；用 nn.init.xavier_uniform_ 初始化每个矩阵（p.dim() > 1）",
+    "sequence first: dimension 1 (10) is read as the batch and dimension 0 (32) as the positions, so the 'sentence' of one output holds one vector of each of the 32 real sentences, and attention mixes them": "序列维在前：第 1 维（10）被当作批次，第 0 维（32）被当作位置，所以一个输出所在的“句子”由 32 个真实句子各出一个向量组成，注意力把它们混在一起",
+    "write down which dimension nn.Transformer() reads as the batch and which as the positions": "写下 nn.Transformer() 把哪一维当作批次，哪一维当作位置",
+    "{name} has no {method}: EncoderDecoder needs encode, decode and generator": "{name} 没有 {method}：EncoderDecoder 需要 encode、decode 和 generator",
+    "encode skips the positions: src_pos(src_embed(src)) goes into the encoder": "encode 漏掉了位置编码：送进编码器的是 src_pos(src_embed(src))",
+    "encode drops the mask: pass src_mask to the encoder": "encode 丢掉了掩码：把 src_mask 传给编码器",
+    "decode skips the positions: tgt_pos(tgt_embed(tgt)) goes into the decoder": "decode 漏掉了位置编码：送进解码器的是 tgt_pos(tgt_embed(tgt))",
+    "decode embeds the target with the source embedding: use tgt_embed": "decode 用源嵌入来嵌入目标序列：应该用 tgt_embed",
+    "decode swaps the masks: decoder(x, memory, src_mask, tgt_mask)": "decode 把掩码用反了：decoder(x, memory, src_mask, tgt_mask)",
+    "the generator returns logits; log_softmax is left to the search (and the loss does its own)": "生成器返回的是 logits；log_softmax 留给搜索去做（损失函数自己也会做）",
+    "the generator returns logits, not probabilities: leave the softmax out": "生成器返回的是 logits，不是概率：不要做 softmax",
+    "forward gives the decoder the target mask as src_mask: decode(memory, src_mask, tgt, tgt_mask)": "forward 把目标掩码当作 src_mask 交给了解码器：decode(memory, src_mask, tgt, tgt_mask)",
+    "forward returns logits; it should stop at the decoder's output (apply model.generator after)": "forward 返回了 logits；它应当停在解码器的输出（之后再调用 model.generator）",
+    "make_model(23, 19, tie_embeddings='all') should raise ValueError (one matrix cannot hold two vocabularies): call check_options first": "make_model(23, 19, tie_embeddings='all') 应当抛出 ValueError（一个矩阵装不下两个词表）：先调用 check_options",
+    "1 is what batch_first=True gives; nn.Transformer() defaults to batch_first=False, so dimension 0 (your 32 sentences) is read as the positions of one sequence": "1 是 batch_first=True 时的结果；nn.Transformer() 默认 batch_first=False，所以第 0 维（你的 32 个句子）被当作一个序列的各个位置",
+    "10 is the number of 'sentences' nn.Transformer sees (dimension 1); one of them is a column of your tensor: one vector from each of your 32 sentences": "10 是 nn.Transformer 看到的“句子”数（第 1 维）；其中每一个都是你的张量的一列：由你的 32 个句子各出一个向量",
 }
