@@ -32,6 +32,7 @@ from transformer_course.classroom import (  # noqa: E402
     convert_notebook,
     main,
 )
+from transformer_course.classroom.build_cells import build_file, build_references  # noqa: E402
 from transformer_course.classroom.cells import is_stub_raise, parse_cell  # noqa: E402
 from transformer_course.classroom.course import COURSE_NOTEBOOK, default_solutions, has_exercises  # noqa: E402
 
@@ -154,14 +155,19 @@ def test_solution_cells_hold_the_statements_of_the_reference_functions(path: Pat
     modules = list(SOLUTIONS_DIR.glob(f"nb{path.name[:2]}_*.py"))
     if not modules:
         pytest.skip(f"{path.name} has no solutions module")
-    reference = ReferenceModule.read(modules[0])
-    converted = convert_notebook(nbformat.read(path, as_version=4), path.name, reference)
+    exercises = ReferenceModule.read(modules[0])
+    nb = nbformat.read(path, as_version=4)
+    builds = build_references(nb, SOLUTIONS_DIR)  # a build cell's stubs are solved from solutions/my_transformer/
+    converted = convert_notebook(nb, path.name, exercises, builds)
     written = {s.grade_id: s.names for s in converted.solutions}
     assert written, f"{path.name} has a solutions module but converts to no solution cell"
     compared = set()
     for cell in converted.notebook.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        for node in ast.parse(cell.source).body if grade_id in written else []:
+        file = build_file(cell.source)
+        reference = builds[file] if file is not None else exercises
+        source = cell.source.partition("\n")[2] if file is not None else cell.source
+        for node in ast.parse(source).body if grade_id in written else []:
             if isinstance(node, ast.FunctionDef) and node.name in written[grade_id]:
                 ref = reference.definition(node.name, ast.FunctionDef)
                 ours = [s for s in without_docstring(node.body) if not isinstance(s, (ast.Import, ast.ImportFrom))]
@@ -178,7 +184,7 @@ def test_solution_cells_hold_the_statements_of_the_reference_functions(path: Pat
                     theirs = without_docstring(ref_methods[method.name].body)
                     assert [ast.dump(s) for s in ours] == [ast.dump(s) for s in theirs], f"{node.name}.{method.name}"
                 compared.add(node.name)
-        top_level = [r for r in solution_regions(cell.source) if not r[:1].isspace()]  # not inside a function stub
+        top_level = [r for r in solution_regions(source) if not r[:1].isspace()]  # not inside a function stub
         answers = ast.parse("\n".join(top_level)).body if grade_id in written else []
         for node in answers:  # `name = <the reference's answer>` inside the solution region, not the `...` stub
             for name in [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]:

@@ -46,7 +46,10 @@ __all__ = [
     "PositionalEncoding",
     "PositionwiseFeedForward",
     "ResidualConnection",
+    "clones",
+    "final_norm",
     "make_model",
+    "sinusoidal_table",
     "scaled_dot_product_attention",
 ]
 
@@ -58,6 +61,17 @@ Embeddings = _layers.Embeddings
 PositionalEncoding = _layers.PositionalEncoding
 PositionwiseFeedForward = _layers.PositionwiseFeedForward
 Generator = _model.Generator
+sinusoidal_table = _layers.sinusoidal_table  # embeddings.py (notebook 05) writes it with this signature
+
+
+def clones(layer: nn.Module, N: int) -> nn.ModuleList:
+    """encoder.py's helper (notebook 06): N deep copies of ``layer``."""
+    return nn.ModuleList([copy.deepcopy(layer) for _ in range(N)])
+
+
+def final_norm(d_model: int, norm_first: bool) -> nn.Module:
+    """encoder.py's helper (notebook 06): a LayerNorm after a pre-LN stack, nothing after a post-LN one."""
+    return _layers.LayerNorm(d_model) if norm_first else nn.Identity()
 
 
 class MultiHeadAttention(_attention.MultiHeadAttention):
@@ -186,7 +200,7 @@ NAMES = {
     "attention.py": ("scaled_dot_product_attention",),
     "multi_head.py": ("MultiHeadAttention",),
     "norm_residual.py": ("LayerNorm", "ResidualConnection"),
-    "embeddings.py": ("Embeddings", "PositionalEncoding", "PositionwiseFeedForward"),
-    "encoder.py": ("EncoderLayer", "Encoder"),
+    "embeddings.py": ("Embeddings", "sinusoidal_table", "PositionalEncoding", "PositionwiseFeedForward"),
+    "encoder.py": ("clones", "final_norm", "EncoderLayer", "Encoder"),
     "decoder.py": ("DecoderLayer", "Decoder", "Generator", "EncoderDecoder", "make_model"),
 }
