@@ -101,7 +101,9 @@ def figure(path: str, data: dict | None = None) -> float:
     if evaluation not in scores:
         raise KeyError(f"{path}: run {parts[0]!r} has no evaluation {evaluation!r}; it has {', '.join(sorted(scores))}")
     if parts[-1] not in scores[evaluation]:
-        raise KeyError(f"{path}: evaluation {evaluation!r} has no {parts[-1]!r}; it has {', '.join(scores[evaluation])}")
+        raise KeyError(
+            f"{path}: evaluation {evaluation!r} has no {parts[-1]!r}; it has {', '.join(scores[evaluation])}"
+        )
     return scores[evaluation][parts[-1]]
 
 
