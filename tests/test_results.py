@@ -1,0 +1,180 @@
+"""docs/results.json is the one source of the course's measured figures (issue 23).
+
+- the tables of docs/results.md are the ones the data renders;
+- every figure about a run quoted in the notebooks (English and 中文版), the README and docs/teaching.md carries a
+  marker naming its source, and agrees with the data at the precision it is written with;
+- a figure changed in the data makes the check fail at every quote of it, in both languages;
+- the commands docs/results.md tells a reader to run parse as written (no code edits to reproduce a run).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from transformer_course import results
+from transformer_course.cli import build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = results.load_results(ROOT / "docs" / "results.json")
+PROSE = [ROOT / "README.md", ROOT / "docs" / "teaching.md"]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "notebooks" / "zh").glob("*.ipynb"))
+
+
+def markdown_of(path: Path) -> str:
+    """A notebook's markdown cells (one text, cells apart), or a markdown file's text."""
+    if path.suffix != ".ipynb":
+        return path.read_text(encoding="utf-8")
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return "\n\n".join(
+        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in cells
+        if c["cell_type"] == "markdown"
+    )
+
+
+def where(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def test_every_evaluation_holds_its_bleu_figures():
+    for name, run in DATA["runs"].items():
+        for key, scores in run.get("evaluations", {}).items():
+            assert len(key.split("/")) == 3, f"{name}: evaluation key {key!r} is not checkpoint/split/decoding"
+            assert any(k in scores for k in ("sacrebleu", "tokenized_bleu")), f"{name}/{key} has no BLEU"
+
+
+def test_the_tables_of_results_md_are_rendered_from_the_data():
+    markdown = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    assert len(results.TABLE.findall(markdown)) >= 3, "docs/results.md should hold the generated tables"
+    assert results.render_markdown(markdown, DATA) == markdown, (
+        "docs/results.md's tables differ from docs/results.json: run `python -m transformer_course.results render`"
+    )
+
+
+@pytest.mark.parametrize("path", PROSE + NOTEBOOKS + [ROOT / "docs" / "results.md"], ids=where)
+def test_every_marked_figure_agrees_with_the_data(path):
+    problems = [p for p in results.check_quotes(markdown_of(path), DATA, where(path)) if "no marker" not in p]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", PROSE + NOTEBOOKS, ids=where)
+def test_no_run_figure_is_quoted_without_its_marker(path):
+    problems = [p for p in results.check_quotes(markdown_of(path), DATA, where(path)) if "no marker" in p]
+    assert not problems, "\n".join(problems)
+
+
+def test_a_changed_figure_fails_at_every_quote_in_both_languages():
+    target = "multi30k-cpu/best/test/beam4/sacrebleu"
+    planted = copy.deepcopy(DATA)
+    planted["runs"]["multi30k-cpu"]["evaluations"]["best/test/beam4"]["sacrebleu"] = 41.07
+    marker = re.compile(r"<!--\s*fig:[^>]*" + re.escape(target) + r"[^>]*-->")  # alone or in a difference
+    quoted = {where(p): len(marker.findall(markdown_of(p))) for p in PROSE + NOTEBOOKS}
+    assert sum(quoted.values()) >= 4, f"the default's beam-4 figure should be quoted (and marked) in prose: {quoted}"
+    assert any(n for p, n in quoted.items() if "/zh/" in p), "the 中文版 quotes it too"
+    for path in PROSE + NOTEBOOKS:
+        stale = [p for p in results.check_quotes(markdown_of(path), planted, where(path)) if target in p]
+        assert len(stale) == quoted[where(path)], f"{where(path)}: {stale}"
+
+
+def test_check_quotes_reads_the_precision_a_number_is_written_with():
+    assert not results.check_quotes("40.2<!--fig:multi30k-cpu/best/test/beam4/sacrebleu-->", DATA)
+    assert not results.check_quotes("9.6M<!--fig:multi30k-cpu/parameters--> parameters", DATA)
+    assert not results.check_quotes("2,338<!--fig:multi30k-cpu/steps--> steps", DATA)
+    assert not results.check_quotes(
+        "+1.80<!--fig:multi30k-cpu/best/test/beam4/sacrebleu - multi30k-cpu/best/test/greedy/sacrebleu-->", DATA
+    )
+    assert results.check_quotes("40.3<!--fig:multi30k-cpu/best/test/beam4/sacrebleu-->", DATA)
+    assert results.check_quotes("2,339<!--fig:multi30k-cpu/steps-->", DATA)
+
+
+def test_a_marker_that_names_nothing_says_what_exists():
+    (problem,) = results.check_quotes("40.18<!--fig:multi30k-cpu/best/test/beam5/sacrebleu-->", DATA, "x")
+    assert "no evaluation 'best/test/beam5'" in problem and "best/test/beam4" in problem
+    (problem,) = results.check_quotes("1.0<!--fig:no-such-run/steps-->", DATA, "x")
+    assert "no run 'no-such-run'" in problem
+
+
+def test_an_unmarked_run_figure_is_named_with_the_marker_to_write():
+    (problem,) = results.check_quotes("the CPU model scores 37.40 with beam 4", DATA, "x")
+    assert "37.40<!--fig:multi30k-cpu-words/best/test/beam4/sacrebleu-->" in problem
+
+
+def test_figure_reads_runs_and_differences():
+    assert results.figure("multi30k-cpu/best/test/beam4/sacrebleu", DATA) == 40.18
+    assert results.figure("multi30k-cpu/steps", DATA) == 2338
+    diff = results.figure("multi30k-cpu/best/test/beam4/sacrebleu - multi30k-cpu/best/test/greedy/sacrebleu", DATA)
+    assert diff == pytest.approx(1.80)
+    with pytest.raises(KeyError, match="has no number 'nope'"):
+        results.figure("multi30k-cpu/nope", DATA)
+
+
+def test_record_evaluation_takes_what_evaluate_json_writes(tmp_path):
+    data_file = tmp_path / "results.json"
+    data_file.write_text(json.dumps({"schema": 1, "runs": {}}), encoding="utf-8")
+    evaluation = tmp_path / "beam4.json"
+    evaluation.write_text(
+        json.dumps(
+            {
+                "checkpoint": "runs/x/best.pt",
+                "split": "test",
+                "beam_size": 4,
+                "bleu": 40.1849,
+                "signature": "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0",
+                "tokenized_bleu": 40.7271,
+                "seconds": 45.6,
+                "sources": ["a", "b", "c"],
+                "references": ["a", "b", "c"],
+                "hypotheses": ["A <unk> dog .", "fine", "<unk>"],
+            }
+        ),
+        encoding="utf-8",
+    )
+    scores = results.record_evaluation("x", "best/test/beam4", evaluation, data_file)
+    assert scores["sacrebleu"] == 40.18 and scores["tokenized_bleu"] == 40.73 and scores["unk_outputs"] == 2
+    assert results.figure("x/best/test/beam4/seconds", results.load_results(data_file)) == 46
+    with pytest.raises(ValueError, match="checkpoint/split/decoding"):
+        results.record_evaluation("x", "beam4", evaluation, data_file)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}", encoding="utf-8")
+    with pytest.raises(ValueError, match="evaluate --json"):
+        results.record_evaluation("x", "best/test/beam4", bad, data_file)
+
+
+def commands(markdown: str) -> list[list[str]]:
+    """Every `python -m transformer_course …` line of the bash blocks (continuations joined), as arguments."""
+    found = []
+    for block in re.findall(r"```bash\n(.*?)```", markdown, re.DOTALL):
+        text = block.replace("\\\n", " ")
+        for line in text.splitlines():
+            line = line.split(" #")[0].strip()
+            match = re.search(r"python -m transformer_course (?!\.)(.*?)(?:\s*[>|&].*)?$", line)
+            if match:
+                found.append(shlex.split(match[1]))
+    return found
+
+
+def test_every_command_in_results_md_parses_as_written():
+    found = commands((ROOT / "docs" / "results.md").read_text(encoding="utf-8"))
+    assert len(found) >= 10
+    parser = build_parser()
+    for args in found:
+        try:
+            parser.parse_args(args)
+        except SystemExit:
+            pytest.fail(
+                f"docs/results.md tells a reader to run `python -m transformer_course {shlex.join(args)}`, "
+                "which the command line refuses"
+            )
+
+
+def test_results_md_holds_no_machine_specific_path():
+    markdown = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    assert "/work/" not in markdown and "config.PRESETS[" not in markdown, (
+        "docs/results.md's commands must run from a fresh clone: no machine paths, no monkeypatched presets"
+    )
