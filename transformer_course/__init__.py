@@ -3,6 +3,7 @@
 "Attention Is All You Need" (Vaswani et al., 2017), built step by step.
 """
 
+from . import learner  # noqa: F401 (tc.learner.use_reference, load, describe_provenance: the notebooks call them)
 from .attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
 from .config import PRESETS, Config, fast_mode, get_preset
 from .data import (
