@@ -71,7 +71,9 @@ def load_results(path: str | Path | None = None) -> dict:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise FileNotFoundError(f"{path} does not exist: it is the course's measured results (docs/results.json)") from None
+        raise FileNotFoundError(
+            f"{path} does not exist: it is the course's measured results (docs/results.json)"
+        ) from None
     except json.JSONDecodeError as error:
         raise ValueError(f"{path} is not valid JSON ({error}); fix it or take it back from git") from None
     if data.get("schema") != SCHEMA or not isinstance(data.get("runs"), dict):
