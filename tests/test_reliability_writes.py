@@ -182,3 +182,74 @@ def test_refuse_writing_onto_inputs_catches_the_same_file_by_another_name(tmp_pa
         with pytest.raises(DestinationError, match="own inputs"):
             files.refuse_writing_onto_inputs(out, [tmp_path / "a.pt"])
     files.refuse_writing_onto_inputs(tmp_path / "b.pt", [tmp_path / "a.pt"])
+
+
+# No command writes onto one of its own inputs; the HTML edition checks --out and Chromium first.
+
+
+def toy_checkpoint(path: Path) -> Path:
+    from transformer_course.checkpoint import save_checkpoint
+    from transformer_course.config import get_preset
+    from transformer_course.data import toy_vocab
+    from transformer_course.model import build_model
+
+    vocab = toy_vocab(14)
+    return save_checkpoint(path, build_model(get_preset("toy-copy"), 14, 14), get_preset("toy-copy"), vocab, vocab)
+
+
+def cli_error(capsys, *argv) -> str:
+    from transformer_course import cli
+
+    assert cli.main([str(a) for a in argv]) == 1
+    err = capsys.readouterr().err
+    assert one_line(err), err
+    return err
+
+
+def test_average_out_onto_one_of_its_inputs_is_refused_and_the_input_kept(tmp_path, capsys):
+    for n in (1, 2, 3):
+        toy_checkpoint(tmp_path / f"epoch-00{n}.pt")
+    before = (tmp_path / "epoch-002.pt").read_bytes()
+    err = cli_error(capsys, "average", "--run", tmp_path, "--last", "2", "--out", tmp_path / "epoch-002.pt")
+    assert "own inputs" in err and (tmp_path / "epoch-002.pt").read_bytes() == before
+    err = cli_error(capsys, "average", "--run", tmp_path, "--last", "2", "--out", tmp_path / "epoch-001.pt")
+    assert "own inputs" in err  # not averaged, but an epoch file of the run all the same
+
+
+def test_average_checkpoints_refuses_out_onto_an_input_in_the_api_too(tmp_path):
+    from transformer_course.checkpoint import average_checkpoints
+
+    paths = [toy_checkpoint(tmp_path / "a.pt"), toy_checkpoint(tmp_path / "b.pt")]
+    with pytest.raises(DestinationError, match="own inputs"):
+        average_checkpoints(paths, tmp_path / "a.pt")
+
+
+def test_evaluate_json_onto_the_checkpoint_is_refused_before_anything_runs(tmp_path, capsys):
+    path = toy_checkpoint(tmp_path / "best.pt")
+    before = path.read_bytes()
+    err = cli_error(capsys, "evaluate", "--checkpoint", path, "--json", path)
+    assert "--json" in err and path.read_bytes() == before
+
+
+def test_the_html_edition_with_out_a_file_is_one_line(tmp_path, capsys):
+    from transformer_course.edition.build import main as edition_main
+
+    (tmp_path / "page").write_text("x")
+    for out in (tmp_path / "page", tmp_path / "page" / "html"):
+        assert (
+            edition_main(["--out", str(out), "--no-run", "--only", "00", "--notebooks", str(REPO / "notebooks")]) == 1
+        )
+        err = capsys.readouterr().err
+        assert one_line(err) and "is a file" in err, err
+    assert (tmp_path / "page").read_text() == "x"
+
+
+def test_edition_check_without_chromium_fails_at_once_in_one_line(tmp_path, capsys, monkeypatch):
+    from transformer_course.edition import build as edition_build
+    from transformer_course.edition import preflight
+
+    monkeypatch.setattr(preflight, "find_chromium", lambda: None)
+    monkeypatch.setattr(edition_build, "build_editions", lambda *a, **k: pytest.fail("built before the check"))
+    assert edition_build.main(["--out", str(tmp_path / "html"), "--check", "--no-run"]) == 1
+    err = capsys.readouterr().err
+    assert one_line(err) and "Chromium" in err and "apt-get install chromium" in err, err

@@ -30,7 +30,7 @@ from torch import nn
 
 from .config import Config
 from .data import SubwordTokenizer, Vocab
-from .files import atomic_write, crash_point
+from .files import atomic_write, crash_point, refuse_writing_onto_inputs
 from .integrity import (
     CHECKSUMS,
     CheckpointError,
@@ -238,6 +238,8 @@ def average_checkpoints(paths: list[str | Path], out: str | Path | None = None) 
     Checkpoints whose configs, vocabularies or languages differ are refused."""
     if not paths:
         raise ValueError("average_checkpoints needs at least one checkpoint path")
+    if out is not None:
+        refuse_writing_onto_inputs(out, paths)  # before reading: `--out RUN/epoch-002.pt` would destroy an input
     states = [read_checkpoint(p) for p in paths]
     for p, s in zip(paths, states):
         _config_and_vocabularies(s, Path(p))

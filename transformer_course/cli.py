@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .config import MAX_BEAM_SIZE, PRESETS, get_preset
 from .failures import DISK_FULL, Terminated, expected_errors, on_sigterm, one_line, write_text
+from .files import refuse_writing_onto_inputs
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -219,6 +220,8 @@ def cmd_evaluate(args) -> None:
     check_positive(args, ("limit",))
     if args.samples < 0:
         raise ValueError(f"--samples is how many translations to print and must be >= 0, got {args.samples}")
+    if args.json:
+        refuse_writing_onto_inputs(args.json, [args.checkpoint], "--json")
     result = evaluate_checkpoint(
         args.checkpoint, args.split, args.beam, args.root, args.limit, progress=not args.no_progress
     )
@@ -277,6 +280,7 @@ def cmd_average(args) -> None:
         raise ValueError(f"{args.run} holds no epoch-NNN.pt checkpoints; train with --out {args.run} first")
     chosen = paths[-args.last :]
     out = Path(args.out or Path(args.run) / f"averaged-last-{len(chosen)}.pt")
+    refuse_writing_onto_inputs(out, paths)  # not even an epoch file left out of the average
     average_checkpoints(chosen, out)
     print(f"averaged {', '.join(p.name for p in chosen)} → {out}")
 
