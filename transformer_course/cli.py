@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import signal
 import sys
 import threading
@@ -60,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
     p.add_argument("--out", help="run folder (default: runs/PRESET)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt")
-    p.add_argument("--root", default="data", help="data folder (default: data)")
+    p.add_argument("--root", help="Multi30k: data folder (default: data)")
     p.add_argument("--device", help="cpu, cuda, cuda:1 … (default: cuda when available)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--save-every", type=int, default=100, help="write last.pt every N steps (default: 100)")
@@ -159,6 +160,21 @@ def check_device(name: str | None) -> None:
         raise ValueError(f"--device {name}: Apple's MPS is not available on this machine; pass --device cpu")
 
 
+def check_train_options(args, config) -> None:
+    """Options that do not apply to the preset are refused, not ignored; --threads is bounded by the machine
+    (torch would start that many OS threads per pool, and 1000 threads on 2 cores run ten times slower)."""
+    if config.task in ("copy", "reverse"):
+        given = [f"--{name}" for name in ("limit", "root") if getattr(args, name, None) is not None]
+        if given:
+            raise ValueError(
+                f"{' and '.join(given)} apply to Multi30k presets only; {config.name} trains on made-up "
+                f"{config.task} sequences — drop {' and '.join(given)}"
+            )
+    cores = os.cpu_count() or 1
+    if getattr(args, "threads", None) is not None and args.threads > cores:
+        raise ValueError(f"--threads {args.threads} is more than this machine's {cores} CPU cores; use 1 to {cores}")
+
+
 def cmd_train(args) -> None:
     import torch
 
@@ -168,6 +184,7 @@ def cmd_train(args) -> None:
     config = get_preset(args.preset)
     check_positive(args, ("epochs", "max_minutes", "max_steps", "save_every", "limit", "threads"))
     check_device(args.device)  # before the run folder is made
+    check_train_options(args, config)
     out = Path(args.out or f"runs/{config.name}")
     if not args.resume and (out / "last.pt").exists():
         raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out")
@@ -181,7 +198,7 @@ def cmd_train(args) -> None:
     else:
         data = multi30k_data(
             config,
-            args.root,
+            args.root or "data",
             rank=dist.rank,
             world_size=dist.world_size,
             limit=args.limit,

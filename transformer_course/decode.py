@@ -29,6 +29,8 @@ Conventions used throughout:
 
 from __future__ import annotations
 
+import math
+import numbers
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +39,7 @@ import torch
 from torch import Tensor, nn
 
 from .checkpoint import resolve_model
-from .config import MAX_BEAM_SIZE
+from .config import MAX_BEAM_SIZE, MAX_LENGTH_PENALTY
 from .data import BOS, EOS, PAD, detokenize, tokenize_many
 from .masks import padding_mask, subsequent_mask
 
@@ -106,6 +108,36 @@ def check_beam_size(beam_size: int) -> None:
             f"beam_size={beam_size} is above {MAX_BEAM_SIZE}, the widest beam this package decodes with (time and "
             f"memory grow with the beam); use beam_size <= {MAX_BEAM_SIZE} — the paper uses 4"
         )
+
+
+def check_length_penalty(alpha) -> None:
+    """α of the GNMT length penalty: a finite number from 0 to :data:`~transformer_course.config.MAX_LENGTH_PENALTY`
+    (NaN, ±inf, a negative or a huge α would rank empty, ``<s>``-only or ``<pad>``-only hypotheses first)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not math.isfinite(alpha):
+        raise ValueError(f"length_penalty must be a finite number, got {alpha!r}; the paper uses 0.6 (0 = none)")
+    if not 0 <= alpha <= MAX_LENGTH_PENALTY:
+        raise ValueError(
+            f"length_penalty must be between 0 (no penalty) and {MAX_LENGTH_PENALTY}, got {alpha!r}; the paper uses 0.6"
+        )
+
+
+def check_sentences(sentences: Sequence) -> list[str]:
+    """The sentences as a list, each a ``str`` of valid Unicode; anything else is one ValueError naming the item
+    (``None``, a number, a lone surrogate — what an invalid UTF-8 byte on the command line becomes)."""
+    sentences = list(sentences)
+    for i, sentence in enumerate(sentences):
+        if not isinstance(sentence, str):
+            raise ValueError(
+                f"sentence {i} is {sentence!r} ({type(sentence).__name__}), not a str; pass sentences as text"
+            )
+        try:
+            sentence.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise ValueError(
+                f"sentence {i} is not valid Unicode: {sentence[err.start : err.end]!r} at character {err.start} "
+                "(an invalid UTF-8 byte, or half of a surrogate pair); pass UTF-8 text"
+            ) from None
+    return sentences
 
 
 def _is_int(value) -> bool:
@@ -269,6 +301,7 @@ def beam_search(
     if end_symbol is None:
         raise ValueError("beam_search needs an end_symbol (the id of </s>) to know when a hypothesis is finished")
     check_beam_size(beam_size)
+    check_length_penalty(length_penalty)
     if not _is_int(n_best) or not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best must be an integer between 1 and beam_size={beam_size}, got {n_best!r}")
     B, k, n, device = src.size(0), beam_size, n_best, src.device
@@ -376,12 +409,13 @@ def decode_sentences(
         )
     if not _is_int(batch_size) or batch_size < 1:
         raise ValueError(f"batch_size is the most sentences decoded at once and must be >= 1, got {batch_size!r}")
-    sentences = list(sentences)
+    if length_penalty is None:
+        length_penalty = model.config.length_penalty
+    check_length_penalty(length_penalty)  # also with beam_size=1, where it is unused: a bad value is a mistake
+    sentences = check_sentences(sentences)
     if not sentences:
         return []
     table = model.config.max_len  # positions the model can encode or decode
-    if length_penalty is None:
-        length_penalty = model.config.length_penalty
     device = next(model.parameters()).device
     tokens = tokenizer.encode_many(sentences) if tokenizer is not None else tokenize_many(sentences, src_lang)
     ids = [src_vocab.encode(words) for words in tokens]
