@@ -209,14 +209,23 @@ def _config_and_vocabularies(state: dict, path: Path) -> tuple[Config, Vocab, Vo
     return config, src_vocab, tgt_vocab
 
 
+def check_usable(state: dict, path: Path, weights: dict | None = None):
+    """Every check :func:`load_checkpoint` makes before it builds a model — the config valid, both vocabularies'
+    fingerprints, the subword tokenizer (present when the config says ``tokenizer="bpe"``, matching its
+    fingerprint and the vocabularies), the weights' names and shapes against the config — so that resuming
+    a run applies exactly the same ones. Returns (config, src_vocab, tgt_vocab, tokenizer or None)."""
+    config, src_vocab, tgt_vocab = _config_and_vocabularies(state, path)
+    tokenizer = stored_tokenizer(state, src_vocab, tgt_vocab, path)  # None: spaCy words
+    problem = weights_problem(config, len(src_vocab), len(tgt_vocab), state["model"] if weights is None else weights)
+    if problem is not None:
+        raise CheckpointError(f"{path} cannot be used: {problem}")
+    return config, src_vocab, tgt_vocab, tokenizer
+
+
 def _checkpoint_from_state(state: dict, weights: dict, path: Path, device="cpu") -> Checkpoint:
     """Build the model a state describes, load ``weights`` into it, eval mode. The config is checked against
     the weights first (on the meta device), so a config that claims a huge model allocates nothing."""
-    config, src_vocab, tgt_vocab = _config_and_vocabularies(state, path)
-    tokenizer = stored_tokenizer(state, src_vocab, tgt_vocab, path)  # None: spaCy words
-    problem = weights_problem(config, len(src_vocab), len(tgt_vocab), weights)
-    if problem is not None:
-        raise CheckpointError(f"{path} cannot be used: {problem}")
+    config, src_vocab, tgt_vocab, tokenizer = check_usable(state, path, weights)
     model = build_model(config, len(src_vocab), len(tgt_vocab))
     model.load_state_dict(weights)
     model.to(device).eval()

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .config import MAX_BEAM_SIZE, PRESETS, get_preset
 from .failures import DISK_FULL, Terminated, expected_errors, on_sigterm, one_line, write_text
-from .files import refuse_writing_onto_inputs
+from .files import check_writable_folder, refuse_writing_onto_inputs
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -61,6 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
     p.add_argument("--out", help="run folder (default: runs/PRESET)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt")
+    p.add_argument(
+        "--adopt",
+        action="store_true",
+        help="with --resume: continue a last.pt copied from another run, as the start of a new run",
+    )
     p.add_argument("--root", help="Multi30k: data folder (default: data)")
     p.add_argument("--device", help="cpu, cuda, cuda:1 … (default: cuda when available)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
@@ -185,7 +190,10 @@ def cmd_train(args) -> None:
     check_positive(args, ("epochs", "max_minutes", "max_steps", "save_every", "limit", "threads"))
     check_device(args.device)  # before the run folder is made
     check_train_options(args, config)
+    if args.adopt and not args.resume:
+        raise ValueError("--adopt continues a last.pt copied from another run: give it with --resume")
     out = Path(args.out or f"runs/{config.name}")
+    check_writable_folder(out, "--out")  # a file, under a file, read-only: one line naming it, not "[Errno 17]"
     if not args.resume and (out / "last.pt").exists():
         raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out")
     if args.resume and not (out / "last.pt").exists():
@@ -212,7 +220,7 @@ def cmd_train(args) -> None:
             epochs=args.epochs,
             max_minutes=args.max_minutes,
             max_steps=args.max_steps,
-            resume=args.resume,
+            resume="adopt" if args.resume and args.adopt else args.resume,
             device=args.device,
             compile=args.compile,
             save_every=args.save_every,
