@@ -253,3 +253,25 @@ def test_edition_check_without_chromium_fails_at_once_in_one_line(tmp_path, caps
     assert edition_build.main(["--out", str(tmp_path / "html"), "--check", "--no-run"]) == 1
     err = capsys.readouterr().err
     assert one_line(err) and "Chromium" in err and "apt-get install chromium" in err, err
+
+
+def test_a_read_only_destination_for_a_checkpoint_is_named_so_not_called_a_full_disk(tmp_path, monkeypatch):
+    import errno
+    import tempfile
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    with pytest.raises(OSError) as caught:
+        toy_checkpoint(tmp_path / "best.pt")
+    message = str(caught.value)
+    assert "Read-only file system" in message and "full disk" not in message and "best.pt" in message
+
+
+def test_average_out_under_a_file_is_one_line_naming_it(tmp_path, capsys):
+    for n in (1, 2):
+        toy_checkpoint(tmp_path / f"epoch-00{n}.pt")
+    (tmp_path / "file").write_text("x")
+    err = cli_error(capsys, "average", "--run", tmp_path, "--out", tmp_path / "file" / "avg.pt")
+    assert "is a file" in err and "Errno" not in err

@@ -30,6 +30,7 @@ from torch import nn
 
 from .config import Config
 from .data import SubwordTokenizer, Vocab
+from .failures import DISK_FULL, HINTS
 from .files import atomic_write, crash_point, refuse_writing_onto_inputs
 from .integrity import (
     CHECKSUMS,
@@ -132,6 +133,9 @@ def _write(state: dict, path: str | Path) -> Path:
     except (OSError, RuntimeError) as err:  # a full disk: torch's zip writer says "enforce fail at inline_container"
         if isinstance(err, RuntimeError) and "inline_container" not in str(err):
             raise
+        if isinstance(err, OSError) and err.errno is not None and err.errno not in DISK_FULL:  # read-only, forbidden …
+            hint = HINTS.get(err.errno, "write somewhere else")
+            raise OSError(f"could not write {path}: {err.strerror or err}; {hint}") from None
         reason = err.strerror if isinstance(err, OSError) and err.strerror else "the write stopped short"
         free = shutil.disk_usage(path.parent).free // 2**20
         raise OSError(

@@ -247,6 +247,7 @@ def cmd_evaluate(args) -> None:
         raise ValueError(f"--samples is how many translations to print and must be >= 0, got {args.samples}")
     if args.json:
         refuse_writing_onto_inputs(args.json, [args.checkpoint], "--json")
+        check_writable_folder(Path(args.json).parent, "--json's folder")
     result = evaluate_checkpoint(
         args.checkpoint, args.split, args.beam, args.root, args.limit, progress=not args.no_progress
     )
@@ -306,6 +307,7 @@ def cmd_average(args) -> None:
     chosen = paths[-args.last :]
     out = Path(args.out or Path(args.run) / f"averaged-last-{len(chosen)}.pt")
     refuse_writing_onto_inputs(out, paths)  # not even an epoch file left out of the average
+    check_writable_folder(out.parent, "--out's folder")
     average_checkpoints(chosen, out)
     print(f"averaged {', '.join(p.name for p in chosen)} → {out}")
 
