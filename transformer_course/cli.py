@@ -172,7 +172,8 @@ def check_train_options(args, config) -> None:
         given = [f"--{name}" for name in ("limit", "root") if getattr(args, name, None) is not None]
         if given:
             raise ValueError(
-                f"{' and '.join(given)} apply to Multi30k presets only; {config.name} trains on made-up "
+                f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to Multi30k presets only; "
+                f"{config.name} trains on made-up "
                 f"{config.task} sequences — drop {' and '.join(given)}"
             )
     cores = os.cpu_count() or 1
