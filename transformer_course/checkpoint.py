@@ -30,7 +30,8 @@ from torch import nn
 
 from .config import Config
 from .data import SubwordTokenizer, Vocab
-from .files import atomic_write, crash_point
+from .failures import DISK_FULL, HINTS
+from .files import atomic_write, crash_point, refuse_writing_onto_inputs
 from .integrity import (
     CHECKSUMS,
     CheckpointError,
@@ -132,6 +133,9 @@ def _write(state: dict, path: str | Path) -> Path:
     except (OSError, RuntimeError) as err:  # a full disk: torch's zip writer says "enforce fail at inline_container"
         if isinstance(err, RuntimeError) and "inline_container" not in str(err):
             raise
+        if isinstance(err, OSError) and err.errno is not None and err.errno not in DISK_FULL:  # read-only, forbidden …
+            hint = HINTS.get(err.errno, "write somewhere else")
+            raise OSError(f"could not write {path}: {err.strerror or err}; {hint}") from None
         reason = err.strerror if isinstance(err, OSError) and err.strerror else "the write stopped short"
         free = shutil.disk_usage(path.parent).free // 2**20
         raise OSError(
@@ -209,14 +213,23 @@ def _config_and_vocabularies(state: dict, path: Path) -> tuple[Config, Vocab, Vo
     return config, src_vocab, tgt_vocab
 
 
+def check_usable(state: dict, path: Path, weights: dict | None = None):
+    """Every check :func:`load_checkpoint` makes before it builds a model — the config valid, both vocabularies'
+    fingerprints, the subword tokenizer (present when the config says ``tokenizer="bpe"``, matching its
+    fingerprint and the vocabularies), the weights' names and shapes against the config — so that resuming
+    a run applies exactly the same ones. Returns (config, src_vocab, tgt_vocab, tokenizer or None)."""
+    config, src_vocab, tgt_vocab = _config_and_vocabularies(state, path)
+    tokenizer = stored_tokenizer(state, src_vocab, tgt_vocab, path)  # None: spaCy words
+    problem = weights_problem(config, len(src_vocab), len(tgt_vocab), state["model"] if weights is None else weights)
+    if problem is not None:
+        raise CheckpointError(f"{path} cannot be used: {problem}")
+    return config, src_vocab, tgt_vocab, tokenizer
+
+
 def _checkpoint_from_state(state: dict, weights: dict, path: Path, device="cpu") -> Checkpoint:
     """Build the model a state describes, load ``weights`` into it, eval mode. The config is checked against
     the weights first (on the meta device), so a config that claims a huge model allocates nothing."""
-    config, src_vocab, tgt_vocab = _config_and_vocabularies(state, path)
-    tokenizer = stored_tokenizer(state, src_vocab, tgt_vocab, path)  # None: spaCy words
-    problem = weights_problem(config, len(src_vocab), len(tgt_vocab), weights)
-    if problem is not None:
-        raise CheckpointError(f"{path} cannot be used: {problem}")
+    config, src_vocab, tgt_vocab, tokenizer = check_usable(state, path, weights)
     model = build_model(config, len(src_vocab), len(tgt_vocab))
     model.load_state_dict(weights)
     model.to(device).eval()
@@ -238,6 +251,8 @@ def average_checkpoints(paths: list[str | Path], out: str | Path | None = None) 
     Checkpoints whose configs, vocabularies or languages differ are refused."""
     if not paths:
         raise ValueError("average_checkpoints needs at least one checkpoint path")
+    if out is not None:
+        refuse_writing_onto_inputs(out, paths)  # before reading: `--out RUN/epoch-002.pt` would destroy an input
     states = [read_checkpoint(p) for p in paths]
     for p, s in zip(paths, states):
         _config_and_vocabularies(s, Path(p))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import signal
 import sys
 import threading
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from .config import MAX_BEAM_SIZE, PRESETS, get_preset
 from .failures import DISK_FULL, Terminated, expected_errors, on_sigterm, one_line, write_text
+from .files import check_writable_folder, refuse_writing_onto_inputs
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -59,7 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
     p.add_argument("--out", help="run folder (default: runs/PRESET)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt")
-    p.add_argument("--root", default="data", help="data folder (default: data)")
+    p.add_argument(
+        "--adopt",
+        action="store_true",
+        help="with --resume: continue a last.pt copied from another run, as the start of a new run",
+    )
+    p.add_argument("--root", help="Multi30k: data folder (default: data)")
     p.add_argument("--device", help="cpu, cuda, cuda:1 … (default: cuda when available)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--save-every", type=int, default=100, help="write last.pt every N steps (default: 100)")
@@ -158,6 +165,22 @@ def check_device(name: str | None) -> None:
         raise ValueError(f"--device {name}: Apple's MPS is not available on this machine; pass --device cpu")
 
 
+def check_train_options(args, config) -> None:
+    """Options that do not apply to the preset are refused, not ignored; --threads is bounded by the machine
+    (torch would start that many OS threads per pool, and 1000 threads on 2 cores run ten times slower)."""
+    if config.task in ("copy", "reverse"):
+        given = [f"--{name}" for name in ("limit", "root") if getattr(args, name, None) is not None]
+        if given:
+            raise ValueError(
+                f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to Multi30k presets only; "
+                f"{config.name} trains on made-up "
+                f"{config.task} sequences — drop {' and '.join(given)}"
+            )
+    cores = os.cpu_count() or 1
+    if getattr(args, "threads", None) is not None and args.threads > cores:
+        raise ValueError(f"--threads {args.threads} is more than this machine's {cores} CPU cores; use 1 to {cores}")
+
+
 def cmd_train(args) -> None:
     import torch
 
@@ -167,7 +190,11 @@ def cmd_train(args) -> None:
     config = get_preset(args.preset)
     check_positive(args, ("epochs", "max_minutes", "max_steps", "save_every", "limit", "threads"))
     check_device(args.device)  # before the run folder is made
+    check_train_options(args, config)
+    if args.adopt and not args.resume:
+        raise ValueError("--adopt continues a last.pt copied from another run: give it with --resume")
     out = Path(args.out or f"runs/{config.name}")
+    check_writable_folder(out, "--out")  # a file, under a file, read-only: one line naming it, not "[Errno 17]"
     if not args.resume and (out / "last.pt").exists():
         raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out")
     if args.resume and not (out / "last.pt").exists():
@@ -180,7 +207,7 @@ def cmd_train(args) -> None:
     else:
         data = multi30k_data(
             config,
-            args.root,
+            args.root or "data",
             rank=dist.rank,
             world_size=dist.world_size,
             limit=args.limit,
@@ -194,7 +221,7 @@ def cmd_train(args) -> None:
             epochs=args.epochs,
             max_minutes=args.max_minutes,
             max_steps=args.max_steps,
-            resume=args.resume,
+            resume="adopt" if args.resume and args.adopt else args.resume,
             device=args.device,
             compile=args.compile,
             save_every=args.save_every,
@@ -219,6 +246,9 @@ def cmd_evaluate(args) -> None:
     check_positive(args, ("limit",))
     if args.samples < 0:
         raise ValueError(f"--samples is how many translations to print and must be >= 0, got {args.samples}")
+    if args.json:
+        refuse_writing_onto_inputs(args.json, [args.checkpoint], "--json")
+        check_writable_folder(Path(args.json).parent, "--json's folder")
     result = evaluate_checkpoint(
         args.checkpoint, args.split, args.beam, args.root, args.limit, progress=not args.no_progress
     )
@@ -277,6 +307,8 @@ def cmd_average(args) -> None:
         raise ValueError(f"{args.run} holds no epoch-NNN.pt checkpoints; train with --out {args.run} first")
     chosen = paths[-args.last :]
     out = Path(args.out or Path(args.run) / f"averaged-last-{len(chosen)}.pt")
+    refuse_writing_onto_inputs(out, paths)  # not even an epoch file left out of the average
+    check_writable_folder(out.parent, "--out's folder")
     average_checkpoints(chosen, out)
     print(f"averaged {', '.join(p.name for p in chosen)} → {out}")
 

@@ -16,8 +16,9 @@ import numbers
 import os
 from dataclasses import asdict, dataclass, fields, replace
 
-__all__ = ["Config", "LIMITS", "MAX_BEAM_SIZE", "PRESETS", "get_preset", "fast_mode"]
+__all__ = ["Config", "LIMITS", "MAX_BEAM_SIZE", "MAX_LENGTH_PENALTY", "PRESETS", "get_preset", "fast_mode"]
 
+MAX_LENGTH_PENALTY = 10.0  # α of the GNMT length penalty; the paper uses 0.6, GNMT tried 0 to 1 (Wu et al., 2016)
 MAX_BEAM_SIZE = 1000  # the paper decodes with 4 (§6.1); a beam's cost in time and memory grows linearly with it
 
 # The smallest and largest value of each integer field. The upper bounds lie far above any model this course
@@ -133,9 +134,9 @@ class Config:
                 f"lr_factor must be a positive finite number (it scales the learning rate), got "
                 f"lr_factor={self.lr_factor!r}; the paper's schedule is lr_factor=1.0"
             )
-        if not _is_real(self.length_penalty) or self.length_penalty < 0:
+        if not _is_real(self.length_penalty) or not 0 <= self.length_penalty <= MAX_LENGTH_PENALTY:
             raise ValueError(
-                f"length_penalty must be a finite number >= 0 (α of the GNMT length penalty), got "
+                f"length_penalty must be a finite number >= 0 and <= {MAX_LENGTH_PENALTY} (α of the GNMT length penalty), got "
                 f"length_penalty={self.length_penalty!r}; the paper uses 0.6"
             )
         if self.clip_norm is not None and (not _is_real(self.clip_norm) or not self.clip_norm > 0):

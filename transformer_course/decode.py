@@ -29,6 +29,8 @@ Conventions used throughout:
 
 from __future__ import annotations
 
+import math
+import numbers
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,7 +40,7 @@ from torch import Tensor, nn
 
 from .beam import Finished, cannot_improve, ended, extend, gnmt_length_penalty, go_on, start_beams
 from .checkpoint import resolve_model
-from .config import MAX_BEAM_SIZE
+from .config import MAX_BEAM_SIZE, MAX_LENGTH_PENALTY
 from .data import BOS, EOS, PAD, detokenize, tokenize_many
 from .masks import padding_mask, subsequent_mask
 
@@ -112,6 +114,36 @@ def check_beam_size(beam_size: int) -> None:
 def positions_of(model: nn.Module) -> int | None:
     """The positions the model's table holds (``model_config.max_len``), None for a model without one."""
     return getattr(getattr(model, "model_config", None), "max_len", None)
+
+
+def check_length_penalty(alpha) -> None:
+    """α of the GNMT length penalty: a finite number from 0 to :data:`~transformer_course.config.MAX_LENGTH_PENALTY`
+    (NaN, ±inf, a negative or a huge α would rank empty, ``<s>``-only or ``<pad>``-only hypotheses first)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not math.isfinite(alpha):
+        raise ValueError(f"length_penalty must be a finite number, got {alpha!r}; the paper uses 0.6 (0 = none)")
+    if not 0 <= alpha <= MAX_LENGTH_PENALTY:
+        raise ValueError(
+            f"length_penalty must be between 0 (no penalty) and {MAX_LENGTH_PENALTY}, got {alpha!r}; the paper uses 0.6"
+        )
+
+
+def check_sentences(sentences: Sequence) -> list[str]:
+    """The sentences as a list, each a ``str`` of valid Unicode; anything else is one ValueError naming the item
+    (``None``, a number, a lone surrogate — what an invalid UTF-8 byte on the command line becomes)."""
+    sentences = list(sentences)
+    for i, sentence in enumerate(sentences):
+        if not isinstance(sentence, str):
+            raise ValueError(
+                f"sentence {i} is {sentence!r} ({type(sentence).__name__}), not a str; pass sentences as text"
+            )
+        try:
+            sentence.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise ValueError(
+                f"sentence {i} is not valid Unicode: {sentence[err.start : err.end]!r} at character {err.start} "
+                "(an invalid UTF-8 byte, or half of a surrogate pair); pass UTF-8 text"
+            ) from None
+    return sentences
 
 
 def _is_int(value) -> bool:
@@ -270,6 +302,7 @@ def beam_search(
     if end_symbol is None:
         raise ValueError("beam_search needs an end_symbol (the id of </s>) to know when a hypothesis is finished")
     check_beam_size(beam_size)
+    check_length_penalty(length_penalty)
     if not _is_int(n_best) or not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best must be an integer between 1 and beam_size={beam_size}, got {n_best!r}")
     memory, src_mask, cache, alive, alive_log_probs = start_beams(model, src, src_mask, start_symbol, beam_size)
@@ -322,7 +355,10 @@ def decode_sentences(
         )
     if not _is_int(batch_size) or batch_size < 1:
         raise ValueError(f"batch_size is the most sentences decoded at once and must be >= 1, got {batch_size!r}")
-    sentences = list(sentences)
+    if length_penalty is None:
+        length_penalty = model.config.length_penalty
+    check_length_penalty(length_penalty)  # also with beam_size=1, where it is unused: a bad value is a mistake
+    sentences = check_sentences(sentences)
     if not sentences:
         return []
     table = positions_of(model)  # positions the model can encode or decode

@@ -25,12 +25,21 @@ from typing import BinaryIO
 
 __all__ = [
     "CRASH_AT",
+    "MANIFEST",
     "TEMP_SUFFIX",
+    "DestinationError",
     "atomic_write",
     "atomic_write_bytes",
     "atomic_write_text",
+    "check_writable_folder",
+    "claim_folder",
     "crash_point",
+    "plan_writes",
+    "read_manifest",
+    "refuse_writing_onto_inputs",
     "remove_stale_temp_files",
+    "remove_written",
+    "write_manifest",
 ]
 
 TEMP_SUFFIX = ".tc-tmp"  # every temporary file this package writes ends so, whatever it will become
@@ -111,3 +120,159 @@ def crash_point(name: str) -> None:
     _crossings[name] = _crossings.get(name, 0) + 1
     if _crossings[name] == int(spec.partition(":")[2] or 1):
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Folders a command owns: it writes only where it wrote before, and removes only what it wrote
+
+MANIFEST = ".tc-written.json"  # in a folder a builder made: the files it wrote there, one relative path each
+
+
+class DestinationError(ValueError):
+    """A destination a command must not write into (the repository, a folder of someone else's files, a file);
+    a ValueError, so the command line prints it as one line."""
+
+
+def refuse_writing_onto_inputs(out: str | os.PathLike, inputs, option: str = "--out") -> None:
+    """A command never writes onto one of the files it reads: ``out`` the same file as (or a link to) an input
+    is refused before anything is read or written."""
+    out = Path(out)
+    for path in inputs:
+        path = Path(path)
+        same = out.resolve() == path.resolve()
+        try:
+            same = same or (out.exists() and path.exists() and os.path.samefile(out, path))
+        except OSError:
+            pass
+        if same:
+            raise DestinationError(
+                f"{option} {out} is one of this command's own inputs ({path}); writing it would destroy that "
+                f"input — choose another {option}"
+            )
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_writable_folder(out: str | os.PathLike, option: str = "OUT") -> None:
+    """``out`` is (or can be made) a folder this process may write into: not a file, not under a file, not on
+    a read-only file system or in a folder without write permission. Checked before any work starts."""
+    import errno
+
+    out = Path(out)
+    if os.path.lexists(out) and not out.is_dir():
+        raise DestinationError(f"{option} {out} is a file, not a folder; name a folder to write into")
+    existing = _nearest_existing(out.absolute())
+    if not existing.is_dir():
+        raise DestinationError(f"{option} {out} is under {existing}, which is a file, not a folder; name a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PermissionError(
+            errno.EACCES, f"{option} {out} cannot be written: {existing} is read-only for this user", str(existing)
+        )
+    try:
+        if os.statvfs(existing).f_flag & os.ST_RDONLY:
+            raise PermissionError(errno.EROFS, f"{option} {out} is on a read-only file system", str(existing))
+    except AttributeError:  # no statvfs (Windows)
+        pass
+
+
+def read_manifest(out: str | os.PathLike) -> set[str] | None:
+    """The files a builder wrote into ``out`` (relative POSIX paths), or None when ``out`` has no manifest."""
+    import json
+
+    path = Path(out) / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        files = json.loads(path.read_text(encoding="utf-8"))["files"]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
+        raise DestinationError(f"{path} is damaged ({err}); move {out} away and build into a new folder") from None
+    return {str(f) for f in files if isinstance(f, str)}
+
+
+def write_manifest(out: str | os.PathLike, command: str, files) -> None:
+    import json
+
+    text = json.dumps({"written_by": command, "files": sorted(set(files))}, indent=1)
+    atomic_write_text(Path(out) / MANIFEST, text + "\n")
+
+
+def claim_folder(out: str | os.PathLike, command: str, protected=(), option: str = "OUT") -> set[str]:
+    """Check that the builder ``command`` may write into ``out`` and return what it wrote there before (empty
+    for a new or empty folder). Refused, with one line: an empty name, the current folder, a git repository or
+    a folder that holds one of ``protected`` (the builder's own inputs: the notebooks it reads), a file, a
+    folder under a file, a read-only one, and a non-empty folder without this builder's manifest (someone
+    else's files)."""
+    if not str(out).strip():
+        raise DestinationError(f"{option} is empty; name a new folder to write into, e.g. course/")
+    out = Path(out)
+    check_writable_folder(out, option)
+    resolved = out.resolve()
+    if resolved == Path.cwd().resolve():
+        raise DestinationError(
+            f"{option} {str(out)!r} is the current folder; name a new folder to write into, e.g. course/ "
+            "(the build would write over files it did not make)"
+        )
+    if (resolved / ".git").exists():
+        raise DestinationError(f"{option} {out} is a git repository; name a new folder to write into")
+    for path in protected:
+        if Path(path).resolve().is_relative_to(resolved):
+            raise DestinationError(
+                f"{option} {out} holds this command's own input {path}; name a new folder to write into"
+            )
+    if not out.is_dir() or not any(out.iterdir()):
+        return set()
+    written = read_manifest(out)
+    if written is None:
+        raise DestinationError(
+            f"{option} {out} already holds files that {command} did not write (it has no {MANIFEST}); "
+            "name a new or empty folder"
+        )
+    return written
+
+
+def plan_writes(out: str | os.PathLike, targets, written: set[str], option: str = "OUT") -> None:
+    """Refuse, before anything is written, a planned file (``targets``: paths relative to ``out``) that would
+    replace a file the builder did not write, or that lies behind a symbolic link (it would land outside
+    ``out``)."""
+    out = Path(out)
+    for target in targets:
+        relative = Path(target)
+        for depth in range(1, len(relative.parts) + 1):
+            part = out.joinpath(*relative.parts[:depth])
+            if part.is_symlink():
+                raise DestinationError(
+                    f"{part} is a symbolic link; {option} must hold real folders and files only (a write "
+                    "through the link would land outside it) — remove the link and run again"
+                )
+        if os.path.lexists(out / relative) and relative.as_posix() not in written:
+            if (out / relative).is_dir():
+                raise DestinationError(f"{out / relative} is a folder where this build writes a file; move it away")
+            raise DestinationError(
+                f"{out / relative} was not written by this build (not in {MANIFEST}); it would be replaced — "
+                "move it away and run again"
+            )
+
+
+def remove_written(out: str | os.PathLike, written: set[str]) -> list[Path]:
+    """Remove the files a builder wrote before (its manifest) and the folders this empties; every other file,
+    a teacher's added one included, stays where it is. Returns what was removed."""
+    out = Path(out)
+    removed = []
+    for name in sorted(written):
+        path = out / name
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+            removed.append(path)
+    for name in sorted(written, key=lambda n: -len(Path(n).parts)):
+        parent = (out / name).parent
+        while parent != out and parent.is_relative_to(out):
+            try:
+                parent.rmdir()  # only when empty
+            except OSError:
+                break
+            parent = parent.parent
+    return removed

@@ -230,6 +230,10 @@ def difference(a: dict, b: dict) -> str | None:
         fa, fb = Vocab.from_dict(a[key]).fingerprint(), Vocab.from_dict(b[key]).fingerprint()
         if fa != fb:
             return f"their {side} vocabularies differ (fingerprints {fa} vs {fb})"
+    if a.get("run_id") and b.get("run_id") and a["run_id"] != b["run_id"]:  # files older than run ids pass
+        return f"they come from different training runs (run ids {a['run_id']} vs {b['run_id']})"
+    if a.get("data_fingerprint") and b.get("data_fingerprint") and a["data_fingerprint"] != b["data_fingerprint"]:
+        return f"they were trained on different data (fingerprints {a['data_fingerprint']} vs {b['data_fingerprint']})"
     for key in ("tokenizer_fingerprint", "src_lang", "tgt_lang"):  # words (None) vs subwords, or two subword models
         if a.get(key) != b.get(key):
             what = "subword tokenizers" if key == "tokenizer_fingerprint" else "languages"
@@ -284,6 +288,11 @@ def stored_tokenizer(state: dict, src_vocab: Vocab, tgt_vocab: Vocab, path) -> S
     """The subword tokenizer a checkpoint carries (None: a word-level checkpoint), checked against its stored
     fingerprint and against both vocabularies; a damaged one is a :class:`CheckpointError`."""
     if state.get("tokenizer") is None:
+        if isinstance(state.get("config"), dict) and state["config"].get("tokenizer") == "bpe":
+            raise CheckpointError(
+                f"{path} cannot be used: its config says tokenizer='bpe' but it carries no subword tokenizer "
+                "(the entry was removed or lost); its ids cannot be turned into text — use the file as training wrote it"
+            )
         return None
     try:
         tokenizer = SubwordTokenizer.from_json(state["tokenizer"], fingerprint=state.get("tokenizer_fingerprint"))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["padding_mask", "subsequent_mask", "target_mask", "check_mask"]
+__all__ = ["padding_mask", "subsequent_mask", "target_mask", "check_mask", "check_token_ids"]
 
 
 def padding_mask(tokens: Tensor, pad_idx: int) -> Tensor:
@@ -63,3 +63,17 @@ def check_mask(mask: Tensor, batch: int, q_len: int, k_len: int, name: str = "ma
             f"{name} of shape {tuple(mask.shape)} does not broadcast to (batch, heads, q_len, k_len) = "
             f"{expected}; its batch must be 1 or {batch}, its q_len 1 or {q_len}, its k_len {k_len}"
         )
+
+
+def check_token_ids(tokens: Tensor, name: str = "src") -> None:
+    """Raise the ValueError the decoders give when ``tokens`` is not a (batch, length) tensor of integer ids (a
+    1-D sentence would otherwise fail deep inside attention with a shape error)."""
+    if not isinstance(tokens, Tensor):
+        raise TypeError(f"{name} must be a tensor of token ids, got {type(tokens).__name__}")
+    if tokens.dim() != 2:
+        raise ValueError(
+            f"{name} must be token ids of shape (batch, {name}_len), got shape {tuple(tokens.shape)}; "
+            f"for one sentence use {name}.unsqueeze(0)"
+        )
+    if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
+        raise ValueError(f"{name} must hold integer token ids (torch.long), got dtype {tokens.dtype}")

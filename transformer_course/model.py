@@ -24,7 +24,7 @@ from .layers import (
     ResidualConnection,
     check_positive,
 )
-from .masks import check_mask
+from .masks import check_mask, check_token_ids
 
 __all__ = [
     "ModelConfig",
@@ -255,6 +255,7 @@ class Transformer(nn.Module):
 
     def encode(self, src: Tensor, src_mask: Tensor | None) -> Tensor:
         """src (batch, src_len) token ids → memory (batch, src_len, d_model)."""
+        check_token_ids(src, "src")  # a 1-D sentence: the decoders' clear error, not a shape error deep inside
         if src_mask is not None:
             check_mask(src_mask, src.size(0), 1, src.size(1), "src_mask")
         return self.encoder(self.src_pos(self.src_embed(src)), src_mask)
@@ -273,6 +274,7 @@ class Transformer(nn.Module):
         already decoded are read from the cache, and ``tgt_mask`` may be None (a new token may attend to
         everything before it).
         """
+        check_token_ids(tgt, "tgt")
         start = len(cache) if cache is not None else 0
         x = self.tgt_pos(self.tgt_embed(tgt), start=start)  # (B, T, d_model)
         return self.decoder(x, memory, src_mask, tgt_mask, cache)

@@ -13,13 +13,20 @@ from __future__ import annotations
 import argparse
 import ast
 import re
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..edition.build import select_notebooks  # the course notebooks in order, shared with the HTML edition
-from ..files import atomic_write_text
+from ..failures import one_line
+from ..files import (
+    atomic_write_bytes,
+    atomic_write_text,
+    claim_folder,
+    plan_writes,
+    remove_written,
+    write_manifest,
+)
 from .build_cells import build_references, build_stubs
 from .cells import POINTS_RULE, is_stub_raise, parse_cell, placeholder_name
 from .convert import Conversion, convert_notebook
@@ -182,23 +189,35 @@ def readme(assignments: list[Assignment], course_id: str, timeout: int) -> str:
     )
 
 
-def write_learner_files(notebook: Path, notebooks: Path, folder: Path) -> list[str]:
+def learner_files(notebook: Path, notebooks: Path) -> dict[str, str]:
     """An assignment that imports ``my_transformer`` gets the files the notebooks before it write, as marked
     fallbacks (the package's code with the learner's API, :func:`transformer_course.learner.fallback_text`;
-    never a reference answer), so it runs on its own in nbgrader and names them "fallback", not the student's."""
+    never a reference answer), so it runs on its own in nbgrader and names them "fallback", not the student's:
+    ``{"my_transformer/name.py": text}``, with the package's ``__init__.py``."""
     from ..learner import FILES, fallback_text
 
     if "my_transformer" not in notebook.read_text(encoding="utf-8"):
-        return []
-    written = []
+        return {}
+    files = {}
     for name, source in FILES.items():
         if source[:2] >= notebook.name[:2] or not (notebooks / source).exists():
             continue
-        (folder / "my_transformer").mkdir(exist_ok=True)
-        (folder / "my_transformer" / "__init__.py").touch()
-        atomic_write_text(folder / "my_transformer" / name, fallback_text(name))
-        written.append(name)
+        files["my_transformer/__init__.py"] = ""
+        files[f"my_transformer/{name}"] = fallback_text(name)
+    return files
+
+
+def write_learner_files(notebook: Path, notebooks: Path, folder: Path) -> list[str]:
+    """Write :func:`learner_files` into ``folder``; returns the names written (``layers.py`` …)."""
+    written = []
+    for name, text in learner_files(notebook, notebooks).items():
+        atomic_write_text(folder / name, text)
+        if not name.endswith("__init__.py"):
+            written.append(Path(name).name)
     return written
+
+
+COMMAND = "python -m transformer_course classroom"
 
 
 def build_course(
@@ -213,13 +232,22 @@ def build_course(
 ) -> list[Assignment]:
     """Write the nbgrader course folder ``out``: ``nbgrader_config.py``, ``README.md`` and
     ``source/nbNN/NN_name.ipynb`` (with the files its text shows) for each selected notebook. Every notebook is
-    converted before anything is written; a broken convention raises :class:`ConventionError`."""
+    converted before anything is written; a broken convention raises :class:`ConventionError`.
+
+    The build writes only into a folder it owns: a new or empty one, or one it built before (its manifest
+    ``.tc-written.json`` lists every file it wrote). The current folder, a git repository, a folder that holds
+    the notebooks, a non-empty folder without the manifest, a file, a read-only folder are refused before any
+    work. ``force`` rebuilds a folder it built: it removes only the files of its manifest, so files a teacher
+    added (under ``source/nbNN/`` too) and nbgrader's own (``gradebook.db``, ``release/`` …) stay; a planned file
+    that would replace one it did not write, or lies behind a symbolic link, is refused."""
     import nbformat
 
-    notebooks, out = Path(notebooks), Path(out)
-    solutions = Path(solutions) if solutions is not None else default_solutions(notebooks)
     if timeout <= 0:
         raise ValueError(f"timeout={timeout}: give the seconds a cell may run while grading, e.g. 120")
+    notebooks = Path(notebooks)
+    solutions = Path(solutions) if solutions is not None else default_solutions(notebooks)
+    written = claim_folder(out, COMMAND, protected=[notebooks, solutions])  # before any work: '' / . / the repo …
+    out = Path(out)
     if (out / "source").exists() and not force:
         raise FileExistsError(f"{out} already holds a course (source/); pass --force to rewrite source/ and the config")
     assignments = []
@@ -235,19 +263,28 @@ def build_course(
                 reference = ReferenceModule.read(find_reference_module(solutions, number))
         conversion = convert_notebook(nb, path.name, reference, builds)
         assignments.append(Assignment(f"nb{number}", path, conversion, local_assets(nb, notebooks, solutions)))
+    plan: dict[str, str | Path] = {}  # every file the build writes, relative to out: its text or the file to copy
     for assignment in assignments:
-        folder = out / "source" / assignment.name
-        if folder.exists():
-            shutil.rmtree(folder)
-        folder.mkdir(parents=True)
+        folder = f"source/{assignment.name}"
         nbformat.validate(assignment.conversion.notebook)
-        atomic_write_text(folder / assignment.notebook.name, nbformat.writes(assignment.conversion.notebook) + "\n")
+        plan[f"{folder}/{assignment.notebook.name}"] = nbformat.writes(assignment.conversion.notebook) + "\n"
         for asset in assignment.assets:
-            (folder / asset).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(notebooks / asset, folder / asset)
-        write_learner_files(assignment.notebook, notebooks, folder)
-    atomic_write_text(out / "nbgrader_config.py", nbgrader_config(course_id, timeout, fast))
-    atomic_write_text(out / "README.md", readme(assignments, course_id, timeout))
+            plan[f"{folder}/{asset}"] = notebooks / asset
+        for name, text in learner_files(assignment.notebook, notebooks).items():
+            plan[f"{folder}/{name}"] = text
+    plan["nbgrader_config.py"] = nbgrader_config(course_id, timeout, fast)
+    plan["README.md"] = readme(assignments, course_id, timeout)
+    plan_writes(out, plan, written)  # before anything is removed or written
+    out.mkdir(parents=True, exist_ok=True)
+    write_manifest(out, COMMAND, written | set(plan))  # a build killed half-way still owns what it wrote
+    remove_written(out, written - set(plan))
+    for name, content in plan.items():
+        if isinstance(content, Path):
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(out / name, content.read_bytes())
+        else:
+            atomic_write_text(out / name, content)
+    write_manifest(out, COMMAND, plan)
     return assignments
 
 
@@ -279,8 +316,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m transformer_cours
     except ModuleNotFoundError as error:
         print(f"error: {error}; install the classroom extra: pip install -e '.[classroom]'", file=sys.stderr)
         return 1
-    except (ConventionError, FileNotFoundError, FileExistsError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
+    except (ConventionError, OSError, ValueError) as error:  # OSError: FileNotFoundError, a read-only disk …
+        print(f"error: {one_line(error)}", file=sys.stderr)
         return 1
     for a in assignments:
         print(f"{a.name}  {a.notebook.name:40s} {len(a.conversion.graded):2d} graded cells  {a.points:3d} points")

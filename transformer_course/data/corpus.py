@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,12 +27,28 @@ def sha256_file(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+REFETCH = "delete it and download it again (python -m transformer_course download), or put a good copy there"
+
+
 def read_lines(path: str | os.PathLike) -> list[str]:
-    """The lines of a (gzip) text file, without their newlines. An empty file raises a ValueError."""
+    """The lines of a (gzip) text file, without their newlines. An empty file raises a ValueError; so does a
+    truncated or not-gzip ``.gz`` file and text that is not UTF-8 — each naming the file and what to do."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        lines = [line.rstrip("\r\n") for line in f]
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            lines = [line.rstrip("\r\n") for line in f]
+    except EOFError:
+        raise ValueError(f"{path} is truncated (the gzip stream ends early); {REFETCH}") from None
+    except gzip.BadGzipFile as err:
+        raise ValueError(f"{path} is not a gzip file ({err}); {REFETCH}") from None
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"{path} is not UTF-8 text (it holds the byte {err.object[err.start : err.start + 1]!r}: a latin-1 "
+            f"file?); convert it with iconv -f latin1 -t utf-8, or {REFETCH}"
+        ) from None
+    except zlib.error as err:
+        raise ValueError(f"{path} is a damaged gzip file ({err}); {REFETCH}") from None
     if not lines:
         raise ValueError(f"{path} is empty; delete it and download it again (download_multi30k)")
     return lines

@@ -109,6 +109,13 @@ class SubwordTokenizer:
                 raise TypeError(f"{name} must be an int, got {name}={value!r} ({type(value).__name__})")
             if value < 1:
                 raise ValueError(f"{name} must be at least 1, got {name}={value}")
+        from ..config import LIMITS  # the cap Config puts on subword_vocab, so the library never aborts the process
+
+        if vocab_size > LIMITS["subword_vocab"][1]:
+            raise ValueError(
+                f"vocab_size={vocab_size} is above {LIMITS['subword_vocab'][1]:,}, the largest subword vocabulary "
+                "this package trains (the paper used about 37000, §5.1)"
+            )
         specials = list(specials)
         if specials[: len(SPECIALS)] != SPECIALS or len(set(specials)) != len(specials):
             raise ValueError(f"specials must start with {SPECIALS} (ids 0–3 = PAD, UNK, BOS, EOS), got {specials}")

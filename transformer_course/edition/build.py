@@ -30,9 +30,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..failures import one_line
 from .browser import browser_check, page_problems
 from .contents import LANGUAGES, WORDS, ZH_FOLDER, build_contents_page, language_nav, other_language, page_title
 from .export import notebook_to_html
+from .preflight import preflight
 from .slides import count_slides, deck_check, deck_problems, notebook_to_slides
 
 __all__ = [
@@ -273,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
+        preflight(args.out, args.check)  # --out a file, read-only, no Chromium for --check: one line, before any work
         editions = build_editions(
             args.notebooks,
             args.out,
@@ -284,8 +287,8 @@ def main(argv: list[str] | None = None) -> int:
             languages=tuple(args.languages),
             solved=not args.as_committed,
         )
-    except (FileNotFoundError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
+    except (OSError, ValueError) as error:
+        print(f"error: {one_line(error)}", file=sys.stderr)
         return 1
     failed = False
     for language, edition in editions.items():

@@ -9,6 +9,11 @@ folder and the pid holding it. Once the lock is held, the temporary files a kill
 (``.last.pt.…tc-tmp`` and the like) are removed: nobody else can be writing them.
 
 Platforms without ``fcntl`` (Windows) run without the lock.
+
+:func:`claimed_run_folder` is what ``fit`` enters: the lock, then — holding it, as one step — the check that
+the folder may be written: a folder that holds a run (``last.pt``, ``best.pt`` or an epoch file) is refused
+unless the call resumes it or says ``overwrite``, so a second run that took long to load its data cannot
+write over a first run that finished meanwhile. A new run gets its identity there (``run.json``).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ try:
 except ImportError:  # Windows
     fcntl = None
 
-__all__ = ["LOCK_NAME", "RUN_FILES", "locked_run_folder"]
+__all__ = ["LOCK_NAME", "RUN_FILES", "check_run_folder", "claimed_run_folder", "holds_run", "locked_run_folder"]
 
 LOCK_NAME = ".lock"
 RUN_FILES = ("last.pt", "best.pt", "epoch-", "history.json", "history.csv", "loss.png")  # what fit writes
@@ -56,6 +61,50 @@ def locked_run_folder(out: str | os.PathLike) -> Iterator[Path]:
     finally:
         lock.unlink(missing_ok=True)  # while still holding it: the next run creates a fresh one
         os.close(fd)  # releases the lock
+
+
+def holds_run(out: str | os.PathLike) -> bool:
+    """True when ``out`` holds the checkpoints of a run: plain files (fit never writes a symbolic link; one
+    planted at ``last.pt`` is replaced, not followed)."""
+    out = Path(out)
+    paths = [out / "last.pt", out / "best.pt", *out.glob("epoch-*.pt")]
+    return any(p.is_file() and not p.is_symlink() for p in paths)
+
+
+def check_run_folder(out: Path, resume, overwrite: bool) -> None:
+    """With the lock held: refuse what would clobber a run, give a new run its id. ``resume`` is True,
+    False or ``"adopt"`` (continue a ``last.pt`` from another run as the start of a new one)."""
+    from .state import RUN_FILE, new_run_id, write_folder_run
+
+    if resume not in (True, False, "adopt"):
+        raise ValueError(f"resume must be True, False or 'adopt', got {resume!r}")
+    if resume:
+        if not (out / "last.pt").exists():
+            raise ValueError(
+                f"nothing to resume: {out / 'last.pt'} does not exist; drop --resume (resume=True) to start a new run"
+            )
+        if resume == "adopt":
+            write_folder_run(out, new_run_id(), adopt=True)
+        return
+    if holds_run(out) and not overwrite:
+        raise ValueError(
+            f"{out} already holds a run; pass --resume (resume=True) to continue it, overwrite=True to replace it, "
+            "or choose another --out"
+        )
+    if overwrite:  # the files fit wrote, and only those
+        for path in out.iterdir():
+            if path.is_file() and (path.name.startswith(RUN_FILES) or path.name == RUN_FILE):
+                path.unlink()
+    write_folder_run(out, new_run_id())
+
+
+@contextlib.contextmanager
+def claimed_run_folder(out: str | os.PathLike, resume=False, overwrite: bool = False) -> Iterator[Path]:
+    """``with claimed_run_folder(out, resume, overwrite):`` — the lock and the run-folder check in one step
+    (see the module's docstring)."""
+    with locked_run_folder(out) as folder:
+        check_run_folder(Path(folder), resume, overwrite)
+        yield folder
 
 
 def _open_locked(lock: Path, out: Path) -> int:

@@ -45,11 +45,11 @@ from ..files import crash_point
 from ..integrity import first_non_finite, tensors
 from ..model import Transformer, build_model
 from .distributed import Distributed, setup_distributed
-from .folder import locked_run_folder
+from .folder import claimed_run_folder
 from .history import LogWindow
 from .loss import LabelSmoothingLoss
 from .schedule import make_optimizer, make_scheduler
-from .state import RunState, end_epoch, restore_run, save_last
+from .state import RunState, check_run_inputs, end_epoch, restore_run, save_last
 from .step import TrainingDiverged, accumulation_groups, loss_on_batch, optimizer_step, validation_loss
 
 __all__ = ["FitResult", "fit"]
@@ -75,6 +75,7 @@ def fit(
     max_minutes: float | None = None,
     max_steps: int | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     device: str | torch.device | None = None,
     compile: bool = False,
     autocast: bool | None = None,
@@ -92,7 +93,10 @@ def fit(
     of training time (counted over resumes), whichever comes first. With ``out_dir`` it writes
     ``last.pt`` (every ``save_every`` steps, each epoch end and at the stop), ``epoch-NNN.pt`` (model only,
     for averaging), ``best.pt`` (lowest validation loss), ``history.json``/``.csv`` and ``loss.png``.
-    ``resume=True`` continues from ``out_dir/last.pt`` exactly where it stopped. ``out_dir`` is locked
+    ``resume=True`` continues from ``out_dir/last.pt`` exactly where it stopped (only a ``last.pt`` of that
+    folder's own run: ``resume="adopt"`` continues one copied from another run as a new run). A folder that
+    already holds a run is refused unless ``resume`` or ``overwrite=True`` (which removes the files fit wrote
+    there) is given; the check is made holding the lock. ``out_dir`` is locked
     while the run writes to it (a second run on it raises :class:`~transformer_course.checkpoint.RunLockedError`).
     A NaN or infinite loss or weight raises :class:`TrainingDiverged` before anything is written.
 
@@ -111,7 +115,9 @@ def fit(
     writer = out is not None and dist.is_main  # one process writes the files, holding the folder's lock
     epochs = config.epochs if epochs is None else epochs
     autocast = device.type == "cuda" if autocast is None else autocast
-    with locked_run_folder(out) if writer else contextlib.nullcontext():
+    check_run_inputs(config, data)  # a config that says subwords needs the data's tokenizer
+    # the lock and the check that out holds no run (unless resume / overwrite) are one step (train/folder.py)
+    with claimed_run_folder(out, resume, overwrite) if writer else contextlib.nullcontext():
         torch.manual_seed(config.seed)
         random.seed(config.seed)
         model = build_model(config, len(data.src_vocab), len(data.tgt_vocab)).to(device)

@@ -6,23 +6,91 @@ resumed run continues with the same numbers as a run that never stopped — the 
 (the logging window's totals are saved too). Every file is written only from finite weights
 (:func:`~transformer_course.checkpoint.save_checkpoint` refuses others), and ``last.pt`` is read back
 only if its checksums match, its values are finite and it was written by the same config on the same data.
+
+A run has an identity: :func:`~transformer_course.train.folder.claimed_run_folder` gives a new run a random id
+in ``out/run.json``, and every checkpoint it writes carries that ``run_id`` and the ``data_fingerprint`` of its
+vocabularies, tokenizer and languages. Resuming accepts only a ``last.pt`` of the folder's own run (a copy from
+another run of the same preset would mix two histories), unless the resume is an explicit adoption
+(``resume="adopt"``, ``train --resume --adopt``), which continues the file as the start of a new run; averaging
+accepts only epoch files of one run. Resuming applies every check :func:`~transformer_course.checkpoint.load_checkpoint`
+applies (:func:`~transformer_course.checkpoint.check_usable`), and the data's tokenizer must be the file's.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from torch import nn
 
-from ..checkpoint import CheckpointError, read_checkpoint, save_checkpoint, unwrap
+from ..checkpoint import CheckpointError, check_usable, read_checkpoint, save_checkpoint, unwrap
 from ..config import Config
 from ..data import TrainingData
+from ..files import atomic_write_text
 from ..model import count_parameters
 from .history import LogWindow, history_title, plot_history, write_history
 
-__all__ = ["RunState", "end_epoch", "restore_run", "save_last"]
+__all__ = [
+    "RUN_FILE",
+    "RunState",
+    "check_run_inputs",
+    "data_fingerprint",
+    "end_epoch",
+    "folder_run",
+    "new_run_id",
+    "restore_run",
+    "save_last",
+    "write_folder_run",
+]
+
+RUN_FILE = "run.json"  # in a run folder: {"run_id": …}, the identity every checkpoint of the run carries
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def folder_run(out: str | Path) -> dict:
+    """The run folder's ``run.json`` (``{}`` when it has none: a new folder, or one written before run ids)."""
+    path = Path(out) / RUN_FILE
+    if not path.is_file():
+        return {}
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise CheckpointError(f"{path} is damaged ({err}); delete it to let the run folder take last.pt's id") from None
+    return info if isinstance(info, dict) and isinstance(info.get("run_id"), str) else {}
+
+
+def write_folder_run(out: str | Path, run_id: str, **more) -> None:
+    atomic_write_text(Path(out) / RUN_FILE, json.dumps({"run_id": run_id, **more}, indent=1) + "\n")
+
+
+def data_fingerprint(data: TrainingData) -> str:
+    """What a run was trained on, as 16 hex digits: both vocabularies, the subword tokenizer (or words), the
+    languages. Two runs with the same fingerprint tokenize and number their text the same way."""
+    tokenizer = getattr(data, "tokenizer", None)
+    parts = [
+        data.src_vocab.fingerprint(),
+        data.tgt_vocab.fingerprint(),
+        tokenizer.fingerprint() if tokenizer is not None else "words",
+        str(getattr(data, "src_lang", "de")),
+        str(getattr(data, "tgt_lang", "en")),
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def check_run_inputs(config: Config, data: TrainingData) -> None:
+    """Refuse, before anything is built, a config that says subwords with data that has no tokenizer."""
+    if getattr(config, "tokenizer", "words") == "bpe" and getattr(data, "tokenizer", None) is None:
+        raise ValueError(
+            f"config {config.name!r} says tokenizer='bpe' but the data has no subword tokenizer; build the data "
+            "with multi30k_data(config, …) (it learns one), or use a word-level config"
+        )
 
 
 @dataclass
@@ -36,6 +104,13 @@ class RunState:
     history: list[dict] = field(default_factory=list)
     best_val: float = math.inf  # lowest validation loss so far (best.pt holds that model)
     window: LogWindow = field(default_factory=LogWindow)  # training-loss totals since the last history row
+    run_id: str = ""  # the run's identity; "" until restore_run sets it, then the run folder's run.json gives it
+
+
+def _identity(run: RunState, data: TrainingData, out: Path) -> dict:
+    """The entries that tie a checkpoint to its run and its data."""
+    run_id = run.run_id or folder_run(out).get("run_id", "")
+    return {"data_fingerprint": data_fingerprint(data), **({"run_id": run_id} if run_id else {})}
 
 
 def _languages(data: TrainingData) -> dict:
@@ -69,6 +144,14 @@ def restore_run(path: Path, config: Config, data: TrainingData, model: nn.Module
     for key, vocab in (("src_vocab", data.src_vocab), ("tgt_vocab", data.tgt_vocab)):
         if state[key]["itos"] != vocab.itos:  # the same tokens in the same order: the same fingerprint
             raise CheckpointError(f"the vocabularies in {path} do not match the data; resume on the same data")
+    _, _, _, tokenizer = check_usable(state, path)  # every check load_checkpoint makes, the tokenizer's included
+    own = getattr(data, "tokenizer", None)
+    if (tokenizer and tokenizer.fingerprint()) != (own and own.fingerprint()):
+        name = lambda t: f"the subword tokenizer {t.fingerprint()}" if t is not None else "spaCy words"  # noqa: E731
+        raise CheckpointError(
+            f"{path} was trained with {name(tokenizer)}, the data uses {name(own)}; resume on the same data"
+        )
+    run_id = _check_run_identity(state, path)
     try:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -83,8 +166,30 @@ def restore_run(path: Path, config: Config, data: TrainingData, model: nn.Module
         list(state.get("history", [])),
         state.get("best_val", math.inf),
         LogWindow.from_dict(state.get("log_window")),
+        run_id,
     )
     return run, state["rng"]
+
+
+def _check_run_identity(state: dict, path: Path) -> str:
+    """The run id the resumed run continues under: the folder's, which ``path`` must carry too. A folder
+    written before run ids takes the file's; an adoption (run.json says ``adopt``) takes the foreign file as
+    the start of the folder's new run."""
+    folder, own = folder_run(path.parent), state.get("run_id")
+    if folder.get("adopt"):
+        write_folder_run(path.parent, folder["run_id"], adopted_from=own or "unknown")
+        return folder["run_id"]
+    if not folder:
+        run_id = own or new_run_id()
+        write_folder_run(path.parent, run_id)
+        return run_id
+    if own and own != folder["run_id"]:
+        raise CheckpointError(
+            f"{path} belongs to another run (run id {own}) than {path.parent} (run {folder['run_id']}, its "
+            f"{RUN_FILE}): it was copied from elsewhere and resuming would mix two runs' histories; train into a "
+            "new folder, or continue that file as a new run with --resume --adopt (resume='adopt')"
+        )
+    return folder["run_id"]
 
 
 def save_last(path: Path, run: RunState, model: nn.Module, config: Config, data: TrainingData, optimizer, scheduler):
@@ -101,6 +206,7 @@ def save_last(path: Path, run: RunState, model: nn.Module, config: Config, data:
         run.epoch,
         run.batch_in_epoch,
         **_languages(data),
+        **_identity(run, data, path.parent),
         train_seconds=run.train_seconds,
         history=run.history,
         best_val=run.best_val,
@@ -148,6 +254,7 @@ def end_epoch(
             epoch=run.epoch,
             rng=False,
             **_languages(data),
+            **_identity(run, data, out),
             val_loss=val_loss,
         )
     write_history(run.history, out)
