@@ -355,15 +355,13 @@ def decode_sentences(
         )
     if not _is_int(batch_size) or batch_size < 1:
         raise ValueError(f"batch_size is the most sentences decoded at once and must be >= 1, got {batch_size!r}")
-    if length_penalty is None:
-        length_penalty = model.config.length_penalty
+    if length_penalty is None:  # the run's decoding setting (Config.length_penalty); the paper's α for a bare model
+        length_penalty = getattr(getattr(model, "config", None), "length_penalty", 0.6)
     check_length_penalty(length_penalty)  # also with beam_size=1, where it is unused: a bad value is a mistake
     sentences = check_sentences(sentences)
     if not sentences:
         return []
     table = positions_of(model)  # positions the model can encode or decode
-    if length_penalty is None:  # the run's decoding setting (Config.length_penalty); the paper's α for a bare model
-        length_penalty = getattr(getattr(model, "config", None), "length_penalty", 0.6)
     device = next(model.parameters()).device
     tokens = tokenizer.encode_many(sentences) if tokenizer is not None else tokenize_many(sentences, src_lang)
     ids = [src_vocab.encode(words) for words in tokens]

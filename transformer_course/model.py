@@ -3,9 +3,8 @@
     src → Embeddings + positions → Encoder (N × [self-attention, FFN]) → memory
     tgt → Embeddings + positions → Decoder (N × [masked self-attention, cross-attention, FFN]) → Generator → logits
 
-The model reads only :class:`ModelConfig`, the architecture (as nanoGPT's ``GPTConfig``). ``make_model`` builds
-it from sizes, ``build_model`` from a run's :class:`~transformer_course.config.Config` (kept as ``model.config``).
-The decoder can run one token at a time with a :class:`DecoderCache` (notebook 09).
+The model reads only :class:`ModelConfig`, the architecture (nanoGPT's ``GPTConfig``); ``make_model`` builds it
+from sizes, ``build_model`` from a run's ``Config`` (kept as ``model.config``). :class:`DecoderCache`: notebook 09.
 """
 
 from __future__ import annotations
@@ -192,11 +191,8 @@ class Decoder(nn.Module):
 
 
 class Generator(nn.Module):
-    """The final linear layer: decoder output → one score (logit) per target word (§3.4).
-
-    Returns logits; apply ``log_softmax`` for log-probabilities (decoding) or pass them to
-    ``F.cross_entropy`` (training).
-    """
+    """The final linear layer: decoder output → one score (logit) per target word (§3.4). Returns logits: apply
+    ``log_softmax`` for log-probabilities (decoding) or pass them to ``F.cross_entropy`` (training)."""
 
     def __init__(self, d_model: int, vocab: int) -> None:
         super().__init__()

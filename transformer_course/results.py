@@ -1,31 +1,17 @@
 """Measured results as data (issue 23): ``docs/results.json``, the tables of ``docs/results.md``, quoted figures.
 
-Every figure the course states about one of its runs has one source, ``docs/results.json``:
-
-    {"schema": 1, "runs": {"multi30k-cpu": {"preset": ..., "steps": 2338, ...,
-                                            "evaluations": {"best/test/beam4": {"sacrebleu": 40.18, ...}}}}}
-
-A figure is named by a path: the run, then (for a score) the evaluation — checkpoint/split/decoding — then the
-field: ``multi30k-cpu/best/test/beam4/sacrebleu`` is 40.18, ``multi30k-cpu/steps`` is 2338. :func:`figure` reads
-one; a notebook cell can print it (``tc.results.figure(...)``).
-
-Prose quotes a figure with a marker right after the number, an HTML comment that Jupyter, GitHub and the HTML
-edition do not show:
-
-    beam search lifts it to 40.18<!--fig:multi30k-cpu/best/test/beam4/sacrebleu-->
-
-and a difference of two figures with ``a - b`` in the marker (``+1.80<!--fig:X - Y-->``). :func:`check_quotes`
-finds every marker in a text and compares the number in front of it, at the precision it is written with
-(``40.2`` quotes 40.18; ``9.6M`` quotes 9,633,600; ``2,338`` quotes 2338), with the data; it also flags a number
-that equals a run figure but has no marker (a quote nobody can check). tests/test_results.py runs it on the
-notebooks (both languages), the README and docs/teaching.md, and checks that the tables of docs/results.md are
-the ones :func:`render_table` writes from the data.
+A figure is named by a path: the run, then (for a score) checkpoint/split/decoding, then the field —
+``multi30k-cpu/best/test/beam4/sacrebleu`` is 40.18, ``multi30k-cpu/steps`` is 2338 (:func:`figure`). Prose quotes
+a figure with a marker right after the number, an HTML comment that Jupyter, GitHub and the HTML edition hide:
+``40.18<!--fig:multi30k-cpu/best/test/beam4/sacrebleu-->`` (a difference: ``+1.80<!--fig:X - Y-->``).
+:func:`check_quotes` compares each marked number, at the precision it is written with (``40.2``, ``9.6M``,
+``2,338``), with the data, and flags a number that equals a run figure but has no marker. tests/test_results.py
+runs it on the notebooks (both languages), the README and docs/teaching.md, and checks that docs/results.md's
+tables are the ones :func:`render_table` writes.
 
 The commands that measure write the data: ``python -m transformer_course.results add-eval RUN KEY EVAL.json``
-takes the JSON that ``python -m transformer_course evaluate --json`` writes (BLEU, signature, seconds, and the
-``<unk>`` count from its hypotheses); ``add-run RUN RUN_FOLDER`` takes a run's steps, epochs, minutes,
-parameters, validation losses and configuration from its ``history.json`` and checkpoint; ``render`` rewrites
-the generated tables in docs/results.md; ``check FILE…`` prints every stale or unmarked quote.
+(the JSON of ``evaluate --json``), ``add-run RUN RUN_FOLDER`` (history.json and best.pt), ``render`` (the tables
+of docs/results.md) and ``check FILE…`` (every stale or unmarked quote).
 """
 
 from __future__ import annotations
