@@ -20,7 +20,6 @@ This module needs no training code: decoding, evaluation and the views import it
 from __future__ import annotations
 
 import os
-import random
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +49,7 @@ from .integrity import (
     weights_problem,
 )
 from .model import Transformer, build_model
+from .rng import rng_states
 
 __all__ = [
     "FORMAT",
@@ -62,9 +62,7 @@ __all__ = [
     "load_checkpoint",
     "read_checkpoint",
     "resolve_model",
-    "rng_states",
     "save_checkpoint",
-    "set_rng_states",
     "unwrap",
 ]
 
@@ -94,24 +92,6 @@ class Checkpoint:
     src_lang: str = DEFAULT_SRC_LANG  # spaCy language of the source side ("de" for Multi30k)
     tgt_lang: str = DEFAULT_TGT_LANG
     tokenizer: SubwordTokenizer | None = None  # a subword checkpoint's tokenizer; None: spaCy words
-
-
-def rng_states() -> dict:
-    """The random number generators a training step uses: torch (CPU and CUDA) and Python's ``random``."""
-    version, internal, gauss = random.getstate()
-    states = {"torch": torch.get_rng_state(), "python": [version, list(internal), gauss]}
-    if torch.cuda.is_available():
-        states["cuda"] = torch.cuda.get_rng_state_all()
-    return states
-
-
-def set_rng_states(states: dict) -> None:
-    """Put back the generator states :func:`rng_states` returned (resume continues the same random stream)."""
-    torch.set_rng_state(states["torch"])
-    version, internal, gauss = states["python"]
-    random.setstate((version, tuple(internal), gauss))
-    if "cuda" in states and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(states["cuda"])
 
 
 def _write(state: dict, path: str | Path) -> Path:

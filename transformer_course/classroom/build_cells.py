@@ -14,7 +14,7 @@ from pathlib import Path
 from .cells import is_stub_raise, nbgrader_metadata, parse_cell
 from .reference import ConventionError, ReferenceModule
 
-__all__ = ["BUILD_CELL", "build_file", "build_references", "build_stubs", "solve_build_cell"]
+__all__ = ["BUILD_CELL", "build_file", "build_references", "build_stubs", "learner_files", "solve_build_cell"]
 
 BUILD_CELL = re.compile(r"^%%writefile\s+my_transformer/(\w+\.py)\s*$")
 
@@ -72,3 +72,21 @@ def solve_build_cell(state, index: int, cell, file: str, references: dict[str, R
     grade_id = state.grade_id(file.removesuffix(".py"))
     cell.metadata["nbgrader"] = nbgrader_metadata(grade_id, solution=True)
     return grade_id, names
+
+
+def learner_files(notebook: Path, notebooks: Path) -> dict[str, str]:
+    """An assignment that imports ``my_transformer`` gets the files the notebooks before it write, as marked
+    fallbacks (the package's code with the learner's API, :func:`transformer_course.learner.fallback_text`;
+    never a reference answer), so it runs on its own in nbgrader and names them "fallback", not the student's:
+    ``{"my_transformer/name.py": text}``, with the package's ``__init__.py``."""
+    from ..learner import FILES, fallback_text
+
+    if "my_transformer" not in notebook.read_text(encoding="utf-8"):
+        return {}
+    files = {}
+    for name, source in FILES.items():
+        if source[:2] >= notebook.name[:2] or not (notebooks / source).exists():
+            continue
+        files["my_transformer/__init__.py"] = ""
+        files[f"my_transformer/{name}"] = fallback_text(name)
+    return files

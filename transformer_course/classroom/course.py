@@ -27,7 +27,7 @@ from ..files import (
     remove_written,
     write_manifest,
 )
-from .build_cells import build_references, build_stubs
+from .build_cells import build_references, build_stubs, learner_files
 from .cells import POINTS_RULE, is_stub_raise, parse_cell, placeholder_name
 from .convert import Conversion, convert_notebook
 from .reference import ConventionError, ReferenceModule, find_reference_module
@@ -187,34 +187,6 @@ def readme(assignments: list[Assignment], course_id: str, timeout: int) -> str:
             "",
         ]
     )
-
-
-def learner_files(notebook: Path, notebooks: Path) -> dict[str, str]:
-    """An assignment that imports ``my_transformer`` gets the files the notebooks before it write, as marked
-    fallbacks (the package's code with the learner's API, :func:`transformer_course.learner.fallback_text`;
-    never a reference answer), so it runs on its own in nbgrader and names them "fallback", not the student's:
-    ``{"my_transformer/name.py": text}``, with the package's ``__init__.py``."""
-    from ..learner import FILES, fallback_text
-
-    if "my_transformer" not in notebook.read_text(encoding="utf-8"):
-        return {}
-    files = {}
-    for name, source in FILES.items():
-        if source[:2] >= notebook.name[:2] or not (notebooks / source).exists():
-            continue
-        files["my_transformer/__init__.py"] = ""
-        files[f"my_transformer/{name}"] = fallback_text(name)
-    return files
-
-
-def write_learner_files(notebook: Path, notebooks: Path, folder: Path) -> list[str]:
-    """Write :func:`learner_files` into ``folder``; returns the names written (``layers.py`` …)."""
-    written = []
-    for name, text in learner_files(notebook, notebooks).items():
-        atomic_write_text(folder / name, text)
-        if not name.endswith("__init__.py"):
-            written.append(Path(name).name)
-    return written
 
 
 COMMAND = "python -m transformer_course classroom"

@@ -28,14 +28,13 @@ from ..checkpoint import (
     epoch_checkpoints,
     load_checkpoint,
     read_checkpoint,
-    rng_states,
     save_checkpoint,
-    set_rng_states,
     unwrap,
 )
 from ..config import Config, get_preset
 from ..data import PAD, SPECIALS, Batch, TrainingData, Vocab, collate, multi30k_data, toy_data, toy_vocab
 from ..model import Transformer, build_model, count_parameters
+from ..rng import rng_states, set_rng_states
 from .distributed import Distributed, all_reduce_sum, setup_distributed
 from .folder import locked_run_folder
 from .history import plot_history, write_history

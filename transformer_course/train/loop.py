@@ -38,12 +38,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..checkpoint import set_rng_states, unwrap
+from ..checkpoint import unwrap
 from ..config import Config
 from ..data import PAD, TrainingData
 from ..files import crash_point
 from ..integrity import first_non_finite, tensors
 from ..model import Transformer, build_model
+from ..rng import set_rng_states
 from .distributed import Distributed, setup_distributed
 from .folder import claimed_run_folder
 from .history import LogWindow
