@@ -24,7 +24,7 @@ import sys
 import threading
 from pathlib import Path
 
-from .config import MAX_BEAM_SIZE, PRESETS, get_preset
+from .config import MAX_BEAM_SIZE, PRESETS, apply_overrides, get_preset
 from .failures import DISK_FULL, Terminated, expected_errors, on_sigterm, one_line, write_text
 
 __all__ = ["COMMANDS", "build_parser", "main"]
@@ -54,6 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train a preset; checkpoints, history.json/.csv and loss.png go to --out.",
     )
     p.add_argument("--preset", required=True, help=f"one of: {', '.join(PRESETS)}")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="change one field of the preset's Config, e.g. --set dropout=0.3 --set schedule=budget (repeatable)",
+    )
     p.add_argument("--epochs", type=int, help="number of epochs (default: the preset's)")
     p.add_argument("--max-minutes", type=float, help="stop after this many minutes of training")
     p.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
@@ -164,7 +171,7 @@ def cmd_train(args) -> None:
     from .data import multi30k_data, toy_data
     from .train import fit, setup_distributed
 
-    config = get_preset(args.preset)
+    config = apply_overrides(get_preset(args.preset), args.set)  # a bad --set is one line, before any work
     check_positive(args, ("epochs", "max_minutes", "max_steps", "save_every", "limit", "threads"))
     check_device(args.device)  # before the run folder is made
     out = Path(args.out or f"runs/{config.name}")
