@@ -43,14 +43,23 @@ from ..config import Config
 from ..data import PAD, TrainingData
 from ..files import crash_point
 from ..integrity import first_non_finite, tensors
+from ..layers import token_ids_checked
 from ..model import Transformer, build_model
 from .distributed import Distributed, setup_distributed
 from .folder import locked_run_folder
 from .history import LogWindow
 from .loss import LabelSmoothingLoss
-from .schedule import make_optimizer, make_scheduler
+from .schedule import BudgetSchedule, make_optimizer, make_scheduler, plan_steps, refresh_rate
 from .state import RunState, end_epoch, restore_run, save_last
-from .step import TrainingDiverged, accumulation_groups, loss_on_batch, optimizer_step, validation_loss
+from .step import (
+    PendingChecks,
+    TrainingDiverged,
+    accumulation_groups,
+    check_batch,
+    loss_on_batch,
+    optimizer_step,
+    validation_loss,
+)
 
 __all__ = ["FitResult", "fit"]
 
@@ -130,13 +139,30 @@ def fit(
             )
         loss_fn = LabelSmoothingLoss(config.label_smoothing, PAD, reduction="sum")
         accumulate = max(1, config.accumulate)
+        pending = PendingChecks()  # losses and weight maxima not yet read back from the device
+        planner = _BudgetPlanner(scheduler, config, data, epochs, accumulate, max_steps, max_minutes, dist, device)
 
         def diverged(what: str) -> TrainingDiverged:
             return _diverged(what, run, config, out, last_good)
 
+        def check() -> None:
+            """The sync point: read the pending losses and weight maxima (one transfer), add the losses to
+            the logging window, and stop at the first step whose loss or update was not finite."""
+            losses, weights = pending.read()
+            for _, value in losses:
+                run.window.add_loss(value)
+            bad_loss = next(((step, v) for step, v in losses if not math.isfinite(v)), None)
+            bad_update = next((step for step, v in weights if not math.isfinite(v)), None)
+            if bad_loss is not None and (bad_update is None or bad_loss[0] <= bad_update):
+                raise diverged(f"the loss became {bad_loss[1]} at step {bad_loss[0]}")  # before that step's update
+            if bad_update is not None:
+                bad = first_non_finite(unwrap(model).named_parameters())  # which weight (it stays non-finite)
+                raise diverged(f"the update of step {bad_update} made the weight '{bad}' NaN or infinite")
+
         def checkpoint_last() -> None:
             nonlocal last_good
-            bad = first_non_finite(tensors(optimizer.state_dict()))  # the weights were checked after the step
+            check()  # every loss and weight since the last check is finite before anything is written
+            bad = first_non_finite(tensors(optimizer.state_dict()))
             if bad is not None:
                 raise diverged(f"the optimizer state '{bad}' became NaN or infinite after step {run.step}")
             if writer:
@@ -156,42 +182,46 @@ def fit(
             # step, so it resumes at a group boundary and forms the same groups as a run that never stopped.
             for group in accumulation_groups(bar, accumulate):
                 for i, batch in enumerate(group):  # the inner accumulation loop
-                    batch = batch.to(device)
+                    check_batch(batch, model)  # token ids in range: on the host tensors, no device sync
+                    run.window.add_tokens(batch)
+                    batch = batch.to(device, non_blocking=device.type == "cuda")
                     # Only the group's last micro-batch all-reduces, a short last group's too; the others
                     # add their gradients up locally under no_sync().
                     sync = i == len(group) - 1
                     with model.no_sync() if dist.enabled and not sync else contextlib.nullcontext():
-                        loss_sum = loss_on_batch(model, batch, loss_fn, autocast)  # summed over target tokens
+                        with token_ids_checked():  # check_batch did it: no read-back in the embeddings
+                            loss_sum = loss_on_batch(model, batch, loss_fn, autocast)  # summed over target tokens
                         # The update follows the mean over the group of each micro-batch's loss per token. A
                         # short last group is divided by its own length, not by `accumulate`: each update is
                         # then the same kind of mean and takes a full-size step wherever the epoch ends
                         # (dividing by `accumulate` would shrink that one update by len(group) / accumulate).
                         (loss_sum / max(int(batch.n_tokens), 1) / len(group)).backward()
-                    loss_value = loss_sum.item()
-                    if not math.isfinite(loss_value):
-                        raise diverged(f"the loss became {loss_value} at step {run.step + 1}")
-                    run.window.add(loss_value, batch)
+                    pending.add_loss(run.step + 1, loss_sum)  # checked finite at the next check(), no sync now
                     run.batch_in_epoch += 1
                 crash_point("train-step")  # a test hook (files.crash_point): gradients computed, no update yet
                 optimizer_step(model, optimizer, scheduler, config.clip_norm)
                 run.step += 1
-                bad = first_non_finite(unwrap(model).named_parameters())  # one pass over the weights, one sync
-                if bad is not None:
-                    raise diverged(f"the update of step {run.step} made the weight '{bad}' NaN or infinite")
+                pending.add_weights(run.step, model)  # max |weight|, checked finite at the next check()
+                log_step = run.step % log_every == 0
+                synced = log_step or after_step is not None or planner.wants_sync(run)
+                if synced:
+                    check()  # a sync point: only on log steps (and where a callback or the plan needs one)
                 now = time.monotonic()
                 run.train_seconds, tick = run.train_seconds + now - tick, now
+                planner.after_step(run, synced, log_step)
                 if after_step is not None:
                     after_step(run.step, unwrap(model))
-                if run.step % log_every == 0:
+                if log_step:
                     _log(run, scheduler.get_last_lr()[0], bar if progress and dist.is_main else None)
                 if save_every and run.step % save_every == 0:
                     checkpoint_last()
                     tick = time.monotonic()  # saving is not training time
-                stopped_by = _stop_reason(run, max_steps, max_minutes, dist)
+                stopped_by = _stop_reason(run, max_steps, max_minutes, dist, log_step, device)
                 if stopped_by is not None:
                     break
             if stopped_by is None:  # the epoch ended
                 run.epoch, run.batch_in_epoch = run.epoch + 1, 0
+            check()  # before validation and the epoch's files: every step of the epoch was finite
             val_loss = validation_loss(model, data.val_batches(), loss_fn, device, dist, autocast)
             if not math.isfinite(val_loss):
                 raise diverged(f"the validation loss became {val_loss} after step {run.step}")
@@ -210,6 +240,74 @@ def fit(
         return FitResult(model, run.history, run.step, run.epoch, out, run.train_seconds, stopped_by or "epochs")
 
 
+class _BudgetPlanner:
+    """Plans the length of a ``schedule="budget"`` run (:class:`~.schedule.BudgetSchedule`) once.
+
+    Without ``max_minutes`` the length is known before the first step: the steps of its epochs (or
+    ``max_steps``). With ``max_minutes`` it is measured: the step rate from the end of this process's first
+    step (allocators and kernels warmed up) until 2 % of the budget has passed, at least 3 steps, both ends at
+    a sync point so that a GPU's queue is drained; then rank 0's plan is given to every rank. A resumed run
+    keeps the plan saved in its scheduler state."""
+
+    PROBE_SHARE = 0.02  # of the time budget, spent measuring the step rate (≥ 3 steps)
+
+    def __init__(self, scheduler, config, data, epochs, accumulate, max_steps, max_minutes, dist, device) -> None:
+        lam = scheduler.lr_lambdas[0]
+        self.schedule = lam if isinstance(lam, BudgetSchedule) else None
+        self.budget = None if max_minutes is None else 60.0 * max_minutes
+        self.scheduler, self.dist, self.device, self.since = scheduler, dist, device, None
+        if self.schedule is None or self.schedule.planned:
+            self.schedule = None  # nothing to plan: the Noam schedule, or a resumed run's plan
+            return
+        per_epoch = [data.batches_per_epoch(e) for e in range(epochs)]
+        limits = [] if max_steps is None else [max_steps]
+        if all(n is not None for n in per_epoch):
+            limits.append(sum(-(-n // accumulate) for n in per_epoch))  # one step per group of `accumulate`
+        self.limit = min(limits) if limits else None
+        if self.budget is None:
+            if self.limit is None:
+                raise ValueError(
+                    "schedule='budget' needs to know the run's length: pass max_steps or max_minutes, or data "
+                    "whose batches_per_epoch is known"
+                )
+            self.schedule.plan(self.limit)
+            refresh_rate(scheduler)  # the first update's rate, from the plan
+            self.schedule = None
+
+    def wants_sync(self, run: RunState) -> bool:
+        """Both ends of the measurement are sync points, so that the clock sees the device's time: the
+        first step, and the first step after the probe time has passed."""
+        if self.schedule is None:
+            return False
+        return self.since is None or self._measured(run)
+
+    def _measured(self, run: RunState) -> bool:
+        steps, seconds = run.step - self.since[0], run.train_seconds - self.since[1]
+        return steps >= 3 and seconds >= self.PROBE_SHARE * self.budget
+
+    def after_step(self, run: RunState, synced: bool, log_step: bool) -> None:
+        """Start the measurement after this process's first step; plan once it is long enough. Under DDP
+        rank 0 decides on a log step (the same steps on every rank) and every rank takes its plan."""
+        if self.schedule is None or not synced:
+            return
+        if self.since is None:
+            self.since = (run.step, run.train_seconds)
+            return
+        total = (
+            plan_steps(run.step, run.train_seconds, self.since, self.budget, self.limit) if self._measured(run) else 0
+        )
+        if self.dist.enabled:
+            if not log_step:
+                return
+            flag = torch.tensor([float(total)], device=self.device if self.device.type == "cuda" else "cpu")
+            torch.distributed.broadcast(flag, src=0)
+            total = int(flag.item())
+        if total:
+            self.schedule.plan(total, done=run.step)
+            refresh_rate(self.scheduler)  # the next update's rate follows the plan
+            self.schedule = None
+
+
 def _log(run: RunState, lr: float, bar) -> None:
     """One history row for the steps since the last one; the window starts again."""
     entry = run.window.row(run.step, run.epoch + 1, lr, run.train_seconds)
@@ -219,13 +317,19 @@ def _log(run: RunState, lr: float, bar) -> None:
         bar.set_postfix(loss=f"{entry['loss']:.3f}", lr=f"{entry['lr']:.2e}", tok_s=f"{entry['tokens_per_s']:.0f}")
 
 
-def _stop_reason(run: RunState, max_steps: int | None, max_minutes: float | None, dist: Distributed) -> str | None:
+def _stop_reason(
+    run: RunState, max_steps: int | None, max_minutes: float | None, dist: Distributed, log_step: bool, device
+) -> str | None:
     """ "max_steps" or "max_minutes" when the run must stop after this step, else None."""
     if max_steps is not None and run.step >= max_steps:
         return "max_steps"
     over = max_minutes is not None and run.train_seconds >= 60 * max_minutes
-    if dist.enabled:  # every rank must stop at the same step: rank 0's clock decides
-        flag = torch.tensor([float(over)])
+    if dist.enabled and max_minutes is not None:
+        # Every rank must stop at the same step: rank 0's clock decides, read on log steps only (the same
+        # steps on every rank), so that the broadcast is no sync per step.
+        if not log_step:
+            return None
+        flag = torch.tensor([float(over)], device=device if device.type == "cuda" else "cpu")
         torch.distributed.broadcast(flag, src=0)
         over = bool(flag.item())
     return "max_minutes" if over else None
