@@ -55,9 +55,9 @@ from .step import (
     PendingChecks,
     TrainingDiverged,
     accumulation_groups,
-    check_batch,
     loss_on_batch,
     optimizer_step,
+    prepare_batch,
     validation_loss,
 )
 
@@ -83,6 +83,7 @@ def fit(
     epochs: int | None = None,
     max_minutes: float | None = None,
     max_steps: int | None = None,
+    budget_minutes: float | None = None,
     resume: bool = False,
     device: str | torch.device | None = None,
     compile: bool = False,
@@ -103,7 +104,13 @@ def fit(
     for averaging), ``best.pt`` (lowest validation loss), ``history.json``/``.csv`` and ``loss.png``.
     ``resume=True`` continues from ``out_dir/last.pt`` exactly where it stopped. ``out_dir`` is locked
     while the run writes to it (a second run on it raises :class:`~transformer_course.checkpoint.RunLockedError`).
-    A NaN or infinite loss or weight raises :class:`TrainingDiverged` before anything is written.
+    A NaN or infinite loss or weight raises :class:`TrainingDiverged` before anything is written; the loss and
+    weights are read back from the device only on log steps, before saves and at epoch ends (one sync each).
+
+    With ``config.schedule == "budget"`` the schedule's length is planned from ``epochs``/``max_steps``, or
+    with a time budget from the step rate of the first seconds; ``budget_minutes`` (default ``max_minutes``)
+    is the time it plans for, for a run stopped early on purpose and resumed (notebook 11's two phases).
+    A run resumed with a longer budget stretches its decay to the new end.
 
     ``autocast``: None runs the forward pass in bfloat16 mixed precision on CUDA and in float32 elsewhere;
     True or False forces it on or off (True on a CPU rehearses the GPU path). ``optimizer_factory``
@@ -140,7 +147,8 @@ def fit(
         loss_fn = LabelSmoothingLoss(config.label_smoothing, PAD, reduction="sum")
         accumulate = max(1, config.accumulate)
         pending = PendingChecks()  # losses and weight maxima not yet read back from the device
-        planner = _BudgetPlanner(scheduler, config, data, epochs, accumulate, max_steps, max_minutes, dist, device)
+        budget = max_minutes if budget_minutes is None else budget_minutes
+        planner = _BudgetPlanner(scheduler, data, epochs, accumulate, max_steps, budget, dist, device)
 
         def diverged(what: str) -> TrainingDiverged:
             return _diverged(what, run, config, out, last_good)
@@ -182,9 +190,7 @@ def fit(
             # step, so it resumes at a group boundary and forms the same groups as a run that never stopped.
             for group in accumulation_groups(bar, accumulate):
                 for i, batch in enumerate(group):  # the inner accumulation loop
-                    check_batch(batch, model)  # token ids in range: on the host tensors, no device sync
-                    run.window.add_tokens(batch)
-                    batch = batch.to(device, non_blocking=device.type == "cuda")
+                    batch = prepare_batch(batch, model, run.window, device)  # ids checked, tokens counted, moved
                     # Only the group's last micro-batch all-reduces, a short last group's too; the others
                     # add their gradients up locally under no_sync().
                     sync = i == len(group) - 1
@@ -241,30 +247,37 @@ def fit(
 
 
 class _BudgetPlanner:
-    """Plans the length of a ``schedule="budget"`` run (:class:`~.schedule.BudgetSchedule`) once.
+    """Plans the length of a ``schedule="budget"`` run (:class:`~.schedule.BudgetSchedule`).
 
-    Without ``max_minutes`` the length is known before the first step: the steps of its epochs (or
-    ``max_steps``). With ``max_minutes`` it is measured: the step rate from the end of this process's first
-    step (allocators and kernels warmed up) until 2 % of the budget has passed, at least 3 steps, both ends at
-    a sync point so that a GPU's queue is drained; then rank 0's plan is given to every rank. A resumed run
-    keeps the plan saved in its scheduler state."""
+    Without a time budget the length is known before the first step: the steps of its epochs (or
+    ``max_steps``). With one it is measured: the step rate from the end of this process's first step
+    (allocators and kernels warmed up) until 2 % of the budget has passed (at least 3 steps), both ends at a
+    sync point so that a GPU's queue is drained. Then, on every log step, the end is planned again from the rate
+    of the last 20 % of the budget, so a machine that slows down or speeds up mid-run still decays to 0 at the
+    end of its minutes (the warmup, once over, stays over). Under DDP rank 0's plan is given to every rank, on
+    log steps (the same steps on every rank). A resumed run keeps its saved plan, stretched at once by the
+    measured rate if it was given another budget, and re-planned from its own steps as it goes on."""
 
-    PROBE_SHARE = 0.02  # of the time budget, spent measuring the step rate (≥ 3 steps)
+    PROBE_SHARE = 0.02  # of the time budget, spent measuring the step rate before the first plan (≥ 3 steps)
+    WINDOW_SHARE = 0.2  # later plans use the step rate over this share of the budget, the most recent
 
-    def __init__(self, scheduler, config, data, epochs, accumulate, max_steps, max_minutes, dist, device) -> None:
+    def __init__(self, scheduler, data, epochs, accumulate, max_steps, max_minutes, dist, device) -> None:
         lam = scheduler.lr_lambdas[0]
         self.schedule = lam if isinstance(lam, BudgetSchedule) else None
         self.budget = None if max_minutes is None else 60.0 * max_minutes
-        self.scheduler, self.dist, self.device, self.since = scheduler, dist, device, None
-        if self.schedule is None or self.schedule.planned:
-            self.schedule = None  # nothing to plan: the Noam schedule, or a resumed run's plan
-            return
+        self.scheduler, self.dist, self.device = scheduler, dist, device
+        self.marks: list[tuple[int, float]] = []  # (step, training seconds) at this process's sync points
+        self.active = self.schedule is not None and self.budget is not None  # planned from the clock
+        if self.schedule is None:
+            return  # the Noam schedule: nothing to plan
         per_epoch = [data.batches_per_epoch(e) for e in range(epochs)]
         limits = [] if max_steps is None else [max_steps]
         if all(n is not None for n in per_epoch):
             limits.append(sum(-(-n // accumulate) for n in per_epoch))  # one step per group of `accumulate`
         self.limit = min(limits) if limits else None
-        if self.budget is None:
+        if self.schedule.planned:  # a resumed run: its plan, stretched if it was given another budget
+            self._resumed(scheduler.last_epoch)
+        elif self.budget is None:
             if self.limit is None:
                 raise ValueError(
                     "schedule='budget' needs to know the run's length: pass max_steps or max_minutes, or data "
@@ -272,40 +285,60 @@ class _BudgetPlanner:
                 )
             self.schedule.plan(self.limit)
             refresh_rate(scheduler)  # the first update's rate, from the plan
-            self.schedule = None
 
-    def wants_sync(self, run: RunState) -> bool:
-        """Both ends of the measurement are sync points, so that the clock sees the device's time: the
-        first step, and the first step after the probe time has passed."""
-        if self.schedule is None:
-            return False
-        return self.since is None or self._measured(run)
+    def _resumed(self, done: int) -> None:
+        plan = self.schedule
+        if self.budget is not None and plan.rate is not None and plan.budget_seconds != self.budget:
+            total = plan.total + math.floor(plan.rate * (self.budget - plan.budget_seconds))  # the rate measured
+            plan.stretch(total if self.limit is None else min(total, self.limit), done, self.budget)
+        elif self.budget is None and plan.rate is None and self.limit is not None and self.limit != plan.total:
+            plan.stretch(self.limit, done)  # planned from its steps, resumed with other epochs / max_steps
+        else:
+            return
+        refresh_rate(self.scheduler)
 
-    def _measured(self, run: RunState) -> bool:
-        steps, seconds = run.step - self.since[0], run.train_seconds - self.since[1]
+    def _probe_done(self, run: RunState) -> bool:
+        steps, seconds = run.step - self.marks[0][0], run.train_seconds - self.marks[0][1]
         return steps >= 3 and seconds >= self.PROBE_SHARE * self.budget
 
+    def wants_sync(self, run: RunState) -> bool:
+        """Both ends of the first measurement are sync points, so that the clock sees the device's time: the
+        first step, and the first step after the probe time has passed. Later plans use log steps."""
+        if not self.active or self.schedule.planned:
+            return False
+        return not self.marks or self._probe_done(run)
+
+    def _estimate(self, run: RunState) -> tuple[int, float]:
+        """(planned steps, steps per second) from the rate since the oldest mark inside the window."""
+        recent = [m for m in self.marks[:-1] if run.train_seconds - m[1] <= self.WINDOW_SHARE * self.budget]
+        since = recent[0] if recent else self.marks[-2]
+        self.marks = self.marks[self.marks.index(since) :]  # older marks are no longer needed
+        rate = (run.step - since[0]) / max(run.train_seconds - since[1], 1e-9)
+        return plan_steps(run.step, run.train_seconds, since, self.budget, self.limit), rate
+
     def after_step(self, run: RunState, synced: bool, log_step: bool) -> None:
-        """Start the measurement after this process's first step; plan once it is long enough. Under DDP
-        rank 0 decides on a log step (the same steps on every rank) and every rank takes its plan."""
-        if self.schedule is None or not synced:
+        """At a sync point: mark the clock; plan once the probe is done, plan again on log steps."""
+        if not self.active or not synced:
             return
-        if self.since is None:
-            self.since = (run.step, run.train_seconds)
+        self.marks.append((run.step, run.train_seconds))
+        if len(self.marks) == 1:
+            return  # the measurement starts after this process's first step
+        planned = self.schedule.planned
+        if (planned or self.dist.enabled) and not log_step:
             return
-        total = (
-            plan_steps(run.step, run.train_seconds, self.since, self.budget, self.limit) if self._measured(run) else 0
-        )
-        if self.dist.enabled:
-            if not log_step:
-                return
-            flag = torch.tensor([float(total)], device=self.device if self.device.type == "cuda" else "cpu")
+        total, rate = self._estimate(run) if planned or self._probe_done(run) else (0, 0.0)
+        if self.dist.enabled:  # every rank follows rank 0's plan
+            flag = torch.tensor([float(total), rate], device=self.device if self.device.type == "cuda" else "cpu")
             torch.distributed.broadcast(flag, src=0)
-            total = int(flag.item())
-        if total:
-            self.schedule.plan(total, done=run.step)
-            refresh_rate(self.scheduler)  # the next update's rate follows the plan
-            self.schedule = None
+            total, rate = int(flag[0].item()), float(flag[1].item())
+        if not total:
+            return
+        if planned:
+            self.schedule.stretch(total, run.step, self.budget)
+            self.schedule.rate = rate
+        else:
+            self.schedule.plan(total, done=run.step, budget_seconds=self.budget, rate=rate)
+        refresh_rate(self.scheduler)  # the next update's rate follows the plan
 
 
 def _log(run: RunState, lr: float, bar) -> None:

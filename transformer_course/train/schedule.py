@@ -60,7 +60,9 @@ def noam_peak(d_model: int, warmup: int, factor: float = 1.0) -> float:
 
 class BudgetSchedule:
     """The multiplier for ``LambdaLR`` of ``schedule="budget"``: a linear warmup over ``warmup`` steps to
-    ``peak``, then a linear decay to 0 at step ``total``, once :meth:`plan` has fixed both.
+    ``peak``, then a linear decay that reaches 0 just after step ``total`` (the last planned update still
+    moves), once :meth:`plan` has fixed both; a run that outlives its plan takes no further steps' worth of
+    learning rate (0).
 
     Until then (the first seconds of a time-bounded run, while its step rate is measured) it rises as the
     Noam schedule does, ``peak · step / probe_warmup``. It is an object, not a lambda, so ``LambdaLR`` saves
@@ -71,17 +73,28 @@ class BudgetSchedule:
         self.peak, self.probe_warmup, self.warmup_fraction = peak, probe_warmup, warmup_fraction
         self.warmup: int | None = None  # planned steps of warmup
         self.total: int | None = None  # planned steps of the whole run
+        self.budget_seconds: float | None = None  # the time budget planned for (None: planned from steps)
+        self.rate: float | None = None  # the measured steps per second (None: planned from steps)
 
     @property
     def planned(self) -> bool:
         return self.total is not None
 
-    def plan(self, total: int, done: int = 0) -> None:
+    def plan(self, total: int, done: int = 0, budget_seconds: float | None = None, rate: float | None = None) -> None:
         """Fix the run's length at ``total`` steps, ``done`` of which are taken: the warmup is
         ``warmup_fraction`` of ``total`` (at least ``done + 1`` steps, so the rate does not drop)."""
         total = max(int(total), done + 2, 2)
-        self.total = total
+        self.total, self.budget_seconds, self.rate = total, budget_seconds, rate
         self.warmup = min(max(round(self.warmup_fraction * total), done + 1, 1), total - 1)
+
+    def stretch(self, total: int, done: int, budget_seconds: float | None = None) -> None:
+        """A resumed run with a longer (or shorter) budget: the decay now ends at ``total``; a warmup that is
+        over stays over, one still under way is planned again for the new length."""
+        self.total = max(int(total), done, 2)  # at `done`: the run ends at this step, the next rate is 0
+        self.budget_seconds = budget_seconds
+        if self.warmup > done:
+            self.warmup = min(max(round(self.warmup_fraction * self.total), done + 1, 1), self.total - 1)
+        self.warmup = min(self.warmup, self.total - 1)
 
     def __call__(self, k: int) -> float:
         step = k + 1  # LambdaLR counts updates from 0; the rate of update k is the schedule's at step k + 1
@@ -89,7 +102,7 @@ class BudgetSchedule:
             return self.peak * min(1.0, step / self.probe_warmup)
         if step <= self.warmup:
             return self.peak * step / self.warmup
-        return self.peak * max(0.0, (self.total - step) / (self.total - self.warmup))
+        return self.peak * max(0.0, (self.total + 1 - step) / (self.total + 1 - self.warmup))  # 0 after the last
 
 
 def plan_steps(

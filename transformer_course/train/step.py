@@ -30,6 +30,7 @@ __all__ = [
     "TrainingDiverged",
     "accumulation_groups",
     "check_batch",
+    "prepare_batch",
     "loss_on_batch",
     "optimizer_step",
     "validation_loss",
@@ -89,6 +90,15 @@ def check_batch(batch: Batch, model: nn.Module) -> None:
     check_token_ids(batch.src, plain.src_vocab)
     check_token_ids(batch.tgt_in, plain.tgt_vocab)
     check_token_ids(batch.tgt_out, plain.tgt_vocab)
+
+
+def prepare_batch(batch: Batch, model: nn.Module, window, device: torch.device) -> Batch:
+    """The host side of a micro-batch: check its token ids (:func:`check_batch`) and count its tokens into
+    the logging ``window``, both on the host tensors the data pipeline made, then move it to ``device``
+    (asynchronously on a GPU). Nothing here waits for the device."""
+    check_batch(batch, model)
+    window.add_tokens(batch)
+    return batch.to(device, non_blocking=device.type == "cuda")
 
 
 class PendingChecks:
