@@ -200,3 +200,10 @@ def test_a_machine_that_slows_down_mid_run_still_decays_to_the_end_of_its_minute
     assert result.stopped_by == "max_minutes" and result.step == 80  # 40 steps in 20 s, then 40 in 40 s
     # planned for 120 steps at first; re-planned every 10 steps from the recent rate, it still ends low
     assert max(rates) == pytest.approx(peak) and rates[-1] < 0.1 * peak
+
+
+def test_validate_every_validates_after_every_nth_epoch_and_at_the_stop(tmp_path):
+    config = get_preset("toy-copy").replace(validate_every=2)
+    result = fit(config, toy_data(n_train=64, batch_size=32), tmp_path, epochs=5, progress=False)
+    assert [h["epoch"] for h in result.history if h["val_loss"] is not None] == [2, 4, 5]  # 5: the last epoch
+    assert sorted(p.name for p in tmp_path.glob("epoch-*.pt")) == ["epoch-002.pt", "epoch-004.pt", "epoch-005.pt"]

@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", default="data", help="data folder (default: data)")
     p.add_argument("--device", help="cpu, cuda, cuda:1 … (default: cuda when available)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
-    p.add_argument("--save-every", type=int, default=100, help="write last.pt every N steps (default: 100)")
+    p.add_argument("--save-every", type=int, help="write last.pt every N steps (default: 100 on a CPU, 1000 on a GPU)")
     p.add_argument("--limit", type=int, help="Multi30k: only the first N pairs of each split (quick checks)")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -181,6 +181,7 @@ def cmd_train(args) -> None:
         raise ValueError(f"nothing to resume: {out / 'last.pt'} does not exist; drop --resume to start a new run")
     if args.threads:
         torch.set_num_threads(args.threads)
+    on_gpu = (args.device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
     dist = setup_distributed()
     if config.task in ("copy", "reverse"):
         data = toy_data(config.task, rank=dist.rank, world_size=dist.world_size, seed=config.seed)
@@ -204,7 +205,7 @@ def cmd_train(args) -> None:
             resume=args.resume,
             device=args.device,
             compile=args.compile,
-            save_every=args.save_every,
+            save_every=args.save_every or (1000 if on_gpu else 100),  # last.pt of a base model is ~600 MB
             progress=not args.no_progress,
             dist=dist,
         )

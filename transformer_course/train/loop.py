@@ -227,6 +227,8 @@ def fit(
                     break
             if stopped_by is None:  # the epoch ended
                 run.epoch, run.batch_in_epoch = run.epoch + 1, 0
+                if run.epoch % config.validate_every and run.epoch < epochs:
+                    continue  # not an epoch to validate after (config.validate_every): train on
             check()  # before validation and the epoch's files: every step of the epoch was finite
             val_loss = validation_loss(model, data.val_batches(), loss_fn, device, dist, autocast)
             if not math.isfinite(val_loss):
