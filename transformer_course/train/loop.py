@@ -139,7 +139,9 @@ def fit(
             last_good = (out / "last.pt", run.step)  # its checksums matched and its values are finite
         if compile:
             os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", "/tmp/torchinductor_cache")
-            model = torch.compile(model)
+            # Length-bucketed batches change shape at almost every step: dynamic=True compiles one graph with
+            # symbolic sizes instead of one per shape (benchmarks/compile_vs_eager.py).
+            model = torch.compile(model, dynamic=True)
         if dist.enabled:
             model = nn.parallel.DistributedDataParallel(
                 model, device_ids=[device.index] if device.type == "cuda" else None
