@@ -3,6 +3,7 @@ seconds of a --max-minutes run), then a linear warmup to the Noam peak and a lin
 
 import math
 import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -207,3 +208,50 @@ def test_validate_every_validates_after_every_nth_epoch_and_at_the_stop(tmp_path
     result = fit(config, toy_data(n_train=64, batch_size=32), tmp_path, epochs=5, progress=False)
     assert [h["epoch"] for h in result.history if h["val_loss"] is not None] == [2, 4, 5]  # 5: the last epoch
     assert sorted(p.name for p in tmp_path.glob("epoch-*.pt")) == ["epoch-002.pt", "epoch-004.pt", "epoch-005.pt"]
+
+
+def budget_ddp_worker(rank: int, world_size: int, port: int, out_dir: str) -> None:
+    import json
+    import os
+
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank)
+    )
+    torch.set_num_threads(1)
+    seen, rates = {}, []
+
+    def adam(model):
+        seen["optimizer"] = make_optimizer(model)
+        return seen["optimizer"]
+
+    data = toy_data(n_train=640, batch_size=16, rank=rank, world_size=world_size)
+    fit(
+        BUDGET,
+        data,
+        None,
+        max_steps=30,
+        budget_minutes=0.05,
+        log_every=5,
+        device="cpu",
+        progress=False,
+        optimizer_factory=adam,
+        after_step=lambda step, model: rates.append(seen["optimizer"].param_groups[0]["lr"]),
+    )
+    (Path(out_dir) / f"rates-{rank}.json").write_text(json.dumps(rates))
+    torch.distributed.destroy_process_group()
+
+
+def test_under_ddp_every_rank_follows_rank_0s_plan(tmp_path):
+    import json
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.start_processes(budget_ddp_worker, args=(2, port, str(tmp_path)), nprocs=2, join=True, start_method="spawn")
+    rates = [json.loads((tmp_path / f"rates-{r}.json").read_text()) for r in range(2)]
+    assert rates[0] == rates[1] and len(rates[0]) == 20  # the same rate at every step on both ranks
+    noam = [noam_rate(s, BUDGET.d_model, BUDGET.warmup, BUDGET.lr_factor) for s in range(1, 21)]
+    assert rates[0] != pytest.approx(noam)  # planned (from a 3-second budget), not the probe's Noam ramp
