@@ -7,9 +7,9 @@ run adds around it, each as a small named step:
         for each group of ≤ config.accumulate micro-batches:       one optimizer step
             for each micro-batch of the group:                     the inner accumulation loop
                 forward, loss per target token, backward           (gradients add up)
-            clip, optimizer step, schedule step, check the weights are finite
-            log · save last.pt · stop at max_steps / max_minutes
-        validate · best.pt, epoch-NNN.pt, last.pt, history, loss plot
+            clip, optimizer step, schedule step, keep max |weight| on the device
+            on log steps: read the kept losses and weights (one sync), log · save last.pt · stop
+        every validate_every epochs: validate · best.pt, epoch-NNN.pt, last.pt, history, loss plot
 
 Gradient accumulation (as nanoGPT's ``train.py`` does it) makes one update out of several micro-batches,
 so an update can see a larger batch than fits in memory. Under DDP only the last micro-batch of a group
@@ -18,7 +18,8 @@ rank steps with the same averaged gradient.
 
 A run never calls a broken model good: the loss of every micro-batch and the weights after every update
 are checked to be finite, and a NaN or ±inf stops the run with :class:`TrainingDiverged` before anything
-is written, naming the last checkpoint that is good (written from weights checked finite) or saying that
+is written (the checks are kept on the device and read in one transfer on log steps, before each save and at
+each epoch end — no step waits for the device otherwise; see :mod:`.step`), naming the last checkpoint that is good (written from weights checked finite) or saying that
 none exists. The run folder is locked while the run writes to it (:mod:`.folder`); a run killed at any
 moment, even by SIGKILL, resumes from ``last.pt`` to the same weights and history as a run that never stopped.
 """
@@ -105,7 +106,8 @@ def fit(
     ``resume=True`` continues from ``out_dir/last.pt`` exactly where it stopped. ``out_dir`` is locked
     while the run writes to it (a second run on it raises :class:`~transformer_course.checkpoint.RunLockedError`).
     A NaN or infinite loss or weight raises :class:`TrainingDiverged` before anything is written; the loss and
-    weights are read back from the device only on log steps, before saves and at epoch ends (one sync each).
+    weights are read back from the device only on log steps, before saves and at epoch ends (one sync each;
+    every step when ``after_step`` is given, so that the callback never sees weights not checked finite).
 
     With ``config.schedule == "budget"`` the schedule's length is planned from ``epochs``/``max_steps``, or
     with a time budget from the step rate of the first seconds; ``budget_minutes`` (default ``max_minutes``)
@@ -197,7 +199,7 @@ def fit(
                     # add their gradients up locally under no_sync().
                     sync = i == len(group) - 1
                     with model.no_sync() if dist.enabled and not sync else contextlib.nullcontext():
-                        with token_ids_checked():  # check_batch did it: no read-back in the embeddings
+                        with token_ids_checked():  # prepare_batch checked them: no read-back in the embeddings
                             loss_sum = loss_on_batch(model, batch, loss_fn, autocast)  # summed over target tokens
                         # The update follows the mean over the group of each micro-batch's loss per token. A
                         # short last group is divided by its own length, not by `accumulate`: each update is
