@@ -177,3 +177,24 @@ def test_on_a_gpu_no_steady_state_step_synchronizes(monkeypatch):
             progress=False,
         )
     assert steps["n"] == 12
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["get_total_norm", "older torch"])
+def test_pending_checks_find_a_non_finite_weight_and_loss_at_their_steps(monkeypatch, fused):
+    from transformer_course.train.step import PendingChecks
+
+    if not fused:  # torch < 2.6 has no nn.utils.get_total_norm
+        monkeypatch.delattr(torch.nn.utils, "get_total_norm")
+    model = torch.nn.Linear(3, 2)
+    pending = PendingChecks()
+    largest = max(p.abs().max().item() for p in model.parameters())
+    pending.add_loss(1, torch.tensor(2.5))
+    pending.add_weights(1, model)
+    with torch.no_grad():
+        model.bias[1] = float("-inf")
+    pending.add_loss(2, torch.tensor(float("nan")))
+    pending.add_weights(2, model)
+    losses, weights = pending.read()
+    assert losses[0] == (1, 2.5) and losses[1][0] == 2 and losses[1][1] != losses[1][1]  # NaN
+    assert weights[0][0] == 1 and weights[0][1] == pytest.approx(largest)
+    assert weights[1] == (2, float("inf")) and len(pending) == 0

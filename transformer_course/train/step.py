@@ -69,12 +69,13 @@ def validation_loss(
     autocast = device.type == "cuda" if autocast is None else autocast
     was_training = model.training
     model.eval()
-    total, tokens = torch.zeros((), dtype=torch.float64, device=device), 0  # summed on the device: one sync
+    wide = torch.float32 if device.type == "mps" else torch.float64  # MPS has no float64
+    total, tokens = torch.zeros((), dtype=wide, device=device), 0  # summed on the device: one sync at the end
     try:
         for batch in batches:
             tokens += int(batch.n_tokens)
             batch = batch.to(device, non_blocking=device.type == "cuda")
-            total += loss_on_batch(unwrap(model), batch, loss_fn, autocast).double()  # as a Python float sum
+            total += loss_on_batch(unwrap(model), batch, loss_fn, autocast).to(wide)  # as a Python float sum
             crash_point("validation")  # a test hook (files.crash_point): killed in the middle of validation
     finally:
         model.train(was_training)
@@ -120,7 +121,11 @@ class PendingChecks:
         """The ∞-norm of all weights (one fused pass, no host sync): finite exactly when every weight is
         (a sum could overflow to inf from large finite values; a maximum cannot)."""
         weights = [p.detach() for p in unwrap(model).parameters() if p.is_floating_point()]
-        self.weights.append((step, nn.utils.get_total_norm(weights, float("inf")).float()))
+        if hasattr(nn.utils, "get_total_norm"):  # torch >= 2.6: fused over all tensors
+            largest = nn.utils.get_total_norm(weights, float("inf"))
+        else:
+            largest = torch.stack([w.abs().amax() for w in weights]).amax()
+        self.weights.append((step, largest.float()))
 
     def read(self) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
         """The losses and weight maxima as Python floats, and empty the lists. One sync point."""
