@@ -25,7 +25,7 @@ import sys
 import threading
 from pathlib import Path
 
-from .config import MAX_BEAM_SIZE, PRESETS, get_preset
+from .config import MAX_BEAM_SIZE, PRESETS, apply_overrides, get_preset
 from .failures import DISK_FULL, Terminated, expected_errors, on_sigterm, one_line, write_text
 from .files import check_writable_folder, refuse_writing_onto_inputs
 
@@ -56,6 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train a preset; checkpoints, history.json/.csv and loss.png go to --out.",
     )
     p.add_argument("--preset", required=True, help=f"one of: {', '.join(PRESETS)}")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="change one field of the preset's Config, e.g. --set dropout=0.3 --set schedule=budget (repeatable)",
+    )
     p.add_argument("--epochs", type=int, help="number of epochs (default: the preset's)")
     p.add_argument("--max-minutes", type=float, help="stop after this many minutes of training")
     p.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
@@ -69,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", help="Multi30k: data folder (default: data)")
     p.add_argument("--device", help="cpu, cuda, cuda:1 … (default: cuda when available)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
-    p.add_argument("--save-every", type=int, default=100, help="write last.pt every N steps (default: 100)")
+    p.add_argument("--save-every", type=int, help="write last.pt every N steps (default: 100 on a CPU, 1000 on a GPU)")
     p.add_argument("--limit", type=int, help="Multi30k: only the first N pairs of each split (quick checks)")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -187,7 +194,7 @@ def cmd_train(args) -> None:
     from .data import multi30k_data, toy_data
     from .train import fit, setup_distributed
 
-    config = get_preset(args.preset)
+    config = apply_overrides(get_preset(args.preset), args.set)  # a bad --set is one line, before any work
     check_positive(args, ("epochs", "max_minutes", "max_steps", "save_every", "limit", "threads"))
     check_device(args.device)  # before the run folder is made
     check_train_options(args, config)
@@ -201,6 +208,7 @@ def cmd_train(args) -> None:
         raise ValueError(f"nothing to resume: {out / 'last.pt'} does not exist; drop --resume to start a new run")
     if args.threads:
         torch.set_num_threads(args.threads)
+    on_gpu = (args.device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
     dist = setup_distributed()
     if config.task in ("copy", "reverse"):
         data = toy_data(config.task, rank=dist.rank, world_size=dist.world_size, seed=config.seed)
@@ -224,7 +232,7 @@ def cmd_train(args) -> None:
             resume="adopt" if args.resume and args.adopt else args.resume,
             device=args.device,
             compile=args.compile,
-            save_every=args.save_every,
+            save_every=args.save_every or (1000 if on_gpu else 100),  # last.pt of a base model is ~600 MB
             progress=not args.no_progress,
             dist=dist,
         )

@@ -7,8 +7,10 @@ sinusoidal or learned positional encodings.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -26,6 +28,7 @@ __all__ = [
     "PositionalEncoding",
     "check_positive",
     "check_token_ids",
+    "token_ids_checked",
 ]
 
 
@@ -158,10 +161,29 @@ def check_positive(**sizes: int) -> None:
             raise ValueError(f"{name} must be a positive integer, got {name}={value!r}")
 
 
+# True inside `token_ids_checked()`: the caller has checked the ids already (fit checks each batch on the host,
+# before it moves to the device), so Embeddings need not read their min and max back from the device.
+_IDS_CHECKED = contextvars.ContextVar("token_ids_checked", default=False)
+
+
+@contextlib.contextmanager
+def token_ids_checked() -> Iterator[None]:
+    """Inside this block :class:`Embeddings` skip their range check: the caller promises it checked the ids
+    (``fit`` runs :func:`check_token_ids` once per batch, on the host tensors). On a GPU the check reads the
+    ids' min and max back to the host, a sync on every call; on the host it costs no sync."""
+    token = _IDS_CHECKED.set(True)
+    try:
+        yield
+    finally:
+        _IDS_CHECKED.reset(token)
+
+
 def check_token_ids(tokens: Tensor, vocab: int) -> None:
     if tokens.dtype not in (torch.int64, torch.int32):
         raise ValueError(f"token ids must be an integer tensor (torch.long), got dtype {tokens.dtype}")
     if torch.compiler.is_compiling():  # .item() would break the compiled graph; eager runs check every call
+        return
+    if _IDS_CHECKED.get():  # checked by the caller, on the host (see token_ids_checked)
         return
     if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= vocab):
         raise ValueError(

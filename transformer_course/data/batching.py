@@ -89,27 +89,36 @@ class Batch:
         return int(self.src_mask.sum())
 
 
-def pad_sequences(seqs: Sequence[Sequence[int] | Tensor], pad: int = PAD) -> Tensor:
-    """Lists of ids of different lengths → one (len(seqs), longest) LongTensor padded with ``pad``."""
+def pad_sequences(seqs: Sequence[Sequence[int] | Tensor], pad: int = PAD, multiple: int = 1) -> Tensor:
+    """Lists of ids of different lengths → one (len(seqs), longest) LongTensor padded with ``pad``.
+
+    ``multiple`` > 1 pads the length up to a multiple of it (8: lengths 8, 16, 24 …), so that batches come in a
+    few shapes: ``torch.compile`` without dynamic shapes compiles one graph per shape."""
     if len(seqs) == 0:
         raise ValueError("pad_sequences got no sequences; a batch needs at least one sentence")
-    longest = max(len(s) for s in seqs)
+    if not isinstance(multiple, int) or multiple < 1:
+        raise ValueError(f"multiple must be a positive integer (1: no bucket padding), got multiple={multiple!r}")
+    longest = -(-max(len(s) for s in seqs) // multiple) * multiple  # rounded up to the multiple
     out = torch.full((len(seqs), longest), pad, dtype=torch.long)  # (B, L)
     for i, s in enumerate(seqs):
         out[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
     return out
 
 
-def collate(pairs: Sequence[tuple[Sequence[int], Sequence[int]]], pad: int = PAD) -> Batch:
-    """(src ids, tgt ids) pairs without specials → a :class:`Batch`; each target becomes ``<s> … </s>``."""
+def collate(pairs: Sequence[tuple[Sequence[int], Sequence[int]]], pad: int = PAD, multiple: int = 1) -> Batch:
+    """(src ids, tgt ids) pairs without specials → a :class:`Batch`; each target becomes ``<s> … </s>``.
+    ``multiple``: pad both sides' lengths up to a multiple of it (see :func:`pad_sequences`)."""
     for i, (src, _) in enumerate(pairs):
         if len(src) == 0:
             raise ValueError(
                 f"pair {i} has an empty source: it would be all padding, and attention over no key is "
                 "undefined (NaN); drop empty sentences before batching"
             )
-    src = pad_sequences([s for s, _ in pairs], pad)  # (B, S)
+    src = pad_sequences([s for s, _ in pairs], pad, multiple)  # (B, S)
     tgt = pad_sequences([[BOS, *map(int, t), EOS] for _, t in pairs], pad)  # (B, T+1)
+    if multiple > 1:  # tgt_in and tgt_out are one shorter than tgt: pad tgt to a multiple, plus one
+        width = -(-(tgt.size(1) - 1) // multiple) * multiple + 1
+        tgt = torch.cat([tgt, tgt.new_full((tgt.size(0), width - tgt.size(1)), pad)], dim=1)  # (B, T'+1)
     return Batch.make(src, tgt, pad)
 
 

@@ -60,9 +60,17 @@ class LogWindow:
     start_seconds: float = 0.0  # the run's training time when the window opened
 
     def add(self, loss_sum: float, batch: Batch) -> None:
-        self.loss += loss_sum
+        self.add_tokens(batch)
+        self.add_loss(loss_sum)
+
+    def add_tokens(self, batch: Batch) -> None:
+        """Count a batch's tokens (``fit`` does it on the host, before the batch moves to the device)."""
         self.tokens += int(batch.n_tokens)
         self.all_tokens += int(batch.n_tokens) + int((batch.src != PAD).sum())
+
+    def add_loss(self, loss_sum: float) -> None:
+        """Add one micro-batch's summed loss (``fit`` reads them at the next check, one sync for all)."""
+        self.loss += loss_sum
 
     def row(self, step: int, epoch: int, lr: float, train_seconds: float) -> dict:
         """One history row: the loss per target token over the window, the rate, the speed."""

@@ -7,9 +7,9 @@ run adds around it, each as a small named step:
         for each group of ≤ config.accumulate micro-batches:       one optimizer step
             for each micro-batch of the group:                     the inner accumulation loop
                 forward, loss per target token, backward           (gradients add up)
-            clip, optimizer step, schedule step, check the weights are finite
-            log · save last.pt · stop at max_steps / max_minutes
-        validate · best.pt, epoch-NNN.pt, last.pt, history, loss plot
+            clip, optimizer step, schedule step, keep max |weight| on the device
+            on log steps: read the kept losses and weights (one sync), log · save last.pt · stop
+        every validate_every epochs: validate · best.pt, epoch-NNN.pt, last.pt, history, loss plot
 
 Gradient accumulation (as nanoGPT's ``train.py`` does it) makes one update out of several micro-batches,
 so an update can see a larger batch than fits in memory. Under DDP only the last micro-batch of a group
@@ -18,7 +18,8 @@ rank steps with the same averaged gradient.
 
 A run never calls a broken model good: the loss of every micro-batch and the weights after every update
 are checked to be finite, and a NaN or ±inf stops the run with :class:`TrainingDiverged` before anything
-is written, naming the last checkpoint that is good (written from weights checked finite) or saying that
+is written (the checks are kept on the device and read in one transfer on log steps, before each save and at
+each epoch end — no step waits for the device otherwise; see :mod:`.step`), naming the last checkpoint that is good (written from weights checked finite) or saying that
 none exists. The run folder is locked while the run writes to it (:mod:`.folder`); a run killed at any
 moment, even by SIGKILL, resumes from ``last.pt`` to the same weights and history as a run that never stopped.
 """
@@ -43,15 +44,24 @@ from ..config import Config
 from ..data import PAD, TrainingData
 from ..files import crash_point
 from ..integrity import first_non_finite, tensors
+from ..layers import token_ids_checked
 from ..model import Transformer, build_model
 from ..rng import set_rng_states
 from .distributed import Distributed, setup_distributed
 from .folder import claimed_run_folder
 from .history import LogWindow
 from .loss import LabelSmoothingLoss
-from .schedule import make_optimizer, make_scheduler
+from .schedule import BudgetSchedule, make_optimizer, make_scheduler, plan_steps, refresh_rate
 from .state import RunState, check_run_inputs, end_epoch, restore_run, save_last
-from .step import TrainingDiverged, accumulation_groups, loss_on_batch, optimizer_step, validation_loss
+from .step import (
+    PendingChecks,
+    TrainingDiverged,
+    accumulation_groups,
+    loss_on_batch,
+    optimizer_step,
+    prepare_batch,
+    validation_loss,
+)
 
 __all__ = ["FitResult", "fit"]
 
@@ -75,6 +85,7 @@ def fit(
     epochs: int | None = None,
     max_minutes: float | None = None,
     max_steps: int | None = None,
+    budget_minutes: float | None = None,
     resume: bool = False,
     overwrite: bool = False,
     device: str | torch.device | None = None,
@@ -99,7 +110,14 @@ def fit(
     already holds a run is refused unless ``resume`` or ``overwrite=True`` (which removes the files fit wrote
     there) is given; the check is made holding the lock. ``out_dir`` is locked
     while the run writes to it (a second run on it raises :class:`~transformer_course.checkpoint.RunLockedError`).
-    A NaN or infinite loss or weight raises :class:`TrainingDiverged` before anything is written.
+    A NaN or infinite loss or weight raises :class:`TrainingDiverged` before anything is written; the loss and
+    weights are read back from the device only on log steps, before saves and at epoch ends (one sync each;
+    every step when ``after_step`` is given, so that the callback never sees weights not checked finite).
+
+    With ``config.schedule == "budget"`` the schedule's length is planned from ``epochs``/``max_steps``, or
+    with a time budget from the step rate of the first seconds; ``budget_minutes`` (default ``max_minutes``)
+    is the time it plans for, for a run stopped early on purpose and resumed (notebook 11's two phases).
+    A run resumed with a longer budget stretches its decay to the new end.
 
     ``autocast``: None runs the forward pass in bfloat16 mixed precision on CUDA and in float32 elsewhere;
     True or False forces it on or off (True on a CPU rehearses the GPU path). ``optimizer_factory``
@@ -130,20 +148,40 @@ def fit(
             last_good = (out / "last.pt", run.step)  # its checksums matched and its values are finite
         if compile:
             os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", "/tmp/torchinductor_cache")
-            model = torch.compile(model)
+            # Length-bucketed batches change shape at almost every step: dynamic=True compiles one graph with
+            # symbolic sizes instead of one per shape (benchmarks/compile_vs_eager.py).
+            model = torch.compile(model, dynamic=True)
         if dist.enabled:
             model = nn.parallel.DistributedDataParallel(
                 model, device_ids=[device.index] if device.type == "cuda" else None
             )
         loss_fn = LabelSmoothingLoss(config.label_smoothing, PAD, reduction="sum")
         accumulate = max(1, config.accumulate)
+        pending = PendingChecks()  # losses and weight maxima not yet read back from the device
+        budget = max_minutes if budget_minutes is None else budget_minutes
+        planner = _BudgetPlanner(scheduler, data, epochs, accumulate, max_steps, budget, dist, device)
 
         def diverged(what: str) -> TrainingDiverged:
             return _diverged(what, run, config, out, last_good)
 
+        def check() -> None:
+            """The sync point: read the pending losses and weight maxima (one transfer), add the losses to
+            the logging window, and stop at the first step whose loss or update was not finite."""
+            losses, weights = pending.read()
+            for _, value in losses:
+                run.window.add_loss(value)
+            bad_loss = next(((step, v) for step, v in losses if not math.isfinite(v)), None)
+            bad_update = next((step for step, v in weights if not math.isfinite(v)), None)
+            if bad_loss is not None and (bad_update is None or bad_loss[0] <= bad_update):
+                raise diverged(f"the loss became {bad_loss[1]} at step {bad_loss[0]}")  # before that step's update
+            if bad_update is not None:
+                bad = first_non_finite(unwrap(model).named_parameters())  # which weight (it stays non-finite)
+                raise diverged(f"the update of step {bad_update} made the weight '{bad}' NaN or infinite")
+
         def checkpoint_last() -> None:
             nonlocal last_good
-            bad = first_non_finite(tensors(optimizer.state_dict()))  # the weights were checked after the step
+            check()  # every loss and weight since the last check is finite before anything is written
+            bad = first_non_finite(tensors(optimizer.state_dict()))
             if bad is not None:
                 raise diverged(f"the optimizer state '{bad}' became NaN or infinite after step {run.step}")
             if writer:
@@ -163,42 +201,46 @@ def fit(
             # step, so it resumes at a group boundary and forms the same groups as a run that never stopped.
             for group in accumulation_groups(bar, accumulate):
                 for i, batch in enumerate(group):  # the inner accumulation loop
-                    batch = batch.to(device)
+                    batch = prepare_batch(batch, model, run.window, device)  # ids checked, tokens counted, moved
                     # Only the group's last micro-batch all-reduces, a short last group's too; the others
                     # add their gradients up locally under no_sync().
                     sync = i == len(group) - 1
                     with model.no_sync() if dist.enabled and not sync else contextlib.nullcontext():
-                        loss_sum = loss_on_batch(model, batch, loss_fn, autocast)  # summed over target tokens
+                        with token_ids_checked():  # prepare_batch checked them: no read-back in the embeddings
+                            loss_sum = loss_on_batch(model, batch, loss_fn, autocast)  # summed over target tokens
                         # The update follows the mean over the group of each micro-batch's loss per token. A
                         # short last group is divided by its own length, not by `accumulate`: each update is
                         # then the same kind of mean and takes a full-size step wherever the epoch ends
                         # (dividing by `accumulate` would shrink that one update by len(group) / accumulate).
                         (loss_sum / max(int(batch.n_tokens), 1) / len(group)).backward()
-                    loss_value = loss_sum.item()
-                    if not math.isfinite(loss_value):
-                        raise diverged(f"the loss became {loss_value} at step {run.step + 1}")
-                    run.window.add(loss_value, batch)
+                    pending.add_loss(run.step + 1, loss_sum)  # checked finite at the next check(), no sync now
                     run.batch_in_epoch += 1
                 crash_point("train-step")  # a test hook (files.crash_point): gradients computed, no update yet
                 optimizer_step(model, optimizer, scheduler, config.clip_norm)
                 run.step += 1
-                bad = first_non_finite(unwrap(model).named_parameters())  # one pass over the weights, one sync
-                if bad is not None:
-                    raise diverged(f"the update of step {run.step} made the weight '{bad}' NaN or infinite")
+                pending.add_weights(run.step, model)  # max |weight|, checked finite at the next check()
+                log_step = run.step % log_every == 0
+                synced = log_step or after_step is not None or planner.wants_sync(run)
+                if synced:
+                    check()  # a sync point: only on log steps (and where a callback or the plan needs one)
                 now = time.monotonic()
                 run.train_seconds, tick = run.train_seconds + now - tick, now
+                planner.after_step(run, synced, log_step)
                 if after_step is not None:
                     after_step(run.step, unwrap(model))
-                if run.step % log_every == 0:
+                if log_step:
                     _log(run, scheduler.get_last_lr()[0], bar if progress and dist.is_main else None)
                 if save_every and run.step % save_every == 0:
                     checkpoint_last()
                     tick = time.monotonic()  # saving is not training time
-                stopped_by = _stop_reason(run, max_steps, max_minutes, dist)
+                stopped_by = _stop_reason(run, max_steps, max_minutes, dist, log_step, device)
                 if stopped_by is not None:
                     break
             if stopped_by is None:  # the epoch ended
                 run.epoch, run.batch_in_epoch = run.epoch + 1, 0
+                if run.epoch % config.validate_every and run.epoch < epochs:
+                    continue  # not an epoch to validate after (config.validate_every): train on
+            check()  # before validation and the epoch's files: every step of the epoch was finite
             val_loss = validation_loss(model, data.val_batches(), loss_fn, device, dist, autocast)
             if not math.isfinite(val_loss):
                 raise diverged(f"the validation loss became {val_loss} after step {run.step}")
@@ -217,6 +259,101 @@ def fit(
         return FitResult(model, run.history, run.step, run.epoch, out, run.train_seconds, stopped_by or "epochs")
 
 
+class _BudgetPlanner:
+    """Plans the length of a ``schedule="budget"`` run (:class:`~.schedule.BudgetSchedule`).
+
+    Without a time budget the length is known before the first step: the steps of its epochs (or
+    ``max_steps``). With one it is measured: the step rate from the end of this process's first step
+    (allocators and kernels warmed up) until 2 % of the budget has passed (at least 3 steps), both ends at a
+    sync point so that a GPU's queue is drained. Then, on every log step, the end is planned again from the rate
+    of the last 20 % of the budget, so a machine that slows down or speeds up mid-run still decays to 0 at the
+    end of its minutes (the warmup, once over, stays over). Under DDP rank 0's plan is given to every rank, on
+    log steps (the same steps on every rank). A resumed run keeps its saved plan, stretched at once by the
+    measured rate if it was given another budget, and re-planned from its own steps as it goes on."""
+
+    PROBE_SHARE = 0.02  # of the time budget, spent measuring the step rate before the first plan (≥ 3 steps)
+    WINDOW_SHARE = 0.2  # later plans use the step rate over this share of the budget, the most recent
+
+    def __init__(self, scheduler, data, epochs, accumulate, max_steps, max_minutes, dist, device) -> None:
+        lam = scheduler.lr_lambdas[0]
+        self.schedule = lam if isinstance(lam, BudgetSchedule) else None
+        self.budget = None if max_minutes is None else 60.0 * max_minutes
+        self.scheduler, self.dist, self.device = scheduler, dist, device
+        self.marks: list[tuple[int, float]] = []  # (step, training seconds) at this process's sync points
+        self.active = self.schedule is not None and self.budget is not None  # planned from the clock
+        if self.schedule is None:
+            return  # the Noam schedule: nothing to plan
+        per_epoch = [data.batches_per_epoch(e) for e in range(epochs)]
+        limits = [] if max_steps is None else [max_steps]
+        if all(n is not None for n in per_epoch):
+            limits.append(sum(-(-n // accumulate) for n in per_epoch))  # one step per group of `accumulate`
+        self.limit = min(limits) if limits else None
+        if self.schedule.planned:  # a resumed run: its plan, stretched if it was given another budget
+            self._resumed(scheduler.last_epoch)
+        elif self.budget is None:
+            if self.limit is None:
+                raise ValueError(
+                    "schedule='budget' needs to know the run's length: pass max_steps or max_minutes, or data "
+                    "whose batches_per_epoch is known"
+                )
+            self.schedule.plan(self.limit)
+            refresh_rate(scheduler)  # the first update's rate, from the plan
+
+    def _resumed(self, done: int) -> None:
+        plan = self.schedule
+        if self.budget is not None and plan.rate is not None and plan.budget_seconds != self.budget:
+            total = plan.total + math.floor(plan.rate * (self.budget - plan.budget_seconds))  # the rate measured
+            plan.stretch(total if self.limit is None else min(total, self.limit), done, self.budget)
+        elif self.budget is None and plan.rate is None and self.limit is not None and self.limit != plan.total:
+            plan.stretch(self.limit, done)  # planned from its steps, resumed with other epochs / max_steps
+        else:
+            return
+        refresh_rate(self.scheduler)
+
+    def _probe_done(self, run: RunState) -> bool:
+        steps, seconds = run.step - self.marks[0][0], run.train_seconds - self.marks[0][1]
+        return steps >= 3 and seconds >= self.PROBE_SHARE * self.budget
+
+    def wants_sync(self, run: RunState) -> bool:
+        """Both ends of the first measurement are sync points, so that the clock sees the device's time: the
+        first step, and the first step after the probe time has passed. Later plans use log steps."""
+        if not self.active or self.schedule.planned:
+            return False
+        return not self.marks or self._probe_done(run)
+
+    def _estimate(self, run: RunState) -> tuple[int, float]:
+        """(planned steps, steps per second) from the rate since the oldest mark inside the window."""
+        recent = [m for m in self.marks[:-1] if run.train_seconds - m[1] <= self.WINDOW_SHARE * self.budget]
+        since = recent[0] if recent else self.marks[-2]
+        self.marks = self.marks[self.marks.index(since) :]  # older marks are no longer needed
+        rate = (run.step - since[0]) / max(run.train_seconds - since[1], 1e-9)
+        return plan_steps(run.step, run.train_seconds, since, self.budget, self.limit), rate
+
+    def after_step(self, run: RunState, synced: bool, log_step: bool) -> None:
+        """At a sync point: mark the clock; plan once the probe is done, plan again on log steps."""
+        if not self.active or not synced:
+            return
+        self.marks.append((run.step, run.train_seconds))
+        if len(self.marks) == 1:
+            return  # the measurement starts after this process's first step
+        planned = self.schedule.planned
+        if (planned or self.dist.enabled) and not log_step:
+            return
+        total, rate = self._estimate(run) if planned or self._probe_done(run) else (0, 0.0)
+        if self.dist.enabled:  # every rank follows rank 0's plan
+            flag = torch.tensor([float(total), rate], device=self.device if self.device.type == "cuda" else "cpu")
+            torch.distributed.broadcast(flag, src=0)
+            total, rate = int(flag[0].item()), float(flag[1].item())
+        if not total:
+            return
+        if planned:
+            self.schedule.stretch(total, run.step, self.budget)
+            self.schedule.rate = rate
+        else:
+            self.schedule.plan(total, done=run.step, budget_seconds=self.budget, rate=rate)
+        refresh_rate(self.scheduler)  # the next update's rate follows the plan
+
+
 def _log(run: RunState, lr: float, bar) -> None:
     """One history row for the steps since the last one; the window starts again."""
     entry = run.window.row(run.step, run.epoch + 1, lr, run.train_seconds)
@@ -226,13 +363,19 @@ def _log(run: RunState, lr: float, bar) -> None:
         bar.set_postfix(loss=f"{entry['loss']:.3f}", lr=f"{entry['lr']:.2e}", tok_s=f"{entry['tokens_per_s']:.0f}")
 
 
-def _stop_reason(run: RunState, max_steps: int | None, max_minutes: float | None, dist: Distributed) -> str | None:
+def _stop_reason(
+    run: RunState, max_steps: int | None, max_minutes: float | None, dist: Distributed, log_step: bool, device
+) -> str | None:
     """ "max_steps" or "max_minutes" when the run must stop after this step, else None."""
     if max_steps is not None and run.step >= max_steps:
         return "max_steps"
     over = max_minutes is not None and run.train_seconds >= 60 * max_minutes
-    if dist.enabled:  # every rank must stop at the same step: rank 0's clock decides
-        flag = torch.tensor([float(over)])
+    if dist.enabled and max_minutes is not None:
+        # Every rank must stop at the same step: rank 0's clock decides, read on log steps only (the same
+        # steps on every rank), so that the broadcast is no sync per step.
+        if not log_step:
+            return None
+        flag = torch.tensor([float(over)], device=device if device.type == "cuda" else "cpu")
         torch.distributed.broadcast(flag, src=0)
         over = bool(flag.item())
     return "max_minutes" if over else None

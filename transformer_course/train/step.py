@@ -2,6 +2,12 @@
 
 :func:`~transformer_course.train.loop.fit` is built from these; notebook 08 writes the same step by hand
 (forward, loss, backward, optimizer step, schedule step) and checks it against ``fit``.
+
+No step waits on the device. Reading a number back from a GPU (``.item()``, ``bool(t)``, ``float(t)``) makes
+the host wait until every queued kernel has run, so ``fit`` keeps what it must check — each micro-batch's
+loss and the largest absolute weight after each update — as device scalars in :class:`PendingChecks` and
+reads them all at once (one sync) on log steps, before anything is saved and at the end of an epoch, as
+nanoGPT reads its loss only on log steps. A NaN is still found at the step that made it.
 """
 
 from __future__ import annotations
@@ -15,12 +21,16 @@ from torch import Tensor, nn
 from ..checkpoint import unwrap
 from ..data import Batch
 from ..files import crash_point
+from ..layers import check_token_ids
 from .distributed import Distributed, all_reduce_sum
 from .loss import LabelSmoothingLoss
 
 __all__ = [
+    "PendingChecks",
     "TrainingDiverged",
     "accumulation_groups",
+    "check_batch",
+    "prepare_batch",
     "loss_on_batch",
     "optimizer_step",
     "validation_loss",
@@ -59,17 +69,74 @@ def validation_loss(
     autocast = device.type == "cuda" if autocast is None else autocast
     was_training = model.training
     model.eval()
-    total, tokens = 0.0, 0
+    wide = torch.float32 if device.type == "mps" else torch.float64  # MPS has no float64
+    total, tokens = torch.zeros((), dtype=wide, device=device), 0  # summed on the device: one sync at the end
     try:
         for batch in batches:
-            batch = batch.to(device)
-            total += loss_on_batch(unwrap(model), batch, loss_fn, autocast).item()
             tokens += int(batch.n_tokens)
+            batch = batch.to(device, non_blocking=device.type == "cuda")
+            total += loss_on_batch(unwrap(model), batch, loss_fn, autocast).to(wide)  # as a Python float sum
             crash_point("validation")  # a test hook (files.crash_point): killed in the middle of validation
     finally:
         model.train(was_training)
-    total, tokens = all_reduce_sum([total, float(tokens)], dist or Distributed())
+    total, tokens = all_reduce_sum([total.item(), float(tokens)], dist or Distributed())  # sync point
     return total / max(tokens, 1.0)
+
+
+def check_batch(batch: Batch, model: nn.Module) -> None:
+    """The token-id check of :class:`~transformer_course.layers.Embeddings`, once per batch on the host
+    tensors (before they move to the device): the same clear error for an id outside the vocabulary, and no
+    read-back from the device in the model (``fit`` runs it under ``token_ids_checked()``)."""
+    plain = unwrap(model)
+    check_token_ids(batch.src, plain.src_vocab)
+    check_token_ids(batch.tgt_in, plain.tgt_vocab)
+    check_token_ids(batch.tgt_out, plain.tgt_vocab)
+
+
+def prepare_batch(batch: Batch, model: nn.Module, window, device: torch.device) -> Batch:
+    """The host side of a micro-batch: check its token ids (:func:`check_batch`) and count its tokens into
+    the logging ``window``, both on the host tensors the data pipeline made, then move it to ``device``
+    (asynchronously on a GPU). Nothing here waits for the device."""
+    check_batch(batch, model)
+    window.add_tokens(batch)
+    return batch.to(device, non_blocking=device.type == "cuda")
+
+
+class PendingChecks:
+    """What the steps since the last check must prove finite, kept on the device: each micro-batch's summed
+    loss and, after each update, the largest absolute weight (NaN or ±inf when any weight is).
+    :meth:`read` brings them all to the host in one transfer (the one sync point)."""
+
+    def __init__(self) -> None:
+        self.losses: list[tuple[int, Tensor]] = []  # (the step the micro-batch belongs to, its summed loss)
+        self.weights: list[tuple[int, Tensor]] = []  # (the step that updated, max |weight| after it)
+
+    def __len__(self) -> int:
+        return len(self.losses) + len(self.weights)
+
+    def add_loss(self, step: int, loss_sum: Tensor) -> None:
+        self.losses.append((step, loss_sum.detach().float()))
+
+    def add_weights(self, step: int, model: nn.Module) -> None:
+        """The ∞-norm of all weights (one fused pass, no host sync): finite exactly when every weight is
+        (a sum could overflow to inf from large finite values; a maximum cannot)."""
+        weights = [p.detach() for p in unwrap(model).parameters() if p.is_floating_point()]
+        if hasattr(nn.utils, "get_total_norm"):  # torch >= 2.6: fused over all tensors
+            largest = nn.utils.get_total_norm(weights, float("inf"))
+        else:
+            largest = torch.stack([w.abs().amax() for w in weights]).amax()
+        self.weights.append((step, largest.float()))
+
+    def read(self) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """The losses and weight maxima as Python floats, and empty the lists. One sync point."""
+        pending, n_losses = self.losses + self.weights, len(self.losses)
+        self.losses, self.weights = [], []
+        if not pending:
+            return [], []
+        device = pending[0][1].device
+        values = torch.stack([value.to(device) for _, value in pending]).tolist()  # sync point
+        read = [(step, value) for (step, _), value in zip(pending, values)]
+        return read[:n_losses], read[n_losses:]
 
 
 def accumulation_groups(batches: Iterable[Batch], accumulate: int) -> Iterator[list[Batch]]:
