@@ -35,7 +35,9 @@ class JavaScriptError(RuntimeError):
 class Chromium:
     """One headless Chromium with a fresh profile and one page, reached over the DevTools protocol."""
 
-    def __init__(self, chromium: str | None = None, window: tuple[int, int] = (1200, 1400), timeout: float = 120) -> None:
+    def __init__(
+        self, chromium: str | None = None, window: tuple[int, int] = (1200, 1400), timeout: float = 120
+    ) -> None:
         self.binary = chromium or find_chromium()
         if self.binary is None:
             raise FileNotFoundError("headless Chromium is not installed; on Debian/Ubuntu: apt-get install chromium")
@@ -136,6 +138,17 @@ class Chromium:
             details = result["exceptionDetails"]
             raise JavaScriptError(details.get("exception", {}).get("description", details["text"]))
         return result["result"].get("value")
+
+    def type(self, text: str) -> None:
+        """Type ``text`` where the focus is, as a keyboard would (``Input.insertText``)."""
+        self.send("Input.insertText", text=text)
+
+    def press(self, key: str = "Enter") -> None:
+        """Press and release one key (``Enter``)."""
+        codes = {"Enter": (13, "\r")}
+        code, text = codes[key]
+        self.send("Input.dispatchKeyEvent", type="keyDown", key=key, code=key, windowsVirtualKeyCode=code, text=text)
+        self.send("Input.dispatchKeyEvent", type="keyUp", key=key, code=key, windowsVirtualKeyCode=code)
 
     def screenshot(self, path: str | Path) -> Path:
         """A PNG of the page as it is now (the whole page, not only the window)."""

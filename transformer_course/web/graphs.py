@@ -124,7 +124,9 @@ class DecoderStepForWeb(nn.Module):
             def attend_cross(x, layer=layer, i=i):
                 mha, d = layer.cross_attn, layer.cross_attn.d_model
                 q = mha.split_heads(F.linear(x, mha.in_proj.weight[:d], mha.in_proj.bias[:d]))  # (1, h, 1, d_k)
-                out, weights = scaled_dot_product_attention(q, cross_keys[i], cross_values[i])  # (1, h, 1, d_k), (1, h, 1, S)
+                out, weights = scaled_dot_product_attention(
+                    q, cross_keys[i], cross_values[i]
+                )  # (1, h, 1, d_k), (1, h, 1, S)
                 cross_weights.append(weights[0])  # (h, 1, S)
                 return mha.out_proj(mha.merge_heads(out))  # (1, 1, d_model)
 

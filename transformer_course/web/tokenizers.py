@@ -65,7 +65,9 @@ def js_regex(pattern: str) -> str:
             elif nxt in "ntrfv":
                 out.append(ch + nxt)
             elif nxt.isalnum():
-                raise ValueError(f"the escape \\{nxt} has no JavaScript equivalent here: {pattern[max(0, i - 20) : i + 20]!r}")
+                raise ValueError(
+                    f"the escape \\{nxt} has no JavaScript equivalent here: {pattern[max(0, i - 20) : i + 20]!r}"
+                )
             else:
                 out.append(f"\\u{{{ord(nxt):X}}}")
             i += 2
