@@ -32,27 +32,32 @@ def source_ids(checkpoint, sentences):
     return [checkpoint.src_vocab.encode(words) for words in tokenize_many(sentences, checkpoint.src_lang)]
 
 
+def session(path):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1  # tiny graphs: one thread, as in the page
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
 @pytest.fixture(scope="module", params=["words", "bpe"])
 def exported(request, web_checkpoints, web_exports):
     kind = request.param
     checkpoint = load_checkpoint(web_checkpoints[kind])
     folder = web_exports[kind]
-    sessions = [ort.InferenceSession(str(folder / name)) for name in ("encoder.onnx", "decoder_step.onnx")]
     test = [de for de, _ in load_pairs("test", web_checkpoints["root"])][:SENTENCES]
     return {
         "checkpoint": checkpoint,
         "folder": folder,
-        "encoder": sessions[0],
-        "step": sessions[1],
+        "encoder": session(folder / "encoder.onnx"),
+        "step": session(folder / "decoder_step.onnx"),
         "ids": source_ids(checkpoint, test),
     }
 
 
 def run_steps(exported, src_ids, tokens, cache_len):
     """The page's loop in Python: feed ``tokens`` one per step through the decoder-step graph; every output."""
-    model = exported["checkpoint"].model
-    c = model.config
-    memory, encoder_attention, cross_keys, cross_values = exported["encoder"].run(None, {"src": np.array([src_ids])})
+    c = exported["checkpoint"].config
+    encoder_outputs = exported["encoder"].run(None, {"src": np.array([src_ids])})
+    cross = dict(zip(["cross_keys", "cross_values"], encoder_outputs[2:]))
     keys = np.zeros((c.N, 1, c.h, cache_len, c.d_model // c.h), np.float32)
     values, steps = keys.copy(), []
     for position, token in enumerate(tokens):
@@ -62,90 +67,88 @@ def run_steps(exported, src_ids, tokens, cache_len):
             "self_keys": keys,
             "self_values": values,
         }
-        out = dict(
-            zip(
-                graphs.STEP_OUTPUTS,
-                exported["step"].run(
-                    graphs.STEP_OUTPUTS, {**feed, "cross_keys": cross_keys, "cross_values": cross_values}
-                ),
-            )
-        )
+        out = dict(zip(graphs.STEP_OUTPUTS, exported["step"].run(graphs.STEP_OUTPUTS, {**feed, **cross})))
         keys, values = out["new_self_keys"], out["new_self_values"]
         steps.append(out)
-    return (memory, encoder_attention, cross_keys, cross_values), steps
+    return encoder_outputs, steps
 
 
-def greedy(exported, src_ids):
-    """Greedy decoding with the exported graphs, as page.js does it: the argmax of log_probs until </s>."""
-    limit = min(len(src_ids) + 51, exported["checkpoint"].config.max_len)
-    _, _, cross_keys, cross_values = exported["encoder"].run(None, {"src": np.array([src_ids])})
-    c = exported["checkpoint"].config
-    keys = np.zeros((c.N, 1, c.h, limit, c.d_model // c.h), np.float32)
-    values, ys = keys.copy(), [BOS]
-    for position in range(limit - 1):
-        feed = {
-            "token": np.array([[ys[-1]]]),
-            "position": np.array([position]),
-            "self_keys": keys,
-            "self_values": values,
-        }
-        log_probs, keys, values = exported["step"].run(
-            ["log_probs", "new_self_keys", "new_self_values"],
-            {**feed, "cross_keys": cross_keys, "cross_values": cross_values},
+@pytest.fixture(scope="module")
+def runs(exported):
+    """Per test sentence: PyTorch's references and the exported graphs' outputs, computed once.
+
+    PyTorch: the memory (``model.encode``), the cross-attention keys/values its own cache holds, greedy decoding
+    with and without the cache (``return_result``: every step's logits), and ``capture_attention`` over the
+    whole greedy output in one teacher-forced pass (causal mask, no cache). The graphs: the encoder, then one
+    decoder step per token the decoder reads (<s> y1 … yn, and the last one too when no </s> came)."""
+    model = exported["checkpoint"].model
+    runs = []
+    for src_ids in exported["ids"]:
+        src = torch.tensor([src_ids])
+        src_mask = padding_mask(src, PAD)
+        limit = min(len(src_ids) + 51, model.config.max_len)  # translate's limit: source length + 50, + <s>
+        with torch.no_grad():
+            memory = model.encode(src, src_mask)  # the package's fast path
+            cache = model.new_cache()
+            model.decode(memory, src_mask, torch.tensor([[BOS]]), None, cache)  # fills the cross-attention caches
+        cached = greedy_decode(model, src, src_mask, limit, BOS, EOS, use_cache=True, return_result=True)
+        uncached = greedy_decode(model, src, src_mask, limit, BOS, EOS, use_cache=False, return_result=True)
+        tokens = cached.tokens[0].tolist()
+        read = tokens[: tokens.index(EOS)] if EOS in tokens else tokens  # what the decoder read: <s> y1 … yn
+        encoder_outputs, steps = run_steps(exported, src_ids, read, limit)
+        runs.append(
+            {
+                "memory": memory,
+                "cross_cache": [
+                    torch.stack([getattr(layer.cross_attn, kv) for layer in cache.layers]) for kv in ("key", "value")
+                ],
+                "cached": cached,
+                "uncached": uncached,
+                "tokens": tokens,
+                "capture": capture_attention(model, src_ids, read),
+                "encoder_outputs": encoder_outputs,
+                "steps": steps,
+            }
         )
-        ys.append(int(log_probs[0].argmax()))
-        if ys[-1] == EOS:
-            break
-    return ys
+    return runs
 
 
 def close(actual, expected, what):
     torch.testing.assert_close(torch.as_tensor(actual), expected.float(), msg=lambda m: f"{what}: {m}")
 
 
-def test_the_encoder_graph_gives_the_models_memory_attention_and_cross_keys_values(exported):
-    model = exported["checkpoint"].model
-    for src_ids in exported["ids"]:
-        src = torch.tensor([src_ids])
-        with torch.no_grad():
-            memory = model.encode(src, padding_mask(src, PAD))  # the package's fast path
-            cache = model.new_cache()
-            model.decode(memory, padding_mask(src, PAD), torch.tensor([[BOS]]), None, cache)  # fills the cross caches
-        capture = capture_attention(model, src_ids, [BOS])
-        got_memory, got_attention, got_keys, got_values = exported["encoder"].run(None, {"src": np.array([src_ids])})
-        close(got_memory, memory, "memory")
-        close(got_attention, torch.stack(capture.encoder), "encoder self-attention")  # (N, h, S, S)
-        close(got_keys, torch.stack([layer.cross_attn.key for layer in cache.layers]), "cross-attention keys")
-        close(got_values, torch.stack([layer.cross_attn.value for layer in cache.layers]), "cross-attention values")
+def test_the_encoder_graph_gives_the_models_memory_attention_and_cross_keys_values(runs):
+    for run in runs:
+        memory, attention, keys, values = run["encoder_outputs"]
+        close(memory, run["memory"][0:1], "memory")
+        close(attention, torch.stack(run["capture"].encoder), "encoder self-attention")  # (N, h, S, S)
+        close(keys, run["cross_cache"][0], "cross-attention keys")  # (N, 1, h, S, d_k)
+        close(values, run["cross_cache"][1], "cross-attention values")
 
 
-def test_each_decoder_step_gives_the_logits_of_the_cached_and_the_uncached_pytorch_decoder(exported):
-    model = exported["checkpoint"].model
-    for src_ids in exported["ids"]:
-        src = torch.tensor([src_ids])
-        limit = min(len(src_ids) + 51, model.config.max_len)
-        cached = greedy_decode(model, src, padding_mask(src, PAD), limit, BOS, EOS, use_cache=True, return_result=True)
-        uncached = greedy_decode(
-            model, src, padding_mask(src, PAD), limit, BOS, EOS, use_cache=False, return_result=True
+def test_the_packages_cache_changes_nothing(runs):
+    for run in runs:
+        assert run["cached"].tokens.tolist() == run["uncached"].tokens.tolist()
+        torch.testing.assert_close(run["cached"].logits, run["uncached"].logits)
+
+
+def test_each_decoder_step_gives_the_logits_of_the_uncached_pytorch_decoder(runs):
+    for run in runs:
+        expected = run["uncached"].logits[0]  # (steps, vocab)
+        got = np.concatenate([s["logits"] for s in run["steps"]])[: len(expected)]  # a final step only for attention
+        close(got, expected, "logits")
+        close(
+            np.concatenate([s["log_probs"] for s in run["steps"]])[: len(expected)],
+            expected.log_softmax(-1),
+            "log_probs",
         )
-        assert cached.tokens.tolist() == uncached.tokens.tolist()
-        torch.testing.assert_close(cached.logits, uncached.logits)  # the package's cache changes nothing
-        tokens = cached.tokens[0].tolist()
-        _, steps = run_steps(exported, src_ids, tokens[: cached.logits.size(1)], limit)
-        close(np.concatenate([s["logits"] for s in steps]), uncached.logits[0], "logits")
-        close(np.concatenate([s["log_probs"] for s in steps]), uncached.logits[0].log_softmax(-1), "log_probs")
 
 
-def test_each_decoder_step_gives_every_decoder_and_cross_attention_weight_of_the_teacher_forced_model(exported):
-    model = exported["checkpoint"].model
-    for src_ids in exported["ids"]:
-        src = torch.tensor([src_ids])
-        limit = min(len(src_ids) + 51, model.config.max_len)
-        tokens = greedy_decode(model, src, padding_mask(src, PAD), limit, BOS, EOS)[0].tolist()
-        read = tokens[: tokens.index(EOS)] if EOS in tokens else tokens  # what the decoder read: <s> y1 … yn
-        capture = capture_attention(model, src_ids, read)  # one pass over the whole target, causal mask, no cache
-        _, steps = run_steps(exported, src_ids, read, limit)
-        T = len(read)
+def test_each_decoder_step_gives_every_decoder_and_cross_attention_weight_of_the_teacher_forced_model(runs):
+    for run in runs:
+        capture, steps = run["capture"], run["steps"]
+        T = len(capture.tgt_tokens)
+        assert len(steps) == T
         decoder = np.stack([s["decoder_attention"][:, :, 0, :T] for s in steps], axis=2)  # (N, h, T, T)
         cross = np.stack([s["cross_attention"][:, :, 0] for s in steps], axis=2)  # (N, h, T, S)
         close(decoder, torch.stack(capture.decoder), "decoder self-attention")
@@ -153,13 +156,13 @@ def test_each_decoder_step_gives_every_decoder_and_cross_attention_weight_of_the
         assert all((s["decoder_attention"][:, :, 0, p + 1 :] == 0).all() for p, s in enumerate(steps))  # slots ahead
 
 
-def test_greedy_decoding_with_the_graphs_gives_greedy_decodes_tokens(exported):
-    model = exported["checkpoint"].model
-    for src_ids in exported["ids"]:
-        src = torch.tensor([src_ids])
-        limit = min(len(src_ids) + 51, model.config.max_len)
-        expected = greedy_decode(model, src, padding_mask(src, PAD), limit, BOS, EOS)[0].tolist()
-        assert greedy(exported, src_ids) == expected
+def test_greedy_decoding_with_the_graphs_gives_greedy_decodes_tokens(runs):
+    """The argmax of the graph's log-probabilities at every step is the next token greedy_decode chose, so the
+    page's loop (feed the argmax back) gives greedy_decode's tokens, </s> included."""
+    for run in runs:
+        chosen = [int(s["log_probs"][0].argmax()) for s in run["steps"]]
+        generated = [t for t in run["tokens"][1:] if t != PAD]
+        assert chosen[: len(generated)] == generated
 
 
 def test_the_graphs_take_a_one_token_sentence_and_a_full_positional_table(tmp_path):

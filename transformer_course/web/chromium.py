@@ -16,7 +16,9 @@ CHROMIUM_FLAGS`: no host name resolves) and a fresh profile, and stopped when th
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import tempfile
 import time
@@ -49,7 +51,7 @@ class Chromium:
     def __enter__(self) -> Chromium:
         import websocket  # websocket-client, in the [web] extra
 
-        self._profile = tempfile.TemporaryDirectory(prefix="tc-chromium-")
+        self._profile = tempfile.TemporaryDirectory(prefix="tc-chromium-", ignore_cleanup_errors=True)
         self._process = subprocess.Popen(
             [
                 self.binary,
@@ -62,6 +64,7 @@ class Chromium:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            start_new_session=True,  # its own process group: the renderer and helper processes end with it
         )
         try:
             port = self._port()
@@ -91,8 +94,18 @@ class Chromium:
         socket = getattr(self, "_socket", None)
         if socket is not None:
             socket.close()
-        self._process.kill()
+        try:
+            os.killpg(self._process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self._process.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the helper processes go a moment later; then the profile can go
+            try:
+                os.killpg(self._process.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
         self._process.stderr.close()
         self._profile.cleanup()
 

@@ -86,10 +86,8 @@ ZH = {
     "Model {name}: {parameters} parameters, {layers} + {layers} layers, {heads} heads, d_model = {d_model}; "
     "{tokenizer}, {vocab} source tokens.": "模型 {name}：{parameters} 个参数，{layers} + {layers} 层，{heads} 个头，"
     "d_model = {d_model}；{tokenizer}，源语言词表 {vocab} 个词元。",
-    PAGE_TEXT[
-        "note"
-    ]: "什么在哪里运行：一切都在本页面中运行。词元化由 JavaScript 完成（移植自课程的词元化器，并与 Python "
-    "逐一对照测试）；模型是两个 ONNX 计算图（编码器，以及带键/值缓存的单步解码器），由 onnxruntime-web {ort} 在 "
+    PAGE_TEXT["note"]: "什么在哪里运行：一切都在本页面中运行。分词由 JavaScript 完成（移植自课程的分词器，并与 Python "
+    "逐一对照测试）；模型是两个 ONNX 计算图（编码器，以及带键值缓存的单步解码器），由 onnxruntime-web {ort} 在 "
     "WebAssembly 上单线程运行。解码为贪心解码，与 translate(checkpoint, sentences, beam_size=1) 完全相同。"
     "页面不下载任何东西，你输入的内容也不会离开页面。行是查询，列是键；每行之和为 1。生成命令：python -m "
     "transformer_course export-web。",
