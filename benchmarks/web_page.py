@@ -60,7 +60,10 @@ def main() -> None:
                 f"load: {time.perf_counter() - start:.1f} s from navigation to the first translation; model ready "
                 f"{timings['load_ms'] / 1000:.1f} s after navigation (runtime + graphs {timings['runtime_ms'] / 1000:.1f} s)"
             )
-            results = [browser.evaluate(f"tcPage.translate({s!r}).then(r => ({{ms: r.ms, steps: r.steps}}))") for s in sentences]
+            results = [
+                browser.evaluate(f"tcPage.translate({s!r}).then(r => ({{ms: r.ms, steps: r.steps}}))")
+                for s in sentences
+            ]
         ms = sorted(r["ms"] for r in results)
         steps = sum(r["steps"] for r in results)
         print(
