@@ -242,3 +242,18 @@ def test_a_pattern_the_port_cannot_translate_is_refused():
         js_regex("(?i)abc")
     with pytest.raises(ValueError, match=r"\\b has no JavaScript equivalent"):
         js_regex(r"\bword")
+
+
+def test_the_edition_has_no_explorer_page_without_the_courses_checkpoint(tmp_path):
+    from transformer_course.web.export import course_page
+
+    assert course_page(tmp_path / "html", "en", checkpoint=tmp_path / "runs" / "multi30k-cpu" / "best.pt") is None
+    assert not (tmp_path / "html").exists()
+
+
+def test_the_edition_exports_the_courses_checkpoint_into_explore(web_checkpoints, tmp_path):
+    from transformer_course.web.export import course_page
+
+    index = course_page(tmp_path / "html", "zh", checkpoint=web_checkpoints["bpe"])
+    assert index == tmp_path / "html" / "explore" / "index.html"
+    assert '<html lang="zh-CN">' in index.read_text(encoding="utf-8")
