@@ -82,35 +82,40 @@ def runs(exported):
     whole greedy output in one teacher-forced pass (causal mask, no cache). The graphs: the encoder, then one
     decoder step per token the decoder reads (<s> y1 … yn, and the last one too when no </s> came)."""
     model = exported["checkpoint"].model
-    runs = []
-    for src_ids in exported["ids"]:
-        src = torch.tensor([src_ids])
-        src_mask = padding_mask(src, PAD)
-        limit = min(len(src_ids) + 51, model.config.max_len)  # translate's limit: source length + 50, + <s>
-        with torch.no_grad():
-            memory = model.encode(src, src_mask)  # the package's fast path
-            cache = model.new_cache()
-            model.decode(memory, src_mask, torch.tensor([[BOS]]), None, cache)  # fills the cross-attention caches
-        cached = greedy_decode(model, src, src_mask, limit, BOS, EOS, use_cache=True, return_result=True)
-        uncached = greedy_decode(model, src, src_mask, limit, BOS, EOS, use_cache=False, return_result=True)
-        tokens = cached.tokens[0].tolist()
-        read = tokens[: tokens.index(EOS)] if EOS in tokens else tokens  # what the decoder read: <s> y1 … yn
-        encoder_outputs, steps = run_steps(exported, src_ids, read, limit)
-        runs.append(
-            {
-                "memory": memory,
-                "cross_cache": [
-                    torch.stack([getattr(layer.cross_attn, kv) for layer in cache.layers]) for kv in ("key", "value")
-                ],
-                "cached": cached,
-                "uncached": uncached,
-                "tokens": tokens,
-                "capture": capture_attention(model, src_ids, read),
-                "encoder_outputs": encoder_outputs,
-                "steps": steps,
-            }
-        )
-    return runs
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a tiny model: one thread is faster, and much faster on a busy machine
+    try:
+        return [reference_run(exported, model, src_ids) for src_ids in exported["ids"]]
+    finally:
+        torch.set_num_threads(threads)
+
+
+def reference_run(exported, model, src_ids):
+    """One sentence's PyTorch references and graph outputs (see ``runs``)."""
+    src = torch.tensor([src_ids])
+    src_mask = padding_mask(src, PAD)
+    limit = min(len(src_ids) + 51, model.config.max_len)  # translate's limit: source length + 50, + <s>
+    with torch.no_grad():
+        memory = model.encode(src, src_mask)  # the package's fast path
+        cache = model.new_cache()
+        model.decode(memory, src_mask, torch.tensor([[BOS]]), None, cache)  # fills the cross-attention caches
+    cached = greedy_decode(model, src, src_mask, limit, BOS, EOS, use_cache=True, return_result=True)
+    uncached = greedy_decode(model, src, src_mask, limit, BOS, EOS, use_cache=False, return_result=True)
+    tokens = cached.tokens[0].tolist()
+    read = tokens[: tokens.index(EOS)] if EOS in tokens else tokens  # what the decoder read: <s> y1 … yn
+    encoder_outputs, steps = run_steps(exported, src_ids, read, limit)
+    return {
+        "memory": memory,
+        "cross_cache": [
+            torch.stack([getattr(layer.cross_attn, kv) for layer in cache.layers]) for kv in ("key", "value")
+        ],
+        "cached": cached,
+        "uncached": uncached,
+        "tokens": tokens,
+        "capture": capture_attention(model, src_ids, read),
+        "encoder_outputs": encoder_outputs,
+        "steps": steps,
+    }
 
 
 def close(actual, expected, what):

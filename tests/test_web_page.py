@@ -144,7 +144,7 @@ def type_and_translate(chromium, sentence):
     chromium.press("Enter")
     return chromium.evaluate(
         "tcPage.pending.then(r => ({text: r.text, shown: document.getElementById('tc-translation').textContent, ms: r.ms, "
-        "steps: r.steps}))"
+        "steps: r.steps, ended: r.ids[r.ids.length - 1] === 3}))"
     )
 
 
@@ -175,7 +175,7 @@ def test_fifty_typed_test_sentences_translate_exactly_as_python_does(page, test_
     got = [type_and_translate(page["browser"], s) for s in sentences]
     assert [g["text"] for g in got] == expected
     assert [g["shown"] for g in got] == expected
-    assert len(set(expected)) > 25, "the test model should translate, not repeat one sentence"
+    assert len(set(expected)) > 1 and sum(g["ended"] for g in got) >= 45, "the test model should translate and stop"
     ms = sorted(g["ms"] for g in got)
     print(
         f"\n{page['kind']}: median {ms[len(ms) // 2]:.0f} ms per sentence (max {ms[-1]:.0f} ms), "

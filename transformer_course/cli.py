@@ -5,7 +5,6 @@
     python -m transformer_course train --preset multi30k-cpu --max-minutes 45 --out runs/multi30k-cpu
     python -m transformer_course evaluate --checkpoint runs/multi30k-cpu/best.pt --split test --beam 4
     python -m transformer_course translate --checkpoint runs/multi30k-cpu/best.pt "Ein Mann fährt Fahrrad."
-    python -m transformer_course export-web runs/multi30k-cpu/best.pt explore/   # a page that runs it in a browser
 
 Every failure a user can act on — a bad argument or config, a missing or damaged file, a failed download, a
 diverged training, a full disk — ends the program with exit code 1 and one line ``error: …`` on stderr that
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from .config import MAX_BEAM_SIZE, PRESETS, get_preset
 from .failures import DISK_FULL, Terminated, expected_errors, on_sigterm, one_line, write_text
+from .web.command import add_export_web  # export-web CHECKPOINT OUT: a static page that runs the model (issue 24)
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -102,17 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--last", type=int, default=5, help="how many of the last epoch checkpoints (default: 5)")
     p.add_argument("--out", help="output file (default: RUN/averaged-last-N.pt)")
 
-    p = commands.add_parser(
-        "export-web",
-        help="export a checkpoint to a static page that translates and shows attention in the browser",
-        description="Write OUT/encoder.onnx, OUT/decoder_step.onnx, OUT/tokenizer.json, OUT/manifest.json and "
-        "OUT/index.html: one self-contained page (onnxruntime-web, no server, no network) to open or share. "
-        "Needs the [web] extra (onnx, onnxscript, onnxruntime).",
-    )
-    p.add_argument("checkpoint", metavar="CHECKPOINT", help="a .pt file written by train")
-    p.add_argument("out", metavar="OUT", help="the folder to write (created if missing)")
-    p.add_argument("--language", default="en", help="the page's labels: en or zh (default: en)")
-
+    add_export_web(commands)
     commands.add_parser(
         "classroom",
         add_help=False,
@@ -293,21 +283,12 @@ def cmd_average(args) -> None:
     print(f"averaged {', '.join(p.name for p in chosen)} → {out}")
 
 
-def cmd_export_web(args) -> None:
-    from .web import export_web
-
-    index = export_web(args.checkpoint, args.out, language=args.language)
-    size = index.stat().st_size / 2**20
-    print(f"wrote {index} ({size:.1f} MiB, everything inside it): open it in a browser, or put it on any static host")
-
-
 COMMANDS = {
     "download": cmd_download,
     "train": cmd_train,
     "evaluate": cmd_evaluate,
     "translate": cmd_translate,
     "average": cmd_average,
-    "export-web": cmd_export_web,
 }
 
 
@@ -321,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, on_sigterm) if in_main_thread else None
     try:
-        COMMANDS[args.command](args)
+        COMMANDS.get(args.command, getattr(args, "run", None))(args)  # export-web brings its own (args.run)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
