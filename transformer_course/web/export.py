@@ -257,17 +257,20 @@ def export_web(checkpoint: str | Path | Checkpoint, out: str | Path, language: s
 COURSE_CHECKPOINT = "runs/multi30k-cpu/best.pt"  # the course's own trained model, relative to the course folder
 
 
-def course_page(out_dir: str | Path, language: str = "en", checkpoint: str | Path | None = None) -> Path | None:
+def course_page(
+    out_dir: str | Path, language: str = "en", checkpoint: str | Path | None = None, notebooks: str | Path = "."
+) -> Path | None:
     """The HTML edition's explorer: the course's trained checkpoint (``runs/multi30k-cpu/best.pt``, what notebook
-    10 looks inside) exported to ``out_dir/explore/``, labels in ``language``. None when there is no such
-    checkpoint, or (with one line on stderr) when the ``[web]`` extra is missing: the edition is built without it."""
+    10 looks inside; in the course folder that holds ``notebooks``) exported to ``out_dir/explore/``, labels in
+    ``language``. None when there is no such checkpoint, or (with one line on stderr) when the ``[web]`` extra is
+    missing: the edition is built without it."""
     import sys
 
     from ..paths import course_root
 
     if checkpoint is None:
         try:
-            checkpoint = course_root() / COURSE_CHECKPOINT
+            checkpoint = course_root(notebooks) / COURSE_CHECKPOINT
         except FileNotFoundError:
             return None
     checkpoint = Path(checkpoint)
