@@ -259,3 +259,21 @@ def test_screenshots_in_english_and_chinese_show_heatmaps_and_the_chosen_languag
         if keep:
             Path(keep).mkdir(parents=True, exist_ok=True)
             shutil.copy(shot, Path(keep) / shot.name)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@needs_chromium
+def test_an_empty_or_too_long_sentence_gets_one_line_that_says_what_to_do(page):
+    chromium = page["browser"]
+    assert type_and_translate(chromium, "   ")["text"] == translate(page["checkpoint"], ["   "])[0] == ""
+    assert chromium.evaluate("document.getElementById('tc-status').textContent") == "Type a sentence first."
+    assert chromium.evaluate("document.querySelectorAll('#tc-main rect').length") == 0
+    chromium.evaluate("(() => { const box = document.getElementById('tc-input'); box.focus(); box.select(); })()")
+    chromium.type("Hund " * 130)
+    chromium.press("Enter")
+    status = chromium.evaluate(
+        "tcPage.pending.then(() => 'no error', () => document.getElementById('tc-status').textContent)"
+    )
+    assert status == "The sentence has 130 tokens; the model's positional table holds 128. Shorten it."
+    assert chromium.console == []  # shown on the page, not thrown
