@@ -58,7 +58,8 @@ class EncoderForWeb(nn.Module):
 
     def __init__(self, model: Transformer) -> None:
         super().__init__()
-        self.model = model.eval()
+        self.model = model
+        self.eval()  # no dropout: the graphs are for inference
 
     def forward(self, src: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         m = self.model
@@ -90,7 +91,8 @@ class DecoderStepForWeb(nn.Module):
 
     def __init__(self, model: Transformer) -> None:
         super().__init__()
-        self.model = model.eval()
+        self.model = model
+        self.eval()  # no dropout: the graphs are for inference
 
     def forward(
         self,
