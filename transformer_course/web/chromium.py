@@ -81,14 +81,15 @@ class Chromium:
         return self
 
     def _port(self) -> int:
-        deadline = time.monotonic() + 30
+        deadline, said = time.monotonic() + 30, []
         for line in self._process.stderr:  # "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/…"
             match = re.search(r"DevTools listening on ws://[^:]+:(\d+)/", line)
             if match:
                 return int(match.group(1))
+            said.append(line.strip())
             if time.monotonic() > deadline:
                 break
-        raise RuntimeError("headless Chromium did not open its DevTools port; is it a working Chromium?")
+        raise RuntimeError(f"headless Chromium did not open its DevTools port; it said: {' | '.join(said[-5:])}")
 
     def __exit__(self, *exc) -> None:
         socket = getattr(self, "_socket", None)

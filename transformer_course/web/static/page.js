@@ -49,7 +49,7 @@
   async function translate(text) {
     var started = performance.now();
     var src = tok.source(text);
-    if (!src.ids.length) return {text: "", src: src, steps: 0};
+    if (!src.ids.length) return {text: "", ids: [], src: src, steps: 0, ms: performance.now() - started};
     var S = src.ids.length;
     if (S > m.max_len) throw new Error(format(T.too_long, {n: S, max: m.max_len}));
     var limit = Math.min(S + 50 + 1, m.max_len);  // the paper's rule: source length + 50 (+ 1 for <s>)
