@@ -1,6 +1,9 @@
 """Fixtures every test file may use. Helpers that tests import (reference solutions, the Multi30k folder, the
 notebook runner, the glossary reader) live in tests/helpers.py: ``from helpers import …``, never from a test file."""
 
+import os
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -39,3 +42,59 @@ def matplotlib_settings_restored():
         return
     with matplotlib.rc_context():
         yield
+
+
+@pytest.fixture(scope="session")
+def web_checkpoints(tmp_path_factory):
+    """Two small Multi30k models, spaCy words and BPE pieces, trained 400 steps on the first 6,000 pairs
+    (about a minute each on one idle core): enough that greedy translations are sentences, not ties
+    (tests/test_web_export.py, tests/test_web_page.py; issue 24). ``TC_WEB_CHECKPOINTS=DIR`` takes DIR/words.pt
+    and DIR/bpe.pt instead (copies of what this fixture trained before), to rerun those tests quickly."""
+    from transformer_course.config import get_preset
+    from transformer_course.data import MIRROR_ENV, multi30k_data
+    from transformer_course.train import fit
+
+    from helpers import MULTI30K, NO_MULTI30K
+
+    if MULTI30K is None:
+        pytest.skip(NO_MULTI30K)
+    mirror = MULTI30K
+    root = tmp_path_factory.mktemp("web-data")
+    reuse = os.environ.get("TC_WEB_CHECKPOINTS")
+    if reuse:
+        os.environ.setdefault(MIRROR_ENV, str(mirror))
+        return {"words": Path(reuse) / "words.pt", "bpe": Path(reuse) / "bpe.pt", "root": root}
+    sizes = dict(N=2, d_model=64, d_ff=128, h=4, tokens_per_batch=1000, warmup=100, lr_factor=0.5, max_len=128)
+    recipes = {
+        "words": get_preset("multi30k-cpu-words").replace(name="web-words", **sizes),
+        "bpe": get_preset("multi30k-cpu").replace(name="web-bpe", subword_vocab=1000, **sizes),
+    }
+    checkpoints = {}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv(MIRROR_ENV, str(mirror))
+            for kind, config in recipes.items():
+                out = tmp_path_factory.mktemp(f"web-{kind}")
+                fit(config, multi30k_data(config, root, limit=6000, progress=False), out, max_steps=400, progress=False)
+                checkpoints[kind] = out / "best.pt"
+    finally:
+        torch.set_num_threads(threads)
+    checkpoints["root"] = root
+    return checkpoints
+
+
+@pytest.fixture(scope="session")
+def web_exports(web_checkpoints, tmp_path_factory):
+    """Both checkpoints exported for the browser: the word model with the command line, the BPE one with
+    ``export_web``."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    from transformer_course.cli import main
+    from transformer_course.web import export_web
+
+    folders = {kind: tmp_path_factory.mktemp(f"web-page-{kind}") for kind in ("words", "bpe")}
+    assert main(["export-web", str(web_checkpoints["words"]), str(folders["words"])]) == 0
+    export_web(web_checkpoints["bpe"], folders["bpe"])
+    return folders

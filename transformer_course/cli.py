@@ -28,6 +28,7 @@ from pathlib import Path
 from .config import MAX_BEAM_SIZE, PRESETS, apply_overrides, get_preset
 from .failures import DISK_FULL, Terminated, expected_errors, on_sigterm, one_line, write_text
 from .files import check_writable_folder, refuse_writing_onto_inputs
+from .web.command import add_export_web  # export-web CHECKPOINT OUT: a static page that runs the model (issue 24)
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -115,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--last", type=int, default=5, help="how many of the last epoch checkpoints (default: 5)")
     p.add_argument("--out", help="output file (default: RUN/averaged-last-N.pt)")
 
+    add_export_web(commands)
     commands.add_parser(
         "classroom",
         add_help=False,
@@ -340,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, on_sigterm) if in_main_thread else None
     try:
-        COMMANDS[args.command](args)
+        COMMANDS.get(args.command, getattr(args, "run", None))(args)  # export-web brings its own (args.run)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

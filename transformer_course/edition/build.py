@@ -179,6 +179,10 @@ def build_edition(
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+    if not slides and run:  # the course's checkpoint in the browser (issue 24), linked from notebook 10
+        from ..web.export import course_page
+
+        course_page(out_dir, language, notebooks=notebooks)
     words = WORDS[language]
     title = words["course"] + (words["slides"] if slides else "") + (words["fast"] if fast else "")
     other_index = other_dir / "index.html" if other_dir is not None else None

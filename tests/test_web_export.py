@@ -1,0 +1,264 @@
+"""The graphs the browser runs equal the PyTorch model (issue 24): onnxruntime (Python) on the exported encoder
+and decoder step gives the model's own numbers — memory, logits, log-probabilities, every attention weight of
+every layer and head — on 100 test2016 sentences, and its greedy loop over the fixed-length key/value cache gives
+the very tokens ``greedy_decode`` gives, with and without the package's cache."""
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from transformer_course.checkpoint import load_checkpoint
+from transformer_course.data import BOS, EOS, PAD, load_pairs
+from transformer_course.decode import greedy_decode
+from transformer_course.masks import padding_mask
+from transformer_course.viz import capture_attention
+from transformer_course.web import graphs
+from transformer_course.web.tokenizers import js_regex
+
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxscript")
+
+SENTENCES = 100
+
+
+def source_ids(checkpoint, sentences):
+    from transformer_course.data import tokenize_many
+
+    if checkpoint.tokenizer is not None:
+        return checkpoint.tokenizer.encode_many(sentences, ids=True)
+    return [checkpoint.src_vocab.encode(words) for words in tokenize_many(sentences, checkpoint.src_lang)]
+
+
+def session(path):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1  # tiny graphs: one thread, as in the page
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+@pytest.fixture(scope="module", params=["words", "bpe"])
+def exported(request, web_checkpoints, web_exports):
+    kind = request.param
+    checkpoint = load_checkpoint(web_checkpoints[kind])
+    folder = web_exports[kind]
+    test = [de for de, _ in load_pairs("test", web_checkpoints["root"])][:SENTENCES]
+    return {
+        "checkpoint": checkpoint,
+        "folder": folder,
+        "encoder": session(folder / "encoder.onnx"),
+        "step": session(folder / "decoder_step.onnx"),
+        "ids": source_ids(checkpoint, test),
+    }
+
+
+def run_steps(exported, src_ids, tokens, cache_len):
+    """The page's loop in Python: feed ``tokens`` one per step through the decoder-step graph; every output."""
+    c = exported["checkpoint"].config
+    encoder_outputs = exported["encoder"].run(None, {"src": np.array([src_ids])})
+    cross = dict(zip(["cross_keys", "cross_values"], encoder_outputs[2:]))
+    keys = np.zeros((c.N, 1, c.h, cache_len, c.d_model // c.h), np.float32)
+    values, steps = keys.copy(), []
+    for position, token in enumerate(tokens):
+        feed = {
+            "token": np.array([[token]]),
+            "position": np.array([position]),
+            "self_keys": keys,
+            "self_values": values,
+        }
+        out = dict(zip(graphs.STEP_OUTPUTS, exported["step"].run(graphs.STEP_OUTPUTS, {**feed, **cross})))
+        keys, values = out["new_self_keys"], out["new_self_values"]
+        steps.append(out)
+    return encoder_outputs, steps
+
+
+@pytest.fixture(scope="module")
+def runs(exported):
+    """Per test sentence: PyTorch's references and the exported graphs' outputs, computed once.
+
+    PyTorch: the memory (``model.encode``), the cross-attention keys/values its own cache holds, greedy decoding
+    with and without the cache (``return_result``: every step's logits), and ``capture_attention`` over the
+    whole greedy output in one teacher-forced pass (causal mask, no cache). The graphs: the encoder, then one
+    decoder step per token the decoder reads (<s> y1 … yn, and the last one too when no </s> came)."""
+    model = exported["checkpoint"].model
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a tiny model: one thread is faster, and much faster on a busy machine
+    try:
+        return [reference_run(exported, model, src_ids) for src_ids in exported["ids"]]
+    finally:
+        torch.set_num_threads(threads)
+
+
+def reference_run(exported, model, src_ids):
+    """One sentence's PyTorch references and graph outputs (see ``runs``)."""
+    src = torch.tensor([src_ids])
+    src_mask = padding_mask(src, PAD)
+    limit = min(len(src_ids) + 51, model.config.max_len)  # translate's limit: source length + 50, + <s>
+    with torch.no_grad():
+        memory = model.encode(src, src_mask)  # the package's fast path
+        cache = model.new_cache()
+        model.decode(memory, src_mask, torch.tensor([[BOS]]), None, cache)  # fills the cross-attention caches
+    cached = greedy_decode(model, src, src_mask, limit, BOS, EOS, use_cache=True, return_result=True)
+    uncached = greedy_decode(model, src, src_mask, limit, BOS, EOS, use_cache=False, return_result=True)
+    tokens = cached.tokens[0].tolist()
+    read = tokens[: tokens.index(EOS)] if EOS in tokens else tokens  # what the decoder read: <s> y1 … yn
+    encoder_outputs, steps = run_steps(exported, src_ids, read, limit)
+    return {
+        "memory": memory,
+        "cross_cache": [
+            torch.stack([getattr(layer.cross_attn, kv) for layer in cache.layers]) for kv in ("key", "value")
+        ],
+        "cached": cached,
+        "uncached": uncached,
+        "tokens": tokens,
+        "capture": capture_attention(model, src_ids, read),
+        "encoder_outputs": encoder_outputs,
+        "steps": steps,
+    }
+
+
+def close(actual, expected, what):
+    torch.testing.assert_close(torch.as_tensor(actual), expected.float(), msg=lambda m: f"{what}: {m}")
+
+
+def test_the_encoder_graph_gives_the_models_memory_attention_and_cross_keys_values(runs):
+    for run in runs:
+        memory, attention, keys, values = run["encoder_outputs"]
+        close(memory, run["memory"][0:1], "memory")
+        close(attention, torch.stack(run["capture"].encoder), "encoder self-attention")  # (N, h, S, S)
+        close(keys, run["cross_cache"][0], "cross-attention keys")  # (N, 1, h, S, d_k)
+        close(values, run["cross_cache"][1], "cross-attention values")
+
+
+def test_the_packages_cache_changes_nothing(runs):
+    for run in runs:
+        assert run["cached"].tokens.tolist() == run["uncached"].tokens.tolist()
+        torch.testing.assert_close(run["cached"].logits, run["uncached"].logits)
+
+
+def test_each_decoder_step_gives_the_logits_of_the_uncached_pytorch_decoder(runs):
+    for run in runs:
+        expected = run["uncached"].logits[0]  # (steps, vocab)
+        got = np.concatenate([s["logits"] for s in run["steps"]])[: len(expected)]  # a final step only for attention
+        close(got, expected, "logits")
+        close(
+            np.concatenate([s["log_probs"] for s in run["steps"]])[: len(expected)],
+            expected.log_softmax(-1),
+            "log_probs",
+        )
+
+
+def test_each_decoder_step_gives_every_decoder_and_cross_attention_weight_of_the_teacher_forced_model(runs):
+    for run in runs:
+        capture, steps = run["capture"], run["steps"]
+        T = len(capture.tgt_tokens)
+        assert len(steps) == T
+        decoder = np.stack([s["decoder_attention"][:, :, 0, :T] for s in steps], axis=2)  # (N, h, T, T)
+        cross = np.stack([s["cross_attention"][:, :, 0] for s in steps], axis=2)  # (N, h, T, S)
+        close(decoder, torch.stack(capture.decoder), "decoder self-attention")
+        close(cross, torch.stack(capture.cross), "cross-attention")
+        assert all((s["decoder_attention"][:, :, 0, p + 1 :] == 0).all() for p, s in enumerate(steps))  # slots ahead
+
+
+def test_greedy_decoding_with_the_graphs_gives_greedy_decodes_tokens(runs):
+    """The argmax of the graph's log-probabilities at every step is the next token greedy_decode chose, so the
+    page's loop (feed the argmax back) gives greedy_decode's tokens, </s> included."""
+    for run in runs:
+        chosen = [int(s["log_probs"][0].argmax()) for s in run["steps"]]
+        generated = [t for t in run["tokens"][1:] if t != PAD]
+        assert chosen[: len(generated)] == generated
+
+
+def test_the_graphs_take_a_one_token_sentence_and_a_full_positional_table(tmp_path):
+    """The edges of the dynamic dimensions: S = 1 and S = max_len, a cache as long as the table, the last slot."""
+    from transformer_course import make_model
+    from transformer_course.web import export_graphs
+
+    torch.manual_seed(0)
+    model = make_model(20, 30, N=2, d_model=16, d_ff=32, h=2, max_len=12).eval()
+    encoder_path, step_path = export_graphs(model, tmp_path)
+    encoder, step = ort.InferenceSession(str(encoder_path)), ort.InferenceSession(str(step_path))
+    for S in (1, 12):
+        src = torch.randint(4, 20, (1, S))
+        with torch.no_grad():
+            expected = graphs.EncoderForWeb(model)(src)
+        got = encoder.run(None, {"src": src.numpy()})
+        for g, e, name in zip(got, expected, graphs.ENCODER_OUTPUTS):
+            close(g, e, name)
+        keys = torch.randn(2, 1, 2, 12, 8)
+        args = (torch.tensor([[5]]), torch.tensor([11]), keys, keys + 1, expected[2], expected[3])  # the last slot
+        with torch.no_grad():
+            want = graphs.DecoderStepForWeb(model)(*args)
+        have = step.run(graphs.STEP_OUTPUTS, {n: a.numpy() for n, a in zip(graphs.STEP_INPUTS, args)})
+        for h, w, name in zip(have, want, graphs.STEP_OUTPUTS):
+            close(h, w, name)
+
+
+def test_the_manifest_describes_the_model_and_every_file(exported):
+    folder, checkpoint = exported["folder"], exported["checkpoint"]
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    c = checkpoint.config
+    assert manifest["format"] == "transformer_course/web-v1"
+    assert (manifest["layers"], manifest["heads"], manifest["d_model"], manifest["d_k"]) == (
+        c.N,
+        c.h,
+        c.d_model,
+        c.d_model // c.h,
+    )
+    assert manifest["specials"] == {"pad": 0, "unk": 1, "bos": 2, "eos": 3}
+    assert manifest["tokenizer"] == ("bpe" if checkpoint.tokenizer is not None else "words")
+    assert manifest["made_with"]["exporter"] == "torch.onnx.export(dynamo=True)"
+    assert manifest["made_with"]["largest_difference_from_pytorch"] < 1e-4
+    for name, entry in manifest["files"].items():
+        data = (folder / name).read_bytes()
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (entry["bytes"], entry["sha256"])
+    assert not list(folder.glob("*.onnx.data")), "the weights belong inside the .onnx files"
+    assert not [p for p in folder.iterdir() if p.name.startswith("tc-export-")], "a temporary folder was left"
+
+
+def test_a_bad_language_or_a_missing_checkpoint_is_one_clear_line(tmp_path, capsys):
+    from transformer_course.cli import main
+
+    assert main(["export-web", str(tmp_path / "nothing.pt"), str(tmp_path / "out")]) == 1
+    assert "no checkpoint at" in capsys.readouterr().err
+    assert main(["export-web", str(tmp_path / "nothing.pt"), str(tmp_path / "out"), "--language", "fr"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--language must be one of ['en', 'zh']" in err
+
+
+@pytest.mark.parametrize(
+    "python, javascript",
+    [
+        (r"^\d+", r"^\p{Nd}+"),  # Python's \d is every Unicode digit, JavaScript's only 0-9
+        (r"[\w\-]", r"[\p{L}\p{N}_\-]"),
+        (r"\w", r"[\p{L}\p{N}_]"),
+        (r"^\'|^\!", r"^\u{27}|^\u{21}"),  # escapes the "u" flag rejects
+        ("[\\U00020000-\\U000215FF]", r"[\u{20000}-\u{215FF}]"),
+        (r"(?u)^a\.b$", r"^a\.b$"),
+    ],
+)
+def test_python_patterns_become_the_same_javascript_patterns(python, javascript):
+    assert js_regex(python) == javascript
+
+
+def test_a_pattern_the_port_cannot_translate_is_refused():
+    with pytest.raises(ValueError, match="inline flags"):
+        js_regex("(?i)abc")
+    with pytest.raises(ValueError, match=r"\\b has no JavaScript equivalent"):
+        js_regex(r"\bword")
+
+
+def test_the_edition_has_no_explorer_page_without_the_courses_checkpoint(tmp_path):
+    from transformer_course.web.export import course_page
+
+    assert course_page(tmp_path / "html", "en", checkpoint=tmp_path / "runs" / "multi30k-cpu" / "best.pt") is None
+    assert not (tmp_path / "html").exists()
+
+
+def test_the_edition_exports_the_courses_checkpoint_into_explore(web_checkpoints, tmp_path):
+    from transformer_course.web.export import course_page
+
+    index = course_page(tmp_path / "html", "zh", checkpoint=web_checkpoints["bpe"])
+    assert index == tmp_path / "html" / "explore" / "index.html"
+    assert '<html lang="zh-CN">' in index.read_text(encoding="utf-8")

@@ -1,0 +1,284 @@
+"""The exported page (issue 24): its JavaScript tokenizers equal Python's on every test2016 source sentence
+(run under node), and in headless Chromium, opened from ``file://`` with no flag and no network, typed sentences
+translate exactly as ``translate(checkpoint, …, beam_size=1)`` and the heatmaps show the captured weights.
+
+Set ``TC_WEB_SCREENSHOTS=DIR`` to keep the page's screenshots (English and Chinese) in DIR.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer_course import edition
+from transformer_course.checkpoint import load_checkpoint
+from transformer_course.data import detokenize, load_pairs, subword_tokenizer, tokenize_many
+from transformer_course.decode import translate
+from transformer_course.viz import translate_and_capture
+from transformer_course.web.tokenizers import subword_spec, tokenizer_spec
+
+NODE = shutil.which("node")
+CHROMIUM = edition.find_chromium()
+TOKENIZERS_JS = Path(__file__).resolve().parents[1] / "transformer_course" / "web" / "static" / "tokenizers.js"
+ODD = [  # beyond Multi30k: emoticons, URLs, abbreviations, quotes, tabs, double spaces, emoji, unknown letters
+    "Hallo:)",
+    "z.B. 3,5 km/h",
+    "Das ist's, oder?",
+    '(Bild) "Zitat"',
+    "www.example.com ist gut.",
+    "E-Mail: a@b.de!",
+    "  zwei  Leerzeichen ",
+    "Ü-Ei-Ölfass…",
+    "👍 Super!!!",
+    "Er sagt:„Ja“.",
+    "usw.",
+    "Str. 5",
+    ":-)",
+    "Hund\tKatze",
+    "http://x.org/a?b=c",
+    "10.000 €",
+    "Mo.–Fr.",
+    "'s Haus",
+    "a/b",
+    "Ωμέγα ist griechisch",
+    "",
+]
+needs_node = pytest.mark.skipif(
+    NODE is None and CHROMIUM is None, reason="neither node nor Chromium is installed (apt-get install nodejs)"
+)
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)"
+)
+
+
+JS_RUN = """
+const tok = tcTokenizers.forModel(d.spec);
+return {sources: d.sources.map(s => tok.source(s)), texts: d.targets.map(ids => tok.targetText(ids))};
+"""
+
+
+def js_run(tmp_path, spec, sources, targets):
+    """tokenizers.js on each source text (→ pieces and ids) and each target id list (→ text): under node, or in
+    headless Chromium where node is missing."""
+    data = json.dumps({"spec": spec, "sources": sources, "targets": targets})
+    if NODE is not None:
+        (tmp_path / "in.json").write_text(data, encoding="utf-8")
+        script = (
+            "const tcTokenizers = require(process.argv[1]), fs = require('fs');"
+            "const d = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));"
+            f"fs.writeFileSync(process.argv[3], JSON.stringify((() => {{ {JS_RUN} }})()));"
+        )
+        command = [NODE, "-e", script, str(TOKENIZERS_JS), str(tmp_path / "in.json"), str(tmp_path / "out.json")]
+        subprocess.run(command, check=True, timeout=300)
+        return json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+    from transformer_course.web.chromium import Chromium
+
+    with Chromium() as chromium:
+        chromium.open("about:blank")
+        chromium.evaluate(TOKENIZERS_JS.read_text(encoding="utf-8"))
+        return chromium.evaluate(f"(() => {{ const d = {data}; {JS_RUN} }})()")
+
+
+@pytest.fixture(scope="module")
+def test_pairs(web_checkpoints):
+    return load_pairs("test", web_checkpoints["root"])  # test2016: 1,000 pairs
+
+
+@needs_node
+def test_the_word_tokenizer_in_javascript_gives_spacys_words_and_ids_on_every_test_sentence(
+    web_checkpoints, test_pairs, tmp_path
+):
+    checkpoint = load_checkpoint(web_checkpoints["words"])
+    sources = [de for de, _ in test_pairs] + ODD
+    targets = [checkpoint.tgt_vocab.encode(words) + [3] for words in tokenize_many([en for _, en in test_pairs], "en")]
+    out = js_run(tmp_path, tokenizer_spec(checkpoint), sources, targets)
+    words = tokenize_many(sources, "de")
+    assert [s["pieces"] for s in out["sources"]] == words
+    assert [s["ids"] for s in out["sources"]] == [checkpoint.src_vocab.encode(w) for w in words]
+    assert out["texts"] == [detokenize(checkpoint.tgt_vocab.decode(ids)) for ids in targets]
+
+
+@needs_node
+@pytest.mark.parametrize("which", ["the model's (1,000 pieces)", "the full train split's (8,000 pieces)"])
+def test_the_bpe_tokenizer_in_javascript_gives_the_tokenizers_pieces_and_ids_on_every_test_sentence(
+    which, web_checkpoints, test_pairs, tmp_path
+):
+    checkpoint = load_checkpoint(web_checkpoints["bpe"])
+    tokenizer = checkpoint.tokenizer if "model" in which else subword_tokenizer(web_checkpoints["root"], 8000)
+    spec = {"source": subword_spec(tokenizer), "target": {"kind": "bpe"}}  # what tokenizer_spec writes for it
+    sources = [de for de, _ in test_pairs] + ODD
+    targets = tokenizer.encode_many([en for _, en in test_pairs], ids=True)
+    out = js_run(tmp_path, spec, sources, targets)
+    assert [s["pieces"] for s in out["sources"]] == [tokenizer.encode(s) for s in sources]
+    assert [s["ids"] for s in out["sources"]] == [tokenizer.encode_ids(s) for s in sources]
+    assert out["texts"] == [tokenizer.decode(ids) for ids in targets]
+
+
+# ---- the page in headless Chromium -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module", params=["words", "bpe"])
+def page(request, web_checkpoints, web_exports):
+    from transformer_course.web.chromium import Chromium
+
+    kind = request.param
+    with Chromium() as chromium:
+        chromium.open(web_exports[kind] / "index.html")
+        first = chromium.evaluate("tcPage.ready.then(r => r.text)")
+        yield {
+            "kind": kind,
+            "browser": chromium,
+            "checkpoint": web_checkpoints[kind],
+            "folder": web_exports[kind],
+            "first": first,
+        }
+
+
+def type_and_translate(chromium, sentence):
+    chromium.evaluate("(() => { const box = document.getElementById('tc-input'); box.focus(); box.select(); })()")
+    chromium.type(sentence)
+    chromium.press("Enter")
+    return chromium.evaluate(
+        "tcPage.pending.then(r => ({text: r.text, shown: document.getElementById('tc-translation').textContent, ms: r.ms, "
+        "steps: r.steps, ended: r.ids.length > 0 && r.ids[r.ids.length - 1] === 3}))"
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@needs_chromium
+def test_the_page_loads_from_a_file_and_asks_the_network_for_nothing(page):
+    chromium = page["browser"]
+    page_url = (page["folder"] / "index.html").resolve().as_uri()
+    assert chromium.requests[0] == page_url
+    others = [url for url in chromium.requests[1:] if not url.startswith("blob:")]
+    assert others == [], f"the page requested {others}"  # only the runtime's glue, a blob: URL the page made itself
+    assert chromium.console == []
+    assert page["first"] == translate(page["checkpoint"], ["Ein Hund läuft durch den Schnee."])[0]
+    timings = chromium.evaluate("tcPage.timings")
+    print(
+        f"\n{page['kind']}: page {os.path.getsize(page['folder'] / 'index.html') / 2**20:.1f} MiB, "
+        f"model ready {timings['load_ms']:.0f} ms after navigation (runtime + graphs {timings['runtime_ms']:.0f} ms)"
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@needs_chromium
+def test_fifty_typed_test_sentences_translate_exactly_as_python_does(page, test_pairs):
+    sentences = [de for de, _ in test_pairs[:50]]
+    expected = translate(page["checkpoint"], sentences, beam_size=1)
+    got = [type_and_translate(page["browser"], s) for s in sentences]
+    assert [g["text"] for g in got] == expected
+    assert [g["shown"] for g in got] == expected
+    assert len(set(expected)) > 1 and sum(g["ended"] for g in got) >= 45, "the test model should translate and stop"
+    ms = sorted(g["ms"] for g in got)
+    print(
+        f"\n{page['kind']}: median {ms[len(ms) // 2]:.0f} ms per sentence (max {ms[-1]:.0f} ms), "
+        f"{sum(g['steps'] for g in got) / len(got):.1f} decoder steps on average"
+    )
+
+
+VIEWS_JS = """
+(async () => {
+  const r = tcPage.last, out = [];
+  for (const kind of ["encoder", "decoder", "cross"]) {
+    for (let layer = 0; layer < %(layers)d; layer++) {
+      for (const head of ["mean"].concat([...Array(%(heads)d).keys()])) {
+        tcPage.view(kind, layer, head);
+        const cells = [...document.querySelectorAll("#tc-main rect")];
+        const rows = Math.max(...cells.map(c => +c.dataset.row)) + 1, cols = Math.max(...cells.map(c => +c.dataset.col)) + 1;
+        const w = [...Array(rows)].map(() => Array(cols).fill(null));
+        cells.forEach(c => { w[+c.dataset.row][+c.dataset.col] = +c.dataset.w; });
+        const labels = [...document.querySelectorAll("#tc-main text")].map(t => t.textContent);
+        const grid = document.querySelectorAll("#tc-grid figure").length;
+        out.push({kind, layer, head, w, labels, grid});
+      }
+    }
+  }
+  return out;
+})()
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@needs_chromium
+def test_the_heatmaps_show_the_captured_weights_of_every_kind_layer_and_head(page, test_pairs):
+    checkpoint = load_checkpoint(page["checkpoint"])
+    c = checkpoint.config
+    worst = 0.0
+    for sentence in [de for de, _ in test_pairs[50:60]]:
+        text, capture = translate_and_capture(checkpoint, sentence, beam_size=1)
+        assert type_and_translate(page["browser"], sentence)["text"] == text
+        views = page["browser"].evaluate(VIEWS_JS % {"layers": c.N, "heads": c.h})
+        assert len(views) == 3 * c.N * (c.h + 1)
+        for view in views:
+            weights = capture.weights(view["kind"], view["layer"])  # (heads, q, k)
+            expected = weights.mean(0) if view["head"] == "mean" else weights[view["head"]]
+            torch.testing.assert_close(torch.tensor(view["w"]), expected, atol=1e-4, rtol=0)
+            worst = max(worst, float((torch.tensor(view["w"]) - expected).abs().max()))
+            queries, keys = capture.axis_tokens(view["kind"])
+            assert view["labels"] == [*keys, *queries]  # columns first (drawn on top), then rows
+            assert view["grid"] == c.h + 1  # the mean and every head of the layer
+    print(f"\n{page['kind']}: drawn weights differ from the captured ones by at most {worst:.1e}")
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@needs_chromium
+def test_screenshots_in_english_and_chinese_show_heatmaps_and_the_chosen_language(page, tmp_path):
+    from PIL import Image
+
+    from transformer_course.web.chromium import Chromium
+    from transformer_course.web.page import build_page
+
+    folder = page["folder"]
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    tokenizer = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    graphs = [(folder / name).read_bytes() for name in ("encoder.onnx", "decoder_step.onnx")]
+    keep = os.environ.get("TC_WEB_SCREENSHOTS")
+    for language, words in (
+        ("en", ["cross-attention (decoder → encoder)", "mean over heads"]),
+        ("zh", ["交叉注意力（解码器 → 编码器）", "各头平均（mean）", "翻译"]),
+    ):
+        path = tmp_path / f"index-{language}.html"
+        path.write_text(build_page(manifest, tokenizer, *graphs, language=language), encoding="utf-8")
+        with Chromium(window=(1100, 900)) as chromium:
+            chromium.open(path)
+            chromium.evaluate("tcPage.ready")
+            chromium.evaluate("tcPage.view('cross', 1, 'mean')")
+            text = chromium.evaluate("document.body.innerText")
+            assert all(w in text for w in words), f"{language}: {[w for w in words if w not in text]} not on the page"
+            assert chromium.evaluate("document.documentElement.lang") == ("zh-CN" if language == "zh" else "en")
+            shot = chromium.screenshot(tmp_path / f"page-{page['kind']}-{language}.png")
+        image = Image.open(shot).convert("RGB")
+        blues = sum(n for n, (r, g, b) in image.getcolors(maxcolors=1 << 22) if b > r + 15)  # heatmap cells
+        assert blues > 2000, f"the {language} screenshot shows no heatmap"
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            shutil.copy(shot, Path(keep) / shot.name)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@needs_chromium
+def test_an_empty_or_too_long_sentence_gets_one_line_that_says_what_to_do(page):
+    chromium = page["browser"]
+    chromium.evaluate("(() => { const box = document.getElementById('tc-input'); box.value = ''; box.focus(); })()")
+    chromium.press("Enter")  # an empty box (all spaces is a sentence of "▁" pieces for a BPE model, in Python too)
+    assert chromium.evaluate("tcPage.pending.then(r => r.text)") == translate(page["checkpoint"], [""])[0] == ""
+    assert chromium.evaluate("document.getElementById('tc-status').textContent") == "Type a sentence first."
+    assert chromium.evaluate("document.querySelectorAll('#tc-main rect').length") == 0
+    chromium.evaluate("(() => { const box = document.getElementById('tc-input'); box.focus(); box.select(); })()")
+    chromium.type("Hund " * 129 + "Hund")
+    chromium.press("Enter")
+    status = chromium.evaluate(
+        "tcPage.pending.then(() => 'no error', () => document.getElementById('tc-status').textContent)"
+    )
+    assert status == "The sentence has 130 tokens; the model's positional table holds 128. Shorten it."
+    assert chromium.console == []  # shown on the page, not thrown
