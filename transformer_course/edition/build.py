@@ -9,14 +9,11 @@ English from notebooks/ into html/, the 中文版 from notebooks/zh/ into html/z
     python -m transformer_course.edition --fast --check   # then open every page in headless Chromium, offline
     python -m transformer_course.edition --slides --fast  # reveal.js decks instead: html/slides/NN_name.slides.html
 
-Run it from the repository's top folder. The pages need no network: charts draw from one inlined Vega
-bundle, formulas are MathML (:mod:`.export`). A notebook that fails is still exported (its error shows on
-its page), the others go on, and the command ends with exit code 1 and the names of the failures.
-
-Each contents page links to the other language's, each page (and deck) to the same notebook in the other
-language (the contents pages and those links: :mod:`.contents`). The Chinese pages say
-``<html lang="zh-CN">``; their charts speak Chinese because the Chinese notebooks call ``set_language("zh")``.
-A Chinese notebook not written yet is left out, with one line that says which.
+Run it from the repository's top folder. The pages need no network: charts draw from one inlined Vega bundle,
+formulas are MathML (:mod:`.export`). A notebook that fails is still exported (its error shows on its page), the
+others go on, and the command ends with exit code 1 naming the failures. Contents pages and every page link to
+the other language (:mod:`.contents`); the Chinese pages say ``<html lang="zh-CN">`` and their charts speak
+Chinese (the notebooks call ``set_language("zh")``); a Chinese notebook not written yet is left out, said once.
 """
 
 from __future__ import annotations
@@ -131,10 +128,8 @@ def build_edition(
     ``other``: (the other language's ``out_dir``, the notebook names built there): each page then links to
     its namesake there, and the contents page to the other contents page (:func:`build_editions`).
 
-    ``solved`` (the default): the edition shows the solved course (issue 21): each notebook runs with its blanks
-    filled from ``notebooks/solutions/`` (:func:`transformer_course.classroom.solve.solved_course`, in a
-    temporary copy of the course; the notebooks themselves are not touched). ``solved=False`` runs them as
-    committed, blanks and all."""
+    ``solved`` (default): the solved course (issue 21), blanks filled from ``notebooks/solutions/`` in a temporary
+    copy (:func:`transformer_course.classroom.solve.solved_course`); ``solved=False``: as committed."""
     if language not in LANGUAGES:
         raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, got {language!r}")
     paths = select_notebooks(notebooks, only)
