@@ -124,9 +124,8 @@ def build_edition(
     reveal.js decks instead, ``out_dir/slides/NN_name.slides.html`` (:func:`.slides.notebook_to_slides`),
     and their contents page ``out_dir/slides/index.html``.
 
-    ``language``: the notebooks' language, "en" or "zh" (``<html lang="zh-CN">``, a Chinese contents page).
-    ``other``: (the other language's ``out_dir``, the notebook names built there): each page then links to
-    its namesake there, and the contents page to the other contents page (:func:`build_editions`).
+    ``language``: "en" or "zh" (``<html lang="zh-CN">``, a Chinese contents page). ``other``: (the other language's
+    ``out_dir``, the names built there): pages and contents page link to their namesakes (:func:`build_editions`).
 
     ``solved`` (default): the solved course (issue 21), blanks filled from ``notebooks/solutions/`` in a temporary
     copy (:func:`transformer_course.classroom.solve.solved_course`); ``solved=False``: as committed."""
