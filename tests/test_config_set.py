@@ -6,7 +6,8 @@ import pytest
 
 from transformer_course import cli
 from transformer_course.checkpoint import load_checkpoint
-from transformer_course.config import Config, apply_overrides, get_preset, parse_override
+from transformer_course.config import Config, get_preset
+from transformer_course.overrides import apply_overrides, parse_override
 
 
 @pytest.mark.parametrize(

@@ -24,9 +24,10 @@ import threading
 from pathlib import Path
 
 from .cli_checks import check_beam, check_device, check_positive, check_train_options
-from .config import PRESETS, apply_overrides, get_preset
+from .config import PRESETS, get_preset
 from .failures import DISK_FULL, Terminated, expected_errors, on_sigterm, one_line, write_text
 from .files import check_writable_folder, refuse_writing_onto_inputs
+from .overrides import apply_overrides
 from .web.command import add_export_web  # export-web CHECKPOINT OUT: a static page that runs the model (issue 24)
 
 __all__ = ["COMMANDS", "build_parser", "main"]

@@ -11,7 +11,6 @@ layers), ranges (``lr_factor > 0``, dropout in [0, 1), ``h`` divides ``d_model``
 
 from __future__ import annotations
 
-import difflib
 import math
 import numbers
 import os
@@ -23,10 +22,8 @@ __all__ = [
     "MAX_BEAM_SIZE",
     "MAX_LENGTH_PENALTY",
     "PRESETS",
-    "apply_overrides",
     "get_preset",
     "fast_mode",
-    "parse_override",
 ]
 
 MAX_LENGTH_PENALTY = 10.0  # α of the GNMT length penalty; the paper uses 0.6, GNMT tried 0 to 1 (Wu et al., 2016)
@@ -279,55 +276,6 @@ PRESETS: dict[str, Config] = {
         validate_every=5,  # on a GPU an epoch of Multi30k takes seconds: validating and saving each would dominate
     ),
 }
-
-
-_TRUE, _FALSE, _NONE = ("true", "yes", "on", "1"), ("false", "no", "off", "0"), ("none", "null")
-
-
-def parse_override(text: str) -> tuple[str, object]:
-    """``"FIELD=VALUE"`` → ``(field, value)`` with the value read as the field's type (what ``train --set``
-    takes): ``dropout=0.3``, ``N=6``, ``norm_first=true``, ``tie_embeddings=decoder``, ``clip_norm=none``.
-    A ValueError says what is wrong in one line: no ``=``, an unknown field (with the nearest known one),
-    or a value that is not of the field's type. Ranges are checked by :meth:`Config.validate`."""
-    field_name, eq, raw = text.partition("=")
-    field_name, raw = field_name.strip(), raw.strip()
-    types = {f.name: str(f.type) for f in fields(Config)}
-    if not eq or not field_name:
-        raise ValueError(f"--set takes FIELD=VALUE (e.g. --set dropout=0.3), got {text!r}")
-    if field_name not in types:
-        near = difflib.get_close_matches(field_name, types, n=1)
-        hint = f"did you mean {near[0]!r}? " if near else ""
-        raise ValueError(f"--set {text}: Config has no field {field_name!r}; {hint}fields: {', '.join(types)}")
-    kind = types[field_name]
-    if "None" in kind and raw.lower() in _NONE:
-        return field_name, None
-    try:
-        if kind.startswith("bool"):
-            if raw.lower() not in _TRUE + _FALSE:
-                raise ValueError
-            return field_name, raw.lower() in _TRUE
-        if kind.startswith("int"):
-            return field_name, int(raw)
-        if kind.startswith("float"):
-            return field_name, float(raw)
-    except ValueError:
-        words = {"bool": "true or false", "int": "an integer", "float": "a number"}[kind.split()[0]]
-        none = " or none" if "None" in kind else ""
-        raise ValueError(f"--set {text}: {field_name} takes {words}{none}, got {raw!r}") from None
-    return field_name, raw  # a str field; its choices are checked by Config.validate
-
-
-def apply_overrides(config: Config, overrides: list[str] | tuple[str, ...] = ()) -> Config:
-    """``config`` with each ``"FIELD=VALUE"`` of ``overrides`` applied (later ones win), validated as one
-    Config: a bad field, value or combination is a ValueError naming the ``--set`` it came from."""
-    changes = dict(parse_override(text) for text in overrides)
-    if not changes:
-        return config
-    try:
-        return config.replace(**changes)
-    except ValueError as err:
-        given = " ".join(f"--set {t}" for t in overrides)
-        raise ValueError(f"{given}: {err}") from None
 
 
 def get_preset(name: str) -> Config:
