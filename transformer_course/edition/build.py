@@ -1,6 +1,5 @@
-"""The course's offline HTML edition: execute every notebook, export each to one offline HTML page, and write
-a contents page in course order (notebook 10's charts, every notebook's text; issue 7), in both languages:
-English from notebooks/ into html/, the 中文版 from notebooks/zh/ into html/zh/ (issue 14).
+"""The offline HTML edition: every notebook executed and exported to one offline page, with a contents page in
+course order (issue 7); English from notebooks/ into html/, the 中文版 from notebooks/zh/ into html/zh/ (issue 14).
 
     python -m transformer_course.edition                  # every notebook, normal mode, into html/ and html/zh/
     python -m transformer_course.edition --languages en   # English only (zh: the 中文版 only)
