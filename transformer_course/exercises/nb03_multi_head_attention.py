@@ -25,6 +25,7 @@ from ..i18n import lazy_t, register, t
 from . import Choice, Hint, Numeric, Result, as_int, as_shape, check_question, expect_tensor, run_check
 from .guard import TORCH_ATTENTION, no_shortcuts
 from .nb01_masks import _too_big_to_build
+from .seal import answer_check
 from .zh.nb03_multi_head_attention import ZH
 
 register("zh", ZH)
@@ -461,11 +462,13 @@ CROSS = Choice(
 )
 
 
+@answer_check
 def check_question_gqa_parameters(answer) -> Result:
     """Grouped-query attention, d_model 512, 8 query heads, 2 key/value heads: weights of W^Q, W^K, W^V."""
     return check_question(t("question 1 (grouped-query parameters)"), GQA_PARAMETERS, answer)
 
 
+@answer_check
 def check_question_cross(answer) -> Result:
     """How often must one decoder layer's cross-attention project the memory while translating a sentence?"""
     return check_question(t("question 2 (cross-attention)"), CROSS, answer)

@@ -29,6 +29,7 @@ from ..masks import padding_mask
 from . import Hint, Numeric, Result, as_int, as_mask, expect_tensor, run_check, same
 from . import check_quiz as _check_quiz
 from .guard import TORCH_TRANSFORMER, no_shortcuts
+from .seal import answer_check
 from .zh.nb06_encoder import ZH
 
 register("zh", ZH)
@@ -428,6 +429,7 @@ def _change_mistakes(want: Tensor) -> dict[str, Tensor]:
     }
 
 
+@answer_check
 def check_mask_effect(changes) -> Result:
     """``changes``: a (2, 5) table, True where the encoder's output at (sentence, position) changes when
     the padding mask is left out (``model.encode(src, None)`` instead of ``model.encode(src, src_mask)``)."""
@@ -704,6 +706,7 @@ QUESTIONS = {
 }
 
 
+@answer_check
 def check_quiz(**answers) -> Result:
     """``check_quiz(q1=..., q2=..., q3=...)``: one line per question."""
     return _check_quiz(QUESTIONS, answers)

@@ -42,6 +42,7 @@ from .nb06_encoder import (
     _randomize,
     _shares_weights,
 )
+from .seal import answer_check
 from .zh.nb07_decoder import ZH
 
 register("zh", ZH)
@@ -467,6 +468,7 @@ RULED_OUT = {
 MYSTERY_DIGESTS = {"model_1": "d7774578982178c115756399", "model_2": "3cfc081e72253c45b1f8dc61"}
 
 
+@answer_check
 def check_mystery(model_1=..., model_2=...) -> Result:
     """``check_mystery(model_1=..., model_2=...)``: the letter of each model's bug."""
 
@@ -630,6 +632,7 @@ QUESTIONS = {
 }
 
 
+@answer_check
 def check_quiz(**answers) -> Result:
     """``check_quiz(q1="c", q2="b", q3=5)``: one line per question."""
     return _check_quiz(QUESTIONS, answers)
