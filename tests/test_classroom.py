@@ -138,7 +138,8 @@ def test_every_notebook_converts_to_an_nbgrader_source_notebook(path: Path, tmp_
             kinds.append("solution")
         if meta and meta["grade"]:
             assert meta["locked"] and meta["points"] >= 1 and not meta["solution"]
-            assert "assert _result" in cell.source and BEGIN not in cell.source and END not in cell.source
+            assert BEGIN not in cell.source and END not in cell.source
+            assert hidden_cell(cell.source)["calls"], f"graded cell {meta['grade_id']} has no hidden test"
             kinds.append("graded")
     if has_exercises(original):  # something was checked: the exercises became solution and graded cells
         assert {"solution", "graded"} <= set(kinds), f"{path.name} has exercises but converted to {kinds}"
@@ -212,7 +213,20 @@ def made_up(tmp_path: Path, cells: list[str], solutions: str):
     return convert_notebook(nb, "42_made_up.ipynb", ReferenceModule.read(tmp_path / "nb42_made_up.py"))
 
 
-CHECKERS = "from transformer_course.exercises import nb42 as ex\n"
+CHECKERS = "from transformer_course.exercises import nb01_masks as ex\n"
+
+
+def hidden_cell(source: str) -> dict:
+    """What a graded cell's hidden test gives :func:`transformer_course.classroom.verdict.grade`."""
+    hidden = re.search(r"^### BEGIN HIDDEN TESTS\n(.*?)^### END HIDDEN TESTS$", source, re.M | re.S)
+    assert hidden, f"no hidden test in:\n{source}"
+    call = ast.parse(hidden.group(1)).body[-1]
+    return ast.literal_eval(call.value.args[0])
+
+
+def visible_part(source: str) -> list[str]:
+    """The lines of a graded cell the student sees and runs (after its header and hidden test)."""
+    return source.partition("### END HIDDEN TESTS\n")[2].splitlines()
 
 
 def test_answers_keep_their_lines_and_get_the_reference_values_after_them(tmp_path):
@@ -225,8 +239,14 @@ def test_answers_keep_their_lines_and_get_the_reference_values_after_them(tmp_pa
     assert solution.source == (
         f'q1 = ...  # "a" or "b"\nq2 = ...  # a number\n{BEGIN}\nimport math\nq1 = \'b\'\nq2 = round(math.pi, 2)\n{END}'
     )
-    assert graded.metadata["nbgrader"]["points"] == 1  # answers, not a function: 1 point
-    assert "_result = ex.check_quiz(q1=q1, q2=q2)\nassert _result, repr(_result)" in graded.source
+    assert graded.metadata["nbgrader"]["points"] == 2  # a quiz: 1 point per answer
+    assert hidden_cell(graded.source)["calls"] == [["check_quiz", 2]]
+    assert visible_part(graded.source) == [  # answers: the self-check tells their form only
+        "from transformer_course.exercises import sealed",
+        "",
+        "with sealed():",
+        "    ex.check_quiz(q1=q1, q2=q2);",
+    ]
 
 
 def test_a_class_stub_gets_each_stubbed_method_body_and_keeps_the_lines_it_shows(tmp_path):
@@ -279,15 +299,13 @@ def test_a_cell_with_an_exercise_and_its_checker_is_split_and_an_if_condition_is
     )
     solution, graded = conversion.notebook.cells
     assert solution.metadata["nbgrader"]["solution"] and graded.metadata["nbgrader"]["grade"]
-    assert graded.source.splitlines()[1:] == [
-        "# check it",
-        "if (_result := ex.check_f(f)):",
-        "    print(f(2))",
-        "assert _result, repr(_result)  # a failed check fails this graded cell",
-    ]
+    assert visible_part(graded.source) == ["# check it", "if ex.check_f(f):", "    print(f(2))"]
+    cell = hidden_cell(graded.source)
+    assert cell["calls"] == [["check_f", 2]] and cell["aliases"] == {"ex": "nb01_masks"}
+    assert cell["text"] == "# check it\nif ex.check_f(f):\n    print(f(2))"
 
 
-def test_two_checker_calls_in_one_cell_are_each_asserted_and_their_points_add_up(tmp_path):
+def test_two_checker_calls_in_one_cell_are_each_graded_and_their_points_add_up(tmp_path):
     conversion = made_up(
         tmp_path,
         [
@@ -298,12 +316,8 @@ def test_two_checker_calls_in_one_cell_are_each_asserted_and_their_points_add_up
     )
     graded = conversion.notebook.cells[1]
     assert graded.metadata["nbgrader"]["points"] == 2 + 1  # a function to write, then an answer
-    assert graded.source.splitlines()[1:] == [
-        "_result_1 = ex.check_f(f)",
-        "_result_2 = ex.check_answer(answer)",
-        "assert _result_1, repr(_result_1)  # a failed check fails this graded cell",
-        "assert _result_2, repr(_result_2)  # a failed check fails this graded cell",
-    ]
+    assert hidden_cell(graded.source)["calls"] == [["check_f", 2], ["check_answer", 1]]
+    assert visible_part(graded.source) == ["ex.check_f(f)", "ex.check_answer(answer);"]  # code too: not sealed
 
 
 @pytest.mark.parametrize(
@@ -716,6 +730,36 @@ def test_an_exercise_that_never_returns_is_stopped_by_the_timeout_and_the_rest_i
     failed, points = grading(assignments["nb02"], chosen["never_returns"])
     assert all(cells[grade_id] == 0 for grade_id in failed) and 0 < score == max_score - points, cells
     assert "CellTimeoutError" in feedback(course, "carol", "nb02")  # the feedback says why
+
+
+@pytest.fixture(scope="module")
+def every_assignment(tmp_path_factory):
+    """All 12 notebooks as a course, each released and submitted with the reference solutions, each autograded
+    on its own (the seconds each took, in fast mode, on this machine: printed with ``pytest -s``)."""
+    import time
+
+    pytest.importorskip("nbgrader", reason="the classroom extra: pip install -e '.[classroom]'")
+    course = tmp_path_factory.mktemp("every") / "course"
+    assignments = build_course(course, NOTEBOOKS_DIR, SOLUTIONS_DIR)  # the default per-cell timeout, 120 s
+    assert len(assignments) == len(NOTEBOOKS)
+    seconds = {}
+    for assignment in assignments:
+        nbgrader(course, "generate_assignment", assignment.name)
+        submit(course, "alice", assignment.name)
+        start = time.perf_counter()
+        nbgrader(course, "autograde", assignment.name)
+        seconds[assignment.name] = time.perf_counter() - start
+    print("autograde seconds per assignment (fast mode):", {k: round(v, 1) for k, v in seconds.items()})
+    return course, assignments
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("number", [COURSE_NOTEBOOK.match(p.name).group(1) for p in NOTEBOOKS])
+def test_every_assignments_reference_gets_full_marks(every_assignment, number):
+    course, assignments = every_assignment
+    [assignment] = [a for a in assignments if a.name == f"nb{number}"]
+    score, max_score, cells = scores(course, assignment.name, "alice")
+    assert max_score == assignment.points > 0 and score == max_score, cells
 
 
 # --- what students install -----------------------------------------------------------------------------------------
