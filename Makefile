@@ -16,8 +16,7 @@
 # The spec pins the CPU wheel's local version (+cpu): PyPI's Linux torch is the CUDA build, and a plain
 # torch==2.13.0 could be taken from the PyPI mirror instead of the -f page. macOS wheels have no +cpu (they are
 # CPU/MPS already): there, PIP_INDEX_URL alone.
-#   make course PIP_INDEX_URL=https://pypi.tuna.tsinghua.edu.cn/simple TORCH_SPEC="torch==2.13.0+cpu" \
-#        TORCH_PIP_ARGS="-f https://mirrors.aliyun.com/pytorch-wheels/cpu/"
+#   make course PIP_INDEX_URL=https://pypi.tuna.tsinghua.edu.cn/simple TORCH_SPEC="torch==2.13.0+cpu" TORCH_PIP_ARGS="-f https://mirrors.aliyun.com/pytorch-wheels/cpu/"
 
 PYTHON ?= python3
 VENV ?= .venv

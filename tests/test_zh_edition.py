@@ -272,6 +272,25 @@ def test_the_readmes_mirror_make_line_installs_the_cpu_wheel_first_with_the_mirr
     )
     package = next(i for i, c in enumerate(calls) if "-e .[notebooks]" in c)
     assert torch < package, calls
+    assert line in (REPO / "Makefile").read_text(encoding="utf-8"), "the Makefile's comment shows the same line"
+
+
+def test_the_chinese_pip_lines_parse_and_install_the_cpu_wheel_before_the_package():
+    """Every ``pip install`` line of the 中文版 section (Windows, no make) as pip itself parses it."""
+    from pip._internal.commands import create_command
+
+    blocks = re.findall(r"```(?:bash|powershell)\n(.*?)```", readme_section(), re.S)
+    checked = 0
+    for block in blocks:
+        lines = [re.sub(r"\s+#.*$", "", ln).strip() for ln in block.splitlines() if "pip install" in ln]
+        lines = [ln[ln.index("pip install") + len("pip install") :] for ln in lines if "make " not in ln]
+        parsed = [create_command("install").parse_args(shlex.split(ln)) for ln in lines]
+        for i, (options, requirements) in enumerate(parsed):
+            if "https://mirrors.aliyun.com/pytorch-wheels/cpu/" in options.find_links:
+                assert requirements == ["torch==2.13.0+cpu"], lines[i]
+                assert any(o.editables for o, _ in parsed[i + 1 :]), f"torch first, then the package: {lines}"
+                checked += 1
+    assert checked >= 2, "the Windows and the no-make paths each install torch==2.13.0+cpu from the wheel mirror"
 
 
 # ---- course_path: the same file from notebooks/ and notebooks/zh/ ----------------------------------------------
