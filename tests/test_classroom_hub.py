@@ -1,4 +1,5 @@
-"""No answer on the hub (issue 22, item 5): the students' install holds no solution.
+"""No answer on the hub (issue 22, item 5): the students' install holds no solution, and notebook 10 finds the
+checkpoint the hub shares.
 
 ``python -m transformer_course classroom OUT --hub`` writes ``OUT/hub/transformer_course-<version>-py3-none-any.whl``:
 the package alone, with the marker ``transformer_course/exercises/SEALED``. The end-to-end test (``slow``) installs
@@ -22,6 +23,7 @@ import pytest
 from transformer_course import __version__
 from transformer_course.classroom import main
 from transformer_course.classroom.hub import PACKAGE_DIR, SEALED, hub_wheel
+from transformer_course.paths import CHECKPOINT_ENV, course_checkpoint
 
 from helpers import NOTEBOOKS_DIR, exercise_definitions, reference_code_in
 
@@ -118,3 +120,26 @@ def test_a_student_kernel_on_the_hub_install_reaches_no_solution(tmp_path):
     assert len(exercise_definitions()) >= 20, "too few exercises found to look for"
     assert not reference_code_in(files)
     assert PACKAGE_DIR.parent.joinpath("notebooks", "solutions").is_dir()  # the checkout itself still has them
+
+
+# --- the checkpoint on a hub --------------------------------------------------------------------------------------
+
+
+def test_notebook_10_gets_the_hubs_checkpoint_when_its_own_path_holds_none(tmp_path, monkeypatch):
+    own, shared = tmp_path / "runs" / "best.pt", tmp_path / "srv" / "best.pt"
+    shared.parent.mkdir()
+    shared.write_bytes(b"checkpoint")
+    monkeypatch.delenv(CHECKPOINT_ENV, raising=False)
+    assert course_checkpoint(own) == own  # no hub: the notebook's path, found or not
+    monkeypatch.setenv(CHECKPOINT_ENV, str(shared))
+    assert course_checkpoint(own) == shared
+    own.parent.mkdir()
+    own.write_bytes(b"mine")
+    assert course_checkpoint(own) == own  # a student's own checkpoint wins
+
+
+def test_a_hub_checkpoint_variable_naming_a_folder_says_to_name_the_file(tmp_path, monkeypatch):
+    monkeypatch.setenv(CHECKPOINT_ENV, str(tmp_path))
+    with pytest.raises(ValueError, match=r"is a folder; set it to the checkpoint file itself") as error:
+        course_checkpoint(tmp_path / "missing.pt")
+    assert "\n" not in str(error.value) and str(tmp_path / "best.pt") in str(error.value)
