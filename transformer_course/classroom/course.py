@@ -288,11 +288,11 @@ def main(argv: list[str] | None = None, prog: str = "python -m transformer_cours
     parser.add_argument("--hub", action="store_true", help="also write OUT/hub/*.whl: the package, for students")
     args = parser.parse_args(argv)
     try:
-        wheel = hub_wheel() if args.hub else None  # a package that cannot be sealed stops the build before any work
+        sealed = hub_wheel() if args.hub else None  # a package that cannot be sealed stops the build before any work
         assignments = build_course(
             args.out, args.notebooks, args.solutions, args.only, args.timeout, not args.full, args.course_id, args.force
         )
-        wheel = write_hub_wheel(args.out, COMMAND, wheel) if args.hub else None
+        wheel = write_hub_wheel(args.out, COMMAND, sealed) if sealed is not None else None
     except ModuleNotFoundError as error:
         print(f"error: {error}; install the classroom extra: pip install -e '.[classroom]'", file=sys.stderr)
         return 1
