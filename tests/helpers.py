@@ -6,11 +6,13 @@
 - :data:`MULTI30K` / :func:`multi30k_files` — the Multi30k files from ``TC_DATA_MIRROR`` (CI and this project's
   machines point it at a shared folder) or the clone's ``data/``, nothing else;
 - :func:`run_in_fast_mode` — one notebook top to bottom in fast mode, in its own folder (English and 中文版);
-- the 术语表 reader (:func:`parse_glossary`, :func:`avoided_uses`, …) that the 中文版 and i18n tests share.
+- the 术语表 reader (:func:`parse_glossary`, :func:`avoided_uses`, …) that the 中文版 and i18n tests share;
+- :func:`reference_code_in` — the exercises' reference code found in a set of files (a wheel, an install, a release).
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib.util
 import json
@@ -315,3 +317,74 @@ def avoided_uses(texts: list[tuple[str, str]], terms: list[Term]) -> list[str]:
                     if occurrences_not_covered(line, avoided.variant, covers):
                         found.append(f"{where}: {avoided.variant!r} (write {term.chosen}) in: {line.strip()}")
     return found
+
+
+# ---- the reference code, wherever it might leak (classroom tests) -----------------------------------------------
+
+
+def without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    has_docstring = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+    return body[1:] if has_docstring and isinstance(body[0].value.value, str) else body
+
+
+def body_dump(function: ast.FunctionDef) -> str:
+    """A function's statements without its docstring, as a syntax tree: the same code whatever its docstring,
+    comments or layout."""
+    return ast.dump(ast.Module(body=without_docstring(function.body), type_ignores=[]))
+
+
+def exercise_definitions() -> list[tuple[str, object, ast.FunctionDef | ast.ClassDef]]:
+    """(notebook, solutions module, definition) of every function and class a learner writes: a stub in a notebook
+    (its body ends with ``raise NotImplementedError``) answered by the definition of that name in its module (a
+    :class:`transformer_course.classroom.ReferenceModule`)."""
+    import nbformat
+
+    from transformer_course.classroom import ReferenceModule
+    from transformer_course.classroom.cells import is_stub_raise, parse_cell
+
+    found = []
+    for path in ENGLISH:
+        modules = list(SOLUTIONS_DIR.glob(f"nb{path.name[:2]}_*.py"))
+        if not modules:
+            continue
+        reference = ReferenceModule.read(modules[0])
+        stubs = {
+            node.name
+            for cell in nbformat.read(path, as_version=4).cells
+            if cell.cell_type == "code" and (tree := parse_cell(cell.source)) is not None
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and any(map(is_stub_raise, ast.walk(node)))
+        }
+        found += [
+            (path.name, reference, node)
+            for node in reference.tree.body
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in stubs
+        ]
+    return found
+
+
+def reference_code_in(files: dict[str, str]) -> list[str]:
+    """The exercises' reference code found in ``files`` (name → text): the source of a reference function or class
+    as written, or, in a Python file, a function whose statements are those of a reference function or method."""
+    bodies = {}
+    for name, text in files.items():
+        try:
+            tree = ast.parse(text) if name.endswith(".py") else None
+        except SyntaxError:
+            tree = None
+        for node in ast.walk(tree) if tree is not None else []:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and without_docstring(node.body):
+                bodies.setdefault(body_dump(node), f"{name}: {node.name}")
+    offenders = []
+    for notebook, reference, definition in exercise_definitions():
+        where = f"{reference.path.name}: {definition.name} ({notebook}'s exercise)"
+        offenders += [
+            f"{where} as written, in {name}" for name, text in files.items() if reference.segment(definition) in text
+        ]
+        functions = [definition] if isinstance(definition, ast.FunctionDef) else definition.body
+        offenders += [
+            f"{where}, the statements of {f.name}, in {bodies[body_dump(f)]}"
+            for f in functions
+            if isinstance(f, ast.FunctionDef) and body_dump(f) in bodies
+        ]
+    return offenders
