@@ -176,6 +176,27 @@ def test_no_test_skips_when_a_module_of_the_project_fails_to_import():
     assert not offenders, f"importorskip on the project's own modules turns a broken module into a skip: {offenders}"
 
 
+def test_no_test_module_imports_another_test_module():
+    """What test files share lives in tests/helpers.py (fixtures in conftest.py, which pytest loads itself): a test
+    file imported by another runs its module-level code twice and ties the two together. Imports inside
+    functions count too."""
+    tests = Path(__file__).parent
+    test_modules = {p.stem for p in tests.glob("test_*.py")} | {"conftest"}
+    offenders = []
+    for path in sorted(tests.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            else:
+                continue
+            offenders += [
+                f"{path.name}:{node.lineno} imports {n}" for n in names if n.partition(".")[0] in test_modules
+            ]
+    assert not offenders, f"move what they share into tests/helpers.py: {offenders}"
+
+
 # Training never draws with the chart stack; the model reads its own config only -----------------------------------
 
 
