@@ -68,7 +68,7 @@ ZH: dict[str, str] = {
     "that is full multi-head attention; with 2 groups W^K and W^V have only 2 heads of d_k = 64": "这是完整的多头注意力；分成 2 组时，W^K 和 W^V 只有 2 个 d_k = 64 的头",
     "that is the weights; weights @ v has one d_k-vector per query": "这是权重的形状；weights @ v 给每个查询一个 d_k 维向量",
     "the gradient of {name}": "{name} 的梯度",
-    "the memory goes through the layer's own W^K and W^V (§3.2.2) before it is attended to: once": "memory 在被注意之前要先经过这一层自己的 W^K 和 W^V（§3.2.2）：一次",
+    "the memory goes through the layer's own W^K and W^V (§3.2.2) before it is attended to: once": "memory 在被关注之前要先经过这一层自己的 W^K 和 W^V（§3.2.2）：一次",
     "the memory is the same at every step; only the queries (the new target token) change": "每一步的 memory 都相同；变的只有查询（新的目标词元）",
     "the number of dimensions is right; axis {axis} is not": "维数是对的；第 {axis} 个轴不对",
     "the output projection W^O (self.out_proj) is missing after merge_heads": "merge_heads 之后缺少输出投影 W^O（self.out_proj）",
