@@ -93,6 +93,11 @@ KERNEL_STARTUP_S = 180  # nbclient's default, 60 s, is too short on a busy 2-cor
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # the checkers' blank answers, in English and in the 中文版: this exercise's, or an earlier file's it builds on
 NOT_DONE = ("not done yet", "还没有完成", "is not written yet", "还没有写好")
+# tc.learner's lines in both languages (exercises/zh/learner.py): a fallback's mark, what names it as not the
+# learner's, the line that says whose model it is ("cell N: 模型是…"), the package's model, the learner's own
+FALLBACK, NOT_YOURS = ("fallback", "后备"), ("not yours", "不是你的")
+MODEL_IS = ("the model is", ": 模型是", ": 模型部分是", ": 模型不是")
+PACKAGE_MODEL, YOUR_MODEL = ("the model is the package's", "模型是包的"), ("the model is yours", "模型是你的")
 
 
 def failing_cell_report(nb, path: Path) -> str:
@@ -206,14 +211,16 @@ def check_as_committed(path: Path, lines: list[str]) -> None:
     unnamed = [  # "a fallback, not yours", or the fallback module named by its name (transformer_course.fallback.X)
         line
         for line in lines
-        if "fallback" in line and "not yours" not in line and "transformer_course.fallback." not in line
+        if any(w in line for w in FALLBACK)
+        and not any(w in line for w in NOT_YOURS)
+        and "transformer_course.fallback." not in line
     ]
     assert not unnamed, f"{path.name}: a fallback not named as such:\n" + "\n".join(unnamed)
     english = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
     if any(
         build_stubs(c.source) for n in english for c in nbformat.read(n, as_version=4).cells if c.cell_type == "code"
     ):
-        assert not [line for line in lines if "the model is yours" in line], f"{path.name}: 'yours' said of blanks"
+        assert not [line for line in lines if any(w in line for w in YOUR_MODEL)], f"{path.name}: 'yours' of blanks"
 
 
 def check_solved(path: Path, lines: list[str]) -> None:
@@ -223,16 +230,16 @@ def check_solved(path: Path, lines: list[str]) -> None:
     from transformer_course.classroom.convert import build_file
     from transformer_course.learner import FILES
 
-    bad = [line for line in lines if "❌" in line or any(word in line for word in NOT_DONE) or "a fallback" in line]
+    bad = [line for line in lines if "❌" in line or any(word in line for word in (*NOT_DONE, "a fallback", "后备"))]
     assert not bad, f"{path.name} solved:\n" + "\n".join(bad)
     if ".check_" in path.read_text(encoding="utf-8"):
         assert any("✅" in line for line in lines), f"{path.name} solved: no check printed ✅"
     if path.name.startswith("08_"):  # the learner-written model trains: the default, and the variant once
-        model_lines = [line for line in lines if "the model is" in line]  # 07's build cell has its switches
-        assert model_lines and "the model is the package's" not in model_lines[0], model_lines
+        model_lines = [line for line in lines if any(w in line for w in MODEL_IS)]  # 07's build cell has its switches
+        assert model_lines and not any(w in model_lines[0] for w in PACKAGE_MODEL), model_lines
         cells = nbformat.read(path.parent / FILES["decoder.py"], as_version=4).cells
         if any(build_file(c.source) == "decoder.py" and "positional" in c.source for c in cells):
-            assert not any("the model is the package's" in line for line in model_lines), model_lines
+            assert not any(w in line for w in PACKAGE_MODEL for line in model_lines), model_lines
 
 
 # ---- the learner's build cells and their reference files (the exercise tests) --------------------------------
