@@ -12,6 +12,11 @@
 #   make course TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu"
 # and for an NVIDIA GPU (CUDA 12.8 wheels):
 #   make course TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cu128"
+# Behind a slow international link (README § 中文版), torch from a wheel mirror and the rest from a PyPI mirror.
+# The spec pins the CPU wheel's local version (+cpu): PyPI's Linux torch is the CUDA build, and a plain
+# torch==2.13.0 could be taken from the PyPI mirror instead of the -f page. macOS wheels have no +cpu (they are
+# CPU/MPS already): there, PIP_INDEX_URL alone.
+#   make course PIP_INDEX_URL=https://pypi.tuna.tsinghua.edu.cn/simple TORCH_SPEC="torch==2.13.0+cpu" TORCH_PIP_ARGS="-f https://mirrors.aliyun.com/pytorch-wheels/cpu/"
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -20,6 +25,11 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 PYTEST_ARGS ?=
 LAB_ARGS ?=
+# A PyPI mirror for every pip command of the recipes (pip reads PIP_INDEX_URL): exported when it is given on the
+# make line or in the environment, left alone (pip's own configuration) when it is not.
+ifdef PIP_INDEX_URL
+export PIP_INDEX_URL
+endif
 # JupyterLab refuses to start as root without --allow-root (containers and cloud notebooks often run as root).
 ALLOW_ROOT := $(shell [ "$$(id -u 2>/dev/null)" = 0 ] && echo --allow-root)
 

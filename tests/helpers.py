@@ -5,18 +5,26 @@
 - :func:`solutions` — the reference solutions beside the notebooks, by path;
 - :data:`MULTI30K` / :func:`multi30k_files` — the Multi30k files from ``TC_DATA_MIRROR`` (CI and this project's
   machines point it at a shared folder) or the clone's ``data/``, nothing else;
-- :func:`run_in_fast_mode` — one notebook top to bottom in fast mode, in its own folder (English and 中文版);
-- the 术语表 reader (:func:`parse_glossary`, :func:`avoided_uses`, …) that the 中文版 and i18n tests share.
+- :func:`run_in_fast_mode` — one notebook top to bottom in fast mode, as committed or solved, in a copy of the
+  course (English and 中文版), and what its output must say either way (:func:`check_as_committed`,
+  :func:`check_solved`);
+- the learner's build cells and their reference files (:func:`build_cell`, :func:`reference`,
+  :func:`load_module`, :func:`function_bodies`) and :func:`failed_with`, which the exercise tests share;
+- the 术语表 reader (:func:`parse_glossary`, :func:`avoided_uses`, …) that the 中文版 and i18n tests share;
+- :func:`reference_code_in` — the exercises' reference code found in a set of files (a wheel, an install, a release).
 """
 
 from __future__ import annotations
 
+import ast
 import functools
+import importlib
 import importlib.util
 import json
 import os
 import re
 import sys
+import types
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,11 +79,25 @@ needs_multi30k = pytest.mark.skipif(MULTI30K is None, reason=NO_MULTI30K)
 
 
 # ---- running a notebook -----------------------------------------------------------------------------------------
+#
+# The execution tests run a notebook with nbclient in fast mode (``TC_FAST=1``), with the ``python3`` kernel, as a
+# learner's "Restart Kernel and Run All Cells" would, in a copy of the course's folder layout
+# (``tmp/course/notebooks/``, the package, data/, figures/ and solutions/ linked in), so that a run never touches
+# the learner's own ``notebooks/my_transformer/`` and does not depend on the order the tests run in. nbformat,
+# nbclient and transformer_course.classroom are imported where they are used: most tests that import this
+# module run no notebook.
 
 NOTEBOOKS_DIR = REPO / "notebooks"
 CELL_TIMEOUT_S = 300  # per cell; a whole notebook in fast mode takes seconds to a few minutes
 KERNEL_STARTUP_S = 180  # nbclient's default, 60 s, is too short on a busy 2-core CI machine
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# the checkers' blank answers, in English and in the 中文版: this exercise's, or an earlier file's it builds on
+NOT_DONE = ("not done yet", "还没有完成", "is not written yet", "还没有写好")
+# tc.learner's lines in both languages (exercises/zh/learner.py): a fallback's mark, what names it as not the
+# learner's, the line that says whose model it is ("cell N: 模型是…"), the package's model, the learner's own
+FALLBACK, NOT_YOURS = ("fallback", "后备"), ("not yours", "不是你的")
+MODEL_IS = ("the model is", ": 模型是", ": 模型部分是", ": 模型不是")
+PACKAGE_MODEL, YOUR_MODEL = ("the model is the package's", "模型是包的"), ("the model is yours", "模型是你的")
 
 
 def failing_cell_report(nb, path: Path) -> str:
@@ -91,20 +113,72 @@ def failing_cell_report(nb, path: Path) -> str:
     return f"{path.name}: execution failed before any cell reported an error"
 
 
-def run_in_fast_mode(path: Path, monkeypatch, tmp_path) -> None:
-    """Execute ``path`` top to bottom in fast mode, in its own folder (``notebooks/`` or ``notebooks/zh/``) as
-    JupyterLab would; a failure names the cell, its source and its error."""
-    monkeypatch.setenv("TC_FAST", "1")  # the kernel inherits this environment
-    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
+def course_copy(tmp_path: Path, language: str = "en") -> Path:
+    """A course folder in ``tmp_path`` with the repository's package, data/, runs/, figures/ and solutions/
+    linked in; returns the folder its notebooks run in (``notebooks/`` or ``notebooks/zh/``)."""
+    root = tmp_path / "course"
+    (root / "notebooks").mkdir(parents=True)
+    for name in ("transformer_course", "data", "runs", "pyproject.toml"):
+        if (REPO / name).exists():
+            (root / name).symlink_to(REPO / name)
+    for name in ("figures", "solutions", "GLOSSARY.md"):
+        if (NOTEBOOKS_DIR / name).exists():
+            (root / "notebooks" / name).symlink_to(NOTEBOOKS_DIR / name)
+    here = root / "notebooks" / "zh" if language == "zh" else root / "notebooks"
+    here.mkdir(exist_ok=True)
+    return here
+
+
+def write_earlier_files(notebook: Path, folder: Path) -> list[str]:
+    """Into ``folder``/my_transformer/, what the build cells of the notebooks before ``notebook`` (beside it)
+    write: the state a learner who ran them in order is in."""
+    import nbformat
+
+    from transformer_course.classroom.convert import build_file
+    from transformer_course.learner import FILES
+
+    written = []
+    for file, writer in FILES.items():
+        if writer[:2] >= notebook.name[:2] or not (notebook.parent / writer).exists():
+            continue
+        for cell in nbformat.read(notebook.parent / writer, as_version=4).cells:
+            if cell.cell_type == "code" and build_file(cell.source) == file:
+                (folder / "my_transformer").mkdir(exist_ok=True)
+                (folder / "my_transformer" / "__init__.py").touch()
+                (folder / "my_transformer" / file).write_text(cell.source.partition("\n")[2] + "\n", encoding="utf-8")
+                written.append(file)
+    return written
+
+
+def run_in_fast_mode(path: Path, monkeypatch, tmp_path, solved: bool = False) -> list[str]:
+    """Execute notebook ``path`` top to bottom in fast mode, as committed or ``solved``, in a copy of the course
+    (see above); a failure names the cell, its source and its error. Returns the lines the notebook printed or
+    displayed, cell by cell.
+
+    As committed, the notebook's ``my_transformer/`` holds what the build cells of the notebooks before it write
+    as committed (blanks); solved, every notebook of its folder has its blanks filled from notebooks/solutions/
+    (transformer_course.classroom.solve), and ``my_transformer/`` is what the solved build cells write."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
-    nb = nbformat.read(path, as_version=4)
+    from transformer_course.classroom.solve import solve_notebooks
+
+    monkeypatch.setenv("TC_FAST", "1")  # the kernel inherits this environment
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    here = course_copy(tmp_path, "zh" if path.parent.name == "zh" else "en")
+    if solved:
+        solve_notebooks(here, path.parent, NOTEBOOKS_DIR / "solutions")  # the whole folder: earlier build cells too
+    else:
+        for other in path.parent.glob("[0-9][0-9]_*.ipynb"):
+            (here / other.name).write_bytes(other.read_bytes())
+    write_earlier_files(here / path.name, here)
+    nb = nbformat.read(here / path.name, as_version=4)
     client = nbclient.NotebookClient(
         nb,
         kernel_name="python3",
         timeout=CELL_TIMEOUT_S,
         startup_timeout=KERNEL_STARTUP_S,
-        resources={"metadata": {"path": str(path.parent)}},
+        resources={"metadata": {"path": str(here)}},
     )
     try:
         client.execute()
@@ -112,11 +186,126 @@ def run_in_fast_mode(path: Path, monkeypatch, tmp_path) -> None:
         pytest.fail(f"{path.name}: a cell ran longer than {CELL_TIMEOUT_S} s in fast mode\n{error}", pytrace=False)
     except nbclient.exceptions.CellExecutionError:
         pytest.fail(failing_cell_report(nb, path), pytrace=False)
+    return printed_lines(nb)
+
+
+def printed_lines(nb) -> list[str]:
+    """Every line the executed notebook printed or displayed as text, prefixed with its cell's index."""
+    lines = []
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            text = output.get("text") or output.get("data", {}).get("text/plain", "")
+            text = "".join(text) if isinstance(text, list) else text
+            lines += [f"cell {index}: {line}" for line in ANSI.sub("", text).splitlines()]
+    return lines
+
+
+def check_as_committed(path: Path, lines: list[str]) -> None:
+    """A notebook as a learner receives it: every ❌ says "not done yet", every fallback says it is not theirs."""
+    import nbformat
+
+    from transformer_course.classroom.convert import build_stubs
+
+    wrong = [line for line in lines if "❌" in line and not any(word in line for word in NOT_DONE)]
+    assert not wrong, f"{path.name} as committed: a check fails other than 'not done yet':\n" + "\n".join(wrong)
+    unnamed = [  # "a fallback, not yours", or the fallback module named by its name (transformer_course.fallback.X)
+        line
+        for line in lines
+        if any(w in line for w in FALLBACK)
+        and not any(w in line for w in NOT_YOURS)
+        and "transformer_course.fallback." not in line
+    ]
+    assert not unnamed, f"{path.name}: a fallback not named as such:\n" + "\n".join(unnamed)
+    english = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
+    if any(
+        build_stubs(c.source) for n in english for c in nbformat.read(n, as_version=4).cells if c.cell_type == "code"
+    ):
+        assert not [line for line in lines if any(w in line for w in YOUR_MODEL)], f"{path.name}: 'yours' of blanks"
+
+
+def check_solved(path: Path, lines: list[str]) -> None:
+    """A solved notebook: every check ✅, none ❌, no "not done yet", no fallback."""
+    import nbformat
+
+    from transformer_course.classroom.convert import build_file
+    from transformer_course.learner import FILES
+
+    bad = [line for line in lines if "❌" in line or any(word in line for word in (*NOT_DONE, "a fallback", "后备"))]
+    assert not bad, f"{path.name} solved:\n" + "\n".join(bad)
+    if ".check_" in path.read_text(encoding="utf-8"):
+        assert any("✅" in line for line in lines), f"{path.name} solved: no check printed ✅"
+    if path.name.startswith("08_"):  # the learner-written model trains: the default, and the variant once
+        model_lines = [line for line in lines if any(w in line for w in MODEL_IS)]  # 07's build cell has its switches
+        assert model_lines and not any(w in model_lines[0] for w in PACKAGE_MODEL), model_lines
+        cells = nbformat.read(path.parent / FILES["decoder.py"], as_version=4).cells
+        if any(build_file(c.source) == "decoder.py" and "positional" in c.source for c in cells):
+            assert not any(w in line for w in PACKAGE_MODEL for line in model_lines), model_lines
+
+
+# ---- the learner's build cells and their reference files (the exercise tests) --------------------------------
+
+REFERENCE_FILES = SOLUTIONS_DIR / "my_transformer"  # the reference my_transformer/ the build cells are solved to
+EARLIER = ("attention.py", "multi_head.py", "norm_residual.py", "embeddings.py")  # notebooks 02–05's files
+
+
+def failed_with(result, *words) -> bool:
+    """The check failed and its message names the mistake: every one of ``words``, case ignored."""
+    return not result.passed and all(w.lower() in result.message.lower() for w in words)
+
+
+def load_module(path: Path, name: str):
+    """The Python file ``path`` imported as module ``name`` (registered in sys.modules before it runs, as
+    dataclasses and pickling need)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_cell(notebook: Path, file: str) -> str:
+    """What the notebook's build cell ``%%writefile my_transformer/<file>`` writes (that first line dropped)."""
+    import nbformat
+
+    first = f"%%writefile my_transformer/{file}"
+    sources = [
+        cell.source.partition("\n")[2]
+        for cell in nbformat.read(notebook, as_version=4).cells
+        if cell.cell_type == "code" and cell.source.partition("\n")[0].strip() == first
+    ]
+    if len(sources) != 1:
+        raise AssertionError(f"{notebook.name} has {len(sources)} cells that start with {first}; expected one")
+    return sources[0]
+
+
+def reference(module: str):
+    """notebooks/solutions/my_transformer/<module>.py, imported as a package of its own (relative imports work)."""
+    missing = [f for f in EARLIER if not (REFERENCE_FILES / f).is_file()]
+    if missing:
+        pytest.skip(f"notebooks/solutions/my_transformer/ lacks {', '.join(missing)} (the reference files of 02–05)")
+    name = "_reference_my_transformer"
+    if name not in sys.modules:
+        package = types.ModuleType(name)
+        package.__path__ = [str(REFERENCE_FILES)]
+        sys.modules[name] = package
+    return importlib.import_module(f"{name}.{module}")
+
+
+def function_bodies(tree: ast.Module) -> dict[str, list]:
+    """(Class.)function → its body after the docstring, for every function of a parsed file: a scaffold's and
+    its reference's compare body by body."""
+    found = {}
+    for node in ast.walk(tree):
+        for child in getattr(node, "body", []):
+            if isinstance(child, ast.FunctionDef):
+                owner = f"{node.name}." if isinstance(node, ast.ClassDef) else ""
+                found[owner + child.name] = child.body[1:] if ast.get_docstring(child) is not None else child.body
+    return found
 
 
 # ---- the 术语表 (notebooks/zh/GLOSSARY.md) ------------------------------------------------------------------------
 
-NOTEBOOKS = REPO / "notebooks"
+NOTEBOOKS = NOTEBOOKS_DIR  # the same folder, under the name the 中文版 tests use
 ZH = NOTEBOOKS / "zh"
 GLOSSARY_EN = NOTEBOOKS / "GLOSSARY.md"
 GLOSSARY_ZH = ZH / "GLOSSARY.md"
@@ -315,3 +504,74 @@ def avoided_uses(texts: list[tuple[str, str]], terms: list[Term]) -> list[str]:
                     if occurrences_not_covered(line, avoided.variant, covers):
                         found.append(f"{where}: {avoided.variant!r} (write {term.chosen}) in: {line.strip()}")
     return found
+
+
+# ---- the reference code, wherever it might leak (classroom tests) -----------------------------------------------
+
+
+def without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    has_docstring = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+    return body[1:] if has_docstring and isinstance(body[0].value.value, str) else body
+
+
+def body_dump(function: ast.FunctionDef) -> str:
+    """A function's statements without its docstring, as a syntax tree: the same code whatever its docstring,
+    comments or layout."""
+    return ast.dump(ast.Module(body=without_docstring(function.body), type_ignores=[]))
+
+
+def exercise_definitions() -> list[tuple[str, object, ast.FunctionDef | ast.ClassDef]]:
+    """(notebook, solutions module, definition) of every function and class a learner writes: a stub in a notebook
+    (its body ends with ``raise NotImplementedError``) answered by the definition of that name in its module (a
+    :class:`transformer_course.classroom.ReferenceModule`)."""
+    import nbformat
+
+    from transformer_course.classroom import ReferenceModule
+    from transformer_course.classroom.cells import is_stub_raise, parse_cell
+
+    found = []
+    for path in ENGLISH:
+        modules = list(SOLUTIONS_DIR.glob(f"nb{path.name[:2]}_*.py"))
+        if not modules:
+            continue
+        reference = ReferenceModule.read(modules[0])
+        stubs = {
+            node.name
+            for cell in nbformat.read(path, as_version=4).cells
+            if cell.cell_type == "code" and (tree := parse_cell(cell.source)) is not None
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and any(map(is_stub_raise, ast.walk(node)))
+        }
+        found += [
+            (path.name, reference, node)
+            for node in reference.tree.body
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in stubs
+        ]
+    return found
+
+
+def reference_code_in(files: dict[str, str]) -> list[str]:
+    """The exercises' reference code found in ``files`` (name → text): the source of a reference function or class
+    as written, or, in a Python file, a function whose statements are those of a reference function or method."""
+    bodies = {}
+    for name, text in files.items():
+        try:
+            tree = ast.parse(text) if name.endswith(".py") else None
+        except SyntaxError:
+            tree = None
+        for node in ast.walk(tree) if tree is not None else []:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and without_docstring(node.body):
+                bodies.setdefault(body_dump(node), f"{name}: {node.name}")
+    offenders = []
+    for notebook, reference, definition in exercise_definitions():
+        where = f"{reference.path.name}: {definition.name} ({notebook}'s exercise)"
+        offenders += [
+            f"{where} as written, in {name}" for name, text in files.items() if reference.segment(definition) in text
+        ]
+        functions = [definition] if isinstance(definition, ast.FunctionDef) else definition.body
+        offenders += [
+            f"{where}, the statements of {f.name}, in {bodies[body_dump(f)]}"
+            for f in functions
+            if isinstance(f, ast.FunctionDef) and body_dump(f) in bodies
+        ]
+    return offenders

@@ -33,8 +33,10 @@ from transformer_course.classroom import (  # noqa: E402
     main,
 )
 from transformer_course.classroom.build_cells import build_file, build_references  # noqa: E402
-from transformer_course.classroom.cells import is_stub_raise, parse_cell  # noqa: E402
 from transformer_course.classroom.course import COURSE_NOTEBOOK, default_solutions, has_exercises  # noqa: E402
+from transformer_course.classroom.release_text import names_solutions, released_markdown  # noqa: E402
+
+from helpers import exercise_definitions, reference_code_in, without_docstring  # noqa: E402
 
 pytestmark = pytest.mark.classroom
 
@@ -60,63 +62,6 @@ def meaningful_lines(code: str) -> list[str]:
     return [line for line in lines if line and not line.startswith("#") and not re.fullmatch(r"return \w+", line)]
 
 
-def body_dump(function: ast.FunctionDef) -> str:
-    """A function's statements without its docstring, as a syntax tree: the same code whatever its docstring,
-    comments or layout."""
-    return ast.dump(ast.Module(body=without_docstring(function.body), type_ignores=[]))
-
-
-def exercise_definitions() -> list[tuple[str, ReferenceModule, ast.FunctionDef | ast.ClassDef]]:
-    """(notebook, solutions module, definition) of every function and class a learner writes: a stub in a notebook
-    (its body ends with ``raise NotImplementedError``) answered by the definition of that name in its module."""
-    found = []
-    for path in NOTEBOOKS:
-        modules = list(SOLUTIONS_DIR.glob(f"nb{path.name[:2]}_*.py"))
-        if not modules:
-            continue
-        reference = ReferenceModule.read(modules[0])
-        stubs = {
-            node.name
-            for cell in nbformat.read(path, as_version=4).cells
-            if cell.cell_type == "code" and (tree := parse_cell(cell.source)) is not None
-            for node in ast.walk(tree)
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and any(map(is_stub_raise, ast.walk(node)))
-        }
-        found += [
-            (path.name, reference, node)
-            for node in reference.tree.body
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in stubs
-        ]
-    return found
-
-
-def reference_code_in(files: dict[str, str]) -> list[str]:
-    """The exercises' reference code found in ``files`` (name → text): the source of a reference function or class
-    as written, or, in a Python file, a function whose statements are those of a reference function or method."""
-    bodies = {}
-    for name, text in files.items():
-        try:
-            tree = ast.parse(text) if name.endswith(".py") else None
-        except SyntaxError:
-            tree = None
-        for node in ast.walk(tree) if tree is not None else []:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and without_docstring(node.body):
-                bodies.setdefault(body_dump(node), f"{name}: {node.name}")
-    offenders = []
-    for notebook, reference, definition in exercise_definitions():
-        where = f"{reference.path.name}: {definition.name} ({notebook}'s exercise)"
-        offenders += [
-            f"{where} as written, in {name}" for name, text in files.items() if reference.segment(definition) in text
-        ]
-        functions = [definition] if isinstance(definition, ast.FunctionDef) else definition.body
-        offenders += [
-            f"{where}, the statements of {f.name}, in {bodies[body_dump(f)]}"
-            for f in functions
-            if isinstance(f, ast.FunctionDef) and body_dump(f) in bodies
-        ]
-    return offenders
-
-
 # --- the convention, on every notebook ----------------------------------------------------------------------------
 
 
@@ -127,9 +72,11 @@ def test_every_notebook_converts_to_an_nbgrader_source_notebook(path: Path, tmp_
     written = nbformat.read(tmp_path / "source" / assignment.name / path.name, as_version=4)
     nbformat.validate(written)
     original = nbformat.read(path, as_version=4)
-    assert [c.source for c in written.cells if c.cell_type == "markdown"] == [
-        c.source for c in original.cells if c.cell_type == "markdown"
-    ], "markdown cells are copied unchanged"
+    markdown = [c.source for c in written.cells if c.cell_type == "markdown"]
+    assert markdown == [released_markdown(c.source) for c in original.cells if c.cell_type == "markdown"], (
+        "markdown cells are copied unchanged except the solution links"
+    )
+    assert not [text for text in markdown if names_solutions(text)], "a markdown cell still names solutions/"
     kinds = []
     for cell in written.cells:
         meta = cell.metadata.get("nbgrader")
@@ -143,11 +90,6 @@ def test_every_notebook_converts_to_an_nbgrader_source_notebook(path: Path, tmp_
             kinds.append("graded")
     if has_exercises(original):  # something was checked: the exercises became solution and graded cells
         assert {"solution", "graded"} <= set(kinds), f"{path.name} has exercises but converted to {kinds}"
-
-
-def without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
-    has_docstring = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-    return body[1:] if has_docstring and isinstance(body[0].value.value, str) else body
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])

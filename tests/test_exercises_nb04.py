@@ -5,12 +5,8 @@ notebooks/solutions/my_transformer/norm_residual.py. PyTorch's normalisations, t
 attribute of the checker module fail the checkers."""
 
 import ast
-import importlib.util
 import random
-import sys
-from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 import torch
@@ -21,76 +17,50 @@ import transformer_course as tc
 from transformer_course.exercises import check_question
 from transformer_course.exercises import nb04_layernorm_residual as ex
 
-from helpers import solutions
+from helpers import (
+    NOTEBOOKS_DIR,
+    REFERENCE_FILES,
+    build_cell,
+    failed_with,
+    function_bodies,
+    load_module,
+    reference,
+    solutions,
+)
 
 sol = solutions("nb04_layernorm_residual")  # notebooks/solutions/nb04_layernorm_residual.py
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK = ROOT / "notebooks" / "04_layernorm_residual.ipynb"
-REFERENCE = ROOT / "notebooks" / "solutions" / "my_transformer" / "norm_residual.py"
-
-
-def failed_with(result, *words):
-    """The check failed and its message names the mistake."""
-    return not result.passed and all(w.lower() in result.message.lower() for w in words)
-
-
-def load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def build_cell() -> str:
-    (source,) = [
-        c.source.partition("\n")[2]
-        for c in nbformat.read(NOTEBOOK, as_version=4).cells
-        if c.cell_type == "code" and c.source.startswith("%%writefile my_transformer/norm_residual.py")
-    ]
-    return source
+NOTEBOOK = NOTEBOOKS_DIR / "04_layernorm_residual.ipynb"
+REFERENCE = REFERENCE_FILES / "norm_residual.py"
 
 
 @pytest.fixture(scope="module")
 def ref():
     """The reference my_transformer/norm_residual.py."""
-    return load(REFERENCE, "_reference_norm_residual")
+    return reference("norm_residual")
 
 
 @pytest.fixture(scope="module")
 def blank(tmp_path_factory):
     """The build cell as the learner receives it."""
     path = tmp_path_factory.mktemp("blank") / "norm_residual.py"
-    path.write_text(build_cell())
-    return load(path, "_blank_norm_residual")
+    path.write_text(build_cell(NOTEBOOK, "norm_residual.py"))
+    return load_module(path, "_blank_norm_residual")
 
 
 # ---- the build cell: a scaffold whose solution is the reference ----------------------------------------------
 
 
-def stub_bodies(tree: ast.Module) -> dict[str, list]:
-    """(class.)function → its body after the docstring, for every function of the file."""
-    found = {}
-    for node in ast.walk(tree):
-        for child in getattr(node, "body", []):
-            if isinstance(child, ast.FunctionDef):
-                owner = f"{node.name}." if isinstance(node, ast.ClassDef) else ""
-                body = child.body[1:] if ast.get_docstring(child) is not None else child.body
-                found[owner + child.name] = body
-    return found
-
-
 def test_the_build_cell_leaves_both_forward_methods_to_write_and_gives_the_rest():
-    scaffold, reference = ast.parse(build_cell()), ast.parse(REFERENCE.read_text())
-    stubs, full = stub_bodies(scaffold), stub_bodies(reference)
+    scaffold, answer = ast.parse(build_cell(NOTEBOOK, "norm_residual.py")), ast.parse(REFERENCE.read_text())
+    stubs, full = function_bodies(scaffold), function_bodies(answer)
     assert set(stubs) == set(full)
     blanks = {name for name, body in stubs.items() if len(body) == 1 and isinstance(body[0], ast.Raise)}
     assert blanks == {"LayerNorm.forward", "ResidualConnection.forward"}
     for name in set(stubs) - blanks:  # the given methods are the reference's
         assert ast.dump(ast.Module(stubs[name], [])) == ast.dump(ast.Module(full[name], []))
     assert [ast.dump(n) for n in scaffold.body if not isinstance(n, ast.ClassDef)] == [
-        ast.dump(n) for n in reference.body if not isinstance(n, ast.ClassDef)
+        ast.dump(n) for n in answer.body if not isinstance(n, ast.ClassDef)
     ]  # docstring and imports
 
 

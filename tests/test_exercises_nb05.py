@@ -5,13 +5,9 @@ notebooks/solutions/my_transformer/embeddings.py. The package's classes and tabl
 every attribute of the checker module fail the checkers."""
 
 import ast
-import importlib.util
 import math
 import random
-import sys
-from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 import torch
@@ -21,65 +17,44 @@ import transformer_course as tc
 from transformer_course.exercises import check_question
 from transformer_course.exercises import nb05_embeddings_positional_encoding as ex
 
-from helpers import solutions
+from helpers import (
+    NOTEBOOKS_DIR,
+    REFERENCE_FILES,
+    build_cell,
+    failed_with,
+    function_bodies,
+    load_module,
+    reference,
+    solutions,
+)
 
 sol = solutions("nb05_embeddings_positional_encoding")  # notebooks/solutions/nb05_embeddings_positional_encoding.py
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK = ROOT / "notebooks" / "05_embeddings_positional_encoding.ipynb"
-REFERENCE = ROOT / "notebooks" / "solutions" / "my_transformer" / "embeddings.py"
-
-
-def failed_with(result, *words):
-    """The check failed and its message names the mistake."""
-    return not result.passed and all(w.lower() in result.message.lower() for w in words)
-
-
-def load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def build_cell() -> str:
-    (source,) = [
-        c.source.partition("\n")[2]
-        for c in nbformat.read(NOTEBOOK, as_version=4).cells
-        if c.cell_type == "code" and c.source.startswith("%%writefile my_transformer/embeddings.py")
-    ]
-    return source
+NOTEBOOK = NOTEBOOKS_DIR / "05_embeddings_positional_encoding.ipynb"
+REFERENCE = REFERENCE_FILES / "embeddings.py"
 
 
 @pytest.fixture(scope="module")
 def ref():
-    return load(REFERENCE, "_reference_embeddings")
+    """The reference my_transformer/embeddings.py."""
+    return reference("embeddings")
 
 
 @pytest.fixture(scope="module")
 def blank(tmp_path_factory):
+    """The build cell as the learner receives it."""
     path = tmp_path_factory.mktemp("blank") / "embeddings.py"
-    path.write_text(build_cell())
-    return load(path, "_blank_embeddings")
+    path.write_text(build_cell(NOTEBOOK, "embeddings.py"))
+    return load_module(path, "_blank_embeddings")
 
 
 # ---- the build cell: a scaffold whose solution is the reference ----------------------------------------------
 
 
-def bodies(tree: ast.Module) -> dict[str, list]:
-    found = {}
-    for node in ast.walk(tree):
-        for child in getattr(node, "body", []):
-            if isinstance(child, ast.FunctionDef):
-                owner = f"{node.name}." if isinstance(node, ast.ClassDef) else ""
-                found[owner + child.name] = child.body[1:] if ast.get_docstring(child) is not None else child.body
-    return found
-
-
 def test_the_build_cell_leaves_the_lessons_bodies_to_write_and_gives_the_rest():
-    scaffold, reference = bodies(ast.parse(build_cell())), bodies(ast.parse(REFERENCE.read_text()))
-    assert set(scaffold) == set(reference)
+    scaffold = function_bodies(ast.parse(build_cell(NOTEBOOK, "embeddings.py")))
+    answer = function_bodies(ast.parse(REFERENCE.read_text()))
+    assert set(scaffold) == set(answer)
     blanks = {name for name, body in scaffold.items() if len(body) == 1 and isinstance(body[0], ast.Raise)}
     assert blanks == {
         "Embeddings.forward",
@@ -89,7 +64,7 @@ def test_the_build_cell_leaves_the_lessons_bodies_to_write_and_gives_the_rest():
         "PositionwiseFeedForward.forward",
     }
     for name in set(scaffold) - blanks:
-        assert ast.dump(ast.Module(scaffold[name], [])) == ast.dump(ast.Module(reference[name], []))
+        assert ast.dump(ast.Module(scaffold[name], [])) == ast.dump(ast.Module(answer[name], []))
 
 
 def test_the_blank_build_cell_says_not_done_yet(blank):

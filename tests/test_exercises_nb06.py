@@ -1,9 +1,6 @@
 """Notebook 06's checkers accept every allowed form of a right answer and name each plausible mistake."""
 
 import copy
-import importlib
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -16,34 +13,14 @@ import transformer_course as tc
 from transformer_course.exercises import check_question
 from transformer_course.exercises import nb06_encoder as ex
 
-from helpers import solutions
+from helpers import failed_with, reference, solutions
 
 sol = solutions("nb06_encoder")  # notebooks/solutions/nb06_encoder.py
-REFERENCE = Path(__file__).resolve().parent.parent / "notebooks" / "solutions" / "my_transformer"
-EARLIER = ("attention.py", "multi_head.py", "norm_residual.py", "embeddings.py")  # notebooks 02–05
-
-
-def reference(module: str):
-    """notebooks/solutions/my_transformer/<module>.py, imported as a package of its own (relative imports work)."""
-    missing = [f for f in EARLIER if not (REFERENCE / f).is_file()]
-    if missing:
-        pytest.skip(f"notebooks/solutions/my_transformer/ lacks {', '.join(missing)} (the reference files of 02–05)")
-    name = "_reference_my_transformer"
-    if name not in sys.modules:
-        package = types.ModuleType(name)
-        package.__path__ = [str(REFERENCE)]
-        sys.modules[name] = package
-    return importlib.import_module(f"{name}.{module}")
 
 
 @pytest.fixture(scope="module")
 def enc():
     return reference("encoder")
-
-
-def failed_with(result, *words):
-    """The check failed and its message names the mistake."""
-    return not result.passed and all(w.lower() in result.message.lower() for w in words)
 
 
 # ---- exercise 1: which outputs change without the padding mask ---------------------------------------

@@ -176,6 +176,27 @@ def test_no_test_skips_when_a_module_of_the_project_fails_to_import():
     assert not offenders, f"importorskip on the project's own modules turns a broken module into a skip: {offenders}"
 
 
+def test_no_test_module_imports_another_test_module():
+    """What test files share lives in tests/helpers.py (fixtures in conftest.py, which pytest loads itself): a test
+    file imported by another runs its module-level code twice and ties the two together. Imports inside
+    functions count too."""
+    tests = Path(__file__).parent
+    test_modules = {p.stem for p in tests.glob("test_*.py")} | {"conftest"}
+    offenders = []
+    for path in sorted(tests.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            else:
+                continue
+            offenders += [
+                f"{path.name}:{node.lineno} imports {n}" for n in names if n.partition(".")[0] in test_modules
+            ]
+    assert not offenders, f"move what they share into tests/helpers.py: {offenders}"
+
+
 # Training never draws with the chart stack; the model reads its own config only -----------------------------------
 
 
@@ -240,22 +261,70 @@ def test_import_transformer_course_loads_no_chart_edition_or_classroom_module():
     assert out.stdout.split("\n")[:2] == ["[]", "True"]  # nothing of them, then tc.viz on first use
 
 
-SUBPACKAGES = ["data", "train", "viz", "edition", "exercises"]  # not yet classroom: it lists edition.select_notebooks
+def top_level_bindings(name: str) -> dict[str, tuple]:
+    """How module ``name`` binds each top-level name: ("defined",), ("from", module, name) or ("import", module);
+    the bodies of top-level ``if`` and ``try`` count (a guarded import binds the name too)."""
+    path = MODULES[name]
+    found: dict[str, tuple] = {}
+
+    def read(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found[node.name] = ("defined",)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                found.update((n.id, ("defined",)) for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            elif isinstance(node, ast.ImportFrom):
+                base = resolve(node, name, path.name == "__init__.py")
+                found.update((a.asname or a.name, ("from", base, a.name)) for a in node.names)
+            elif isinstance(node, ast.Import):
+                found.update((a.asname or a.name.partition(".")[0], ("import", a.name)) for a in node.names)
+            elif isinstance(node, (ast.If, ast.Try)):
+                for part in (node.body, node.orelse, getattr(node, "finalbody", [])):
+                    read(part)
+                for handler in getattr(node, "handlers", []):
+                    read(handler.body)
+
+    read(ast.parse(path.read_text(encoding="utf-8")).body)
+    return found
+
+
+def home_of(name: str, module: str) -> str:
+    """The module that defines ``name`` as ``module`` binds it, following imports from module to module: a
+    package module, a submodule itself (``from . import fonts``), or ``outside:X`` for a library's name."""
+    binding = top_level_bindings(module).get(name)
+    if binding is None:
+        return f"{module}.{name}" if f"{module}.{name}" in MODULES else f"nowhere in {module}"
+    if binding[0] == "defined":
+        return module
+    if binding[0] == "import":
+        return binding[1] if binding[1] in MODULES else f"outside:{binding[1]}"
+    _, base, original = binding
+    if f"{base}.{original}" in MODULES:
+        return f"{base}.{original}"
+    return home_of(original, base) if base in MODULES else f"outside:{base}"
+
+
+SUBPACKAGES = sorted(m for m in MODULES if MODULES[m].name == "__init__.py" and m != NAME)
 
 
 @pytest.mark.parametrize("package", SUBPACKAGES)
-def test_each_subpackages_all_lists_what_it_defines(package):
+def test_each_subpackages_all_lists_what_it_defines_or_its_own_submodules_do(package):
+    """Classes, functions and constants alike: each name in __all__ is bound in the subpackage (its __init__ or
+    a submodule under it), never a sibling's name (train listing data.PAD) or a library's."""
     import importlib
-    import inspect
 
-    module = importlib.import_module(f"{NAME}.{package}")
-    foreign = [
-        f"{name} (from {obj.__module__})"
-        for name in module.__all__
-        if (inspect.isclass(obj := getattr(module, name)) or inspect.isfunction(obj))
-        and not obj.__module__.startswith(f"{NAME}.{package}")
-    ]
-    assert foreign == [], f"{package}.__all__ lists names defined elsewhere: {foreign}"
+    listed = importlib.import_module(package).__all__
+    foreign = [f"{n} (from {home})" for n in listed if not (home := home_of(n, package)).startswith(package)]
+    assert foreign == [], f"{package}.__all__ lists names defined elsewhere: {foreign}; drop them from __all__"
+
+
+def test_the_home_of_a_name_follows_imports_to_where_it_is_defined():
+    assert home_of("PAD", f"{NAME}.train") == f"{NAME}.data.vocab"  # train re-exports data's PAD for old code
+    assert home_of("fit", f"{NAME}.train") == f"{NAME}.train.loop"
+    assert home_of("fonts", f"{NAME}.viz") == f"{NAME}.viz.fonts"  # a submodule
+    assert home_of("nn", f"{NAME}.train.loop") == "outside:torch"
+    assert home_of("select_notebooks", f"{NAME}.classroom.course") == f"{NAME}.edition.build"  # imported, not listed
 
 
 def test_the_top_level_exports_each_notebook_name_once_from_its_home():

@@ -676,3 +676,82 @@ def test_copy_weights_returns_the_model_it_filled(learner_make_model):
     assert copy_weights(package, mine) is mine
     for name, tensor in package.state_dict().items():
         assert torch.equal(mine.state_dict()[name], tensor)
+
+
+# ---- the 中文版: every line above in Chinese after set_language("zh") ---------------------------------------------
+
+SAY = ("t", "lazy_t", "_say")  # the calls that take an English template (learner._say prints t(template))
+ENGLISH_WORDS = re.compile(r"[A-Za-z]{2,} +[A-Za-z]{2,}")
+
+
+def learner_sources() -> dict[str, ast.Module]:
+    package = Path(tc.__file__).parent
+    return {name: ast.parse((package / f"{name}.py").read_text(encoding="utf-8")) for name in ("learner", "provenance")}
+
+
+def test_every_line_of_the_learner_has_its_chinese_entry_with_the_same_fields():
+    from transformer_course.exercises.zh.learner import ZH
+    from transformer_course.i18n import template_fields
+
+    used = {
+        node.args[0].value
+        for tree in learner_sources().values()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in SAY and node.args
+        if isinstance(node.args[0], ast.Constant)
+    }
+    assert used == set(ZH), (
+        f"no Chinese entry: {sorted(used - set(ZH))}; entries no line uses: {sorted(set(ZH) - used)}"
+    )
+    assert not [en for en, zh in ZH.items() if template_fields(en) != template_fields(zh) or "\n" in zh]
+
+
+def test_no_printed_line_of_the_learner_skips_t():
+    """print() gets t()'s line, or an f-string of names and codes only (the status table), never English words."""
+    skipped = []
+    for name, tree in learner_sources().items():
+        calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and node.args]
+        templates = {id(node.args[0]) for node in calls if getattr(node.func, "id", None) in SAY}
+        for node in (node for node in calls if getattr(node.func, "id", None) == "print"):
+            texts = [p for p in ast.walk(node.args[0]) if isinstance(p, ast.Constant) and isinstance(p.value, str)]
+            if any(ENGLISH_WORDS.search(p.value) for p in texts if id(p) not in templates):
+                skipped.append(f"{name}.py:{node.lineno}")
+    assert not skipped, f"print() of English text without t(): {skipped}"
+
+
+@pytest.fixture
+def chinese():
+    before = tc.get_language()
+    tc.set_language("zh")
+    yield
+    tc.set_language(before)
+
+
+def test_the_learners_lines_are_chinese_in_the_zh_edition(tmp_path, capsys, chinese):
+    folder = course_folder(tmp_path)
+    write_course(folder)
+    (folder / "multi_head.py").unlink()
+    capsys.readouterr()
+    assert load("multi_head.py", "MultiHeadAttention", folder=folder) is fallback.MultiHeadAttention
+    assert capsys.readouterr().out.strip().splitlines() == [
+        "my_transformer/multi_head.py 还没有写好（文件不存在）：下面的单元格改用包的 MultiHeadAttention（后备代码，不是你的）；"
+        "03_multi_head_attention.ipynb 会写出它"
+    ]
+    use_reference("multi_head.py", folder=folder)
+    (line,) = capsys.readouterr().out.strip().splitlines()
+    assert line.startswith(
+        "my_transformer/multi_head.py 现在是来自 notebooks/solutions/my_transformer/ 的参考答案，不是你的"
+    )
+    describe_provenance(folder)
+    table = capsys.readouterr().out
+    assert "reference  来自 notebooks/solutions/ 的参考答案（不是你的）" in table and "yours      你自己的代码" in table
+    learner_or_package_model(20, 20, folder=folder, **SIZES)
+    said = capsys.readouterr().out.strip().splitlines()
+    assert said[-1] == (
+        "模型部分是你的：由 my_transformer/decoder.py make_model 搭建；你的：attention.py, norm_residual.py, "
+        "embeddings.py, encoder.py, decoder.py；不是你的：multi_head.py (reference)"
+    )
+    assert not [line for line in said if "not yours" in line or "in the model" in line], said
+    tc.set_language("en")
+    use_reference("multi_head.py", folder=folder)
+    assert "is now the reference from notebooks/solutions/my_transformer/, not yours" in capsys.readouterr().out

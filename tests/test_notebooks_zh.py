@@ -1,8 +1,8 @@
 """The 中文版 notebooks run top to bottom in fast mode, in ``notebooks/zh/``, exactly as the English ones do.
 
 Each ``notebooks/zh/NN_*.ipynb`` is executed with nbclient in fast mode (``TC_FAST=1``) in its own folder, with
-the ``python3`` kernel, by the English test's own ``run_in_fast_mode`` (tests/test_notebooks.py): one way to run
-a notebook, for both languages. All twelve run as committed: about 7 minutes together on the busy 2-core development machine
+the ``python3`` kernel, by the English tests' ``run_in_fast_mode`` (tests/helpers.py): one way to run a
+notebook, for both languages. All twelve run as committed: about 7 minutes together on the busy 2-core development machine
 (08, the longest, 2.5 minutes), about what the English twelve take; solved, a subset runs (02 and 08, see
 ZH_SOLVED), since the English solved run covers the same code cells. Run only these with ``pytest -m notebooks``.
 
@@ -18,7 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_notebooks import NOTEBOOKS_DIR, check_as_committed, check_solved, run_in_fast_mode
+
+from helpers import NOTEBOOKS_DIR, check_as_committed, check_solved, run_in_fast_mode
 
 ZH_NOTEBOOKS = sorted((NOTEBOOKS_DIR / "zh").glob("[0-9][0-9]_*.ipynb"))
 

@@ -169,6 +169,22 @@ def test_deck_without_charts_leaves_the_vega_bundle_out(tmp_path):
     assert "vegaEmbed" not in deck.read_text() and deck.stat().st_size < 800_000
 
 
+def test_the_exercise_slides_name_no_solutions_folder(tmp_path):
+    """A deck is shown in class: the notebooks' "Solutions: [solutions/…](…) (after trying!)" sentence (and the
+    中文版's) is left out of it; the exercise slide keeps everything else."""
+    decks = {}
+    for language, path in [("en", NOTEBOOKS / "02_attention.ipynb"), ("zh", NOTEBOOKS / "zh" / "02_attention.ipynb")]:
+        [exercises] = [c for c in nbformat.read(path, as_version=4).cells if c.get("id") == "nb02-18"]
+        assert "solutions/nb02_attention.py" in exercises.source  # the notebook keeps its link for self-learners
+        nb = nbformat.v4.new_notebook(cells=[marked(exercises, "slide")])
+        decks[language] = edition.notebook_to_slides(nb, tmp_path / f"{language}.slides.html", language=language)
+    for language, deck in decks.items():
+        text = deck.read_text(encoding="utf-8")
+        assert "solutions/" not in text and "solutions</a>" not in text, language
+    assert "Exercise 1" in decks["en"].read_text(encoding="utf-8")
+    assert "练习 1" in decks["zh"].read_text(encoding="utf-8")
+
+
 def test_a_wrong_slide_type_or_an_all_skipped_notebook_is_refused_with_the_fix(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[marked(nbformat.v4.new_markdown_cell("# T"), "Slide")])
     with pytest.raises(ValueError, match=r"cell 0 has slide_type 'Slide'; use one of 'slide'"):

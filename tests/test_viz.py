@@ -550,11 +550,11 @@ def test_chinese_charts_speak_chinese_and_keep_their_data(chinese):
     capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
     mask = viz.plot_mask(subsequent_mask(3)).to_dict()
     assert (mask["title"], mask["encoding"]["x"]["title"], mask["encoding"]["y"]["title"]) == (
-        "掩码（True = 允许注意）",
+        "掩码（True = 允许关注）",
         "键",
         "查询",
     )
-    assert [tip.get("title") for tip in mask["encoding"]["tooltip"]] == ["查询", "键", "允许注意"]
+    assert [tip.get("title") for tip in mask["encoding"]["tooltip"]] == ["查询", "键", "允许关注"]
     assert [tip["field"] for tip in mask["encoding"]["tooltip"]] == ["query", "key", "may_attend"]  # data as before
     params = {p["name"]: p["bind"] for p in viz.attention_explorer(capture).to_dict()["params"]}
     assert [params[n]["name"] for n in ("kind", "layer", "head")] == ["注意力 ", "层 ", "头 "]
@@ -577,7 +577,7 @@ def test_chinese_charts_draw_their_chinese_words(chinese):
     import vl_convert as vlc
 
     capture = viz.capture_attention(small_model(), [4, 5, 6], [7, 8])
-    expected = {"grid": "第 1 层", "head statistics": "解码器", "explorer": "注意力查看器", "mask": "允许注意"}
+    expected = {"grid": "第 1 层", "head statistics": "解码器", "explorer": "注意力查看器", "mask": "允许关注"}
     for name, chart in every_chart(capture).items():
         svg = vlc.vegalite_to_svg(chart.to_dict(), vl_version="5.8")
         assert 'class="mark-rect role-mark' in svg or 'class="mark-line role-mark' in svg, name

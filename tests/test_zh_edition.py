@@ -20,6 +20,8 @@ import ast
 import json
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -143,9 +145,10 @@ def test_the_glossary_covers_every_english_term_with_a_chinese_form():
     assert not problems, f"{GLOSSARY_ZH.relative_to(REPO)}:\n" + "\n".join(problems)
 
 
-def test_the_glossary_lists_the_term_choices_of_the_issue():
+def test_the_glossary_lists_the_term_choices_of_the_issues():
     terms = {t.english: t for t in parse_glossary(GLOSSARY_ZH)}
-    expected = {  # issue 14's examples
+    accepted = {english: re.split(r"\s+/\s+", terms[english].chosen) for english in terms}
+    issue_14 = {
         "Attention": "注意力",
         "Multi-head attention": "多头注意力",
         "Mask": "掩码",
@@ -155,7 +158,25 @@ def test_the_glossary_lists_the_term_choices_of_the_issue():
         "Label smoothing": "标签平滑",
         "Beam search": "束搜索",
     }
-    assert {english: terms[english].chosen for english in expected} == expected
+    assert {english: form for english, form in issue_14.items() if form in accepted[english]} == issue_14
+    issue_27_first = {  # the d2l reader's forms come first; the course's own words for stacks and the explorer
+        "LayerNorm": "层规范化",
+        "BatchNorm": "批量规范化",
+        "Batch size": "批量大小",
+        "Causal (subsequent) mask": "因果掩码",
+        "To attend": "关注",
+        "To mask": "屏蔽",
+        "Stack (of layers)": "堆叠",
+        "Explorer (interactive)": "交互式查看器",
+        "Package": "包",
+        "Cell (notebook)": "单元格",
+    }
+    assert {english: accepted[english][0] for english in issue_27_first} == issue_27_first
+    avoided = {a.variant for t in terms.values() for a in t.avoided}
+    assert not avoided & {"层规范化", "批量规范化", "批量大小", "关注"}, "d2l's own terms are not avoided"
+    for coined in ("Diagonality", "Anti-diagonality"):
+        assert "本课程自拟" in terms[coined].explanation, f"{coined}: say that the term is the course's own"
+    assert "64 个十六进制字符" in terms["SHA-256"].explanation
     assert len(terms) >= len(english_glossary())
 
 
@@ -200,18 +221,76 @@ def test_the_readme_has_a_chinese_section_after_the_quick_start_and_points_to_it
     assert "#中文版" in top, "README.md: a one-line English pointer to the 中文版 section above the Quick start"
 
 
-@pytest.mark.parametrize("where", ["README.md", "00_introduction.ipynb"])
-def test_the_chinese_install_instructions_name_the_mirrors_and_the_data_setting(where):
-    if where == "README.md":
-        text = readme_section()
-    else:
-        path = ZH / where
-        if not path.exists():
-            pytest.fail(f"{path.relative_to(REPO)} is missing")
-        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        text = "\n".join(cell_source(c) for c in cells if c["cell_type"] == "markdown")
-    for needed in ("TC_DATA_MIRROR", "pypi.tuna.tsinghua.edu.cn", "download.pytorch.org/whl/cpu", "notebooks/zh/"):
-        assert needed in text, f"{where}: the Chinese install instructions should mention {needed}"
+MIRROR_MAKE_LINE = re.compile(r"^make course PIP_INDEX_URL=.*$", re.M)
+
+
+def test_the_chinese_install_section_names_the_mirrors_the_platforms_and_the_data_source():
+    text = readme_section()
+    for needed in (
+        "TC_DATA_MIRROR",
+        "pypi.tuna.tsinghua.edu.cn",
+        "mirrors.aliyun.com/pytorch-wheels/cpu/",
+        'TORCH_SPEC="torch==2.13.0+cpu"',
+        "download.pytorch.org/whl/cpu",
+        "https://github.com/multi30k/dataset/raw/master/data/task1/raw/",
+        "python -m transformer_course download",
+        "http.server",
+        "powershell",
+        "macOS",
+        "notebooks/zh/",
+        "environment.yml",
+    ):
+        assert needed in text, f"README.md {ZH_SECTION}: the Chinese install instructions should mention {needed}"
+
+
+def test_zh_notebook_00_links_to_the_readmes_install_section_instead_of_repeating_it():
+    cells = json.loads((ZH / "00_introduction.ipynb").read_text(encoding="utf-8"))["cells"]
+    text = "\n".join(cell_source(c) for c in cells if c["cell_type"] == "markdown")
+    assert "](../../README.md#安装与启动)" in text, "zh 00: link to the README's 安装与启动 section"
+    repeated = [word for word in ("pip install", "make course", "TORCH_PIP_ARGS", "PIP_INDEX_URL") if word in text]
+    assert not repeated, f"zh 00 repeats the README's install text ({repeated}): link to it instead"
+    assert "### 安装与启动" in readme_section()
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_the_readmes_mirror_make_line_installs_the_cpu_wheel_first_with_the_mirror_on_every_pip(tmp_path):
+    """Runs the README's one make line for real, with a stand-in python that records what pip would get."""
+    [line] = MIRROR_MAKE_LINE.findall(readme_section())
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    log = tmp_path / "pip.log"
+    fake = venv / "bin" / "python"
+    fake.write_text(f'#!/bin/sh\necho "PIP_INDEX_URL=$PIP_INDEX_URL $*" >> {log}\n', encoding="utf-8")
+    fake.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS", "PIP_", "TORCH_"))}
+    args = shlex.split(line)[1:] + [f"VENV={venv}"]
+    subprocess.run(["make", "install-course", *args[1:]], cwd=REPO, env=env, check=True, capture_output=True)
+    calls = log.read_text(encoding="utf-8").splitlines()
+    assert all(c.startswith("PIP_INDEX_URL=https://pypi.tuna.tsinghua.edu.cn/simple -m pip install") for c in calls)
+    torch = next(
+        i for i, c in enumerate(calls) if "torch==2.13.0+cpu -f https://mirrors.aliyun.com/pytorch-wheels/cpu/" in c
+    )
+    package = next(i for i, c in enumerate(calls) if "-e .[notebooks]" in c)
+    assert torch < package, calls
+    assert line in (REPO / "Makefile").read_text(encoding="utf-8"), "the Makefile's comment shows the same line"
+
+
+def test_the_chinese_pip_lines_parse_and_install_the_cpu_wheel_before_the_package():
+    """Every ``pip install`` line of the 中文版 section (Windows, no make) as pip itself parses it."""
+    from pip._internal.commands import create_command
+
+    blocks = re.findall(r"```(?:bash|powershell)\n(.*?)```", readme_section(), re.S)
+    checked = 0
+    for block in blocks:
+        lines = [re.sub(r"\s+#.*$", "", ln).strip() for ln in block.splitlines() if "pip install" in ln]
+        lines = [ln[ln.index("pip install") + len("pip install") :] for ln in lines if "make " not in ln]
+        parsed = [create_command("install").parse_args(shlex.split(ln)) for ln in lines]
+        for i, (options, requirements) in enumerate(parsed):
+            if "https://mirrors.aliyun.com/pytorch-wheels/cpu/" in options.find_links:
+                assert requirements == ["torch==2.13.0+cpu"], lines[i]
+                assert any(o.editables for o, _ in parsed[i + 1 :]), f"torch first, then the package: {lines}"
+                checked += 1
+    assert checked >= 2, "the Windows and the no-make paths each install torch==2.13.0+cpu from the wheel mirror"
 
 
 # ---- course_path: the same file from notebooks/ and notebooks/zh/ ----------------------------------------------

@@ -29,6 +29,9 @@ the learner did not write:
 - :func:`load_learner_model` / :func:`learner_or_package_model` build the learner's model, or the package's with a
   printed line saying why, and say per file whose code the model runs;
 - :func:`copy_weights` copies one model's weights into the other and names the first name that does not fit.
+
+Every printed line goes through :func:`transformer_course.i18n.t`: after ``set_language("zh")`` (the first cell of
+every notebook in ``notebooks/zh/``) it is Chinese (``exercises/zh/learner.py``).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import torch
 from torch import nn
 
 from . import fallback as _fallback
+from .i18n import t
 from .model import make_model as package_make_model
 from .provenance import (  # whose code each file is: re-exported, tc.learner is the notebooks' one entry point
     FALLBACK_MARK,
@@ -92,28 +96,29 @@ def load(file: str, name: str, folder: str | Path = "my_transformer"):
     package's code), one printed line saying whose it is."""
     _check_file(file)
     if name not in NAMES[file]:
-        raise ValueError(f"{file} holds {', '.join(NAMES[file])}, not {name!r}")
+        raise ValueError(t("{file} holds {names}, not {name!r}", file=file, names=", ".join(NAMES[file]), name=name))
     folder = Path(folder).resolve()
     status = provenance(folder)[file]
     label = f"{folder.name}/{file}"
-    instead = f"the cells below use the package's {name} (a fallback, not yours)"
+    instead, nb = t("the cells below use the package's {name} (a fallback, not yours)", name=name), FILES[file]
     if status in ("missing", "blank"):
-        print(f"{_not_written(label, status)}: {instead}; {FILES[file]} writes it")
+        _say("{why}: {instead}; {notebook} writes it", why=_not_written(label, status), instead=instead, notebook=nb)
         return getattr(_fallback, name)
     refusal = _refusal(folder)
     if refusal is not None:
-        print(f"{refusal}: {instead}")
+        _say("{why}: {instead}", why=refusal, instead=instead)
         return getattr(_fallback, name)
     try:
         module = _import(folder, Path(file).stem)
     except (Exception, SystemExit) as error:  # the learner's code: one line naming the file and the line
-        print(f"{_failure(error, folder, file)}: {instead}; fix it in {FILES[file]}")
+        _say("{why}: {instead}; fix it in {notebook}", why=_failure(error, folder, file), instead=instead, notebook=nb)
         return getattr(_fallback, name)
     if not hasattr(module, name):
-        print(f"{label} has no {name}: {instead}; {FILES[file]} writes it")
+        why = t("{file} has no {name}", file=label, name=name)
+        _say("{why}: {instead}; {notebook} writes it", why=why, instead=instead, notebook=nb)
         return getattr(_fallback, name)
     if status != "yours":
-        print(f"{label} is {STATUSES[status]}: the cells below use its {name}")
+        _say("{file} is {status}: the cells below use its {name}", file=label, status=STATUSES[status], name=name)
     return getattr(module, name)
 
 
@@ -133,13 +138,20 @@ def fill_missing_files(*files: str, folder: str | Path = "my_transformer") -> li
             continue
         (folder / file).write_text(fallback_text(file), encoding="utf-8")
         written.append(file)
-        print(
-            f"{folder.name}/{file} was missing: wrote a fallback that uses the package's "
-            f"{', '.join(NAMES[file])} (not yours); write your own in {FILES[file]}'s build cell"
+        values = dict(file=f"{folder.name}/{file}", names=", ".join(NAMES[file]), notebook=FILES[file])
+        _say(
+            "{file} was missing: wrote a fallback that uses the package's {names} (not yours); write your own in "
+            "{notebook}'s build cell",
+            **values,
         )
     if written:
         _forget(folder.resolve().name)
     return written
+
+
+def _say(template: str, /, **values) -> None:
+    """Print one line in the course's language: ``template`` (English) or its 中文 (:func:`transformer_course.i18n.t`)."""
+    print(t(template, **values))
 
 
 # ---- the learner's model ---------------------------------------------------------------------------------------
@@ -155,7 +167,8 @@ def load_learner_model(folder: str | Path = "my_transformer"):
     folder = Path(folder).resolve()
     for file, status in provenance(folder).items():
         if status in ("missing", "blank"):
-            print(f"{_not_written(f'{folder.name}/{file}', status)}: notebook {FILES[file]} writes it")
+            why = _not_written(f"{folder.name}/{file}", status)
+            _say("{why}: notebook {notebook} writes it", why=why, notebook=FILES[file])
             return None
     refusal = _refusal(folder)
     if refusal is not None:
@@ -165,10 +178,12 @@ def load_learner_model(folder: str | Path = "my_transformer"):
         decoder = _import(folder, "decoder")
     except (Exception, SystemExit) as error:  # the learner's code: name the file and the line, not a traceback
         culprit = _learner_frame(error, folder)[0]
-        print(f"{_failure(error, folder, 'decoder.py')}; fix it in notebook {FILES.get(culprit, '?')}")
+        why = _failure(error, folder, "decoder.py")
+        _say("{why}; fix it in notebook {notebook}", why=why, notebook=FILES.get(culprit, "?"))
         return None
     if not callable(getattr(decoder, "make_model", None)):
-        print(f"{folder.name}/decoder.py has no make_model function: notebook {FILES['decoder.py']} writes it")
+        path, nb = f"{folder.name}/decoder.py", FILES["decoder.py"]
+        _say("{file} has no make_model function: notebook {notebook} writes it", file=path, notebook=nb)
         return None
     return decoder.make_model
 
@@ -209,7 +224,13 @@ def _smoke_test(model: nn.Module, src_vocab: int, tgt_vocab: int) -> None:
             src, tgt = torch.ones(1, 2, dtype=torch.long) % src_vocab, torch.ones(1, 2, dtype=torch.long) % tgt_vocab
             out = model.generator(model(src, tgt, None, None))
         if tuple(out.shape) != (1, 2, tgt_vocab):
-            raise ValueError(f"its output is {tuple(out.shape)} for 2 tokens, not (1, 2, tgt_vocab={tgt_vocab})")
+            raise ValueError(
+                t(
+                    "its output is {shape} for 2 tokens, not (1, 2, tgt_vocab={vocab})",
+                    shape=tuple(out.shape),
+                    vocab=tgt_vocab,
+                )
+            )
     finally:
         model.train(was_training)
         torch.random.set_rng_state(state)
@@ -228,25 +249,34 @@ def learner_or_package_model(src_vocab: int, tgt_vocab: int, folder: str | Path 
             if not isinstance(model, nn.Module) or not all(
                 callable(getattr(model, n, None)) for n in ("encode", "decode", "generator")
             ):
-                raise TypeError(f"it returned {type(model).__name__}, not a model with encode, decode and generator")
+                raise TypeError(
+                    t("it returned {kind}, not a model with encode, decode and generator", kind=type(model).__name__)
+                )
             _smoke_test(model, src_vocab, tgt_vocab)
         except (Exception, SystemExit) as error:
-            print(_failure(error, folder, "decoder.py").replace("fails:", f"({where}) fails to build or run:", 1))
+            print(_failure(error, folder, "decoder.py", where=where))
         else:
             status, used = provenance(folder), model_files(model, folder)
             for file in FILES:
-                runs = "in the model" if file in used else "not in the model"
+                runs = t("in the model") if file in used else t("not in the model")
                 print(f"  {folder.name}/{file:16} {status[file]:9} {runs:16} {STATUSES[status[file]]}")
             mine = [f for f in FILES if f in used and status[f] == "yours"]
             others = ", ".join(f"{f} ({status[f]})" for f in FILES if f in used and status[f] != "yours")
             if mine and not others:
-                print(f"the model is yours: built by {where} from your files of notebooks 02–07")
+                _say("the model is yours: built by {where} from your files of notebooks 02–07", where=where)
             elif mine:
-                print(f"the model is partly yours: built by {where}; yours: {', '.join(mine)}; not yours: {others}")
+                mine = ", ".join(mine)
+                _say(
+                    "the model is partly yours: built by {where}; yours: {mine}; not yours: {others}",
+                    where=where,
+                    mine=mine,
+                    others=others,
+                )
             else:
-                print(f"the model is not yours: built by {where} from {others or 'no file of the folder'}")
+                others = others or t("no file of the folder")
+                _say("the model is not yours: built by {where} from {others}", where=where, others=others)
             return model
-    print("the model is the package's: transformer_course.make_model (same sizes), not yours")
+    _say("the model is the package's: transformer_course.make_model (same sizes), not yours")
     return package_make_model(src_vocab, tgt_vocab, **sizes)
 
 

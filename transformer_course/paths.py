@@ -11,6 +11,10 @@ So a code cell never writes a path relative to its own folder; it writes the pat
 
 A notebook handed out on its own, as nbgrader's assignments are (no course folder above it, its pictures copied
 beside it), keeps its paths as written: its folder stands in for ``notebooks/``.
+
+On a hub students have no course folder, so no ``runs/``: the teacher puts the pre-trained checkpoint in a folder
+every student can read and sets :data:`CHECKPOINT_ENV` (``TC_CHECKPOINT=/srv/course/best.pt``) in the students'
+environment; :func:`course_checkpoint` gives notebook 10 that file when its own path holds none.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["course_path", "course_root", "is_course_root"]
+__all__ = ["CHECKPOINT_ENV", "course_checkpoint", "course_path", "course_root", "is_course_root"]
 
 PACKAGE = "transformer_course"
+CHECKPOINT_ENV = "TC_CHECKPOINT"  # the checkpoint a hub shares with its students (a file path)
 PROJECT_NAME = re.compile(r"""^name\s*=\s*["']transformer[_-]course["']""", re.MULTILINE)
 
 
@@ -64,3 +69,20 @@ def course_path(relative: str | os.PathLike) -> Path:
     except FileNotFoundError:
         return relative
     return Path(os.path.relpath(os.path.normpath(root / "notebooks" / relative), here))
+
+
+def course_checkpoint(path: str | os.PathLike) -> Path:
+    """``path`` (a checkpoint, e.g. ``course_path("../runs/multi30k-cpu/best.pt")``) when that file exists, else the
+    checkpoint a hub shares, ``$TC_CHECKPOINT``, when it is set, else ``path``. Raises ValueError with one line
+    when ``$TC_CHECKPOINT`` names a folder."""
+    path = Path(path)
+    shared = os.environ.get(CHECKPOINT_ENV, "").strip()
+    if path.is_file() or not shared:
+        return path
+    shared_path = Path(shared).expanduser()
+    if shared_path.is_dir():
+        raise ValueError(
+            f"{CHECKPOINT_ENV}={shared} is a folder; set it to the checkpoint file itself, "
+            f"e.g. {CHECKPOINT_ENV}={shared_path / 'best.pt'}"
+        )
+    return shared_path

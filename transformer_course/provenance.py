@@ -7,7 +7,7 @@ NotImplementedError), "missing", "package" (it imports the package or calls PyTo
 lesson: ``F.scaled_dot_product_attention``, ``nn.LayerNorm``, ``nn.Transformer…``) or "fallback" (written by
 :func:`transformer_course.learner.fill_missing_files`, marked with :data:`FALLBACK_MARK`). :func:`use_reference`
 brings a reference in on purpose and says so. A folder whose name shadows an installed module (``torch``) is
-never imported (:func:`refusal`).
+never imported (:func:`refusal`). Every line goes through ``i18n.t`` (中文: ``exercises/zh/learner.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,11 @@ import traceback
 from pathlib import Path
 
 from . import fallback as _fallback
+from .exercises.zh.learner import ZH
+from .i18n import lazy_t, register, t
 from .paths import course_root
+
+register("zh", ZH)
 
 __all__ = [
     "FALLBACK_MARK",
@@ -49,13 +53,13 @@ FILES = {
 NAMES = _fallback.NAMES  # file → the names it holds
 MAGIC = "%%writefile"
 FALLBACK_MARK = "# transformer_course fallback: the package's code, not the learner's"
-STATUSES = {
-    "yours": "your own code",
-    "reference": "the reference from notebooks/solutions/ (not yours)",
-    "blank": "not written yet: a stub still raises NotImplementedError",
-    "missing": "not there: its notebook's build cell writes it",
-    "package": "calls the package's or PyTorch's own implementation (not yours)",
-    "fallback": "the package's code, written as a fallback (not yours)",
+STATUSES = {  # what each status means, in the language of the moment (lazy_t)
+    "yours": lazy_t("your own code"),
+    "reference": lazy_t("the reference from notebooks/solutions/ (not yours)"),
+    "blank": lazy_t("not written yet: a stub still raises NotImplementedError"),
+    "missing": lazy_t("not there: its notebook's build cell writes it"),
+    "package": lazy_t("calls the package's or PyTorch's own implementation (not yours)"),
+    "fallback": lazy_t("the package's code, written as a fallback (not yours)"),
 }
 # what a file must not call to be the learner's own: PyTorch's implementations of the lessons of 02–07
 _TORCH_LESSONS = frozenset(
@@ -106,7 +110,7 @@ def reference_folder(folder: str | Path = "my_transformer") -> Path | None:
 
 def _check_file(file: str) -> None:
     if file not in FILES:
-        raise ValueError(f"unknown file {file!r}; the course writes {', '.join(FILES)}")
+        raise ValueError(t("unknown file {file!r}; the course writes {files}", file=file, files=", ".join(FILES)))
 
 
 def use_reference(file: str, folder: str | Path = "my_transformer") -> Path:
@@ -117,15 +121,24 @@ def use_reference(file: str, folder: str | Path = "my_transformer") -> Path:
     source = reference_folder(folder)
     if source is None or not (source / file).is_file():
         raise FileNotFoundError(
-            f"no reference for {file} here (notebooks/solutions/my_transformer/ is not in this copy of the course, "
-            f"e.g. a student release): write {folder.name}/{file} yourself in {FILES[file]}'s build cell"
+            t(
+                "no reference for {file} here (notebooks/solutions/my_transformer/ is not in this copy of the course, "
+                "e.g. a student release): write {path} yourself in {notebook}'s build cell",
+                file=file,
+                path=f"{folder.name}/{file}",
+                notebook=FILES[file],
+            )
         )
     _ensure_package(folder)
     (folder / file).write_text((source / file).read_text(encoding="utf-8"), encoding="utf-8")
     _forget(folder.resolve().name)
     print(
-        f"{folder.name}/{file} is now the reference from notebooks/solutions/my_transformer/, not yours "
-        f"(notebook 08 will say so); run {FILES[file]}'s build cell again to write your own"
+        t(
+            "{path} is now the reference from notebooks/solutions/my_transformer/, not yours (notebook 08 will say "
+            "so); run {notebook}'s build cell again to write your own",
+            path=f"{folder.name}/{file}",
+            notebook=FILES[file],
+        )
     )
     return folder / file
 
@@ -223,8 +236,8 @@ def describe_provenance(folder: str | Path = "my_transformer") -> dict[str, str]
 
 def _not_written(label: str, status: str) -> str:
     if status == "missing":
-        return f"{label} is not written yet (missing)"
-    return f"{label} is not written yet (a stub still raises NotImplementedError)"
+        return t("{file} is not written yet (missing)", file=label)
+    return t("{file} is not written yet (a stub still raises NotImplementedError)", file=label)
 
 
 def _ensure_package(folder: Path) -> None:
@@ -243,16 +256,17 @@ def _refusal(folder: Path) -> str | None:
     shadows an installed or built-in module, e.g. ``torch``), or None."""
     name = folder.name
     if not name.isidentifier():
-        return f"{name} is not a Python package name; call the folder my_transformer"
+        return t("{name} is not a Python package name; call the folder my_transformer", name=name)
     others = [p for p in sys.path if p and Path(p).resolve() != folder.parent]
     if (
         name in sys.builtin_module_names
         or name in sys.stdlib_module_names
         or importlib.machinery.PathFinder.find_spec(name, others) is not None
     ):
-        return (
-            f"the folder {name}/ has the name of an installed module ({name}), and importing it would replace that "
-            "one in this session; call the folder my_transformer"
+        return t(
+            "the folder {name}/ has the name of an installed module ({name}), and importing it would replace that "
+            "one in this session; call the folder my_transformer",
+            name=name,
         )
     return None
 
@@ -269,9 +283,13 @@ def _import(folder: Path, module: str):
         sys.path.remove(str(folder.parent))
 
 
-def _failure(error: BaseException, folder: Path, file: str) -> str:
+def _failure(error: BaseException, folder: Path, file: str, where: str = "") -> str:
+    """One line: the learner's file (and ``where``, the call that ran it) fails, with the error and its line."""
     culprit, line = _learner_frame(error, folder, file)
-    return f"{folder.name}/{culprit} fails: {type(error).__name__}: {_one_line(error)} (line {line})"
+    values = dict(path=f"{folder.name}/{culprit}", error=f"{type(error).__name__}: {_one_line(error)}", line=line)
+    if where:
+        return t("{path} ({where}) fails to build or run: {error} (line {line})", where=where, **values)
+    return t("{path} fails: {error} (line {line})", **values)
 
 
 def _learner_frame(error: BaseException, folder: Path, file: str = "decoder.py") -> tuple[str, int | str]:

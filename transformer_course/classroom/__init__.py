@@ -30,21 +30,23 @@ with a :class:`ConventionError` naming the cell and what to change):
   checker calls is split in two cells: the solution cell, then the graded cell. Every exercise must be given (by
   name) to some checker, and no checker may be given ``...`` or a name its own cell sets to a literal: the
   learner could not change them in a read-only cell.
-- **Every other cell** is copied as it is, outputs cleared.
+- **Every other cell** is copied as it is, outputs cleared; in markdown, a sentence that links the reference
+  solutions says instead that the teacher shares them after grading (:mod:`.release_text`).
 - **Points**: each checker call is worth 2 points when it is given a function or class the learner writes,
   1 point when it is given answers (name = ...), and a quiz (check_quiz) 1 point per answer; a graded cell
   scores the points of the checks that pass (partial credit).
 
 The course folder: ``nbgrader_config.py`` (course id, the per-cell timeout after which a cell is interrupted
 and scores zero, fast grading with ``TC_FAST=1``), ``README.md`` (assignments, points, commands) and one
-assignment per notebook, ``source/nbNN/NN_name.ipynb``, with the files its text shows (``figures/…``).
+assignment per notebook, ``source/nbNN/NN_name.ipynb``, with the files its text shows (``figures/…``); with
+``--hub``, ``hub/transformer_course-<version>-py3-none-any.whl``: the students' install, no solution in it (:mod:`.hub`).
 """
 
 from __future__ import annotations
 
 from .cells import POINTS_RULE
 from .convert import Conversion, GradedCell, SolutionCell, convert_notebook
-from .course import COURSE_ID, Assignment, build_course, main, nbgrader_config, select_notebooks
+from .course import COURSE_ID, Assignment, build_course, main, nbgrader_config
 from .reference import ConventionError, ReferenceModule
 
 __all__ = [
@@ -60,5 +62,4 @@ __all__ = [
     "convert_notebook",
     "main",
     "nbgrader_config",
-    "select_notebooks",
 ]

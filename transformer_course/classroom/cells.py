@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 from .reference import ConventionError
+from .release_text import released_code
 from .verdict import PLACEHOLDER_PATTERN, strip_digests
 
 __all__ = [
@@ -229,7 +230,8 @@ def graded_source(
     the checkers (:mod:`.verdict`: partial credit, nothing the student's cells rebound), then the cell's own text,
     the self-check the student runs while working; a cell that checks answers only (``name = ...``) runs it
     inside ``sealed()``, so that it tells the answers' form, not whether they are right. Returns the source, its
-    points, the checkers called and the names given to them."""
+    points, the checkers called and the names given to them; a comment naming the solutions folder is dropped."""
+    text = released_code(text)
     aliases = set(modules)
     tree = ast.parse(python_lines(text))
     calls = sorted((n for n in ast.walk(tree) if is_check(n, aliases)), key=lambda n: (n.lineno, n.col_offset))

@@ -1,9 +1,8 @@
 """One course notebook → one nbgrader *source* notebook (the convention is in :mod:`transformer_course.classroom`).
 
-Exercise cells become solution cells: what the learner sees stays, and what the learner writes is the reference
-code between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` (``nbgrader generate_assignment`` replaces it by
-``raise NotImplementedError()``). Checker cells become read-only graded cells, graded by a hidden test
-(:mod:`.verdict`). A cell holding both is split in two. Every other cell is copied."""
+Exercise cells become solution cells: the learner's lines, then the reference code between ``### BEGIN SOLUTION``
+and ``### END SOLUTION`` (nbgrader's release hides it). Checker cells become read-only graded cells, graded by a
+hidden test (:mod:`.verdict`); a cell holding both is split in two. Markdown loses its solution links."""
 
 from __future__ import annotations
 
@@ -35,6 +34,7 @@ from .reference import (
     stored_names,
     top_level_names,
 )
+from .release_text import released_cell
 
 __all__ = ["Conversion", "GradedCell", "SolutionCell", "build_file", "build_stubs", "convert_notebook"]
 
@@ -251,7 +251,7 @@ def convert_notebook(
     for index, cell in enumerate(nb.cells):
         cell = copy.deepcopy(cell)
         if cell.cell_type != "code":
-            result.notebook.cells.append(cell)
+            result.notebook.cells.append(released_cell(cell))  # markdown: no link to the solutions (release_text)
             continue
         cell.outputs, cell.execution_count = [], None
         tree = state.trees[index]

@@ -3,6 +3,7 @@
     python -m transformer_course.classroom OUT                 # every notebook of notebooks/
     python -m transformer_course.classroom OUT --only 01 02    # notebooks whose names start with 01 or 02
     python -m transformer_course.classroom OUT --timeout 300   # seconds a cell may run while grading
+    python -m transformer_course.classroom OUT --hub           # also OUT/hub/*.whl: the students' install (.hub)
 
 Run it from the repository's top folder (or pass --notebooks and --solutions). Then, in OUT, use nbgrader's
 own commands: ``nbgrader generate_assignment nb01``, ``nbgrader autograde nb01``, ``nbgrader generate_feedback nb01``.
@@ -30,6 +31,7 @@ from ..files import (
 from .build_cells import build_references, build_stubs, learner_files
 from .cells import POINTS_RULE, is_stub_raise, parse_cell, placeholder_name
 from .convert import Conversion, convert_notebook
+from .hub import hub_wheel, write_hub_wheel
 from .reference import ConventionError, ReferenceModule, find_reference_module
 
 __all__ = [
@@ -39,7 +41,6 @@ __all__ = [
     "default_solutions",
     "main",
     "nbgrader_config",
-    "select_notebooks",
 ]
 
 COURSE_ID = "transformer_course"
@@ -167,8 +168,8 @@ def readme(assignments: list[Assignment], course_id: str, timeout: int) -> str:
             "",
             "Written by `python -m transformer_course classroom`. One assignment per notebook; the source notebooks",
             "in `source/<assignment>/` hold the reference solutions between `### BEGIN SOLUTION` and `### END SOLUTION`.",
-            "The notebooks link the self-learners' solution files (`solutions/nbNN_*.py`); none is copied here, so in",
-            "the student release those links lead nowhere.",
+            "None of the self-learners' solution files (`solutions/nbNN_*.py`) is copied here, and the sentences that",
+            "link them say instead that you share the solutions after grading.",
             "",
             f"Points: {POINTS_RULE}",
             "",
@@ -184,6 +185,9 @@ def readme(assignments: list[Assignment], course_id: str, timeout: int) -> str:
             "    nbgrader generate_feedback nb01      # feedback/<student>/nb01/*.html, with the checkers' hints",
             "",
             f"A cell that runs longer than {timeout} s is interrupted and scores zero (nbgrader_config.py).",
+            "",
+            "Students' kernels: install the package from `hub/*.whl` (written with `--hub`), never `pip install -e`",
+            "from the repository: that leaves `notebooks/solutions/` beside the package, readable from every kernel.",
             "",
         ]
     )
@@ -280,11 +284,14 @@ def main(argv: list[str] | None = None, prog: str = "python -m transformer_cours
     )
     parser.add_argument("--course-id", default=COURSE_ID, help=f"nbgrader course id (default: {COURSE_ID})")
     parser.add_argument("--force", action="store_true", help="rewrite source/ and the config of an existing folder")
+    parser.add_argument("--hub", action="store_true", help="also write OUT/hub/*.whl: the package, for students")
     args = parser.parse_args(argv)
     try:
+        sealed = hub_wheel() if args.hub else None  # a package that cannot be sealed stops the build before any work
         assignments = build_course(
             args.out, args.notebooks, args.solutions, args.only, args.timeout, not args.full, args.course_id, args.force
         )
+        wheel = write_hub_wheel(args.out, COMMAND, sealed) if sealed is not None else None
     except ModuleNotFoundError as error:
         print(f"error: {error}; install the classroom extra: pip install -e '.[classroom]'", file=sys.stderr)
         return 1
@@ -295,4 +302,6 @@ def main(argv: list[str] | None = None, prog: str = "python -m transformer_cours
         print(f"{a.name}  {a.notebook.name:40s} {len(a.conversion.graded):2d} graded cells  {a.points:3d} points")
     print(f"wrote {len(assignments)} assignment(s) to {Path(args.out) / 'source'}; next, in {args.out}:")
     print(f"  nbgrader generate_assignment {assignments[0].name}   (see {Path(args.out) / 'README.md'})")
+    if wheel is not None:
+        print(f"the students' install, with no solution in it: pip install {wheel}")
     return 0

@@ -15,6 +15,9 @@ click), ``"-"`` (continues the current slide) or ``"skip"`` (left out). Two ways
   - a picture cell (its outputs hold an image or a chart) and a code cell of more than
     :data:`LONG_CODE_LINES` lines show only their outputs: the code is in the notebook;
   - stderr (warnings, progress bars) and widgets (they need a live kernel: use RISE) are left out;
+  - so are the sentences that point at the reference solutions ("Solutions: [solutions/nb02_….py](…)"):
+    a deck is shown in class, and a class gets the solutions from its teacher
+    (:func:`..classroom.release_text.released_markdown` with ``drop=True``);
   - a slide taller than the screen scrolls inside itself.
 
 :func:`deck_check` opens a deck in headless Chromium with every host name unresolvable (the HTML edition's
@@ -158,8 +161,12 @@ def notebook_to_slides(
     import jinja2
     from nbconvert import SlidesExporter
 
+    from ..classroom.release_text import released_markdown
+
     nb, title, folder = read_notebook(notebook, title, "notebook_to_slides")
     for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":  # no sentence names the solutions folder (the module's docstring)
+            cell.source = released_markdown(cell.source, drop=True)
         if slide_type(cell) not in SLIDE_TYPES:
             raise ValueError(
                 f"cell {index} has slide_type {slide_type(cell)!r}; use one of {', '.join(map(repr, SLIDE_TYPES))}"

@@ -85,7 +85,6 @@ class Result:
         return t("{mark} {name}: {message}", mark=mark, name=self.name, message=self.message)
 
 
-
 def run_check(name: str, check: Callable[[], None], success: str | None = None) -> Result:
     """Run ``check``; a Hint or any error of the learner's code becomes a one-line message. ``name`` and
     ``success`` are messages already put through ``t()``; ``success`` defaults to "passed". Inside a sealed

@@ -7,7 +7,9 @@
 - :mod:`.step` — one optimizer step's parts: :func:`loss_on_batch`, :func:`accumulation_groups`,
   :func:`optimizer_step`, :func:`validation_loss`.
 - :mod:`.loop` — :func:`fit`: the loop with gradient accumulation, clipping, bf16 autocast, optional
-  ``torch.compile``, progress, validation, DDP under ``torchrun``.
+  ``torch.compile``, progress, validation, DDP under ``torchrun``, as a few named steps.
+- :mod:`.training` — what ``fit`` trains with (:class:`~.training.Training`, built by ``start_training``)
+  and its sync points: the finite-value checks and ``last.pt``.
 - :mod:`.state` — where a run stands (:class:`RunState`) and its checkpoints, so that it resumes exactly.
 - :mod:`.folder` — :func:`locked_run_folder`: one run writes to a run folder at a time.
 - :mod:`.distributed` — :func:`setup_distributed` (``torchrun``'s process group).

@@ -55,8 +55,8 @@ ZH = {
     "diagonality": "对角性",
     "anti_diagonality": "反对角性",
     # masks, positional encoding, learning rate (plots.py)
-    "mask (True = may attend)": "掩码（True = 允许注意）",
-    "may attend": "允许注意",
+    "mask (True = may attend)": "掩码（True = 允许关注）",
+    "may attend": "允许关注",
     "position": "位置",
     "dimension": "维度",
     "dim {k}": "维度 {k}",

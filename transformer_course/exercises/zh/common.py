@@ -11,14 +11,14 @@ ZH: dict[str, str] = {
     "passed": "通过",
     "not this one; read the question again": "不是这个；请再读一遍题目",
     "your result could not be checked: {error_type}: {error}; check its type, dtype and shape": (
-        "无法核对你的结果：{error_type}：{error}；请检查它的类型、dtype 和形状"
+        "无法核对你的结果：{error_type}：{error}；请核对它的类型、dtype 和形状"
     ),
     "{what} should be a torch.Tensor, got {type}": "{what} 应是 torch.Tensor，实际得到 {type}",
     "{what} has shape {got}, expected {expected}": "{what} 的形状是 {got}，应为 {expected}",
     "{what} should be a boolean tensor (True = may attend), got dtype {dtype}": (
-        "{what} 应是布尔张量（True = 可以注意），实际 dtype 为 {dtype}"
+        "{what} 应是布尔张量（True = 可以关注），实际 dtype 为 {dtype}"
     ),
-    "{what} is inverted: True should mean 'may attend'": "{what} 的真假反了：True 应表示“可以注意”",
+    "{what} is inverted: True should mean 'may attend'": "{what} 的真假反了：True 应表示“可以关注”",
     "{what} differs at index {index}: got {got}, expected {expected}": (
         "{what} 在索引 {index} 处不对：得到 {got}，应为 {expected}"
     ),
@@ -41,11 +41,11 @@ ZH: dict[str, str] = {
     "{what}: answer with one of the letters {letters}, got {got!r}": "{what}：请从字母 {letters} 中选一个作答，实际得到 {got!r}",
     "{what} is an additive mask (0 = allowed, −inf = blocked, as nn.Transformer's); return True (or 1) where the "
     "query may attend and False (or 0) where it may not": (
-        "{what} 是加性掩码（0 = 允许，−inf = 屏蔽，nn.Transformer 的约定）；请在查询可以注意的位置返回 True（或 1），"
-        "不可以注意的位置返回 False（或 0）"
+        "{what} 是加性掩码（0 = 允许，−inf = 屏蔽，nn.Transformer 的约定）；请在查询可以关注的位置返回 True（或 1），"
+        "不可以关注的位置返回 False（或 0）"
     ),
     "{what} holds values other than 0 and 1: a mask is True/1 = may attend, False/0 = may not": (
-        "{what} 含有 0 和 1 以外的值：掩码中 True/1 = 可以注意，False/0 = 不可以"
+        "{what} 含有 0 和 1 以外的值：掩码中 True/1 = 可以关注，False/0 = 不可以"
     ),
     "not this number; work it out again step by step": "不是这个数；请一步一步重新算一遍",
     "not done yet: replace the `...` with your answer": "还没有完成：把 `...` 换成你的答案",

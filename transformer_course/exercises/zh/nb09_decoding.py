@@ -22,7 +22,7 @@ ZH: dict[str, str] = {
     "the self-attention holds t positions after t tokens were read, not t + 1": "读了 t 个词元之后，自注意力存的是 t 个位置，而不是 t + 1 个",
     "the cross-attention's length is the source's, src_len, not t": "交叉注意力的长度是源序列的长度 src_len，而不是 t",
     "{what} = {got:,}: {hint}": "{what} = {got:,}：{hint}",
-    "{what} = {got:,}; the package's cache holds {want:,} numbers": "{what} = {got:,}；本课程包的缓存存了 {want:,} 个数",
+    "{what} = {got:,}; the package's cache holds {want:,} numbers": "{what} = {got:,}；包的缓存存了 {want:,} 个数",
     "cache numbers": "缓存中的数",
     "passed: 2 · layers · batch · heads · d_k · (t + src_len)": "通过：2 · layers · batch · heads · d_k · (t + src_len)",
     "each of the k = 4 prefixes is extended by each of the 6,190 words: 24,760 candidates, one topk over them": "k = 4 个前缀中的每一个都用 6,190 个词中的每一个来延长：共 24,760 个候选，在它们上面做一次 topk",

@@ -7,7 +7,7 @@ ZH: dict[str, str] = {
     "your values are in bits (log2); use the natural log (torch.log), so a uniform row over k keys gives ln k": "你的结果以比特为单位（log2）；请用自然对数（torch.log），这样 k 个键上均匀分布的一行给出 ln k",
     "you summed the entropies of the rows; take their mean over the queries (.mean(-1))": "你把各行的熵加起来了；应在查询上取平均（.mean(-1)）",
     "head_entropy(one-hot head, uniform head)": "head_entropy（one-hot 的头，均匀的头）",
-    "NaN: masked keys have weight 0, and 0 · log 0 must count as 0": "NaN：被掩码遮住的键权重为 0，而 0 · log 0 必须按 0 计",
+    "NaN: masked keys have weight 0, and 0 · log 0 must count as 0": "NaN：被屏蔽的键权重为 0，而 0 · log 0 必须按 0 计",
     "you summed over the queries (dim -2); each row (one query) is a distribution over keys: sum over dim -1": "你在查询上（dim -2）求了和；每一行（一个查询）是键上的一个分布：应在 dim -1 上求和",
     "head_entropy(weights {shape}, causal)": "head_entropy（形状为 {shape} 的因果权重）",
     "head entropy": "注意力头的熵",

@@ -42,7 +42,7 @@ ZH: dict[str, str] = {
     "the batch is a 40 × 25 rectangle of 1,000 source positions, 880 of them real: 120 / 1,000 = 0.12 padding": "这个批次是一个 40 × 25 的矩形，共 1,000 个源位置，其中 880 个是真实词元：填充占 120 / 1,000 = 0.12",
     "the batching": "分批",
     "your code calls sacrebleu's BLEU.compute_bleu, sacreBLEU's own BLEU from counts, so this is not counted as yours: write the brevity penalty and the geometric mean yourself": "你的代码调用了 sacrebleu 的 BLEU.compute_bleu，也就是 sacreBLEU 自己根据计数算 BLEU 的函数，所以不算你写的：请自己写出简短惩罚和几何平均",
-    "{what}: batch {i} has {n} sentences and its longest has {longest} tokens: {size} padded positions, more than max_tokens = {max_tokens}; a batch costs sentences × longest, padding included": "{what}：批次 {i} 有 {n} 个句子，最长的有 {longest} 个词元：填充后共 {size} 个位置，超过了 max_tokens = {max_tokens}；一个批次的开销是句子数 × 最长长度，填充也算在内",
+    "{what}: batch {i} has {n} sentences and its longest has {longest} tokens: {size} padded positions, more than max_tokens = {max_tokens}; a batch costs sentences × longest, padding included": "{what}：批次 {i} 有 {n} 个句子，最长的有 {longest} 个词元：填充后共 {size} 个位置，超过了 max_tokens = {max_tokens}；一个批次的代价是句子数 × 最长长度，填充也算在内",
     "{what}: batch {i} is empty; every batch holds at least one sentence": "{what}：批次 {i} 是空的；每个批次至少要有一个句子",
     "{what}: sentences {lost} are in no batch; every sentence goes in one": "{what}：句子 {lost} 不在任何批次里；每个句子都要放进一个批次",
     "{what}: sentences {twice} are in more than one batch; each goes in exactly one": "{what}：句子 {twice} 出现在不止一个批次里；每个句子只能放进一个批次",
