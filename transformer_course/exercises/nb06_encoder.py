@@ -28,7 +28,7 @@ from ..i18n import lazy_t, register, t
 from ..masks import padding_mask
 from . import Hint, Numeric, Result, as_int, as_mask, expect_tensor, run_check, same
 from . import check_quiz as _check_quiz
-from .guard import TORCH_TRANSFORMER, no_shortcuts
+from .guard import TORCH_TRANSFORMER, earlier_fallbacks, no_shortcuts
 from .seal import answer_check
 from .zh.nb06_encoder import ZH
 
@@ -95,15 +95,17 @@ def _load(mine: nn.Module, reference: nn.Module, what: str) -> None:
 
 # The pieces of earlier notebooks the learner's file builds on may be the package's (a marked fallback for a file
 # the learner skipped: transformer_course.learner.fill_missing_files); the lesson here is the layer and the stack,
-# so only the package's own layers (transformer_course.model) and PyTorch's transformer functions count as shortcuts.
-EARLIER_PIECES = ("transformer_course.fallback", "transformer_course.attention", "transformer_course.layers")
+# so only the package's own layers (transformer_course.model), this notebook's fallbacks and PyTorch's transformer
+# functions count as shortcuts.
+EARLIER_PIECES = (*earlier_fallbacks("06"), "transformer_course.attention", "transformer_course.layers")
 
 
-def _guarded(what: str, learners: Callable, *args, **kwargs):
+def _guarded(what: str, learners: Callable, *args, _allow=EARLIER_PIECES, **kwargs):
     """``learners(*args, **kwargs)``, named as the learner's only if it calls neither the package's layers nor
-    PyTorch's. (The learner's callable itself, not a lambda of this module: that would count as the package.)"""
+    PyTorch's (``_allow``: what it may call, notebook 07's list there). (The learner's callable itself, not a lambda
+    of this module: that would count as the package.)"""
     try:
-        with no_shortcuts(what, TORCH_TRANSFORMER, allow=EARLIER_PIECES):
+        with no_shortcuts(what, TORCH_TRANSFORMER, allow=_allow):
             return learners(*args, **kwargs)
     except NotImplementedError as error:
         _blame_an_earlier_file(error, learners, what)
