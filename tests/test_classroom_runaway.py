@@ -13,8 +13,10 @@ from __future__ import annotations
 import gc
 import html
 import os
+import signal
 import subprocess
 import sys
+import time
 import weakref
 from pathlib import Path
 
@@ -125,6 +127,20 @@ def test_after_an_out_of_memory_error_the_cells_names_are_removed_with_a_line_be
     line = t(MEMORY, gib="0")
     assert printed.out.index(line) < printed.out.index(t(FREED, names="blocks, kept")) < printed.out.index("Traceback")
     assert "MemoryError" in printed.out and printed.err == ""  # the guard writes nothing to stderr
+
+
+def test_a_timeouts_interrupt_that_comes_while_the_guard_cleans_up_does_not_stop_it(shell, capfd, monkeypatch):
+    from transformer_course.classroom import kernel_guard
+
+    def remove_while_interrupted(namespace, names):
+        os.kill(os.getpid(), signal.SIGINT)  # nbgrader's interrupt, a moment after the MemoryError
+        time.sleep(0.2)
+        remove_names(namespace, names)
+
+    monkeypatch.setattr(kernel_guard, "remove_names", remove_while_interrupted)
+    shell.run_cell("blocks = [bytearray(10)]\nraise MemoryError")
+    assert "blocks" not in shell.user_ns and MemoryError in shell.custom_exceptions  # the guard is still there
+    assert t(FREED, names="blocks") in capfd.readouterr().out
 
 
 def test_an_interrupted_cell_gets_the_timeout_line_in_the_notebooks_language(shell, capfd):

@@ -27,7 +27,9 @@ from __future__ import annotations
 import gc
 import re
 import resource
+import signal
 import sys
+import threading
 import traceback
 from contextlib import contextmanager
 from pathlib import Path
@@ -209,29 +211,37 @@ def install(
         before.clear()
         before.update({name: id(value) for name, value in shell.user_ns.items()})
 
+    def report(self, etype, value, tb, tb_offset) -> None:
+        if is_out_of_memory(value):
+            output.say(t(MEMORY, gib=f"{memory_gib:g}"))
+            names = [n for n in bound_names(self.user_ns, before) if n not in self.user_ns_hidden]
+            if names:
+                remove_names(self.user_ns, names)
+                output.say(t(FREED, names=", ".join(names)))
+        else:
+            output.say(t(TIMEOUT, seconds=timeout_s))
+        self.showtraceback((etype, value, tb), tb_offset=tb_offset, running_compiled_code=True)
+        traceback.clear_frames(tb)  # the interrupted functions' locals (a huge list) are freed now
+        for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+            if hasattr(sys, name):
+                setattr(sys, name, None)
+        gc.collect()
+
     def on_runaway(self, etype, value, tb, tb_offset=None):
-        out_of_memory = is_out_of_memory(value)
-        if not (out_of_memory or issubclass(etype, KeyboardInterrupt)):
+        if not (is_out_of_memory(value) or issubclass(etype, KeyboardInterrupt)):
             self.showtraceback((etype, value, tb), tb_offset=tb_offset, running_compiled_code=True)
             return None
+        main = threading.current_thread() is threading.main_thread()
+        interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None  # a late timeout waits
         set_data_limit(None if limit is None else limit + 2**28)  # room to print and clean up
         try:
-            if out_of_memory:
-                output.say(t(MEMORY, gib=f"{memory_gib:g}"))
-                names = [n for n in bound_names(self.user_ns, before) if n not in self.user_ns_hidden]
-                if names:
-                    remove_names(self.user_ns, names)
-                    output.say(t(FREED, names=", ".join(names)))
-            else:
-                output.say(t(TIMEOUT, seconds=timeout_s))
+            report(self, etype, value, tb, tb_offset)
+        except BaseException:  # IPython would drop a handler that raises: show the cell's error as it is instead
             self.showtraceback((etype, value, tb), tb_offset=tb_offset, running_compiled_code=True)
-            traceback.clear_frames(tb)  # the interrupted functions' locals (a huge list) are freed now
-            for name in ("last_type", "last_value", "last_traceback", "last_exc"):
-                if hasattr(sys, name):
-                    setattr(sys, name, None)
-            gc.collect()
         finally:
             set_data_limit(limit)
+            if main:
+                signal.signal(signal.SIGINT, interrupt)
         return None
 
     shell.events.register("pre_run_cell", pre_run_cell)
