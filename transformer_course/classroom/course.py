@@ -179,14 +179,14 @@ def readme(assignments: list[Assignment], course_id: str, timeout: int) -> str:
             "|---|---|---|---|---|",
             *rows,
             "",
-            "## Commands (run in this folder, with the course's Python environment active: nbgrader calls `alembic`)",
+            "## Commands (run in this folder; nbgrader_config.py puts this environment's tools, `alembic`, on PATH)",
             "",
             "    nbgrader generate_assignment nb01    # release/nb01/: the student version, no solutions",
             "    # students' work goes to submitted/<student>/nb01/ (nbgrader collect, or copy it there)",
             "    nbgrader autograde nb01              # runs every submission, scores into gradebook.db",
             "    nbgrader generate_feedback nb01      # feedback/<student>/nb01/*.html, with the checkers' hints",
             "",
-            f"A cell that runs longer than {timeout} s is interrupted and scores zero (nbgrader_config.py).",
+            f"A cell that runs longer than {timeout} s or outgrows the memory limit scores zero; the rest is graded.",
             "",
         ]
     )
