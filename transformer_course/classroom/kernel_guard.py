@@ -48,10 +48,10 @@ __all__ = [
     "remove_names",
 ]
 
-DEFAULT_MEMORY_GIB = 4.0  # beyond the kernel's start (torch imported); fast 08 and 11 peaked 0.37 and 0.35 GiB above
+DEFAULT_MEMORY_GIB = 4.0  # beyond the kernel's start (torch loaded); fast 08, 11, 09, 10 peaked 0.37, 0.35, 0.26, 0.22
 DEFAULT_OUTPUT_MB = 1.0  # printed text per cell
 OUTPUT_LINES = 900  # and lines per cell: nbgrader keeps 1000 (LimitOutput), so the guard's lines stay in view
-IOPUB_TIMEOUT_S = 60  # after a reply, for the last outputs: freeing a list of 500 million ints takes seconds
+IOPUB_TIMEOUT_S = 60  # after a reply, for its last outputs (the guard's clean-up of a big list); nbclient's is 4
 
 TIMEOUT = "this cell ran longer than {seconds} s and was stopped: it scores 0; the other cells were graded"
 MEMORY = "this cell used more than {gib} GiB of memory and was stopped: it scores 0; the other cells were graded"
@@ -90,10 +90,11 @@ def execute_config(timeout_s: int, memory_gib: float = DEFAULT_MEMORY_GIB) -> li
         "# on without it: raising instead (nbgrader's default) would remove the whole submission.",
         f"c.Execute.iopub_timeout = {IOPUB_TIMEOUT_S}",
         "c.Execute.raise_on_iopub_timeout = False",
-        f"# The kernel's guard (transformer_course.classroom.kernel_guard): a notebook may use {memory_gib:g} GiB beyond",
-        f"# its kernel's start, a cell may print {DEFAULT_OUTPUT_MB:g} MB ({OUTPUT_LINES} lines); a runaway cell scores zero with a line saying why.",
+        f"# The kernel's guard (transformer_course.classroom.kernel_guard): a notebook may use {memory_gib:g} GiB",
+        f"# beyond its kernel's start, a cell may print {DEFAULT_OUTPUT_MB:g} MB ({OUTPUT_LINES} lines); a runaway",
+        "# cell scores zero with a line saying why.",
         f"c.Execute.extra_arguments = {kernel_arguments(timeout_s, memory_gib)!r}",
-        f"c.LimitOutput.max_lines = 1000  # what the feedback keeps of a cell's output; the guard stops at {OUTPUT_LINES}",
+        f"c.LimitOutput.max_lines = 1000  # nbgrader keeps 1000 lines of output; the guard stops at {OUTPUT_LINES}",
     ]
 
 
