@@ -174,10 +174,11 @@ def test_the_config_puts_this_environments_tools_first_on_path_so_nbgrader_finds
     assert "memory_gib=0.5" in execute.extra_arguments[1] and "timeout_s=10" in execute.extra_arguments[1]
 
 
-def test_a_memory_budget_that_is_not_positive_is_refused_in_one_line(tmp_path, capsys):
-    assert main([str(tmp_path / "course"), "--memory", "0", "--notebooks", str(tmp_path)]) == 1
+@pytest.mark.parametrize("memory", ["0", "-1", "inf", "nan"])
+def test_a_memory_budget_that_is_not_a_positive_number_is_refused_in_one_line(tmp_path, capsys, memory):
+    assert main([str(tmp_path / "course"), "--memory", memory, "--notebooks", str(tmp_path)]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "memory=0.0: give the GiB a notebook may use while grading" in err
+    assert err.count("\n") == 1 and f"memory={float(memory)}: give the GiB a notebook may use while grading" in err
 
 
 # --- end to end, with the real nbgrader -----------------------------------------------------------------------------

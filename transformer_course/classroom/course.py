@@ -220,7 +220,7 @@ def build_course(
 
     if timeout <= 0:
         raise ValueError(f"timeout={timeout}: give the seconds a cell may run while grading, e.g. 120")
-    if not memory_gib > 0:
+    if not 0 < memory_gib < float("inf"):
         raise ValueError(f"memory={memory_gib}: give the GiB a notebook may use while grading, e.g. 4")
     notebooks = Path(notebooks)
     solutions = Path(solutions) if solutions is not None else default_solutions(notebooks)
