@@ -32,17 +32,20 @@ with a :class:`ConventionError` naming the cell and what to change):
   1 point when it is given answers (name = ...); a graded cell is worth the sum of its checker calls, all or
   nothing.
 
-The course folder: ``nbgrader_config.py`` (course id, the per-cell timeout after which a cell is interrupted
-and scores zero, fast grading with ``TC_FAST=1``), ``README.md`` (assignments, points, commands) and one
-assignment per notebook, ``source/nbNN/NN_name.ipynb``, with the files its text shows (``figures/…``); with
-``--hub``, ``hub/transformer_course-<version>-py3-none-any.whl``: the students' install, no solution in it (:mod:`.hub`).
+The course folder: ``nbgrader_config.py`` (course id, fast grading with ``TC_FAST=1``, this environment's tools
+first on PATH, and the grading kernel's limits: a cell that runs longer than the timeout (``--timeout``, 120 s)
+is interrupted, a notebook that grows ``--memory`` GiB (4) beyond its kernel's start gets ``MemoryError``, a cell's
+output stops at 1 MB; such a cell scores zero with one line saying why and the other cells are graded, see
+:mod:`.kernel_guard`), ``README.md`` (assignments, points, commands) and one assignment per notebook,
+``source/nbNN/NN_name.ipynb``, with the files its text shows (``figures/…``); with ``--hub``,
+``hub/transformer_course-<version>-py3-none-any.whl``: the students' install, no solution in it (:mod:`.hub`).
 """
 
 from __future__ import annotations
 
 from .cells import POINTS_RULE
 from .convert import Conversion, GradedCell, SolutionCell, convert_notebook
-from .course import COURSE_ID, Assignment, build_course, main, nbgrader_config, select_notebooks
+from .course import COURSE_ID, Assignment, build_course, main, nbgrader_config
 from .reference import ConventionError, ReferenceModule
 
 __all__ = [
@@ -58,5 +61,4 @@ __all__ = [
     "convert_notebook",
     "main",
     "nbgrader_config",
-    "select_notebooks",
 ]
