@@ -36,10 +36,13 @@ with a :class:`ConventionError` naming the cell and what to change):
   1 point when it is given answers (name = ...), and a quiz (check_quiz) 1 point per answer; a graded cell
   scores the points of the checks that pass (partial credit).
 
-The course folder: ``nbgrader_config.py`` (course id, the per-cell timeout after which a cell is interrupted
-and scores zero, fast grading with ``TC_FAST=1``), ``README.md`` (assignments, points, commands) and one
-assignment per notebook, ``source/nbNN/NN_name.ipynb``, with the files its text shows (``figures/…``); with
-``--hub``, ``hub/transformer_course-<version>-py3-none-any.whl``: the students' install, no solution in it (:mod:`.hub`).
+The course folder: ``nbgrader_config.py`` (course id, fast grading with ``TC_FAST=1``, this environment's tools
+first on PATH, and the grading kernel's limits: a cell that runs longer than the timeout (``--timeout``, 120 s)
+is interrupted, a notebook that grows ``--memory`` GiB (4) beyond its kernel's start gets ``MemoryError``, a cell's
+output stops at 1 MB; such a cell scores zero with one line saying why and the other cells are graded, see
+:mod:`.kernel_guard`), ``README.md`` (assignments, points, commands) and one assignment per notebook,
+``source/nbNN/NN_name.ipynb``, with the files its text shows (``figures/…``); with ``--hub``,
+``hub/transformer_course-<version>-py3-none-any.whl``: the students' install, no solution in it (:mod:`.hub`).
 """
 
 from __future__ import annotations

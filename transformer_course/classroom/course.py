@@ -2,7 +2,7 @@
 
     python -m transformer_course.classroom OUT                 # every notebook of notebooks/
     python -m transformer_course.classroom OUT --only 01 02    # notebooks whose names start with 01 or 02
-    python -m transformer_course.classroom OUT --timeout 300   # seconds a cell may run while grading
+    python -m transformer_course.classroom OUT --timeout 300 --memory 8   # seconds a cell, GiB a notebook may use
     python -m transformer_course.classroom OUT --hub           # also OUT/hub/*.whl: the students' install (.hub)
 
 Run it from the repository's top folder (or pass --notebooks and --solutions). Then, in OUT, use nbgrader's
@@ -32,6 +32,7 @@ from .build_cells import build_references, build_stubs, learner_files
 from .cells import POINTS_RULE, is_stub_raise, parse_cell, placeholder_name
 from .convert import Conversion, convert_notebook
 from .hub import hub_wheel, write_hub_wheel
+from .kernel_guard import DEFAULT_MEMORY_GIB, execute_config
 from .reference import ConventionError, ReferenceModule, find_reference_module
 
 __all__ = [
@@ -116,8 +117,8 @@ def has_exercises(nb, build_cells: bool = True) -> bool:
     )
 
 
-def nbgrader_config(course_id: str, timeout: int, fast: bool) -> str:
-    """The text of ``nbgrader_config.py``."""
+def nbgrader_config(course_id: str, timeout: int, fast: bool, memory_gib: float = DEFAULT_MEMORY_GIB) -> str:
+    """The text of ``nbgrader_config.py``: ``memory_gib`` is what a notebook may use beyond its kernel's start."""
     fast_lines = (
         [
             "# Grading runs the notebooks with their fast sizes (TC_FAST=1: tiny models, few steps); the checkers do",
@@ -135,6 +136,10 @@ def nbgrader_config(course_id: str, timeout: int, fast: bool) -> str:
             '"""',
             "",
             "import os",
+            "import sys",
+            "",
+            "# nbgrader runs `alembic` from PATH: this environment's tools first, also when it is not activated.",
+            'os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])',
             "",
             "c = get_config()  # noqa: F821 (nbgrader provides get_config)",
             "",
@@ -143,10 +148,7 @@ def nbgrader_config(course_id: str, timeout: int, fast: bool) -> str:
             "",
             *fast_lines,
             "",
-            "# A cell that runs longer than this is interrupted: it scores zero, and grading goes on with the next cell.",
-            f"c.Execute.timeout = {timeout}",
-            "c.Execute.interrupt_on_timeout = True",
-            "c.Execute.startup_timeout = 180  # seconds for a kernel to start on a busy grading machine",
+            *execute_config(timeout, memory_gib),
             "",
             "# On JupyterHub with nbgrader's exchange (nbgrader release_assignment / collect), also set e.g.",
             '# c.Exchange.root = "/srv/nbgrader/exchange"',
@@ -177,14 +179,14 @@ def readme(assignments: list[Assignment], course_id: str, timeout: int) -> str:
             "|---|---|---|---|---|",
             *rows,
             "",
-            "## Commands (run in this folder, with the course's Python environment active: nbgrader calls `alembic`)",
+            "## Commands (run in this folder; nbgrader_config.py puts this environment's tools, `alembic`, on PATH)",
             "",
             "    nbgrader generate_assignment nb01    # release/nb01/: the student version, no solutions",
             "    # students' work goes to submitted/<student>/nb01/ (nbgrader collect, or copy it there)",
             "    nbgrader autograde nb01              # runs every submission, scores into gradebook.db",
             "    nbgrader generate_feedback nb01      # feedback/<student>/nb01/*.html, with the checkers' hints",
             "",
-            f"A cell that runs longer than {timeout} s is interrupted and scores zero (nbgrader_config.py).",
+            f"A cell that runs longer than {timeout} s or outgrows the memory limit scores zero; the rest is graded.",
             "",
             "Students' kernels: install the package from `hub/*.whl` (written with `--hub`), never `pip install -e`",
             "from the repository: that leaves `notebooks/solutions/` beside the package, readable from every kernel.",
@@ -205,6 +207,7 @@ def build_course(
     fast: bool = True,
     course_id: str = COURSE_ID,
     force: bool = False,
+    memory_gib: float = DEFAULT_MEMORY_GIB,
 ) -> list[Assignment]:
     """Write the nbgrader course folder ``out``: ``nbgrader_config.py``, ``README.md`` and
     ``source/nbNN/NN_name.ipynb`` (with the files its text shows) for each selected notebook. Every notebook is
@@ -220,6 +223,8 @@ def build_course(
 
     if timeout <= 0:
         raise ValueError(f"timeout={timeout}: give the seconds a cell may run while grading, e.g. 120")
+    if not 0 < memory_gib < float("inf"):
+        raise ValueError(f"memory={memory_gib}: give the GiB a notebook may use while grading, e.g. 4")
     notebooks = Path(notebooks)
     solutions = Path(solutions) if solutions is not None else default_solutions(notebooks)
     written = claim_folder(out, COMMAND, protected=[notebooks, solutions])  # before any work: '' / . / the repo …
@@ -248,7 +253,7 @@ def build_course(
             plan[f"{folder}/{asset}"] = notebooks / asset
         for name, text in learner_files(assignment.notebook, notebooks).items():
             plan[f"{folder}/{name}"] = text
-    plan["nbgrader_config.py"] = nbgrader_config(course_id, timeout, fast)
+    plan["nbgrader_config.py"] = nbgrader_config(course_id, timeout, fast, memory_gib)
     plan["README.md"] = readme(assignments, course_id, timeout)
     plan_writes(out, plan, written)  # before anything is removed or written
     out.mkdir(parents=True, exist_ok=True)
@@ -280,6 +285,13 @@ def main(argv: list[str] | None = None, prog: str = "python -m transformer_cours
     parser.add_argument("--only", nargs="+", metavar="NN", help="only notebooks whose names start with these")
     parser.add_argument("--timeout", type=int, default=120, help="seconds a cell may run while grading (default: 120)")
     parser.add_argument(
+        "--memory",
+        type=float,
+        default=DEFAULT_MEMORY_GIB,
+        metavar="GIB",
+        help=f"GiB a notebook may use beyond its kernel's start while grading (default: {DEFAULT_MEMORY_GIB:g})",
+    )
+    parser.add_argument(
         "--full", action="store_true", help="grade with the notebooks' full sizes (default: fast mode, TC_FAST=1)"
     )
     parser.add_argument("--course-id", default=COURSE_ID, help=f"nbgrader course id (default: {COURSE_ID})")
@@ -288,8 +300,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m transformer_cours
     args = parser.parse_args(argv)
     try:
         sealed = hub_wheel() if args.hub else None  # a package that cannot be sealed stops the build before any work
+        a = args  # build_course's parameters, in order
         assignments = build_course(
-            args.out, args.notebooks, args.solutions, args.only, args.timeout, not args.full, args.course_id, args.force
+            a.out, a.notebooks, a.solutions, a.only, a.timeout, not a.full, a.course_id, a.force, a.memory
         )
         wheel = write_hub_wheel(args.out, COMMAND, sealed) if sealed is not None else None
     except ModuleNotFoundError as error:
