@@ -657,6 +657,14 @@ def test_a_plausible_mistake_gets_partial_marks_and_the_checkers_hint_in_the_fee
 
 
 @pytest.mark.slow
+def test_the_feedback_shows_each_cells_points_and_hints_but_not_its_hidden_test(graded_course):
+    page = feedback(graded_course[0], "bob", "nb01")
+    assert "graded: 0 of 2 points" in page and "graded: 3 of 3 points" in page  # local_mask wrong, the quiz right
+    assert "BEGIN HIDDEN TESTS" not in page and "_tc_grade" not in page
+    assert not re.search(r"\b[0-9a-f]{24}\b", page), "an answer digest in the feedback"
+
+
+@pytest.mark.slow
 def test_an_exercise_that_raises_scores_zero_and_the_other_cells_are_graded(graded_course):
     course, assignments, chosen = graded_course
     score, max_score, cells = scores(course, "nb01", "carol")

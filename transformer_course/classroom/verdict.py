@@ -31,6 +31,7 @@ import os
 import sys
 
 __all__ = [
+    "FEEDBACK_CONFIG",
     "DIGEST_PATTERN",
     "PACKAGE",
     "PLACEHOLDER_PATTERN",
@@ -41,6 +42,13 @@ __all__ = [
 ]
 
 PACKAGE = "transformer_course"
+FEEDBACK_CONFIG = [  # nbgrader_config.py's lines: the feedback shows each cell's grade and hints, not its hidden test
+    "# The feedback shows what each graded cell printed (its points and the checkers' hints), not its hidden test,",
+    "# which holds the answers' digests.",
+    "from nbgrader.preprocessors import ClearHiddenTests, GetGrades",
+    "from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor",
+    "c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ClearHiddenTests]",
+]
 DIGEST_PATTERN = r'"([0-9a-f]{24})"'  # an answer digest in a checker module (guard.answer_digest)
 PLACEHOLDER_PATTERN = r'"sealed:(\d+)"'  # the same, left out of the hub wheel
 
