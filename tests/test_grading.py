@@ -197,3 +197,10 @@ def test_the_verdict_speaks_the_notebooks_language(student_language, capsys):
         i18n.set_language(before)
     out = capsys.readouterr().out
     assert ("批改结果" in out) == (student_language == "zh")
+
+
+def test_a_cell_that_imports_its_checkers_itself_is_still_graded_with_the_fresh_copy(capsys):
+    text = "from transformer_course.exercises import nb01_masks as ex\nex.check_quiz(q1=q1, q2=q2, q3=q3)"
+    cell = dict(QUIZ_CELL, text=text)
+    assert verdict.grade(HOME, dict(RIGHT, ex=AlwaysRight()), cell) == 3
+    assert verdict.grade(HOME, {"ex": nb01_masks, "q1": 0, "q2": "a", "q3": 0}, cell) == 0

@@ -33,8 +33,8 @@ from .cells import POINTS_RULE, is_stub_raise, parse_cell, placeholder_name
 from .convert import Conversion, convert_notebook
 from .hub import hub_wheel, write_hub_wheel
 from .kernel_guard import DEFAULT_MEMORY_GIB, execute_config
-from .verdict import FEEDBACK_CONFIG
 from .reference import ConventionError, ReferenceModule, find_reference_module
+from .verdict import FEEDBACK_CONFIG
 
 __all__ = [
     "COURSE_ID",

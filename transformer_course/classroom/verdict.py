@@ -195,7 +195,7 @@ def grade(home: str, namespace: dict, cell: dict) -> float:
                 scope = dict(namespace)
                 scope.update({alias: _Checks(mods[module], record) for alias, module in cell["aliases"].items()})
                 try:
-                    exec(compile(cell["text"], "<graded cell>", "exec"), scope)
+                    exec(compile(_keeping(cell["text"], set(cell["aliases"])), "<graded cell>", "exec"), scope)
                 except NameError as error:
                     problem = t(
                         "{name} is not defined: run the cell that defines it, then this one",
@@ -226,6 +226,21 @@ def _display(hook, value) -> None:
         hook(value)
     finally:
         del hook.quiet
+
+
+def _keeping(text: str, aliases: set[str]):
+    """The cell's statements as a syntax tree, without the imports that would bind a checker alias again (a cell
+    may import its checkers itself: ``from transformer_course.exercises import nb06_encoder as ex``); the fresh
+    copy bound to that alias stays."""
+    import ast
+
+    tree = ast.parse(text)
+    for i, node in enumerate(tree.body):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            node.names = [a for a in node.names if (a.asname or a.name.split(".")[0]) not in aliases]
+            if not node.names:
+                tree.body[i] = ast.copy_location(ast.Pass(), node)
+    return tree
 
 
 def _score(calls: list, record: list) -> tuple[float, int]:

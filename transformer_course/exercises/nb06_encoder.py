@@ -17,6 +17,7 @@ answers as nested lists or tuples, a numpy array or a tensor, of booleans or of 
 
 from __future__ import annotations
 
+import contextvars
 import functools
 from collections.abc import Callable
 
@@ -98,14 +99,15 @@ def _load(mine: nn.Module, reference: nn.Module, what: str) -> None:
 # so only the package's own layers (transformer_course.model), this notebook's fallbacks and PyTorch's transformer
 # functions count as shortcuts.
 EARLIER_PIECES = (*earlier_fallbacks("06"), "transformer_course.attention", "transformer_course.layers")
+ALLOWED = contextvars.ContextVar("nb06_allowed", default=EARLIER_PIECES)  # notebook 07's checks set their own
 
 
-def _guarded(what: str, learners: Callable, *args, _allow=EARLIER_PIECES, **kwargs):
+def _guarded(what: str, learners: Callable, *args, **kwargs):
     """``learners(*args, **kwargs)``, named as the learner's only if it calls neither the package's layers nor
-    PyTorch's (``_allow``: what it may call, notebook 07's list there). (The learner's callable itself, not a lambda
-    of this module: that would count as the package.)"""
+    PyTorch's (what it may call: :data:`ALLOWED`). (The learner's callable itself, not a lambda of this module:
+    that would count as the package.)"""
     try:
-        with no_shortcuts(what, TORCH_TRANSFORMER, allow=_allow):
+        with no_shortcuts(what, TORCH_TRANSFORMER, allow=ALLOWED.get()):
             return learners(*args, **kwargs)
     except NotImplementedError as error:
         _blame_an_earlier_file(error, learners, what)

@@ -30,10 +30,12 @@ from ..masks import padding_mask, target_mask
 from . import Choice, Hint, Numeric, Result, as_choice, as_int, run_check
 from . import check_quiz as _check_quiz
 from .guard import answer_digest, earlier_fallbacks
+from .nb06_encoder import ALLOWED as _ALLOWED_06
 from .nb06_encoder import (
     _check_dropout,
     _check_gradients,
     _closed_form,
+    _guarded,
     _load,
     _meta_count,
     _name_mistake,
@@ -41,7 +43,6 @@ from .nb06_encoder import (
     _randomize,
     _shares_weights,
 )
-from .nb06_encoder import _guarded as _guarded_06
 from .seal import answer_check
 from .zh.nb07_decoder import ZH
 
@@ -50,9 +51,18 @@ from .zh.nb07_decoder import ZH
 EARLIER_PIECES = (*earlier_fallbacks("07"), "transformer_course.attention", "transformer_course.layers")
 
 
-def _guarded(what: str, learners, *args, **kwargs):
-    """nb06's guard with notebook 07's list of what the learner's code may call."""
-    return _guarded_06(what, learners, *args, _allow=EARLIER_PIECES, **kwargs)
+def _decoder_pieces(checker):
+    """Run ``checker`` with notebook 07's list of what the learner's code may call (nb06's helpers read it)."""
+
+    @functools.wraps(checker)
+    def wrapper(*args, **kwargs):
+        token = _ALLOWED_06.set(EARLIER_PIECES)
+        try:
+            return checker(*args, **kwargs)
+        finally:
+            _ALLOWED_06.reset(token)
+
+    return wrapper
 
 
 register("zh", ZH)
@@ -141,6 +151,7 @@ def _check_decoder_layer_once(DecoderLayer, norm_first: bool, S: int, model, wha
     _check_gradients(mine, ref, args, name)
 
 
+@_decoder_pieces
 def check_decoder_layer(DecoderLayer) -> Result:
     """``DecoderLayer(d_model, heads, d_ff, dropout, norm_first=False)`` with ``forward(x, memory, src_mask,
     tgt_mask)``: the package's values (post-LN and pre-LN, source as long as the target and longer), dropout
@@ -225,6 +236,7 @@ def _chain_as_memory(ref, x, src_mask, tgt_mask) -> Tensor:
     return ref.norm(y)
 
 
+@_decoder_pieces
 def check_decoder(Decoder, DecoderLayer) -> Result:
     """``Decoder(layer, N)``: N independent copies, the final LayerNorm only when pre-LN, the memory and both
     masks handed to every layer; equal to the package's ``Decoder`` with the same weights."""
@@ -388,6 +400,7 @@ def _check_model_once(make_model, options: dict, model, what: str) -> None:
         _check_gradients(mine, ref, args, name, head="generator")
 
 
+@_decoder_pieces
 def check_make_model(make_model) -> Result:
     """``make_model(src_vocab, tgt_vocab, N, d_model, d_ff, h, dropout, norm_first=False, tie_embeddings="decoder",
     max_len=512, positional="sinusoidal")``: the package's names and tying, Xavier-uniform matrices, the package's
