@@ -12,6 +12,7 @@ reference solution, and the path a student would try, ``Path(transformer_course.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import sysconfig
@@ -120,6 +121,62 @@ def test_a_student_kernel_on_the_hub_install_reaches_no_solution(tmp_path):
     assert len(exercise_definitions()) >= 20, "too few exercises found to look for"
     assert not reference_code_in(files)
     assert PACKAGE_DIR.parent.joinpath("notebooks", "solutions").is_dir()  # the checkout itself still has them
+    checkers = {name: text for name, text in files.items() if re.search(r"exercises/nb\d\d_\w+\.py$", name)}
+    assert len(checkers) == 12 and not [n for n, text in checkers.items() if re.search(r'"[0-9a-f]{24}"', text)]
+
+
+SEALED_PROBE = """
+import json, sys
+sys.path[:0] = [{target!r}]; sys.path.append({purelib!r})
+from transformer_course.exercises import nb01_masks as ex, unsealed
+from transformer_course.classroom import verdict
+right = {right!r}
+lines = []
+lines.append(repr(ex.check_quiz(**right)))            # a student's scratch cell: sealed by the install
+with unsealed():
+    lines.append(repr(ex.check_quiz(**right)))        # unsealed by hand: no digest in the files to compare with
+lines.append(repr(ex.check_quiz(q1="b", q2="b", q3="b")))  # the form is still told
+print("--- grading ---")
+home = str(__import__("pathlib").Path(ex.__file__).parents[1])
+cell = {cell!r}
+graded = verdict.grade(home, dict(right, ex=ex), cell)  # the hidden test carries the digests
+wrong = verdict.grade(home, dict(right, q2="a", ex=ex), cell)
+print(json.dumps([lines, graded, wrong]))
+"""
+
+
+@pytest.mark.slow
+def test_on_the_hub_install_no_answer_can_be_told_right_and_the_hidden_tests_still_grade(tmp_path):
+    """In the hub wheel an answer check says only "noted" (sealed by the marker, and unsealing finds no digest);
+    the grade comes from the hidden test's digests: the reference's answers get 3 of 3, one wrong letter 2 of 3."""
+    from transformer_course.classroom.cells import checker_digests
+
+    assert build(tmp_path / "course") == 0
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target)]
+        + [str(tmp_path / "course" / "hub" / WHEEL)],
+        check=True,
+        timeout=300,
+    )
+    digests, sha = checker_digests("nb01_masks")
+    cell = {
+        "text": "ex.check_quiz(q1=q1, q2=q2, q3=q3)",
+        "aliases": {"ex": "nb01_masks"},
+        "calls": [["check_quiz", 3]],
+        "digests": {"nb01_masks": digests},
+        "sha": {"nb01_masks": sha},
+    }
+    right = {"q1": 2, "q2": "b", "q3": 2560}  # notebooks/solutions/nb01_masks.py's QUIZ
+    probe = SEALED_PROBE.format(target=str(target), purelib=sysconfig.get_paths()["purelib"], right=right, cell=cell)
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", probe], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (scratch, by_hand, form), graded, wrong = json.loads(done.stdout.strip().splitlines()[-1])
+    assert scratch.startswith("🔒") and by_hand.startswith("🔒") and form.startswith("🔒"), (scratch, by_hand, form)
+    practice = done.stdout.split("--- grading ---")[0]  # what the three scratch calls printed
+    assert "✅" not in practice, "a sealed check printed ✅:\n" + done.stdout
+    assert "❌ q1" in practice and "❌ q3" in practice and "❌ q2" not in practice  # the form is told, not the letter
+    assert (graded, wrong) == (3, 2), done.stdout
 
 
 # --- the checkpoint on a hub --------------------------------------------------------------------------------------

@@ -133,11 +133,6 @@ def test_no_released_notebooks_text_names_the_solutions_folder(released):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 22: the graded cells of 02–07 keep the checker cell's '# Stuck? … notebooks/solutions/' comment; "
-    "the graded-cell rewrite in convert.py drops it (release_text.released_code)",
-)
 def test_no_released_notebooks_code_names_the_solutions_folder(released):
     left = {
         name: [c.get("id") for c in nb.cells if c.cell_type == "code" and names_solutions(c.source)]

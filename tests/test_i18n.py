@@ -32,7 +32,7 @@ from transformer_course.i18n import get_language, lazy_t, register, set_language
 from helpers import solutions
 
 EXERCISES = Path(__file__).resolve().parent.parent / "transformer_course" / "exercises"
-MODULES = ["__init__", "guard", *sorted(p.stem for p in EXERCISES.glob("nb*.py"))]
+MODULES = ["__init__", "guard", "seal", *sorted(p.stem for p in EXERCISES.glob("nb*.py"))]
 TEMPLATE_FUNCTIONS = {"t", "lazy_t"}
 # English words side by side: a sentence, not a code name ("self-attention with a mask", not "x + norm(x)")
 PROSE = re.compile(r"[A-Za-z]{2,}'?[a-z]* +[A-Za-z]{2,}")

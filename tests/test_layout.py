@@ -306,16 +306,9 @@ def home_of(name: str, module: str) -> str:
 
 
 SUBPACKAGES = sorted(m for m in MODULES if MODULES[m].name == "__init__.py" and m != NAME)
-# classroom.__all__ lists edition.select_notebooks (defined in edition/build.py); classroom/ is being fixed apart
-NOT_YET_OWN_ALL = {f"{NAME}.classroom"}
 
 
-NOT_YET = pytest.mark.xfail(strict=True, reason="classroom.__all__ lists edition's select_notebooks")
-
-
-@pytest.mark.parametrize(
-    "package", [pytest.param(p, marks=NOT_YET) if p in NOT_YET_OWN_ALL else p for p in SUBPACKAGES]
-)
+@pytest.mark.parametrize("package", SUBPACKAGES)
 def test_each_subpackages_all_lists_what_it_defines_or_its_own_submodules_do(package):
     """Classes, functions and constants alike: each name in __all__ is bound in the subpackage (its __init__ or
     a submodule under it), never a sibling's name (train listing data.PAD) or a library's."""
@@ -331,7 +324,7 @@ def test_the_home_of_a_name_follows_imports_to_where_it_is_defined():
     assert home_of("fit", f"{NAME}.train") == f"{NAME}.train.loop"
     assert home_of("fonts", f"{NAME}.viz") == f"{NAME}.viz.fonts"  # a submodule
     assert home_of("nn", f"{NAME}.train.loop") == "outside:torch"
-    assert home_of("select_notebooks", f"{NAME}.classroom") == f"{NAME}.edition.build"  # NOT_YET_OWN_ALL's finding
+    assert home_of("select_notebooks", f"{NAME}.classroom.course") == f"{NAME}.edition.build"  # imported, not listed
 
 
 def test_the_top_level_exports_each_notebook_name_once_from_its_home():

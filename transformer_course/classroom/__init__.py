@@ -20,17 +20,21 @@ with a :class:`ConventionError` naming the cell and what to change):
   first lines of the reference.
 - **A checker cell** is a code cell calling ``ex.check_…(…)`` (``ex``: any name bound to a
   ``transformer_course.exercises`` module), as a statement or as an ``if`` condition. It becomes a read-only
-  graded cell: each checker's result is kept (``_result = ex.check_x(f)``) and asserted at the end
-  (``assert _result, repr(_result)``), so a failed check (a ❌ Result, also printed with its hint) raises
-  AssertionError with the hint, nbgrader scores the cell zero and the feedback shows the hint. A cell with
-  exercise lines and then checker calls is split in two cells: the solution cell, then the graded cell.
-  Every exercise must be given (by name) to some checker, and no checker may be given ``...`` or a name its
-  own cell sets to a literal: the learner could not change them in a read-only cell.
+  graded cell that starts with an nbgrader hidden test (``### BEGIN HIDDEN TESTS``: not in the student's
+  release, put back by ``nbgrader autograde``): :mod:`.verdict` runs the cell's checks again with fresh copies of
+  the checker modules loaded from their files, so no name the student's cells rebound (``ex``, a checker, a
+  ``sys.modules`` entry) takes part, and makes the points the cell's first result (partial credit). The cell's own
+  text follows: the self-check the student runs while working, with every hint; a cell that checks answers only
+  (``name = ...``) runs it inside ``sealed()`` (:mod:`transformer_course.exercises.seal`): it tells the answers'
+  form, not whether they are right, so trying every letter reveals nothing. A cell with exercise lines and then
+  checker calls is split in two cells: the solution cell, then the graded cell. Every exercise must be given (by
+  name) to some checker, and no checker may be given ``...`` or a name its own cell sets to a literal: the
+  learner could not change them in a read-only cell.
 - **Every other cell** is copied as it is, outputs cleared; in markdown, a sentence that links the reference
   solutions says instead that the teacher shares them after grading (:mod:`.release_text`).
 - **Points**: each checker call is worth 2 points when it is given a function or class the learner writes,
-  1 point when it is given answers (name = ...); a graded cell is worth the sum of its checker calls, all or
-  nothing.
+  1 point when it is given answers (name = ...), and a quiz (check_quiz) 1 point per answer; a graded cell
+  scores the points of the checks that pass (partial credit).
 
 The course folder: ``nbgrader_config.py`` (course id, fast grading with ``TC_FAST=1``, this environment's tools
 first on PATH, and the grading kernel's limits: a cell that runs longer than the timeout (``--timeout``, 120 s)

@@ -6,13 +6,20 @@ calls, and how a checker cell becomes an nbgrader graded cell (the convention is
 from __future__ import annotations
 
 import ast
+import hashlib
+import pprint
 import re
+import textwrap
+from pathlib import Path
 
 from .reference import ConventionError
+from .release_text import released_code
+from .verdict import PLACEHOLDER_PATTERN, strip_digests
 
 __all__ = [
     "POINTS_RULE",
     "checker_aliases",
+    "checker_modules",
     "fixed_answers",
     "graded_source",
     "is_check",
@@ -29,8 +36,10 @@ __all__ = [
 EXERCISES_MODULE = "transformer_course.exercises"
 POINTS_RULE = (
     "each checker call is worth 2 points when it is given a function or class the learner writes, "
-    "1 point when it is given answers (name = ...); a graded cell is worth the sum of its checker calls, all or nothing."
+    "1 point when it is given answers (name = ...), and a quiz (check_quiz) 1 point per answer; "
+    "a graded cell scores the points of the checks that pass (partial credit)."
 )
+CHECKERS = Path(__file__).resolve().parents[1] / "exercises"  # the checker modules the course is built with
 
 
 def python_lines(source: str) -> str:
@@ -74,16 +83,26 @@ def placeholder_name(stmt: ast.stmt) -> str | None:
     return None
 
 
-def checker_aliases(trees: list[ast.Module]) -> set[str]:
-    """Names bound to an exercises module: ``ex`` in ``from transformer_course.exercises import nb01_masks as ex``."""
-    aliases = set()
+def checker_modules(trees: list[ast.Module]) -> dict[str, str]:
+    """Names bound to an exercises module, and the module: ``{"ex": "nb01_masks"}`` for
+    ``from transformer_course.exercises import nb01_masks as ex``."""
+    modules = {}
     for tree in trees:
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module == EXERCISES_MODULE:
-                aliases |= {a.asname or a.name for a in node.names}
+                modules |= {a.asname or a.name: a.name for a in node.names}
             elif isinstance(node, ast.Import):
-                aliases |= {a.asname for a in node.names if a.asname and a.name.startswith(EXERCISES_MODULE + ".")}
-    return aliases
+                modules |= {
+                    a.asname: a.name.removeprefix(EXERCISES_MODULE + ".")
+                    for a in node.names
+                    if a.asname and a.name.startswith(EXERCISES_MODULE + ".")
+                }
+    return modules
+
+
+def checker_aliases(trees: list[ast.Module]) -> set[str]:
+    """Names bound to an exercises module: ``ex`` in ``from transformer_course.exercises import nb01_masks as ex``."""
+    return set(checker_modules(trees))
 
 
 def points_of(call: ast.Call, to_write: set[str]) -> int:
@@ -177,34 +196,72 @@ def fixed_answers(text: str, aliases: set[str]) -> list[str]:
     return sorted(literal & given)
 
 
-def graded_source(text: str, aliases: set[str], to_write: set[str]) -> tuple[str, int, list[str], list[str]]:
-    """A checker part of a cell as a graded cell: each checker's result kept (``_result = ex.check_x(f)``, or
-    ``(_result := …)`` in an ``if`` condition) and asserted at the end, so a failed check raises AssertionError
-    with the checker's ❌ hint. Returns the source, its points, the checkers called and the names given to them."""
-    lines = text.split("\n")
+HIDDEN = """### BEGIN HIDDEN TESTS
+def _tc_grade(cell):  # the grade, from fresh copies of the checkers (transformer_course/classroom/verdict.py)
+    import importlib.util, sys
+    finders = (getattr(finder, "find_spec", None) for finder in sys.meta_path)
+    spec = next(s for find in finders if find and (s := find("transformer_course", None)))
+    home = spec.submodule_search_locations[0]
+    spec = importlib.util.spec_from_file_location("_tc_verdict", f"{{home}}/classroom/verdict.py")
+    verdict = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(verdict)
+    return verdict.grade(home, globals(), cell)
+_tc_score = _tc_grade(
+{cell}
+)
+### END HIDDEN TESTS"""
+
+
+def checker_digests(module: str) -> tuple[list[str], str]:
+    """The answer digests of a checker module (what the hub wheel leaves out) and the SHA-256 of its file."""
+    text = (CHECKERS / f"{module}.py").read_text(encoding="utf-8")
+    if re.search(PLACEHOLDER_PATTERN, text):
+        raise ConventionError(
+            f"{CHECKERS / module}.py holds no answer digests (a hub wheel?): build the course with the full "
+            "package (pip install -e . from the repository)"
+        )
+    return strip_digests(text)[1], hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def graded_source(
+    text: str, modules: dict[str, str], to_write: set[str], answers: set[str] = frozenset()
+) -> tuple[str, int, list[str], list[str]]:
+    """A checker part of a cell as a graded cell: a hidden test first, which grades the cell with fresh copies of
+    the checkers (:mod:`.verdict`: partial credit, nothing the student's cells rebound), then the cell's own text,
+    the self-check the student runs while working; a cell that checks answers only (``name = ...``) runs it
+    inside ``sealed()``, so that it tells the answers' form, not whether they are right. Returns the source, its
+    points, the checkers called and the names given to them; a comment naming the solutions folder is dropped."""
+    text = released_code(text)
+    aliases = set(modules)
     tree = ast.parse(python_lines(text))
     calls = sorted((n for n in ast.walk(tree) if is_check(n, aliases)), key=lambda n: (n.lineno, n.col_offset))
-    results = ["_result"] if len(calls) == 1 else [f"_result_{i}" for i in range(1, len(calls) + 1)]
-    statement_of = {id(s.value): s for s in tree.body if isinstance(s, ast.Expr)}
-    checked = []
-    edits = []
-    for call, result in zip(calls, results):
-        checked += [a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name)]
-        start = _offset(lines, call.lineno, call.col_offset)
-        call_text = text[start : _offset(lines, call.end_lineno, call.end_col_offset)]
-        stmt = statement_of.get(id(call))
-        if stmt is not None:  # `ex.check_x(f);` → `_result = ex.check_x(f)`
-            stop = _offset(lines, stmt.end_lineno, stmt.end_col_offset)
-            after = re.match(r"[ \t]*;(?=[ \t]*($|#|\n))", text[stop:])  # a `;` that ends the line
-            edits.append((start, stop + (len(after.group(0)) if after else 0), f"{result} = {call_text}"))
-        else:  # inside an `if` condition or an argument: keep the value with `:=`
-            edits.append((start, start + len(call_text), f"({result} := {call_text})"))
-    for start, stop, new in sorted(edits, reverse=True):
-        text = text[:start] + new + text[stop:]
-    points = sum(points_of(call, to_write) for call in calls)
-    asserts = [f"assert {r}, repr({r})  # a failed check fails this graded cell" for r in results]
-    header = f"# graded cell, {points} point{'s' if points > 1 else ''}: it passes when the check passes"
-    return "\n".join([header, text.rstrip(), *asserts]), points, [c.func.attr for c in calls], checked
+    plan, checked, answer_only = [], [], True
+    for call in calls:
+        given = [a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name)]
+        checked += given
+        answer_only = answer_only and bool(given) and set(given) <= set(answers)
+        quiz = call.func.attr == "check_quiz" and call.keywords and not call.args
+        plan.append([call.func.attr, len(call.keywords) if quiz else points_of(call, to_write)])
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} & aliases
+    cell = {"text": python_lines(text), "aliases": {a: modules[a] for a in sorted(used)}, "calls": plan}
+    found = {m: checker_digests(m) for m in sorted(set(cell["aliases"].values()))}
+    cell["digests"] = {m: d for m, (d, _) in found.items()}
+    cell["sha"] = {m: sha for m, (_, sha) in found.items()}
+    points = sum(p for _, p in plan)
+    unit = f"{points} point{'s' if points > 1 else ''}"
+    if answer_only:
+        header = (
+            f"# graded cell, {unit}: here only your answers' form is checked; whether they are right, "
+            "when your work is graded"
+        )
+        visible = "from transformer_course.exercises import sealed\n\nwith sealed():\n" + textwrap.indent(
+            text.strip("\n"), "    "
+        )
+    else:
+        header = f"# graded cell, {unit}: run it to check your work; the same checks, run afresh, grade it"
+        visible = text.strip("\n")
+    hidden = HIDDEN.format(cell=textwrap.indent(pprint.pformat(cell, width=110, sort_dicts=False), "    "))
+    return "\n".join([header, hidden, visible]), points, [c.func.attr for c in calls], checked
 
 
 def nbgrader_metadata(grade_id: str, solution: bool = False, points: int | None = None) -> dict:

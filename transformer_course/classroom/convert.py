@@ -1,9 +1,8 @@
 """One course notebook → one nbgrader *source* notebook (the convention is in :mod:`transformer_course.classroom`).
 
 Exercise cells become solution cells: the learner's lines, then the reference code between ``### BEGIN SOLUTION``
-and ``### END SOLUTION`` (nbgrader's release hides it). Checker cells become read-only graded cells that fail when a
-checker fails; a cell holding both is split in two. Markdown loses its solution links (:mod:`.release_text`).
-"""
+and ``### END SOLUTION`` (nbgrader's release hides it). Checker cells become read-only graded cells, graded by a
+hidden test (:mod:`.verdict`); a cell holding both is split in two. Markdown loses its solution links."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from dataclasses import dataclass, field
 
 from .build_cells import build_file, build_stubs, solve_build_cell
 from .cells import (
-    checker_aliases,
+    checker_modules,
     fixed_answers,
     graded_source,
     is_check,
@@ -43,9 +42,9 @@ BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 
 
 @dataclass
-class SolutionCell:
+class SolutionCell:  # its names: what the learner writes in it (functions, classes, answers)
     grade_id: str
-    names: list[str]  # what the learner writes in it: functions, classes, answers
+    names: list[str]
 
 
 @dataclass
@@ -76,7 +75,8 @@ class _Notebook:
         self.nb, self.name, self.reference = nb, name, reference
         self.number = name[:2]
         self.trees = [parse_cell(c.source) if c.cell_type == "code" else None for c in nb.cells]
-        self.aliases = checker_aliases([t for t in self.trees if t is not None])
+        self.modules = checker_modules([t for t in self.trees if t is not None])
+        self.aliases = set(self.modules)
         self.to_write: set[str] = set()  # functions and classes the learner writes
         self.answers: set[str] = set()  # `name = ...` placeholders
         self.checked: set[str] = set()  # names passed to a checker
@@ -298,13 +298,13 @@ def convert_notebook(
             graded = copy.deepcopy(cell)
             if source is not None and graded.get("id"):  # split in two: the graded half gets an id of its own
                 graded.id = f"{graded.id}-graded"[-64:]
-            fixed = fixed_answers(check_text, state.aliases)
-            if fixed:
+            if fixed := fixed_answers(check_text, state.aliases):
                 raise ConventionError(
                     f"{state.where(index)}: {', '.join(fixed)} is written in the checker's cell, which is read-only in "
                     "the classroom; make it an answer line `name = ...` (or with `...` entries) above the checker call"
                 )
-            graded.source, points, checks, checked = graded_source(check_text, state.aliases, state.to_write)
+            made = graded_source(check_text, state.modules, state.to_write, state.answers)
+            graded.source, points, checks, checked = made
             state.checked |= set(checked)
             grade_id = state.grade_id(checks[0])
             graded.metadata["nbgrader"] = nbgrader_metadata(grade_id, points=points)

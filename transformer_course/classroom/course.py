@@ -34,6 +34,7 @@ from .convert import Conversion, convert_notebook
 from .hub import hub_wheel, write_hub_wheel
 from .kernel_guard import DEFAULT_MEMORY_GIB, execute_config
 from .reference import ConventionError, ReferenceModule, find_reference_module
+from .verdict import FEEDBACK_CONFIG
 
 __all__ = [
     "COURSE_ID",
@@ -135,20 +136,19 @@ def nbgrader_config(course_id: str, timeout: int, fast: bool, memory_gib: float 
             "Run nbgrader's commands in this folder: nbgrader generate_assignment nb01, nbgrader autograde nb01, …",
             '"""',
             "",
-            "import os",
-            "import sys",
+            "import os, sys  # noqa: E401",
             "",
             "# nbgrader runs `alembic` from PATH: this environment's tools first, also when it is not activated.",
             'os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])',
             "",
             "c = get_config()  # noqa: F821 (nbgrader provides get_config)",
-            "",
             "c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))  # this folder, wherever it is moved",
             f"c.CourseDirectory.course_id = {course_id!r}",
             "",
             *fast_lines,
             "",
             *execute_config(timeout, memory_gib),
+            *FEEDBACK_CONFIG,
             "",
             "# On JupyterHub with nbgrader's exchange (nbgrader release_assignment / collect), also set e.g.",
             '# c.Exchange.root = "/srv/nbgrader/exchange"',

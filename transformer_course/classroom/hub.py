@@ -9,8 +9,9 @@ kernel; ``pip install .`` copies only the package, but from a repository that ho
 wheel is made from the package folder itself: every file of ``transformer_course/`` (no ``__pycache__``, no
 hidden files), its metadata (dependencies and extras from ``pyproject.toml``, or from the installed
 distribution), and one added empty marker, ``transformer_course/exercises/SEALED``: with it, the checkers a
-student runs while working do not judge quiz letters or bug lines (the graded hidden tests do). It never holds
-``notebooks/``. A package folder with a ``solutions`` or ``notebooks`` folder inside is refused.
+student runs while working do not judge quiz letters or bug lines (the graded hidden tests do), and the checker
+modules' answer digests are left out (``"sealed:N"``; :mod:`.verdict`), so nothing in the wheel tells a right
+answer from a wrong one. It never holds ``notebooks/``. A package folder with a ``solutions`` or ``notebooks`` folder inside is refused.
 
 The wheel is written by this module (a zip file with ``*.dist-info``: PEP 427), not by a build backend, so
 the teacher's machine needs no setuptools and the wheel holds exactly the files listed above; it is the same
@@ -27,6 +28,7 @@ import zipfile
 from pathlib import Path
 
 from ..files import atomic_write_bytes, plan_writes, read_manifest, write_manifest
+from .verdict import strip_digests
 
 __all__ = ["HUB_FOLDER", "PACKAGE_DIR", "SEALED", "hub_wheel", "package_files", "write_hub_wheel"]
 
@@ -35,6 +37,7 @@ HUB_FOLDER = "hub"
 SEALED = "transformer_course/exercises/SEALED"  # the marker the checkers read: this install is a class's
 NAME = "transformer_course"
 FORBIDDEN = ("solutions", "notebooks")  # folders that would put answers in reach of a student kernel
+CHECKER = re.compile(r"^transformer_course/exercises/nb\d\d_\w+\.py$")  # a checker module: its digests left out
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest a zip file can say: the same wheel from the same files
 
 
@@ -55,6 +58,8 @@ def package_files(package: Path = PACKAGE_DIR) -> dict[str, bytes]:
             )
         if path.is_file():
             files["/".join((NAME, *parts))] = path.read_bytes()
+    for name in [n for n in files if CHECKER.match(n)]:  # the answers' digests stay with the graded hidden tests
+        files[name] = strip_digests(files[name].decode("utf-8"))[0].encode("utf-8")
     files[SEALED] = b""
     return files
 

@@ -22,18 +22,23 @@ import os
 import random
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from ..i18n import LazyText, lazy_t, register, t
+from .seal import SEALED_MESSAGE, Sealed, answer_check, in_answer_check, sealed, unsealed
 from .zh.common import ZH
 
 register("zh", ZH)
 
 __all__ = [
+    "FormHint",
     "Hint",
     "Result",
+    "answer_check",
+    "sealed",
+    "unsealed",
     "run_check",
     "expect_tensor",
     "divmod_index",
@@ -59,32 +64,56 @@ class Hint(Exception):
     """Raised inside a checker to say what the learner should look at."""
 
 
+class FormHint(Hint):
+    """A hint about an answer's form (not a letter, not a number, not done yet): shown even while answers are
+    sealed (:mod:`.seal`), since it says nothing about which answer is right."""
+
+
 @dataclass
 class Result:
     name: str
     passed: bool
     message: str
+    sealed: bool = False  # an answer noted, to be checked when the work is graded (:mod:`.seal`)
+    told: bool = field(default=False, repr=False, compare=False)  # form, blank or error: shown even when sealed
 
     def __bool__(self) -> bool:
         return self.passed
 
     def __repr__(self) -> str:  # shown by Jupyter when a checker is the last line of a cell
-        return t("{mark} {name}: {message}", mark="✅" if self.passed else "❌", name=self.name, message=self.message)
+        mark = "🔒" if self.sealed else "✅" if self.passed else "❌"
+        return t("{mark} {name}: {message}", mark=mark, name=self.name, message=self.message)
 
 
 def run_check(name: str, check: Callable[[], None], success: str | None = None) -> Result:
     """Run ``check``; a Hint or any error of the learner's code becomes a one-line message. ``name`` and
-    ``success`` are messages already put through ``t()``; ``success`` defaults to "passed"."""
+    ``success`` are messages already put through ``t()``; ``success`` defaults to "passed". Inside a sealed
+    :func:`~.seal.answer_check` only a :class:`FormHint`, a blank or an error is told; a pass or any other hint
+    becomes "🔒 noted" (:mod:`.seal`)."""
+    result = _run(name, check, success)
+    if result.sealed or (in_answer_check() and not result.told):
+        result = Result(name, False, str(SEALED_MESSAGE), sealed=True)
+    print(repr(result))
+    return result
+
+
+def _run(name: str, check: Callable[[], None], success: str | None) -> Result:
     try:
         with keep_global_rng():  # a checker draws its own inputs and leaves the learner's random state as it was
             check()
+    except Sealed:  # a digest the hub wheel left out: only the graded hidden test can tell
+        return Result(name, False, str(SEALED_MESSAGE), sealed=True)
+    except FormHint as hint:
+        return _told(Result(name, False, str(hint)))
     except Hint as hint:
-        result = Result(name, False, str(hint))
+        return Result(name, False, str(hint))
     except NotImplementedError:
-        result = Result(
-            name,
-            False,
-            t("not done yet: write your code (or answer) in place of `raise NotImplementedError` or `...`"),
+        return _told(
+            Result(
+                name,
+                False,
+                t("not done yet: write your code (or answer) in place of `raise NotImplementedError` or `...`"),
+            )
         )
     except Exception as error:  # the learner's code failed: say where, not the whole traceback
         frame = _learner_frame(error)
@@ -101,10 +130,13 @@ def run_check(name: str, check: Callable[[], None], success: str | None = None) 
                 error=error,
                 line=frame.lineno,
             )
-        result = Result(name, False, message)
-    else:
-        result = Result(name, True, t("passed") if success is None else success)
-    print(repr(result))
+        return _told(Result(name, False, message))
+    return Result(name, True, t("passed") if success is None else success)
+
+
+def _told(result: Result) -> Result:
+    """The result marked as one that may be shown while answers are sealed (form, blank, error: not the verdict)."""
+    result.told = True
     return result
 
 
@@ -230,16 +262,16 @@ def as_number(got, what: str) -> float:
     import numbers
 
     if isinstance(got, bool) or type(got).__name__ in ("bool", "bool_"):  # Python or numpy booleans
-        raise Hint(t("{what} should be a number, got the boolean {got}", what=what, got=got))
+        raise FormHint(t("{what} should be a number, got the boolean {got}", what=what, got=got))
     if isinstance(got, numbers.Real):  # int, float and numpy's integer and float scalars
         return float(got)
     if isinstance(got, torch.Tensor) or type(got).__name__ == "ndarray":
         if str(got.dtype) in ("torch.bool", "bool"):
-            raise Hint(t("{what} should be a number, got a boolean {type}", what=what, type=type(got).__name__))
+            raise FormHint(t("{what} should be a number, got a boolean {type}", what=what, type=type(got).__name__))
         size = got.numel() if isinstance(got, torch.Tensor) else got.size
         if size == 1:
             return float(got.item())
-        raise Hint(
+        raise FormHint(
             t(
                 "{what} should be one number, got {type} of shape {shape}",
                 what=what,
@@ -247,7 +279,7 @@ def as_number(got, what: str) -> float:
                 shape=tuple(got.shape),
             )
         )
-    raise Hint(
+    raise FormHint(
         t("{what} should be a number (int or float), got {type}: {got!r}", what=what, type=type(got).__name__, got=got)[
             :200
         ]
@@ -258,16 +290,16 @@ def as_int(got, what: str) -> int:
     """Like :func:`as_number`, for a whole number (a count, a size): 12.0 passes as 12, 12.5 does not."""
     value = as_number(got, what)
     if not value.is_integer():
-        raise Hint(t("{what} should be a whole number, got {value}", what=what, value=value))
+        raise FormHint(t("{what} should be a whole number, got {value}", what=what, value=value))
     return int(value)
 
 
 def as_sequence(got, length: int | None, what: str) -> list:
     """A learner's tuple or list (either is fine) as a list, of ``length`` items when that is given."""
     if not isinstance(got, (tuple, list)):
-        raise Hint(t("{what} should be a tuple or a list, got {type}", what=what, type=type(got).__name__))
+        raise FormHint(t("{what} should be a tuple or a list, got {type}", what=what, type=type(got).__name__))
     if length is not None and len(got) != length:
-        raise Hint(t("{what} should have {length} items, got {got}", what=what, length=length, got=len(got)))
+        raise FormHint(t("{what} should have {length} items, got {got}", what=what, length=length, got=len(got)))
     return list(got)
 
 
@@ -279,7 +311,7 @@ def as_shape(got, what: str) -> tuple[int, ...]:
 def as_choice(got, choices: str, what: str) -> str:
     """A multiple-choice answer as one lower-case letter: 'b', 'B', ' b ', '(b)' and 'b)' all give 'b'."""
     if not isinstance(got, str):
-        raise Hint(
+        raise FormHint(
             t(
                 "{what}: answer with one letter as a string, e.g. '{example}', got {type}",
                 what=what,
@@ -289,7 +321,7 @@ def as_choice(got, choices: str, what: str) -> str:
         )
     letter = got.strip().strip("().").strip().lower()
     if len(letter) != 1 or letter not in choices:
-        raise Hint(
+        raise FormHint(
             t(
                 "{what}: answer with one of the letters {letters}, got {got!r}",
                 what=what,
@@ -305,9 +337,9 @@ def as_mask(got, expected_shape: tuple[int, ...], what: str) -> torch.Tensor:
     any integer or float dtype holding only 0 and 1 (1 = may attend). An additive mask (0 = allowed,
     −inf = blocked, the other convention) and any other values raise a Hint, as does a wrong shape."""
     if not isinstance(got, torch.Tensor):
-        raise Hint(t("{what} should be a torch.Tensor, got {type}", what=what, type=type(got).__name__))
+        raise FormHint(t("{what} should be a torch.Tensor, got {type}", what=what, type=type(got).__name__))
     if tuple(got.shape) != tuple(expected_shape):
-        raise Hint(
+        raise FormHint(
             t(
                 "{what} has shape {got}, expected {expected}",
                 what=what,
@@ -318,7 +350,7 @@ def as_mask(got, expected_shape: tuple[int, ...], what: str) -> torch.Tensor:
     if got.dtype == torch.bool:
         return got
     if got.is_floating_point() and torch.isinf(got).any():
-        raise Hint(
+        raise FormHint(
             t(
                 "{what} is an additive mask (0 = allowed, −inf = blocked, as nn.Transformer's); return True "
                 "(or 1) where the query may attend and False (or 0) where it may not",
@@ -326,7 +358,7 @@ def as_mask(got, expected_shape: tuple[int, ...], what: str) -> torch.Tensor:
             )
         )
     if not bool(((got == 0) | (got == 1)).all()):
-        raise Hint(
+        raise FormHint(
             t("{what} holds values other than 0 and 1: a mask is True/1 = may attend, False/0 = may not", what=what)
         )
     return got != 0
@@ -394,7 +426,7 @@ def check_question(name: str, question: Choice | Numeric, answer) -> Result:
 
     def check():
         if answer is ... or answer is None:
-            raise Hint(t("not done yet: replace the `...` with your answer"))
+            raise FormHint(t("not done yet: replace the `...` with your answer"))
         if isinstance(question, Choice):
             letter = as_choice(answer, question.letters, t("answer"))
             if not question.is_right(letter):
@@ -429,6 +461,8 @@ def check_quiz(questions: dict[str, Choice | Numeric], answers: dict) -> Result:
 
         results.append(run_check(t("quiz"), name_unknown))
     right = sum(r.passed for r in results)
+    if any(r.sealed for r in results):
+        return Result(t("quiz"), False, str(SEALED_MESSAGE), sealed=True)
     return Result(
         t("quiz"),
         bool(results) and right == len(results),

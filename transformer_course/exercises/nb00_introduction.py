@@ -20,6 +20,7 @@ from ..i18n import lazy_t, register, t
 from . import Hint, Numeric, Result, as_int, run_check
 from . import check_quiz as _check_quiz
 from .nb01_masks import _too_big_to_build
+from .seal import answer_check
 from .zh.nb00_introduction import ZH
 
 register("zh", ZH)
@@ -250,6 +251,7 @@ QUESTIONS = {
 }
 
 
+@answer_check
 def check_quiz(**answers) -> Result:
     """``check_quiz(q1=21, q2=42.7, q3=3.3e18)``: one line per question."""
     return _check_quiz(QUESTIONS, answers)

@@ -20,6 +20,7 @@ from torch.overrides import TorchFunctionMode
 from ..i18n import lazy_t, register, t
 from . import Choice, Hint, Numeric, Result, as_int, as_mask, run_check
 from . import check_quiz as _check_quiz
+from .seal import answer_check
 from .zh.nb01_masks import ZH
 
 register("zh", ZH)
@@ -374,6 +375,7 @@ QUESTIONS = {
 }
 
 
+@answer_check
 def check_quiz(**answers) -> Result:
     """``check_quiz(q1=4, q2="a", q3=123)``: one line per question."""
     return _check_quiz(QUESTIONS, answers)

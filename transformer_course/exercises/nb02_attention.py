@@ -26,6 +26,7 @@ from . import (
     Hint,
     Numeric,
     Result,
+    answer_check,
     as_int,
     as_number,
     as_sequence,
@@ -360,6 +361,7 @@ _MISSED = {  # answer_digest("nb02-bug-missed", n) of each wrong line → a nudg
 }
 
 
+@answer_check
 def check_bug_lines(bug_lines) -> Result:
     """``bug_lines``: the numbers of the lines of ``buggy_attention`` that are wrong (a list, tuple or set)."""
 
@@ -547,16 +549,19 @@ SATURATION = Numeric(
 )
 
 
+@answer_check
 def check_question_scaling(answer) -> Result:
     """q and k entries with standard deviation 2, d_k = 256: the standard deviation of q·k / √d_k."""
     return check_question(t("question 1 (the scale)"), SCALING, answer)
 
 
+@answer_check
 def check_question_mask_sum(answer) -> Result:
     """scores 0, 0, 0, 0; (scores + mask).softmax(-1) with mask [T, T, F, F]: the pads' total weight."""
     return check_question(t("question 2 (scores + mask)"), MASK_SUM, answer)
 
 
+@answer_check
 def check_question_saturation(answer) -> Result:
     """Two keys, scores +8 and −8 before scaling, d_k = 64: the weight of the first key after scaling."""
     return check_question(t("question 3 (the softmax after scaling)"), SATURATION, answer)

@@ -23,11 +23,15 @@ from torch import nn
 
 from ..i18n import lazy_t, register, t
 from . import Choice, Hint, Numeric, Result, as_int, as_shape, check_question, expect_tensor, run_check
-from .guard import TORCH_ATTENTION, no_shortcuts
+from .guard import TORCH_ATTENTION, earlier_fallbacks, no_shortcuts
 from .nb01_masks import _too_big_to_build
+from .seal import answer_check
 from .zh.nb03_multi_head_attention import ZH
 
 register("zh", ZH)
+
+# the learner's multi-head attention calls notebook 02's attention.py: the learner's, or its fallback if skipped
+EARLIER = earlier_fallbacks("03")
 
 __all__ = [
     "check_multi_head_attention",
@@ -120,7 +124,7 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
 
     def check():
         d_model, heads = 12, 3
-        with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION):
+        with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=EARLIER):
             torch.manual_seed(3)
             mha = MultiHeadAttention(d_model, heads, dropout=0.0).eval()
         names = set(mha.state_dict())
@@ -142,7 +146,7 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
         tgt, memory = torch.randn(2, 4, d_model, generator=g), torch.randn(2, 6, d_model, generator=g)
 
         # split_heads and merge_heads on their own, with numbers that show which feature lands where
-        with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION):
+        with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=EARLIER):
             split = mha.split_heads(memory)
         if isinstance(split, torch.Tensor) and split.shape == (2, 6, heads, d_model // heads):
             raise Hint(t("split_heads returns (batch, len, heads, d_k): transpose(1, 2) puts the heads before the positions"))  # fmt: skip
@@ -150,7 +154,7 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
             raise Hint(t("split_heads: {hint}", hint=mistakes["direct_view"]))
         expect_tensor(split, package.split_heads(memory), t("split_heads(x) (batch, heads, len, d_k)"))
         heads_out = package.split_heads(memory)  # (2, 3, 6, 4)
-        with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION):
+        with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=EARLIER):
             merged = mha.merge_heads(heads_out)
         if _close(merged, heads_out.reshape(2, 6, d_model)):
             raise Hint(t("merge_heads: {hint}", hint=mistakes["merge_no_transpose"]))
@@ -169,7 +173,7 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
             with torch.no_grad():
                 want = package(query, memory=kv, mask=mask)
                 want_w = package.weights
-                with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION):
+                with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=EARLIER):
                     got = mha(query, keys, keys, mask)
             if isinstance(got, torch.Tensor) and got.shape == want.shape and not _close(got, want):
                 for mistake, hint in mistakes.items():
@@ -182,7 +186,7 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
             expect_tensor(kept, want_w, t("{what}: self.weights (batch, heads, q_len, k_len)", what=what))
 
         # dropout on the attention weights (the package's place), same seed → same zeros
-        with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION):
+        with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=EARLIER):
             dropping = MultiHeadAttention(d_model, heads, dropout=0.5)
         dropping.load_state_dict(state)
         package.dropout.p = 0.5
@@ -191,7 +195,7 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
         with torch.no_grad():
             want = package(tgt, memory=memory, mask=src_mask)
         torch.manual_seed(11)
-        with torch.no_grad(), no_shortcuts(t("multi-head attention"), TORCH_ATTENTION):
+        with torch.no_grad(), no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=EARLIER):
             got = dropping(tgt, memory, memory, src_mask)
         if isinstance(got, torch.Tensor) and got.shape == want.shape and not _close(got, want):
             package.eval()
@@ -210,7 +214,7 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
         package.dropout.p = 0.0
         package.eval()
         mha.zero_grad()
-        with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION):
+        with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=EARLIER):
             got = mha(tgt, memory, memory, src_mask)
         if not isinstance(got, torch.Tensor) or got.grad_fn is None:
             raise Hint(t("no gradient flows through your output: do not detach it or compute it under torch.no_grad()"))
@@ -399,7 +403,7 @@ def check_grouped_query_attention(grouped_query_attention) -> Result:
             what = f"grouped_query_attention(query (2, {heads}, 3, 8), key (2, {groups}, 5, 8), value (2, {groups}, 5, 8), mask)"
             share = heads // groups
             want_out, want_w = package(query, key.repeat_interleave(share, 1), value.repeat_interleave(share, 1), mask)
-            with no_shortcuts(t("grouped-query attention"), TORCH_ATTENTION):
+            with no_shortcuts(t("grouped-query attention"), TORCH_ATTENTION, allow=EARLIER):
                 got = grouped_query_attention(query, key, value, mask)
             if not isinstance(got, (tuple, list)) or len(got) != 2:
                 raise Hint(t("{what} should return the pair (output, weights)", what=what))
@@ -461,11 +465,13 @@ CROSS = Choice(
 )
 
 
+@answer_check
 def check_question_gqa_parameters(answer) -> Result:
     """Grouped-query attention, d_model 512, 8 query heads, 2 key/value heads: weights of W^Q, W^K, W^V."""
     return check_question(t("question 1 (grouped-query parameters)"), GQA_PARAMETERS, answer)
 
 
+@answer_check
 def check_question_cross(answer) -> Result:
     """How often must one decoder layer's cross-attention project the memory while translating a sentence?"""
     return check_question(t("question 2 (cross-attention)"), CROSS, answer)

@@ -29,6 +29,7 @@ from . import (
     Hint,
     Numeric,
     Result,
+    answer_check,
     as_int,
     expect_tensor,
     known_mistake,
@@ -430,6 +431,7 @@ def check_counterexample(x) -> Result:
     )
 
 
+@answer_check
 def check_bug_line(bug_line) -> Result:
     """``bug_line``: the number of FusedLayerNorm's wrong line, as ``ex.print_numbered`` shows it."""
 
@@ -562,6 +564,7 @@ QUESTIONS = {
 }
 
 
+@answer_check
 def check_quiz(**answers) -> Result:
     """``check_quiz(q1=…, q2="…")``: one line per question."""
     return _check_quiz(QUESTIONS, answers)

@@ -27,6 +27,7 @@ from ..i18n import lazy_t, register, t
 from . import Choice, Hint, Numeric, Result, as_number, expect_tensor, known_mistake, run_check
 from . import check_quiz as _check_quiz
 from .guard import no_shortcuts
+from .seal import answer_check
 from .zh.nb05_embeddings_positional_encoding import ZH
 
 register("zh", ZH)
@@ -708,6 +709,7 @@ QUESTIONS = {
 }
 
 
+@answer_check
 def check_quiz(**answers) -> Result:
     """``check_quiz(q1=…, q2="…", q3=…)``: one line per question."""
     return _check_quiz(QUESTIONS, answers)

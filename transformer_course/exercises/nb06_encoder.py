@@ -17,6 +17,7 @@ answers as nested lists or tuples, a numpy array or a tensor, of booleans or of 
 
 from __future__ import annotations
 
+import contextvars
 import functools
 from collections.abc import Callable
 
@@ -28,7 +29,8 @@ from ..i18n import lazy_t, register, t
 from ..masks import padding_mask
 from . import Hint, Numeric, Result, as_int, as_mask, expect_tensor, run_check, same
 from . import check_quiz as _check_quiz
-from .guard import TORCH_TRANSFORMER, no_shortcuts
+from .guard import TORCH_TRANSFORMER, earlier_fallbacks, no_shortcuts
+from .seal import answer_check
 from .zh.nb06_encoder import ZH
 
 register("zh", ZH)
@@ -94,15 +96,18 @@ def _load(mine: nn.Module, reference: nn.Module, what: str) -> None:
 
 # The pieces of earlier notebooks the learner's file builds on may be the package's (a marked fallback for a file
 # the learner skipped: transformer_course.learner.fill_missing_files); the lesson here is the layer and the stack,
-# so only the package's own layers (transformer_course.model) and PyTorch's transformer functions count as shortcuts.
-EARLIER_PIECES = ("transformer_course.fallback", "transformer_course.attention", "transformer_course.layers")
+# so only the package's own layers (transformer_course.model), this notebook's fallbacks and PyTorch's transformer
+# functions count as shortcuts.
+EARLIER_PIECES = (*earlier_fallbacks("06"), "transformer_course.attention", "transformer_course.layers")
+ALLOWED = contextvars.ContextVar("nb06_allowed", default=EARLIER_PIECES)  # notebook 07's checks set their own
 
 
 def _guarded(what: str, learners: Callable, *args, **kwargs):
     """``learners(*args, **kwargs)``, named as the learner's only if it calls neither the package's layers nor
-    PyTorch's. (The learner's callable itself, not a lambda of this module: that would count as the package.)"""
+    PyTorch's (what it may call: :data:`ALLOWED`). (The learner's callable itself, not a lambda of this module:
+    that would count as the package.)"""
     try:
-        with no_shortcuts(what, TORCH_TRANSFORMER, allow=EARLIER_PIECES):
+        with no_shortcuts(what, TORCH_TRANSFORMER, allow=ALLOWED.get()):
             return learners(*args, **kwargs)
     except NotImplementedError as error:
         _blame_an_earlier_file(error, learners, what)
@@ -428,6 +433,7 @@ def _change_mistakes(want: Tensor) -> dict[str, Tensor]:
     }
 
 
+@answer_check
 def check_mask_effect(changes) -> Result:
     """``changes``: a (2, 5) table, True where the encoder's output at (sentence, position) changes when
     the padding mask is left out (``model.encode(src, None)`` instead of ``model.encode(src, src_mask)``)."""
@@ -704,6 +710,7 @@ QUESTIONS = {
 }
 
 
+@answer_check
 def check_quiz(**answers) -> Result:
     """``check_quiz(q1=..., q2=..., q3=...)``: one line per question."""
     return _check_quiz(QUESTIONS, answers)

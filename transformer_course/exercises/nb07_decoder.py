@@ -29,7 +29,8 @@ from ..i18n import lazy_t, register, t
 from ..masks import padding_mask, target_mask
 from . import Choice, Hint, Numeric, Result, as_choice, as_int, run_check
 from . import check_quiz as _check_quiz
-from .guard import answer_digest
+from .guard import answer_digest, earlier_fallbacks
+from .nb06_encoder import ALLOWED as _ALLOWED_06
 from .nb06_encoder import (
     _check_dropout,
     _check_gradients,
@@ -42,7 +43,27 @@ from .nb06_encoder import (
     _randomize,
     _shares_weights,
 )
+from .seal import answer_check
 from .zh.nb07_decoder import ZH
+
+# what a decoder may call besides the learner's code: the earlier files' fallbacks (the encoder's too), the package's
+# attention and layers; the package's model and this notebook's fallbacks (DecoderLayer, make_model …) are shortcuts
+EARLIER_PIECES = (*earlier_fallbacks("07"), "transformer_course.attention", "transformer_course.layers")
+
+
+def _decoder_pieces(checker):
+    """Run ``checker`` with notebook 07's list of what the learner's code may call (nb06's helpers read it)."""
+
+    @functools.wraps(checker)
+    def wrapper(*args, **kwargs):
+        token = _ALLOWED_06.set(EARLIER_PIECES)
+        try:
+            return checker(*args, **kwargs)
+        finally:
+            _ALLOWED_06.reset(token)
+
+    return wrapper
+
 
 register("zh", ZH)
 
@@ -130,6 +151,7 @@ def _check_decoder_layer_once(DecoderLayer, norm_first: bool, S: int, model, wha
     _check_gradients(mine, ref, args, name)
 
 
+@_decoder_pieces
 def check_decoder_layer(DecoderLayer) -> Result:
     """``DecoderLayer(d_model, heads, d_ff, dropout, norm_first=False)`` with ``forward(x, memory, src_mask,
     tgt_mask)``: the package's values (post-LN and pre-LN, source as long as the target and longer), dropout
@@ -214,6 +236,7 @@ def _chain_as_memory(ref, x, src_mask, tgt_mask) -> Tensor:
     return ref.norm(y)
 
 
+@_decoder_pieces
 def check_decoder(Decoder, DecoderLayer) -> Result:
     """``Decoder(layer, N)``: N independent copies, the final LayerNorm only when pre-LN, the memory and both
     masks handed to every layer; equal to the package's ``Decoder`` with the same weights."""
@@ -377,6 +400,7 @@ def _check_model_once(make_model, options: dict, model, what: str) -> None:
         _check_gradients(mine, ref, args, name, head="generator")
 
 
+@_decoder_pieces
 def check_make_model(make_model) -> Result:
     """``make_model(src_vocab, tgt_vocab, N, d_model, d_ff, h, dropout, norm_first=False, tie_embeddings="decoder",
     max_len=512, positional="sinusoidal")``: the package's names and tying, Xavier-uniform matrices, the package's
@@ -467,6 +491,7 @@ RULED_OUT = {
 MYSTERY_DIGESTS = {"model_1": "d7774578982178c115756399", "model_2": "3cfc081e72253c45b1f8dc61"}
 
 
+@answer_check
 def check_mystery(model_1=..., model_2=...) -> Result:
     """``check_mystery(model_1=..., model_2=...)``: the letter of each model's bug."""
 
@@ -630,6 +655,7 @@ QUESTIONS = {
 }
 
 
+@answer_check
 def check_quiz(**answers) -> Result:
     """``check_quiz(q1="c", q2="b", q3=5)``: one line per question."""
     return _check_quiz(QUESTIONS, answers)

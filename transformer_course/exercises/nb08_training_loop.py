@@ -26,6 +26,7 @@ from . import (
     Hint,
     Numeric,
     Result,
+    answer_check,
     as_int,
     as_number,
     as_shape,
@@ -267,6 +268,7 @@ def smoothed_target_entropy(eps: float, vocab: int, spread: int | None = None) -
     return -(right * math.log(right) + (vocab - 1) * other * math.log(other))
 
 
+@answer_check
 def check_loss_floor(loss_floor) -> Result:
     """``loss_floor``: the smallest value −Σ_v q(v) log p(v) can take at one position, ε = 0.1, V = 14."""
     floor = smoothed_target_entropy(FLOOR_EPS, FLOOR_V)
@@ -319,6 +321,7 @@ def check_loss_floor(loss_floor) -> Result:
 PEAK_PRESET = "multi30k-cpu-words"  # the word-level preset notebook 11 trains on a CPU
 
 
+@answer_check
 def check_peak(peak_step, peak_rate) -> Result:
     """For ``PEAK_PRESET`` (lr = lr_factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5), steps from 1):
     the step with the largest rate (a whole number) and that rate (a number)."""
@@ -428,6 +431,7 @@ QUESTIONS = {
 }
 
 
+@answer_check
 def check_quiz(**answers) -> Result:
     """``check_quiz(q1="c", q2="b", q3=2.5e9)``: one line per question."""
     return _check_quiz(QUESTIONS, answers)

@@ -24,6 +24,7 @@ from ..i18n import lazy_t, register, t
 from . import Choice, Hint, Numeric, Result, as_int, as_number, as_sequence, expect_tensor, run_check
 from . import check_quiz as _check_quiz
 from .guard import no_shortcuts, number_matches
+from .seal import answer_check
 from .zh.nb09_decoding import ZH
 
 register("zh", ZH)
@@ -158,6 +159,7 @@ def _show(words: tuple[str, ...], probs: Tensor) -> str:
     return f"{' '.join(words) or '(empty)'} (P = {math.exp(_log_p(words, probs)):.4f})"
 
 
+@answer_check
 def check_table_design(table_design) -> Result:
     """``table_design``: {'<s>': {...}, 'A': {...}, 'B': {...}, 'C': {...}}, each row a dict next word →
     probability (next words '</s>', 'A', 'B', 'C'; a word left out has probability 0; each row sums to 1). The
@@ -516,6 +518,7 @@ QUESTIONS = {
 }
 
 
+@answer_check
 def check_quiz(**answers) -> Result:
     """``check_quiz(q1="b", q2=123, q3="a")``: one line per question."""
     return _check_quiz(QUESTIONS, answers)

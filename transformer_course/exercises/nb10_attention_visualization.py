@@ -21,6 +21,7 @@ from ..i18n import lazy_t, register, t
 from . import Choice, Hint, Numeric, Result, as_shape, expect_tensor, run_check
 from . import check_quiz as _check_quiz
 from .guard import no_shortcuts
+from .seal import answer_check
 from .zh.nb10_attention_visualization import ZH
 
 register("zh", ZH)
@@ -218,6 +219,7 @@ def _shape_mistakes(kind: str, want: tuple[int, ...]) -> dict[tuple[int, ...], s
     return mistakes
 
 
+@answer_check
 def check_capture_shapes(encoder_shape, decoder_shape, cross_shape) -> Result:
     """The shapes of ``capture.encoder[0]``, ``capture.decoder[0]`` and ``capture.cross[0]`` for the toy
     model (2 layers, 4 heads) on a source of 6 symbols and a target of 4 (tuples, lists or torch.Size)."""
@@ -304,6 +306,7 @@ QUESTIONS = {
 }
 
 
+@answer_check
 def check_quiz(**answers) -> Result:
     """``check_quiz(q1="a", q2=1.23, q3="b")``: one line per question."""
     return _check_quiz(QUESTIONS, answers)

@@ -24,6 +24,7 @@ from ..i18n import lazy_t, register, t
 from . import Choice, Hint, Numeric, Result, as_int, as_number, as_sequence, expect_tensor, run_check
 from . import check_quiz as _check_quiz
 from .guard import no_shortcuts
+from .seal import answer_check
 from .zh.nb11_train_multi30k import ZH
 
 register("zh", ZH)
@@ -393,6 +394,7 @@ QUESTIONS = {
 }
 
 
+@answer_check
 def check_quiz(**answers) -> Result:
     """``check_quiz(q1="b", q2=1000, q3="a")``: one line per question."""
     return _check_quiz(QUESTIONS, answers)
