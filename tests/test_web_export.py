@@ -122,6 +122,7 @@ def close(actual, expected, what):
     torch.testing.assert_close(torch.as_tensor(actual), expected.float(), msg=lambda m: f"{what}: {m}")
 
 
+@pytest.mark.slow  # exports ONNX graphs (about 2 minutes for the shared fixtures on 2 cores)
 def test_the_encoder_graph_gives_the_models_memory_attention_and_cross_keys_values(runs):
     for run in runs:
         memory, attention, keys, values = run["encoder_outputs"]
@@ -131,12 +132,14 @@ def test_the_encoder_graph_gives_the_models_memory_attention_and_cross_keys_valu
         close(values, run["cross_cache"][1], "cross-attention values")
 
 
+@pytest.mark.slow  # exports ONNX graphs (about 2 minutes for the shared fixtures on 2 cores)
 def test_the_packages_cache_changes_nothing(runs):
     for run in runs:
         assert run["cached"].tokens.tolist() == run["uncached"].tokens.tolist()
         torch.testing.assert_close(run["cached"].logits, run["uncached"].logits)
 
 
+@pytest.mark.slow  # exports ONNX graphs (about 2 minutes for the shared fixtures on 2 cores)
 def test_each_decoder_step_gives_the_logits_of_the_uncached_pytorch_decoder(runs):
     for run in runs:
         expected = run["uncached"].logits[0]  # (steps, vocab)
@@ -149,6 +152,7 @@ def test_each_decoder_step_gives_the_logits_of_the_uncached_pytorch_decoder(runs
         )
 
 
+@pytest.mark.slow  # exports ONNX graphs (about 2 minutes for the shared fixtures on 2 cores)
 def test_each_decoder_step_gives_every_decoder_and_cross_attention_weight_of_the_teacher_forced_model(runs):
     for run in runs:
         capture, steps = run["capture"], run["steps"]
@@ -161,6 +165,7 @@ def test_each_decoder_step_gives_every_decoder_and_cross_attention_weight_of_the
         assert all((s["decoder_attention"][:, :, 0, p + 1 :] == 0).all() for p, s in enumerate(steps))  # slots ahead
 
 
+@pytest.mark.slow  # exports ONNX graphs (about 2 minutes for the shared fixtures on 2 cores)
 def test_greedy_decoding_with_the_graphs_gives_greedy_decodes_tokens(runs):
     """The argmax of the graph's log-probabilities at every step is the next token greedy_decode chose, so the
     page's loop (feed the argmax back) gives greedy_decode's tokens, </s> included."""
@@ -170,6 +175,7 @@ def test_greedy_decoding_with_the_graphs_gives_greedy_decodes_tokens(runs):
         assert chosen[: len(generated)] == generated
 
 
+@pytest.mark.slow  # exports ONNX graphs (about 2 minutes for the shared fixtures on 2 cores)
 def test_the_graphs_take_a_one_token_sentence_and_a_full_positional_table(tmp_path):
     """The edges of the dynamic dimensions: S = 1 and S = max_len, a cache as long as the table, the last slot."""
     from transformer_course import make_model
@@ -195,6 +201,7 @@ def test_the_graphs_take_a_one_token_sentence_and_a_full_positional_table(tmp_pa
             close(h, w, name)
 
 
+@pytest.mark.slow  # exports ONNX graphs (about 2 minutes for the shared fixtures on 2 cores)
 def test_the_manifest_describes_the_model_and_every_file(exported):
     folder, checkpoint = exported["folder"], exported["checkpoint"]
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
@@ -256,6 +263,7 @@ def test_the_edition_has_no_explorer_page_without_the_courses_checkpoint(tmp_pat
     assert not (tmp_path / "html").exists()
 
 
+@pytest.mark.slow  # exports ONNX graphs (about 2 minutes for the shared fixtures on 2 cores)
 def test_the_edition_exports_the_courses_checkpoint_into_explore(web_checkpoints, tmp_path):
     from transformer_course.web.export import course_page
 

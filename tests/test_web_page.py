@@ -88,6 +88,7 @@ def test_pairs(web_checkpoints):
     return load_pairs("test", web_checkpoints["root"])  # test2016: 1,000 pairs
 
 
+@pytest.mark.slow  # trains two small Multi30k models (the shared web_checkpoints fixture)
 @needs_node
 def test_the_word_tokenizer_in_javascript_gives_spacys_words_and_ids_on_every_test_sentence(
     web_checkpoints, test_pairs, tmp_path
@@ -102,6 +103,7 @@ def test_the_word_tokenizer_in_javascript_gives_spacys_words_and_ids_on_every_te
     assert out["texts"] == [detokenize(checkpoint.tgt_vocab.decode(ids)) for ids in targets]
 
 
+@pytest.mark.slow  # trains two small Multi30k models (the shared web_checkpoints fixture)
 @needs_node
 @pytest.mark.parametrize("which", ["the model's (1,000 pieces)", "the full train split's (8,000 pieces)"])
 def test_the_bpe_tokenizer_in_javascript_gives_the_tokenizers_pieces_and_ids_on_every_test_sentence(
