@@ -88,8 +88,8 @@ def test_a_package_folder_holding_solutions_is_refused_before_any_work(tmp_path,
     assert not (tmp_path / "course").exists()  # nothing was built
 
 
-@pytest.mark.slow
-def test_a_student_kernel_on_the_hub_install_reaches_no_solution(tmp_path):
+def hub_install(tmp_path: Path) -> Path:
+    """Build the hub wheel and ``pip install --target`` it; the folder it is installed in."""
     assert build(tmp_path / "course") == 0
     target = tmp_path / "site"
     subprocess.run(
@@ -98,6 +98,12 @@ def test_a_student_kernel_on_the_hub_install_reaches_no_solution(tmp_path):
         check=True,
         timeout=300,
     )
+    return target
+
+
+@pytest.mark.slow
+def test_a_student_kernel_on_the_hub_install_reaches_no_solution(tmp_path):
+    target = hub_install(tmp_path)
     probe = (
         "import sys, json; from pathlib import Path\n"
         f"sys.path[:0] = [{str(target)!r}]; sys.path.append({sysconfig.get_paths()['purelib']!r})\n"
@@ -151,14 +157,7 @@ def test_on_the_hub_install_no_answer_can_be_told_right_and_the_hidden_tests_sti
     the grade comes from the hidden test's digests: the reference's answers get 3 of 3, one wrong letter 2 of 3."""
     from transformer_course.classroom.cells import checker_digests
 
-    assert build(tmp_path / "course") == 0
-    target = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target)]
-        + [str(tmp_path / "course" / "hub" / WHEEL)],
-        check=True,
-        timeout=300,
-    )
+    target = hub_install(tmp_path)
     digests, sha = checker_digests("nb01_masks")
     cell = {
         "text": "ex.check_quiz(q1=q1, q2=q2, q3=q3)",

@@ -57,23 +57,22 @@ def answers_sealed() -> bool:
 
 
 @contextmanager
+def _answers(state: bool):
+    token = _sealed.set(state)
+    try:
+        yield
+    finally:
+        _sealed.reset(token)
+
+
 def sealed():
     """Check answers' form only inside the block (the classroom release's answer cells run in it)."""
-    token = _sealed.set(True)
-    try:
-        yield
-    finally:
-        _sealed.reset(token)
+    return _answers(True)
 
 
-@contextmanager
 def unsealed():
     """Check answers in full inside the block, whatever the installation (the graded hidden tests)."""
-    token = _sealed.set(False)
-    try:
-        yield
-    finally:
-        _sealed.reset(token)
+    return _answers(False)
 
 
 def in_answer_check() -> bool:
