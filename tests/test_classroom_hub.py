@@ -61,6 +61,7 @@ def test_the_same_package_gives_the_same_wheel_byte_for_byte():
     assert hub_wheel() == hub_wheel()
 
 
+@pytest.mark.slow
 def test_a_rebuild_rewrites_the_wheel_and_a_file_it_did_not_write_is_refused_in_one_line(tmp_path, capsys):
     out = tmp_path / "course"
     assert build(out) == 0

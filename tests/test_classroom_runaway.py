@@ -118,6 +118,7 @@ def shell():
     gc.collect()
 
 
+@pytest.mark.slow
 def test_after_an_out_of_memory_error_the_cells_names_are_removed_with_a_line_before_the_traceback(shell, capfd):
     shell.run_cell("kept = 1")
     result = shell.run_cell("blocks = [bytearray(10)]\nkept = 2\nraise MemoryError")
@@ -129,6 +130,7 @@ def test_after_an_out_of_memory_error_the_cells_names_are_removed_with_a_line_be
     assert "MemoryError" in printed.out and printed.err == ""  # the guard writes nothing to stderr
 
 
+@pytest.mark.slow
 def test_a_timeouts_interrupt_that_comes_while_the_guard_cleans_up_does_not_stop_it(shell, capfd, monkeypatch):
     from transformer_course.classroom import kernel_guard
 
@@ -161,6 +163,7 @@ def test_other_errors_show_their_traceback_as_they_would_without_the_guard(shell
 # --- the config nbgrader reads --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_config_puts_this_environments_tools_first_on_path_so_nbgrader_finds_alembic(monkeypatch):
     from traitlets.config import Config
 

@@ -71,6 +71,7 @@ def test_the_command_line_refuses_a_bad_set_in_one_line_before_writing_anything(
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_the_command_line_trains_with_the_changed_config(tmp_path, capsys):
     out = tmp_path / "run"
     argv = ["train", "--preset", "toy-copy", "--set", "d_ff=96", "--set", "schedule=budget", "--max-steps", "3"]

@@ -118,6 +118,7 @@ def test_exported_formulas_become_mathml_but_code_and_prices_stay(tmp_path):
     assert "$5 and $6" in page and "$a$" in page and "$b$" in page
 
 
+@pytest.mark.slow
 def test_exported_page_carries_the_notebooks_own_images(tmp_path):
     (tmp_path / "figures").mkdir()
     (tmp_path / "figures" / "dot.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>')
@@ -213,6 +214,7 @@ def html_lang(page: Path) -> str | None:
     return (re.search(r'lang="([^"]+)"', match.group(0)) or [None, None])[1]
 
 
+@pytest.mark.slow
 def test_both_editions_link_each_page_to_its_namesake_and_skip_what_is_not_translated(tmp_path, capsys):
     folder = small_course(tmp_path / "notebooks", ["00_a.ipynb", "01_b.ipynb"], ["00_a.ipynb"])
     out = tmp_path / "html"
@@ -320,6 +322,7 @@ def test_the_chinese_page_draws_every_chart_offline(chinese_edition):
     assert edition.page_problems(report) == []
 
 
+@pytest.mark.slow
 def test_the_edition_runs_the_solved_course_and_leaves_the_notebooks_as_they_are(tmp_path):
     """Issue 21: the HTML edition shows the solved course; the notebooks keep their blanks."""
     folder = tmp_path / "notebooks"

@@ -24,6 +24,7 @@ def dec():
 # ---- the build cell: my_transformer/decoder.py ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_reference_decoder_file_passes_every_checker(dec):
     assert ex.check_decoder_layer(dec.DecoderLayer).passed
     assert ex.check_decoder(dec.Decoder, dec.DecoderLayer).passed
@@ -193,6 +194,7 @@ def no_option_check(make, src_vocab, tgt_vocab, *args, tie_embeddings="decoder",
     return make(src_vocab, tgt_vocab, *args, tie_embeddings=tie_embeddings, **kwargs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "change, words",
     [
@@ -307,6 +309,7 @@ def test_mystery_checker_names_each_wrong_answer(answers, words):
 # ---- exercise 2: the parameters of the whole model ---------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", [int, np.int64, float], ids=["int", "numpy int", "whole float"])
 def test_parameter_count_checker_accepts_every_number_form(form):
     assert ex.check_parameter_count(lambda *case: form(sol.parameter_count(*case))).passed

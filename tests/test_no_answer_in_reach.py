@@ -139,6 +139,7 @@ def leaks(name: str) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name",
     [

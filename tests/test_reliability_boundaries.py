@@ -83,6 +83,7 @@ def test_translate_refuses_a_sentence_that_is_not_valid_text_naming_it(tiny_mode
         translate(tiny_model, sentences, src_vocab=vocab, tgt_vocab=vocab)
 
 
+@pytest.mark.slow
 def test_an_invalid_utf8_byte_on_the_command_line_is_one_line(tmp_path):
     from transformer_course.checkpoint import save_checkpoint
     from transformer_course.config import get_preset

@@ -73,6 +73,7 @@ def cli_error(capsys, *argv) -> str:
 # 1. A checkpoint is written only from finite weights; a diverged run names a good one, or says there is none.
 
 
+@pytest.mark.slow
 def test_divergence_names_a_last_good_checkpoint_whose_weights_are_finite(tmp_path):
     with pytest.raises(TrainingDiverged, match=r"last good checkpoint is (\S+last\.pt) \(step (\d+)") as caught:
         fit(ABSURD, toy_data(n_train=320, batch_size=32), tmp_path, epochs=3, save_every=1, progress=False)
@@ -88,6 +89,7 @@ def test_a_nan_update_at_the_last_step_of_an_epoch_writes_no_epoch_last_or_best_
     assert sorted(p.name for p in tmp_path.glob("*.pt")) == []
 
 
+@pytest.mark.slow
 def test_an_update_that_makes_a_weight_nan_is_caught_at_that_step(tmp_path, monkeypatch):
     real = loop.optimizer_step
     steps = {"n": 0}

@@ -36,6 +36,7 @@ def short_run(out: Path, **kwargs):
     return fit(TOY, toy_data(), out, max_steps=2, progress=False, **kwargs)
 
 
+@pytest.mark.slow
 def test_every_checkpoint_of_a_run_carries_its_run_id_and_data_fingerprint(tmp_path):
     fit(TOY, toy_data(n_train=64, batch_size=32), tmp_path, epochs=2, save_every=1, progress=False)
     run_id = json.loads((tmp_path / RUN_FILE).read_text())["run_id"]
@@ -45,6 +46,7 @@ def test_every_checkpoint_of_a_run_carries_its_run_id_and_data_fingerprint(tmp_p
     assert len({s["data_fingerprint"] for s in states.values()}) == 1
 
 
+@pytest.mark.slow
 def test_fit_refuses_a_folder_that_holds_a_run_unless_told_to_resume_or_overwrite(tmp_path):
     short_run(tmp_path)
     before = (tmp_path / "last.pt").read_bytes()
@@ -59,6 +61,7 @@ def test_fit_refuses_a_folder_that_holds_a_run_unless_told_to_resume_or_overwrit
     assert not (tmp_path / "epoch-009.pt").exists() and (tmp_path / "notes.txt").read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_a_second_run_that_loads_data_slowly_cannot_overwrite_a_first_run_that_finished_meanwhile(
     tmp_path, capsys, monkeypatch
 ):
@@ -75,6 +78,7 @@ def test_a_second_run_that_loads_data_slowly_cannot_overwrite_a_first_run_that_f
     assert load_checkpoint(out / "last.pt").step == 2
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_last_pt_copied_from_another_run_and_adopt_takes_it_as_a_new_run(tmp_path, capsys):
     first, second = tmp_path / "first", tmp_path / "second"
     short_run(first)
@@ -112,6 +116,7 @@ def test_adopt_without_resume_is_one_line(tmp_path, capsys):
     assert "--resume" in cli_error(capsys, "train", "--preset", "toy-copy", "--out", tmp_path / "r", "--adopt")
 
 
+@pytest.mark.slow
 def test_average_refuses_epoch_files_of_two_runs(tmp_path, capsys):
     first, second = tmp_path / "first", tmp_path / "second"
     for out in (first, second):

@@ -161,6 +161,7 @@ def test_a_symlinked_assignment_folder_is_refused_with_force_and_its_target_unto
     assert (elsewhere / "00_hello.ipynb").read_text() == "someone else's"
 
 
+@pytest.mark.slow
 def test_python_dash_m_classroom_into_the_current_folder_is_one_line_without_traceback(tmp_path, notebooks):
     (tmp_path / "README.md").write_text("keep")
     done = subprocess.run(

@@ -89,6 +89,7 @@ def rates_during(run_fit) -> list[float]:
     return rates, result
 
 
+@pytest.mark.slow
 def test_without_a_time_budget_the_plan_is_the_runs_epochs():
     data = toy_data(n_train=320, batch_size=32)  # 10 batches per epoch
     rates, result = rates_during(lambda: fit(BUDGET, data, epochs=3, progress=False))
@@ -117,6 +118,7 @@ class FakeClock:
         return self.now
 
 
+@pytest.mark.slow
 def test_a_time_budget_is_planned_from_the_measured_step_rate_and_decays_inside_it(monkeypatch):
     monkeypatch.setattr(loop, "time", types.SimpleNamespace(monotonic=FakeClock(0.5).monotonic))  # 2 steps/s
     data = toy_data(n_train=3200, batch_size=32)  # 100 batches per epoch
@@ -145,6 +147,7 @@ def interrupt_at(step: int):
     return after_step
 
 
+@pytest.mark.slow
 def test_a_resumed_budget_run_keeps_its_plan_and_ends_like_a_run_that_never_stopped(tmp_path):
     data = toy_data(n_train=320, batch_size=32)
     straight = fit(BUDGET, data, tmp_path / "a", epochs=2, progress=False)
@@ -158,6 +161,7 @@ def test_a_resumed_budget_run_keeps_its_plan_and_ends_like_a_run_that_never_stop
         torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)
 
 
+@pytest.mark.slow
 def test_budget_minutes_plans_for_the_whole_run_when_it_stops_early_on_purpose(monkeypatch):
     monkeypatch.setattr(loop, "time", types.SimpleNamespace(monotonic=FakeClock(0.5).monotonic))  # 2 steps/s
     data = toy_data(n_train=3200, batch_size=32)
@@ -169,6 +173,7 @@ def test_budget_minutes_plans_for_the_whole_run_when_it_stops_early_on_purpose(m
     assert rates[-1] == pytest.approx(peak * (121 - 60) / 97)  # half-way down the decay
 
 
+@pytest.mark.slow
 def test_a_run_resumed_with_a_longer_budget_stretches_its_decay_to_the_new_end(tmp_path, monkeypatch):
     clock = FakeClock(0.5)
     monkeypatch.setattr(loop, "time", types.SimpleNamespace(monotonic=clock.monotonic))
@@ -193,6 +198,7 @@ class SlowingClock(FakeClock):
         return self.now
 
 
+@pytest.mark.slow
 def test_a_machine_that_slows_down_mid_run_still_decays_to_the_end_of_its_minutes(monkeypatch):
     monkeypatch.setattr(loop, "time", types.SimpleNamespace(monotonic=SlowingClock(0.5).monotonic))
     data = toy_data(n_train=3200, batch_size=32)
@@ -203,6 +209,7 @@ def test_a_machine_that_slows_down_mid_run_still_decays_to_the_end_of_its_minute
     assert max(rates) == pytest.approx(peak) and rates[-1] < 0.1 * peak
 
 
+@pytest.mark.slow
 def test_validate_every_validates_after_every_nth_epoch_and_at_the_stop(tmp_path):
     config = get_preset("toy-copy").replace(validate_every=2)
     result = fit(config, toy_data(n_train=64, batch_size=32), tmp_path, epochs=5, progress=False)
@@ -241,6 +248,7 @@ def budget_ddp_worker(rank: int, world_size: int, port: int, out_dir: str) -> No
     torch.distributed.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_under_ddp_every_rank_follows_rank_0s_plan(tmp_path):
     import json
     import socket
