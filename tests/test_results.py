@@ -105,6 +105,52 @@ def test_an_unmarked_run_figure_is_named_with_the_marker_to_write():
     assert "37.40<!--fig:multi30k-cpu-words/best/test/beam4/sacrebleu-->" in problem
 
 
+@pytest.mark.parametrize(
+    "quote, path",
+    [
+        ("the word-level run reaches 37.4 BLEU with beam 4", "multi30k-cpu-words/best/test/beam4/sacrebleu"),
+        ("it trains for 45 minutes on two CPU cores", "multi30k-cpu/train_minutes"),
+        ("the 45-minute run", "multi30k-cpu/train_minutes"),
+        ("a model of 9.6M parameters", "multi30k-cpu/parameters"),
+        ("about 9.6 million parameters", "multi30k-cpu/parameters"),
+        ("it stops after 9.5 epochs", "multi30k-cpu/epochs"),
+        ("训练 2,338 步", "multi30k-cpu/steps"),
+        ("检查点有 39.1 MB", "multi30k-cpu/checkpoint_mb"),
+    ],
+)
+def test_a_one_decimal_or_unit_quote_of_a_run_figure_needs_its_marker(quote, path):
+    problems = results.check_quotes(quote, DATA, "x")
+    assert problems and all("no marker" in p for p in problems), problems
+    assert any(path in p for p in problems), problems
+    number = re.search(r"\d[\d,]*(?:\.\d+)?(?:M| million)?", quote)
+    marked = quote[: number.end()] + f"<!--fig:{path}-->" + quote[number.end() :]
+    assert not results.check_quotes(marked, DATA, "x"), marked
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the paper's big model scores 27.3 BLEU (Table 2)",
+        "the big model's 26.4 BLEU on newstest2013 (Table 3)",  # = 26.42 of contest-b2, rounded: the paper's
+        "§6.1 reports 26.4 BLEU for the big model on the development set",
+        "dropout 0.1, label smoothing ε = 0.1, β₂ = 0.98, α = 0.6",  # hyper-parameters below 1
+        "train for 10 epochs",  # an integer does not quote 9.5 epochs, which it rounds to
+        "grading took 17.0 seconds",  # 17 s is a count: a run quotes it as 17, never 17.0
+        "about 9.7 billion parameters",  # a scale word: 9.7e9, not 9.7 epochs
+        "layer $\\ell$ reads $i - 2k^\\ell$",  # a formula's k is no thousands suffix
+        "see §3.1 and Table 2",  # the number of a section
+        "Python 3.10 or newer",
+    ],
+)
+def test_a_paper_figure_a_setting_or_a_formula_is_no_quote(text):
+    assert not results.check_quotes(text, DATA, "x")
+
+
+def test_the_paper_citation_frees_only_its_own_sentence():
+    assert results.check_quotes("The paper's 26.4 BLEU (Table 3). Ours: 26.4 BLEU.", DATA, "x")
+    assert results.check_quotes("26.4 BLEU", DATA, "x")
+
+
 def test_figure_reads_runs_and_differences():
     assert results.figure("multi30k-cpu/best/test/beam4/sacrebleu", DATA) == 40.18
     assert results.figure("multi30k-cpu/steps", DATA) == 2338

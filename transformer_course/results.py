@@ -1,32 +1,27 @@
-"""Measured results as data (issue 23): ``docs/results.json``, the tables of ``docs/results.md``, quoted figures.
+"""Measured results (issue 23): the tables of ``docs/results.md``, and the commands that record a measurement.
 
-A figure is named by a path: the run, then (for a score) checkpoint/split/decoding, then the field —
-``multi30k-cpu/best/test/beam4/sacrebleu`` is 40.18, ``multi30k-cpu/steps`` is 2338 (:func:`figure`). Prose quotes
-a figure with a marker right after the number, an HTML comment that Jupyter, GitHub and the HTML edition hide:
-``40.18<!--fig:multi30k-cpu/best/test/beam4/sacrebleu-->`` (a difference: ``+1.80<!--fig:X - Y-->``).
-:func:`check_quotes` compares each marked number, at the precision it is written with (``40.2``, ``9.6M``,
-``2,338``), with the data, and flags a number that equals a run figure but has no marker. tests/test_results.py
-runs it on the notebooks (both languages), the README and docs/teaching.md, and checks that docs/results.md's
-tables are the ones :func:`render_table` writes.
-
-The commands that measure write the data: ``python -m transformer_course.results add-eval RUN KEY EVAL.json``
-(the JSON of ``evaluate --json``), ``add-run RUN RUN_FOLDER`` (history.json and best.pt), ``render`` (the tables
-of docs/results.md) and ``check FILE…`` (every stale or unmarked quote).
+The data is ``docs/results.json`` (:mod:`.figures`: a figure by its path, ``multi30k-cpu/steps`` is 2338); prose
+quotes a figure with a marker that :mod:`.quotes` checks (``40.18<!--fig:multi30k-cpu/best/test/beam4/sacrebleu-->``).
+This module renders docs/results.md's tables from the data (:func:`render_table`; tests/test_results.py checks
+that the file holds the ones it writes) and writes the data: ``python -m transformer_course.results add-eval RUN
+KEY EVAL.json`` (the JSON of ``evaluate --json``), ``add-run RUN RUN_FOLDER`` (history.json and best.pt),
+``render`` (the tables of docs/results.md) and ``check FILE…`` (every stale or unmarked quote).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 import sys
 from pathlib import Path
 
+from .figures import SCHEMA, figure, load_results, results_path, run_figures
 from .files import atomic_write_text
-from .paths import course_root
+from .quotes import QUOTE, check_quotes
 
 __all__ = [
     "QUOTE",
+    "SCHEMA",
     "check_quotes",
     "figure",
     "load_results",
@@ -38,143 +33,9 @@ __all__ = [
     "run_figures",
 ]
 
-SCHEMA = 1
-QUOTE = re.compile(
-    r"(?P<number>(?<![\w.])[-+−]?\d[\d,]*(?:\.\d+)?)(?P<unit>[kM%]?)(?:\s|&nbsp;)?<!--\s*fig:(?P<path>[^>]*?)\s*-->"
-)
 TABLE = re.compile(r"<!-- results:table (?P<run>[\w.-]+) -->\n(?P<body>.*?)<!-- /results:table -->", re.DOTALL)
 SCORE_FIELDS = ("sacrebleu", "tokenized_bleu", "unk_outputs", "seconds")
 DECODINGS = {"greedy": "greedy", "beam4": "beam 4, α = 0.6"}
-
-
-def results_path() -> Path:
-    return course_root(Path(__file__).parent) / "docs" / "results.json"
-
-
-def load_results(path: str | Path | None = None) -> dict:
-    """The data file, checked: a ``runs`` mapping whose evaluations hold numbers."""
-    path = Path(path) if path is not None else results_path()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            f"{path} does not exist: it is the course's measured results (docs/results.json)"
-        ) from None
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path} is not valid JSON ({error}); fix it or take it back from git") from None
-    if data.get("schema") != SCHEMA or not isinstance(data.get("runs"), dict):
-        raise ValueError(f"{path}: expected {{'schema': {SCHEMA}, 'runs': {{...}}}}")
-    return data
-
-
-def figure(path: str, data: dict | None = None) -> float:
-    """One figure by its path (``run/field`` or ``run/checkpoint/split/decoding/field``), or a difference
-    ``a - b`` of two. A path that does not resolve raises a KeyError that lists what exists there."""
-    data = load_results() if data is None else data
-    if " - " in path:
-        left, right = path.split(" - ", 1)
-        return figure(left.strip(), data) - figure(right.strip(), data)
-    parts = path.strip().split("/")
-    runs = data["runs"]
-    if parts[0] not in runs:
-        raise KeyError(f"no run {parts[0]!r} in results.json; runs: {', '.join(sorted(runs))}")
-    run = runs[parts[0]]
-    if len(parts) == 2:
-        if parts[1] not in run or isinstance(run[parts[1]], (dict, list, str)):
-            numbers = sorted(k for k, v in run.items() if isinstance(v, (int, float)))
-            raise KeyError(f"{path}: run {parts[0]!r} has no number {parts[1]!r}; it has {', '.join(numbers)}")
-        return run[parts[1]]
-    evaluation = "/".join(parts[1:-1])
-    scores = run.get("evaluations", {})
-    if evaluation not in scores:
-        raise KeyError(f"{path}: run {parts[0]!r} has no evaluation {evaluation!r}; it has {', '.join(sorted(scores))}")
-    if parts[-1] not in scores[evaluation]:
-        raise KeyError(
-            f"{path}: evaluation {evaluation!r} has no {parts[-1]!r}; it has {', '.join(scores[evaluation])}"
-        )
-    return scores[evaluation][parts[-1]]
-
-
-def run_figures(data: dict) -> dict[str, float]:
-    """Every number of every run, by path (the values a prose number may be a quote of)."""
-    found = {}
-    for name, run in data["runs"].items():
-        for key, value in run.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                found[f"{name}/{key}"] = value
-        for evaluation, scores in run.get("evaluations", {}).items():
-            for key, value in scores.items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    found[f"{name}/{evaluation}/{key}"] = value
-    return found
-
-
-# ---- quotes in prose ---------------------------------------------------------------------------------------
-
-
-def _parse(number: str, unit: str) -> tuple[float, int, float]:
-    """(value, decimals, scale) of a number as written: '2,338' → (2338, 0, 1); '9.6' 'M' → (9.6, 1, 1e6)."""
-    text = number.replace(",", "").replace("−", "-")
-    decimals = len(text.split(".")[1]) if "." in text else 0
-    scale = {"k": 1e3, "M": 1e6}.get(unit, 1.0)
-    return float(text), decimals, scale
-
-
-def _agrees(quoted: float, decimals: int, scale: float, value: float) -> bool:
-    return math.isclose(round(value / scale, decimals), quoted, abs_tol=10 ** (-decimals) / 2 * 1e-6)
-
-
-def check_quotes(text: str, data: dict, where: str = "") -> list[str]:
-    """One line per problem in ``text``: a marked number that disagrees with its figure, a marker whose path
-    does not resolve, and a number that equals a run figure but carries no marker."""
-    problems = []
-    marked_spans = []
-    for match in QUOTE.finditer(text):
-        marked_spans.append(match.span("number"))
-        line = text.count("\n", 0, match.start()) + 1
-        quoted, decimals, scale = _parse(match["number"], match["unit"])
-        if match["unit"] == "%":
-            scale = 1.0
-        try:
-            value = figure(match["path"], data)
-        except KeyError as error:
-            problems.append(f"{where}:{line}: {error.args[0]}")
-            continue
-        if not _agrees(quoted, decimals, scale, value):
-            problems.append(
-                f"{where}:{line}: {match['number']}{match['unit']} is quoted for {match['path'].strip()}, "
-                f"but results.json has {value:g}: update the number (or the marker)"
-            )
-    problems += _unmarked(text, data, where, marked_spans)
-    return problems
-
-
-# a number precise enough to be a measurement: two decimals (a BLEU score), or a thousands separator (steps,
-# parameters) — small round numbers (3 layers, warmup 300) are settings, not figures
-CANDIDATE = re.compile(r"(?<![\w.,/#-])(\d{1,3}(?:,\d{3})+|\d+\.\d{2})(?![\w.,]*\d)(?!\s*<!--\s*fig:)")
-
-
-VERSION_BEFORE = re.compile(r"(?:Python|python|torch|version|[<>=≥≤]=?|v)\s*$")
-
-
-def _unmarked(text: str, data: dict, where: str, marked: list[tuple[int, int]]) -> list[str]:
-    values = run_figures(data)
-    problems = []
-    for match in CANDIDATE.finditer(text):
-        if any(start <= match.start() < end for start, end in marked):
-            continue
-        if VERSION_BEFORE.search(text[max(0, match.start() - 12) : match.start()]):
-            continue  # Python 3.10, torch 2.13: a version, not a figure
-        quoted, decimals, _ = _parse(match[1], "")
-        hits = sorted(path for path, value in values.items() if _agrees(quoted, decimals, 1.0, value))
-        if hits:
-            line = text.count("\n", 0, match.start()) + 1
-            problems.append(
-                f"{where}:{line}: {match[1]} equals {hits[0]}"
-                + (f" (and {len(hits) - 1} more)" if len(hits) > 1 else "")
-                + f" but has no marker: write {match[1]}<!--fig:{hits[0]}--> (or the figure it quotes)"
-            )
-    return problems
 
 
 # ---- the tables of docs/results.md --------------------------------------------------------------------------
