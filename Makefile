@@ -54,8 +54,11 @@ install: $(VENV)/.installed
 course: install-course
 	$(BIN)/jupyter lab $(ALLOW_ROOT) $(LAB_ARGS) notebooks/
 
+# Every test, spread over the cores by pytest-xdist, one test file per worker at a time (tests/conftest.py);
+# TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= auto
 test: install lint
-	TC_FAST=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+	TC_FAST=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # ruff (a [dev] dependency): lint everything, check that the package, tests and benchmarks are formatted.
 lint: install

@@ -8,6 +8,16 @@ import pytest
 import torch
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """pytest-xdist with ``--dist loadgroup`` (``make test``): each test file is one group, run by one worker, so
+    that its module fixtures are built once; files that share a session fixture name one group of their own
+    (``pytestmark = pytest.mark.xdist_group("web")``)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)

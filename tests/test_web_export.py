@@ -18,6 +18,8 @@ from transformer_course.viz import capture_attention
 from transformer_course.web import graphs
 from transformer_course.web.tokenizers import js_regex
 
+pytestmark = pytest.mark.xdist_group("web")  # one worker builds the session's web checkpoints and exports
+
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")
 

@@ -21,6 +21,8 @@ from transformer_course.decode import translate
 from transformer_course.viz import translate_and_capture
 from transformer_course.web.tokenizers import subword_spec, tokenizer_spec
 
+pytestmark = pytest.mark.xdist_group("web")  # one worker builds the session's web checkpoints and exports
+
 NODE = shutil.which("node")
 CHROMIUM = edition.find_chromium()
 TOKENIZERS_JS = Path(__file__).resolve().parents[1] / "transformer_course" / "web" / "static" / "tokenizers.js"
