@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .paths import course_root
+from ..paths import course_root
 
 __all__ = ["SCHEMA", "figure", "load_results", "results_path", "run_figures"]
 

@@ -2,7 +2,7 @@
 
 The data is ``docs/results.json`` (:mod:`.figures`: a figure by its path, ``multi30k-cpu/steps`` is 2338); prose
 quotes a figure with a marker that :mod:`.quotes` checks (``40.18<!--fig:multi30k-cpu/best/test/beam4/sacrebleu-->``).
-This module renders docs/results.md's tables from the data (:func:`render_table`; tests/test_results.py checks
+This package renders docs/results.md's tables from the data (:func:`render_table`; tests/test_results.py checks
 that the file holds the ones it writes) and writes the data: ``python -m transformer_course.results add-eval RUN
 KEY EVAL.json`` (the JSON of ``evaluate --json``), ``add-run RUN RUN_FOLDER`` (history.json and best.pt),
 ``render`` (the tables of docs/results.md) and ``check FILE…`` (every stale or unmarked quote).
@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
+from ..files import atomic_write_text
 from .figures import SCHEMA, figure, load_results, results_path, run_figures
-from .files import atomic_write_text
 from .quotes import QUOTE, check_quotes
 
 __all__ = [
@@ -25,6 +24,7 @@ __all__ = [
     "check_quotes",
     "figure",
     "load_results",
+    "main",
     "record_evaluation",
     "record_run",
     "render_markdown",
@@ -122,8 +122,8 @@ def record_run(run: str, folder: str | Path, path: str | Path | None = None) -> 
 
     import torch
 
-    from .checkpoint import load_checkpoint
-    from .model import count_parameters
+    from ..checkpoint import load_checkpoint
+    from ..model import count_parameters
 
     path = Path(path) if path is not None else results_path()
     folder = Path(folder)
@@ -146,10 +146,10 @@ def record_run(run: str, folder: str | Path, path: str | Path | None = None) -> 
     return entry
 
 
-def _main(argv: list[str]) -> int:
+def main(argv: list[str]) -> int:
     """python -m transformer_course.results add-eval RUN KEY EVAL.json | add-run RUN FOLDER | render | check FILE…"""
     if not argv or argv[0] not in ("add-eval", "add-run", "render", "check"):
-        print(_main.__doc__)
+        print(main.__doc__)
         return 2
     command, rest = argv[0], argv[1:]
     if command == "add-eval" and len(rest) == 3:
@@ -166,10 +166,6 @@ def _main(argv: list[str]) -> int:
         print("\n".join(problems) or "every quoted figure agrees with results.json")
         return 1 if problems else 0
     else:
-        print(_main.__doc__)
+        print(main.__doc__)
         return 2
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))
