@@ -651,3 +651,24 @@ def test_notebook_titles_in_the_catalogue_are_the_notebooks_own():
     )
     stale = [title for title in NOTEBOOK_TITLES if json.dumps(title, ensure_ascii=False) not in code]
     assert stale == [], f"no notebook passes these titles any more: {stale}"
+
+
+@pytest.mark.slow  # a fresh Python process: altair must not be imported yet
+def test_setup_configures_altair_when_it_is_first_imported_and_a_notebook_without_altair_never_imports_it():
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from transformer_course import viz\n"
+        "viz.setup(max_rows=123)\n"
+        "print('altair' in sys.modules, 'jsonschema' in sys.modules)\n"
+        "import altair as alt\n"
+        "print(alt.renderers.active, alt.data_transformers.options['max_rows'])\n"
+        "viz.setup(max_rows=456)\n"  # a second call after the import: applied at once
+        "print(alt.data_transformers.options['max_rows'], sum(type(f).__name__ == '_AfterImport' for f in sys.meta_path))\n"
+        "import importlib, importlib.resources\n"
+        "print(importlib.reload(alt) is alt, importlib.resources.files('altair').is_dir())\n"
+    )
+    printed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert printed.split("\n")[:4] == ["False False", "mimetype 123", "456 0", "True True"]

@@ -28,6 +28,10 @@ Nothing here imports the HTML edition's build tooling (:mod:`transformer_course.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
+import sys
+
 from .bertviz import bertviz_view, to_bertviz
 from .capture import KIND_TITLES, KINDS, AttentionCapture, capture_attention, check_kind, to_ids, translate_and_capture
 from .charts import (
@@ -107,12 +111,17 @@ def setup(max_rows: int = 100_000, dpi: int = 110) -> None:
       notebook. The HTML edition (:mod:`transformer_course.edition`) turns such notebooks into offline pages.
     - Altair data: DataFrames of up to ``max_rows`` rows are embedded (the default limit is 5,000).
     - matplotlib: a readable size and resolution, tight bounding boxes when saving.
+
+    Altair is set up when it is first imported (now, if it already is): importing it costs about 2.5 s of
+    CPU (its JSON-schema checks), which a notebook that draws no Altair chart does not pay.
     """
-    import altair as alt
     import matplotlib
 
-    alt.renderers.enable("mimetype")
-    alt.data_transformers.enable("default", max_rows=max_rows)
+    def altair_defaults(alt) -> None:
+        alt.renderers.enable("mimetype")
+        alt.data_transformers.enable("default", max_rows=max_rows)
+
+    _when_imported("altair", altair_defaults)
     matplotlib.rcParams.update(
         {
             "figure.dpi": dpi,
@@ -123,3 +132,46 @@ def setup(max_rows: int = 100_000, dpi: int = 110) -> None:
             "font.size": 10,
         }
     )
+
+
+def _when_imported(name: str, action) -> None:
+    """Call ``action(module)`` for the top-level module ``name``: now if it is imported, else right after the
+    first ``import name`` runs it (a finder first in ``sys.meta_path`` that steps aside after that import)."""
+    if name in sys.modules:
+        action(sys.modules[name])
+        return
+    for finder in list(sys.meta_path):  # a second setup() replaces the first one's hook
+        if isinstance(finder, _AfterImport) and finder.name == name:
+            sys.meta_path.remove(finder)
+    sys.meta_path.insert(0, _AfterImport(name, action))
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    def __init__(self, name: str, action) -> None:
+        self.name, self.action = name, action
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)  # the other finders find the module; this hook runs once
+        spec = importlib.util.find_spec(fullname)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _ThenRun(spec.loader, self.action)
+        return spec
+
+
+class _ThenRun(importlib.abc.Loader):
+    """The module's own loader, then ``action(module)``; everything else is the loader's."""
+
+    def __init__(self, loader, action) -> None:
+        self._loader, self._action = loader, action
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        self._loader.exec_module(module)
+        self._action(module)
+
+    def __getattr__(self, attribute):  # get_resource_reader, is_package, …: the real loader's
+        return getattr(self._loader, attribute)
