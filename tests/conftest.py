@@ -7,6 +7,22 @@ from pathlib import Path
 import pytest
 import torch
 
+# pytest-xdist (make test, make test-fast): the workers share the cores, so each worker, and every kernel and
+# process it starts (they inherit OMP_NUM_THREADS), runs torch on its share of them. OpenMP threads that outnumber
+# the cores wait on each other: two notebooks side by side, two threads each on two cores, crawl.
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
+    _share = max(1, len(os.sched_getaffinity(0)) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    os.environ["OMP_NUM_THREADS"] = str(_share)
+    torch.set_num_threads(_share)
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads_restored():
+    """A test that sets torch's thread count does not pass it on to the next test."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
