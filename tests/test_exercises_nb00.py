@@ -148,7 +148,9 @@ def test_quiz_accepts_the_number_of_decoder_passes_in_every_form(form):
     assert ex.check_quiz(q1=form(21)).passed
 
 
-@pytest.mark.parametrize("form", [float, np.float64, torch.tensor, lambda x: round(x, 1)], ids=["float", "float64", "tensor", "rounded"])
+@pytest.mark.parametrize(
+    "form", [float, np.float64, torch.tensor, lambda x: round(x, 1)], ids=["float", "float64", "tensor", "rounded"]
+)
 def test_quiz_accepts_every_number_form(form):
     assert ex.check_quiz(q2=form(512 / 12), q3=form(12 * 3600 * 8 * 9.5e12)).passed
 

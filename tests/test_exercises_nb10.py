@@ -206,7 +206,9 @@ def test_the_solutions_answer_every_question():
     assert ex.check_quiz(**sol.QUIZ).passed and set(sol.QUIZ) == set(ex.QUESTIONS)
 
 
-@pytest.mark.parametrize("form", [float, np.float32, torch.tensor, lambda x: round(x, 3)], ids=["float", "float32", "tensor", "rounded"])
+@pytest.mark.parametrize(
+    "form", [float, np.float32, torch.tensor, lambda x: round(x, 3)], ids=["float", "float32", "tensor", "rounded"]
+)
 def test_quiz_accepts_every_number_form(form):
     assert ex.check_quiz(q1=form(math.lgamma(9) / 8), q2=form(0.5 * math.log(28))).passed
 

@@ -227,7 +227,9 @@ def test_quiz_accepts_every_number_form(form):
     assert ex.check_quiz(q2=form(64000)).passed
 
 
-@pytest.mark.parametrize("form", [float, np.float32, torch.tensor, lambda x: 12 / 100], ids=["float", "float32", "tensor", "12 over 100"])
+@pytest.mark.parametrize(
+    "form", [float, np.float32, torch.tensor, lambda x: 12 / 100], ids=["float", "float32", "tensor", "12 over 100"]
+)
 def test_quiz_accepts_every_fraction_form(form):
     assert ex.check_quiz(q1=form(0.12)).passed
 
