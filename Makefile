@@ -71,7 +71,7 @@ format: install
 
 # The contributor's loop: every test not marked slow, notebooks or browser (markers: pyproject.toml), spread
 # over the machine's cores by pytest-xdist (a [dev] tool; FAST_WORKERS=0 runs it in one process). The five
-# slowest are listed at the end: a test that shows up there belongs in the slow tier (CONTRIBUTING.md).
+# slowest are listed at the end: a hint at tests that belong in the slow tier (CONTRIBUTING.md).
 FAST_WORKERS ?= auto
 test-fast: install
 	TC_FAST=1 $(BIN)/python -m pytest -m "not slow and not notebooks and not browser" -n $(FAST_WORKERS) --durations=5 $(PYTEST_ARGS)
