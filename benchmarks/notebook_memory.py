@@ -27,6 +27,9 @@ from transformer_course.classroom.solve import solve_notebooks
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
+sys.path.insert(0, str(REPO / "tests"))
+from helpers import course_copy, write_earlier_files  # noqa: E402  (the test suite's course copy, one definition)
+
 GIB = 2**30
 
 
@@ -39,32 +42,6 @@ def data_segment(pid: int) -> int:
     except OSError:
         pass
     return 0
-
-
-def course(folder: Path) -> Path:
-    """A solved copy of the course in ``folder``: the package, data and figures linked, the notebooks solved."""
-    (folder / "notebooks").mkdir(parents=True)
-    for name in ("transformer_course", "data", "runs", "pyproject.toml"):
-        if (REPO / name).exists():
-            (folder / name).symlink_to(REPO / name)
-    for name in ("figures", "solutions", "GLOSSARY.md"):
-        (folder / "notebooks" / name).symlink_to(NOTEBOOKS / name)
-    solve_notebooks(folder / "notebooks", NOTEBOOKS, NOTEBOOKS / "solutions")
-    return folder / "notebooks"
-
-
-def write_build_files(notebook: Path) -> None:
-    """What the build cells of ``notebook`` write into my_transformer/ (solved: the reference files), without
-    running the rest of it: the state a learner who ran it is in."""
-    from transformer_course.classroom.build_cells import build_file
-
-    for cell in nbformat.read(notebook, as_version=4).cells:
-        if cell.cell_type == "code" and (file := build_file(cell.source)):
-            (notebook.parent / "my_transformer").mkdir(exist_ok=True)
-            (notebook.parent / "my_transformer" / "__init__.py").touch()
-            (notebook.parent / "my_transformer" / file).write_text(
-                cell.source.partition("\n")[2] + "\n", encoding="utf-8"
-            )
 
 
 def measure(path: Path) -> tuple[int, int, str | None]:
@@ -109,12 +86,13 @@ def main() -> int:
     os.environ["TC_FAST"] = "1"
     os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     with tempfile.TemporaryDirectory() as tmp:
-        here = course(Path(tmp) / "course")
+        here = course_copy(Path(tmp))  # the package, data and figures linked in
+        solve_notebooks(here, NOTEBOOKS, NOTEBOOKS / "solutions")
         worst = 0.0
         for path in sorted(here.glob("[0-9][0-9]_*.ipynb")):
             if args.prefixes and not any(path.name.startswith(p) for p in args.prefixes):
-                write_build_files(path)  # a later notebook reads what this one's build cells write
                 continue
+            write_earlier_files(path, here)  # what the earlier notebooks' build cells write, run or skipped
             start, peak, error = measure(path)
             worst = max(worst, (peak - start) / GIB)
             print(
