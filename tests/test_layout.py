@@ -131,7 +131,7 @@ def test_what_notebooks_import_never_pulls_in_the_html_edition_tooling():
 
 
 def test_the_model_core_imports_nothing_but_the_core():
-    core = {f"{NAME}.{m}" for m in ["masks", "attention", "layers", "model", "config"]}
+    core = {f"{NAME}.{m}" for m in ["masks", "attention", "layers", "dropout", "model", "config"]}
     for module in core:
         assert GRAPH[module] <= core, f"{module} imports {sorted(GRAPH[module] - core)}"
 
@@ -209,7 +209,7 @@ def test_training_never_imports_the_chart_stack():
 def test_the_model_core_but_the_builders_imports_no_run_config():
     """masks, attention and layers never import config; model.py only inside make_model, which stores the run
     config it builds from its arguments (checkpoints save it). The model's classes read ModelConfig."""
-    for module in ["masks", "attention", "layers"]:
+    for module in ["masks", "attention", "layers", "dropout"]:
         assert f"{NAME}.config" not in GRAPH[f"{NAME}.{module}"], module
     tree = ast.parse(MODULES[f"{NAME}.model"].read_text(encoding="utf-8"))
     for node in tree.body:

@@ -138,6 +138,7 @@ def cmd_train(args) -> None:
 
     from .data import multi30k_data, toy_data
     from .train import fit, setup_distributed
+    from .train.allocator import keep_freed_memory
 
     config = apply_overrides(get_preset(args.preset), args.set)  # a bad --set is one line, before any work
     check_positive(args, ("epochs", "max_minutes", "max_steps", "save_every", "limit", "threads"))
@@ -153,6 +154,7 @@ def cmd_train(args) -> None:
         raise ValueError(f"nothing to resume: {out / 'last.pt'} does not exist; drop --resume to start a new run")
     if args.threads:
         torch.set_num_threads(args.threads)
+    keep_freed_memory()  # a CPU step's 69 MB logits reuse freed memory instead of faulting in new pages
     on_gpu = (args.device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
     dist = setup_distributed()
     if config.task in ("copy", "reverse"):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from torch import Tensor, nn
 
 from .attention import KVCache, MultiHeadAttention
+from .dropout import use_fast_dropout
 from .layers import (
     Embeddings,
     LayerNorm,
@@ -57,6 +58,7 @@ class ModelConfig:
     positional: str = "sinusoidal"  # or "learned"
     max_len: int = 512  # longest sequence the positional table holds
     tie_embeddings: str = "decoder"  # "none", "decoder" or "all" (§3.4)
+    fast_dropout: bool = False  # True: FastDropout's cheaper masks on a CPU (dropout.py); the same in eval mode
 
     @classmethod
     def of(cls, config) -> ModelConfig:
@@ -220,10 +222,8 @@ class Transformer(nn.Module):
             )
         self.model_config, self.config = c, config  # the architecture; the run's config (or the same)
         self.src_vocab_size, self.tgt_vocab_size = src_vocab, tgt_vocab
-        self.src_embed = Embeddings(src_vocab, c.d_model)
-        self.tgt_embed = Embeddings(tgt_vocab, c.d_model)
-        self.src_pos = PositionalEncoding(c.d_model, c.dropout, c.max_len, c.positional)
-        self.tgt_pos = PositionalEncoding(c.d_model, c.dropout, c.max_len, c.positional)
+        self.src_embed, self.tgt_embed = Embeddings(src_vocab, c.d_model), Embeddings(tgt_vocab, c.d_model)
+        self.src_pos, self.tgt_pos = (PositionalEncoding(c.d_model, c.dropout, c.max_len, c.positional) for _ in "st")
         sizes = (c.d_model, c.h, c.d_ff, c.dropout, c.norm_first, c.attention_dropout, c.ffn_dropout)
         self.encoder = Encoder([EncoderLayer(*sizes) for _ in range(c.N)], c.d_model, c.norm_first)
         self.decoder = Decoder([DecoderLayer(*sizes) for _ in range(c.N)], c.d_model, c.norm_first)
@@ -238,6 +238,8 @@ class Transformer(nn.Module):
             self.generator.proj.weight = self.tgt_embed.lut.weight  # one (tgt_vocab, d_model) matrix
         if c.tie_embeddings == "all":
             self.src_embed.lut.weight = self.tgt_embed.lut.weight
+        if c.fast_dropout:
+            use_fast_dropout(self)
 
     @property
     def src_vocab(self) -> int:  # deprecated in 0.2: an int here, the Vocab itself in Checkpoint.src_vocab
@@ -303,9 +305,9 @@ def make_model(
 ) -> Transformer:
     """The Transformer with the paper's base sizes by default.
 
-    ``options`` are other :class:`Config` fields: ``norm_first`` (False = post-LN, the paper),
-    ``positional`` ("sinusoidal" or "learned"), ``max_len``, ``tie_embeddings`` ("none", "decoder",
-    "all"), ``attention_dropout`` and ``ffn_dropout`` (0 in the paper; ``nn.Transformer`` uses ``dropout``).
+    ``options`` are other :class:`Config` fields: ``norm_first`` (False = post-LN, the paper), ``positional``
+    ("sinusoidal" or "learned"), ``max_len``, ``tie_embeddings`` ("none", "decoder", "all"), ``attention_dropout``
+    and ``ffn_dropout`` (0 in the paper; ``nn.Transformer`` uses ``dropout``), ``fast_dropout`` (dropout.py).
     """
     from .config import Config  # the run config it is stored with: checks every value, and checkpoints save it
 
