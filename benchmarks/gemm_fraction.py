@@ -113,7 +113,7 @@ def main(argv=None) -> None:
     tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]  # 27 + 27
     src_mask, tgt_mask = padding_mask(src, PAD), target_mask(tgt_in, PAD)
     causal = torch.nn.Transformer.generate_square_subsequent_mask(tgt_in.size(1), dtype=torch.bool)
-    loss_fn = LabelSmoothingLoss(config.label_smoothing, PAD, reduction="sum")
+    loss_fn = LabelSmoothingLoss(config.label_smoothing, PAD, reduction="sum", fused=config.fused_loss)
     n_tokens = int((tgt_out != PAD).sum())
 
     def logits_of(model):

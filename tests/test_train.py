@@ -68,9 +68,10 @@ def test_label_smoothing_gives_padding_no_gradient():
     assert logits.grad[target != PAD].abs().sum() > 0
 
 
+@pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("reduction", ["sum", "mean", "none"])
 @pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])
-def test_label_smoothing_gradient_equals_autograd_of_pytorch_cross_entropy(smoothing, reduction):
+def test_label_smoothing_gradient_equals_autograd_of_pytorch_cross_entropy(smoothing, reduction, fused):
     """The loss's hand-written backward pass (softmax − (1 − ε)·onehot − ε/V) against autograd through
     F.cross_entropy, in float64, for every reduction, with padding and a 3-D batch."""
     logits, target = logits_and_target_with_padding()
@@ -80,7 +81,7 @@ def test_label_smoothing_gradient_equals_autograd_of_pytorch_cross_entropy(smoot
     expected = F.cross_entropy(
         ref.view(-1, 11), target.view(-1), label_smoothing=smoothing, ignore_index=PAD, reduction=reduction
     )
-    got = LabelSmoothingLoss(smoothing, PAD, reduction=reduction)(ours, target)
+    got = LabelSmoothingLoss(smoothing, PAD, reduction=reduction, fused=fused)(ours, target)
     if reduction == "none":
         torch.testing.assert_close(got, expected.view(3, 5))
         (got * weights).sum().backward()
@@ -93,14 +94,14 @@ def test_label_smoothing_gradient_equals_autograd_of_pytorch_cross_entropy(smoot
 
 def test_label_smoothing_passes_gradcheck():
     logits, target = logits_and_target_with_padding()
-    loss = LabelSmoothingLoss(0.2, PAD, reduction="sum")
+    loss = LabelSmoothingLoss(0.2, PAD, reduction="sum", fused=True)
     assert torch.autograd.gradcheck(lambda x: loss(x, target), (logits.double().requires_grad_(True),))
 
 
 def test_label_smoothing_backward_can_run_twice_with_retain_graph():
     logits, target = logits_and_target_with_padding()
     logits.requires_grad_(True)
-    value = LabelSmoothingLoss(0.1, PAD, reduction="sum")(logits, target)
+    value = LabelSmoothingLoss(0.1, PAD, reduction="sum", fused=True)(logits, target)
     value.backward(retain_graph=True)
     first = logits.grad.clone()
     value.backward()  # the saved log-probabilities are intact: twice the gradient

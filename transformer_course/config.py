@@ -99,6 +99,7 @@ class Config:
     # training (§5.3, §5.4)
     tokens_per_batch: int = 4000  # target tokens per batch
     label_smoothing: float = 0.1
+    fused_loss: bool = False  # True: the loss's backward written out (train/loss.py): same gradient, other rounding
     warmup: int = 4000
     lr_factor: float = 1.0  # lr = lr_factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)
     epochs: int = 10
@@ -222,8 +223,9 @@ TOY_COPY = Config(
 
 # The word-level recipe (spaCy words, min_freq 2, ~9.2M parameters): what notebook 11 trains on a CPU, and
 # the default until the subword contest (docs/results.md: 37.40 sacreBLEU with beam 4, 288 outputs with <unk>).
-# Every Multi30k preset draws its dropout masks with FastDropout (dropout.py): the same training procedure, a
-# cheaper mask on a CPU; the runs of docs/results.md measured before it (commit 911ecfb and older) used nn.Dropout.
+# Every Multi30k preset draws its dropout masks with FastDropout (dropout.py) and takes the loss's written-out
+# backward (train/loss.py): the same training procedure, a cheaper CPU step; the runs of docs/results.md measured
+# before them (commit 911ecfb and older) used nn.Dropout and autograd's backward.
 MULTI30K_CPU_WORDS = Config(
     name="multi30k-cpu-words",
     N=3,
@@ -232,6 +234,7 @@ MULTI30K_CPU_WORDS = Config(
     h=8,
     dropout=0.1,
     fast_dropout=True,
+    fused_loss=True,
     tokens_per_batch=4000,
     warmup=150,
     lr_factor=0.2,

@@ -147,7 +147,7 @@ def start_training(
         model = torch.compile(model, dynamic=True)
     if dist.enabled:
         model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    loss_fn = LabelSmoothingLoss(config.label_smoothing, PAD, reduction="sum")
+    loss_fn = LabelSmoothingLoss(config.label_smoothing, PAD, reduction="sum", fused=config.fused_loss)
     accumulate = max(1, config.accumulate)
     budget = options["max_minutes"] if budget_minutes is None else budget_minutes
     planner = BudgetPlanner(scheduler, data, options["epochs"], accumulate, options["max_steps"], budget, dist, device)
