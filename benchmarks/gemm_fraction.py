@@ -148,7 +148,7 @@ def main(argv=None) -> None:
         step(name)  # warm-up
     times = {name: [] for name in runs}
     adam = {name: [] for name in runs}
-    faults = {name: [] for name in runs}
+    faults = {name: [] for name in runs}  # the warm-up's faults (first touch of every buffer) are not counted
     rates = []
     names = list(runs)
     for r in range(args.rounds):
