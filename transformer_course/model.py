@@ -167,9 +167,7 @@ class DecoderLayer(nn.Module):
         self_cache = cache.self_attn if cache is not None else None
         cross_cache = cache.cross_attn if cache is not None else None
         x = self.sublayer[0](x, lambda x: self.self_attn(x, mask=tgt_mask, cache=self_cache))  # (B, T, d_model)
-        x = self.sublayer[1](
-            x, lambda x: self.cross_attn(x, memory, mask=src_mask, cache=cross_cache)
-        )  # (B, T, d_model)
+        x = self.sublayer[1](x, lambda x: self.cross_attn(x, memory, mask=src_mask, cache=cross_cache))
         return self.sublayer[2](x, self.feed_forward)  # (B, T, d_model)
 
 
@@ -223,7 +221,8 @@ class Transformer(nn.Module):
         self.model_config, self.config = c, config  # the architecture; the run's config (or the same)
         self.src_vocab_size, self.tgt_vocab_size = src_vocab, tgt_vocab
         self.src_embed, self.tgt_embed = Embeddings(src_vocab, c.d_model), Embeddings(tgt_vocab, c.d_model)
-        self.src_pos, self.tgt_pos = (PositionalEncoding(c.d_model, c.dropout, c.max_len, c.positional) for _ in "st")
+        self.src_pos = PositionalEncoding(c.d_model, c.dropout, c.max_len, c.positional)  # each side its own table
+        self.tgt_pos = PositionalEncoding(c.d_model, c.dropout, c.max_len, c.positional)
         sizes = (c.d_model, c.h, c.d_ff, c.dropout, c.norm_first, c.attention_dropout, c.ffn_dropout)
         self.encoder = Encoder([EncoderLayer(*sizes) for _ in range(c.N)], c.d_model, c.norm_first)
         self.decoder = Decoder([DecoderLayer(*sizes) for _ in range(c.N)], c.d_model, c.norm_first)
