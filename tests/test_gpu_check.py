@@ -4,6 +4,7 @@ on the CPU at a tiny size (notebook 11 in fast mode, the command line on a tiny 
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -46,6 +47,12 @@ def test_gpu_check_rehearses_end_to_end_on_the_cpu_and_prints_the_results_rows(t
     env["MPLCONFIGDIR"] = str(tmp_path / "mpl")
     root = os.environ.get("TC_DATA_MIRROR") and tmp_path / "data"
     args = ["--out", str(tmp_path / "out")] + (["--root", str(root)] if root else [])
+    mirror = Path(os.environ.get("TC_DATA_MIRROR") or "/nonexistent")
+    if mirror.is_dir():  # as on the lent machine: Multi30k from the carried folder, not from the mirror
+        (tmp_path / "carried" / "wheels").mkdir(parents=True)  # this venv has every package: no wheel to carry
+        shutil.copytree(mirror, tmp_path / "carried" / "multi30k")
+        env["TC_DATA_MIRROR"] = str(tmp_path / "no-such-mirror")
+        args += ["--carried", str(tmp_path / "carried")]
     result = subprocess.run(
         ["bash", str(REPO / "benchmarks" / "gpu_check.sh"), *args],
         capture_output=True,
@@ -54,6 +61,8 @@ def test_gpu_check_rehearses_end_to_end_on_the_cpu_and_prints_the_results_rows(t
         timeout=1600,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    if mirror.is_dir():
+        assert f"Multi30k from {tmp_path / 'carried' / 'multi30k'}" in result.stdout
     rows = [m for line in result.stdout.splitlines() if (m := ROW.match(line))]
     assert [m.group(1).split(" (")[0].split(" --max")[0] for m in rows][-2:] == [
         "notebook 11",
@@ -67,3 +76,43 @@ def test_gpu_check_rehearses_end_to_end_on_the_cpu_and_prints_the_results_rows(t
     figures = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
     assert figures["notebook"]["steps"] == 30 and figures["cli"]["steps"] == 12  # fast mode; --max-steps 12
     assert figures["notebook"]["checkpoint"] == "last.pt" and figures["cli"]["checkpoint"] == "best.pt"
+
+
+@pytest.mark.parametrize(
+    "script, args, message",
+    [
+        ("gpu_check.sh", ["--carried", "/nonexistent"], "--carried needs the folder benchmarks/gpu_carry.sh packs"),
+        ("gpu_check.sh", ["--carried"], "--carried needs the folder benchmarks/gpu_carry.sh packs"),
+        ("gpu_carry.sh", ["/nonexistent"], "/nonexistent/train.de.gz is missing: pass the folder that holds"),
+    ],
+)
+def test_the_gpu_scripts_refuse_a_wrong_folder_in_one_line(tmp_path, script, args, message):
+    result = subprocess.run(
+        ["bash", str(REPO / "benchmarks" / script), *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        env={**os.environ, "PYTHON": sys.executable},
+    )
+    said = (result.stdout + result.stderr).strip()
+    assert result.returncode == 2 and "\n" not in said and message in said, said
+
+
+def test_gpu_carry_packs_a_corrupt_multi30k_copy_never(tmp_path):
+    mirror = Path(os.environ.get("TC_DATA_MIRROR") or "/nonexistent")
+    if not mirror.is_dir():
+        pytest.skip("needs TC_DATA_MIRROR: a local folder with Multi30k's six files")
+    shutil.copytree(mirror, tmp_path / "m")
+    (tmp_path / "m" / "val.en.gz").write_bytes(b"not the file")
+    result = subprocess.run(
+        ["bash", str(REPO / "benchmarks" / "gpu_carry.sh"), str(tmp_path / "m")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHON": sys.executable},
+    )
+    said = (result.stdout + result.stderr).strip()
+    assert result.returncode == 2 and "\n" not in said, said
+    assert said.startswith("gpu_carry: val.en.gz in ") and said.endswith("checksums: use an intact copy"), said
+    assert not (REPO / ".gpu").exists() or (REPO / ".gpu" / "multi30k" / "val.en.gz").read_bytes() != b"not the file"
