@@ -192,6 +192,44 @@ def test_record_evaluation_takes_what_evaluate_json_writes(tmp_path):
         results.record_evaluation("x", "best/test/beam4", bad, data_file)
 
 
+def test_a_split_size_an_evaluation_records_is_no_run_figure():
+    # record_evaluation writes how many sentences it scored; "the 1,000 test sentences" quotes the data, not a run
+    data = {"runs": {"r": {"evaluations": {"best/test/beam4": {"sacrebleu": 40.02, "sentences": 1000}}}}}
+    assert results.check_quotes("scored on all 1,000 sentences of test2016", data, "x") == []
+    assert results.check_quotes("it reaches 40.02 on them", data, "x")  # the BLEU beside it still needs a marker
+    assert results.figure("r/best/test/beam4/sentences", data) == 1000  # and a marker may still name the size
+
+
+def test_record_run_takes_what_train_writes_validation_rows_included(tmp_path):
+    import torch
+
+    from transformer_course.config import get_preset
+    from transformer_course.model import build_model, count_parameters
+    from transformer_course.train import save_checkpoint, toy_vocab
+
+    config, vocab = get_preset("toy-copy"), toy_vocab(14)
+    model = build_model(config, len(vocab), len(vocab))
+    run = tmp_path / "run"
+    run.mkdir()
+    save_checkpoint(run / "best.pt", model, config, vocab, vocab, step=3)
+    rows = [  # as fit logs them: training windows, then at each epoch's end a validation row with no rate
+        {"step": 1, "epoch": 1, "loss": 3.0, "lr": 1e-4, "tokens_per_s": 900.0, "val_loss": None, "elapsed_s": 5.0},
+        {"step": 2, "epoch": 1, "loss": 2.9, "lr": 2e-4, "tokens_per_s": 1100.0, "val_loss": None, "elapsed_s": 10.0},
+        {"step": 2, "epoch": 1, "loss": None, "lr": 2e-4, "tokens_per_s": None, "val_loss": 2.954, "elapsed_s": 11.0},
+        {"step": 3, "epoch": 2, "loss": 2.5, "lr": 3e-4, "tokens_per_s": 2000.0, "val_loss": None, "elapsed_s": 126.0},
+    ]
+    (run / "history.json").write_text(json.dumps(rows), encoding="utf-8")
+    data_file = tmp_path / "results.json"
+    data_file.write_text(json.dumps({"schema": 1, "runs": {}}), encoding="utf-8")
+    entry = results.record_run("x", run, data_file)
+    assert entry["tokens_per_s_median"] == 1100 and entry["steps"] == 3 and entry["train_minutes"] == 2.1
+    assert entry["val_loss_by_epoch"] == [2.95] and entry["preset"] == "toy-copy"
+    assert entry["parameters"] == count_parameters(model) and entry["torch"] == torch.__version__
+    (run / "history.json").write_text(json.dumps(rows[2:3]), encoding="utf-8")
+    with pytest.raises(ValueError, match="no training row"):
+        results.record_run("x", run, data_file)
+
+
 def commands(markdown: str) -> list[list[str]]:
     """Every `python -m transformer_course …` line of the bash blocks (continuations joined), as arguments."""
     found = []

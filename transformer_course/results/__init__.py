@@ -128,8 +128,9 @@ def record_run(run: str, folder: str | Path, path: str | Path | None = None) -> 
     path = Path(path) if path is not None else results_path()
     folder = Path(folder)
     history = json.loads((folder / "history.json").read_text(encoding="utf-8"))
-    if not history:
-        raise ValueError(f"{folder}/history.json is empty: the run logged no step")
+    rates = [r["tokens_per_s"] for r in history if r.get("tokens_per_s") is not None]  # validation rows: None
+    if not rates:
+        raise ValueError(f"{folder}/history.json holds no training row: the run logged no step")
     checkpoint = load_checkpoint(folder / "best.pt", map_location=torch.device("cpu"))
     data = load_results(path)
     entry = data["runs"].setdefault(run, {})
@@ -137,7 +138,7 @@ def record_run(run: str, folder: str | Path, path: str | Path | None = None) -> 
         preset=checkpoint.config.name,
         steps=history[-1]["step"],
         train_minutes=round(history[-1]["elapsed_s"] / 60, 1),
-        tokens_per_s_median=round(statistics.median(r["tokens_per_s"] for r in history)),
+        tokens_per_s_median=round(statistics.median(rates)),
         parameters=count_parameters(checkpoint.model),
         val_loss_by_epoch=[round(r["val_loss"], 2) for r in history if r.get("val_loss") is not None],
         torch=torch.__version__,

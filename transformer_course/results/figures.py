@@ -66,8 +66,13 @@ def figure(path: str, data: dict | None = None) -> float:
     return scores[evaluation][parts[-1]]
 
 
+# How many sentences an evaluation scored (record_evaluation writes it) is the split's size, a fact of the data
+# quoted all over the course ("the 1,000 sentences of test2016"), not something the run measured.
+SPLIT_SIZES = frozenset({"sentences"})
+
+
 def run_figures(data: dict) -> dict[str, float]:
-    """Every number of every run, by path (the values a prose number may be a quote of)."""
+    """Every number of every run, by path (the values a prose number may be a quote of), less the split sizes."""
     found = {}
     for name, run in data["runs"].items():
         for key, value in run.items():
@@ -75,6 +80,6 @@ def run_figures(data: dict) -> dict[str, float]:
                 found[f"{name}/{key}"] = value
         for evaluation, scores in run.get("evaluations", {}).items():
             for key, value in scores.items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and key not in SPLIT_SIZES:
                     found[f"{name}/{evaluation}/{key}"] = value
     return found
