@@ -84,11 +84,11 @@ benchmarks: install
 
 EDITION_LANGUAGES ?= en zh
 html: install
-	$(BIN)/python -m transformer_course.edition --check --languages $(EDITION_LANGUAGES)
+	$(BIN)/python -m course_tools.edition --check --languages $(EDITION_LANGUAGES)
 
 SLIDES_ARGS ?=
 slides: install
-	$(BIN)/python -m transformer_course.edition --slides --check --languages $(EDITION_LANGUAGES) $(SLIDES_ARGS)
+	$(BIN)/python -m course_tools.edition --slides --check --languages $(EDITION_LANGUAGES) $(SLIDES_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

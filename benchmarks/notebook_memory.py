@@ -1,6 +1,6 @@
 """How much memory each notebook's kernel takes, run as graded: fast mode, the reference solutions filled in.
 
-The classroom's memory limit (``python -m transformer_course.classroom --memory GIB``, default 4) caps the
+The classroom's memory limit (``python -m course_tools.classroom --memory GIB``, default 4) caps the
 growth of the kernel's data segment beyond its start (``RLIMIT_DATA``; docs/teaching.md §6, "Why these
 limits"). This prints, per notebook, the data segment (``VmData`` of ``/proc/PID/status``, Linux) when the
 kernel has imported PyTorch and at its peak, sampled every 50 ms while the notebook runs, and the growth
@@ -23,7 +23,7 @@ from pathlib import Path
 import nbclient
 import nbformat
 
-from transformer_course.classroom.solve import solve_notebooks
+from course_tools.classroom.solve import solve_notebooks
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import torch
 
+from course_tools.web import export_web
+from course_tools.web.chromium import Chromium
 from transformer_course.checkpoint import save_checkpoint
 from transformer_course.config import get_preset
 from transformer_course.data import load_pairs, subword_tokenizer
 from transformer_course.model import build_model, count_parameters
-from transformer_course.web import export_web
-from transformer_course.web.chromium import Chromium
 
 
 def random_checkpoint(path: Path, root: str) -> Path:

@@ -120,8 +120,8 @@ def web_exports(web_checkpoints, tmp_path_factory):
     ``export_web``."""
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnxscript")
+    from course_tools.web import export_web
     from transformer_course.cli import main
-    from transformer_course.web import export_web
 
     folders = {kind: tmp_path_factory.mktemp(f"web-page-{kind}") for kind in ("words", "bpe")}
     assert main(["export-web", str(web_checkpoints["words"]), str(folders["words"])]) == 0

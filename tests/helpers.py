@@ -84,7 +84,7 @@ needs_multi30k = pytest.mark.skipif(MULTI30K is None, reason=NO_MULTI30K)
 # learner's "Restart Kernel and Run All Cells" would, in a copy of the course's folder layout
 # (``tmp/course/notebooks/``, the package, data/, figures/ and solutions/ linked in), so that a run never touches
 # the learner's own ``notebooks/my_transformer/`` and does not depend on the order the tests run in. nbformat,
-# nbclient and transformer_course.classroom are imported where they are used: most tests that import this
+# nbclient and course_tools.classroom are imported where they are used: most tests that import this
 # module run no notebook.
 
 NOTEBOOKS_DIR = REPO / "notebooks"
@@ -134,7 +134,7 @@ def write_earlier_files(notebook: Path, folder: Path) -> list[str]:
     write: the state a learner who ran them in order is in."""
     import nbformat
 
-    from transformer_course.classroom.convert import build_file
+    from course_tools.classroom.convert import build_file
     from transformer_course.learner import FILES
 
     written = []
@@ -157,10 +157,10 @@ def run_in_fast_mode(path: Path, monkeypatch, tmp_path, solved: bool = False) ->
 
     As committed, the notebook's ``my_transformer/`` holds what the build cells of the notebooks before it write
     as committed (blanks); solved, every notebook of its folder has its blanks filled from notebooks/solutions/
-    (transformer_course.classroom.solve), and ``my_transformer/`` is what the solved build cells write."""
+    (course_tools.classroom.solve), and ``my_transformer/`` is what the solved build cells write."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
-    from transformer_course.classroom.solve import solve_notebooks
+    from course_tools.classroom.solve import solve_notebooks
 
     monkeypatch.setenv("TC_FAST", "1")  # the kernel inherits this environment
     monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
@@ -204,7 +204,7 @@ def check_as_committed(path: Path, lines: list[str]) -> None:
     """A notebook as a learner receives it: every ❌ says "not done yet", every fallback says it is not theirs."""
     import nbformat
 
-    from transformer_course.classroom.convert import build_stubs
+    from course_tools.classroom.convert import build_stubs
 
     wrong = [line for line in lines if "❌" in line and not any(word in line for word in NOT_DONE)]
     assert not wrong, f"{path.name} as committed: a check fails other than 'not done yet':\n" + "\n".join(wrong)
@@ -227,7 +227,7 @@ def check_solved(path: Path, lines: list[str]) -> None:
     """A solved notebook: every check ✅, none ❌, no "not done yet", no fallback."""
     import nbformat
 
-    from transformer_course.classroom.convert import build_file
+    from course_tools.classroom.convert import build_file
     from transformer_course.learner import FILES
 
     bad = [line for line in lines if "❌" in line or any(word in line for word in (*NOT_DONE, "a fallback", "后备"))]
@@ -523,11 +523,11 @@ def body_dump(function: ast.FunctionDef) -> str:
 def exercise_definitions() -> list[tuple[str, object, ast.FunctionDef | ast.ClassDef]]:
     """(notebook, solutions module, definition) of every function and class a learner writes: a stub in a notebook
     (its body ends with ``raise NotImplementedError``) answered by the definition of that name in its module (a
-    :class:`transformer_course.classroom.ReferenceModule`)."""
+    :class:`course_tools.classroom.ReferenceModule`)."""
     import nbformat
 
-    from transformer_course.classroom import ReferenceModule
-    from transformer_course.classroom.cells import is_stub_raise, parse_cell
+    from course_tools.classroom import ReferenceModule
+    from course_tools.classroom.cells import is_stub_raise, parse_cell
 
     found = []
     for path in ENGLISH:

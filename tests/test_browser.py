@@ -12,7 +12,8 @@ import subprocess
 import nbformat
 import pytest
 
-from transformer_course import edition, make_model, subsequent_mask, viz
+from course_tools import edition
+from transformer_course import make_model, subsequent_mask, viz
 
 CHROMIUM = edition.find_chromium()
 pytestmark = [

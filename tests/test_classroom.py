@@ -24,7 +24,7 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat")
 
-from transformer_course.classroom import (  # noqa: E402
+from course_tools.classroom import (  # noqa: E402
     POINTS_RULE,
     ConventionError,
     ReferenceModule,
@@ -32,9 +32,9 @@ from transformer_course.classroom import (  # noqa: E402
     convert_notebook,
     main,
 )
-from transformer_course.classroom.build_cells import build_file, build_references  # noqa: E402
-from transformer_course.classroom.course import COURSE_NOTEBOOK, default_solutions, has_exercises  # noqa: E402
-from transformer_course.classroom.release_text import names_solutions, released_markdown  # noqa: E402
+from course_tools.classroom.build_cells import build_file, build_references  # noqa: E402
+from course_tools.classroom.course import COURSE_NOTEBOOK, default_solutions, has_exercises  # noqa: E402
+from course_tools.classroom.release_text import names_solutions, released_markdown  # noqa: E402
 
 from helpers import exercise_definitions, reference_code_in, without_docstring  # noqa: E402
 
@@ -139,7 +139,7 @@ def test_solution_cells_hold_the_statements_of_the_reference_functions(path: Pat
 
 
 def test_the_points_rule_is_the_one_the_module_docstring_states():
-    import transformer_course.classroom as classroom
+    import course_tools.classroom as classroom
 
     docstring = " ".join(classroom.__doc__.split())
     assert " ".join(POINTS_RULE.split()) in docstring.replace("- **Points**: ", "")
@@ -159,7 +159,7 @@ CHECKERS = "from transformer_course.exercises import nb01_masks as ex\n"
 
 
 def hidden_cell(source: str) -> dict:
-    """What a graded cell's hidden test gives :func:`transformer_course.classroom.verdict.grade`."""
+    """What a graded cell's hidden test gives :func:`course_tools.classroom.verdict.grade`."""
     hidden = re.search(r"^### BEGIN HIDDEN TESTS\n(.*?)^### END HIDDEN TESTS$", source, re.M | re.S)
     assert hidden, f"no hidden test in:\n{source}"
     call = ast.parse(hidden.group(1)).body[-1]
@@ -395,7 +395,7 @@ def test_each_notebook_links_its_reference_solutions_where_jupyterlab_opens_them
 @pytest.mark.slow
 def test_python_dash_m_runs_the_command_line():
     done = subprocess.run(
-        [sys.executable, "-m", "transformer_course.classroom", "--help"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "course_tools.classroom", "--help"], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0 and "OUT" in done.stdout
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from course_tools.classroom import main
+from course_tools.classroom.hub import PACKAGE_DIR, SEALED, hub_wheel
 from transformer_course import __version__
-from transformer_course.classroom import main
-from transformer_course.classroom.hub import PACKAGE_DIR, SEALED, hub_wheel
 from transformer_course.paths import CHECKPOINT_ENV, course_checkpoint
 
 from helpers import NOTEBOOKS_DIR, exercise_definitions, reference_code_in
@@ -82,7 +82,7 @@ def test_a_package_folder_holding_solutions_is_refused_before_any_work(tmp_path,
     (package / "exercises").mkdir(parents=True)
     (package / "__init__.py").write_text('__version__ = "0.0.1"\n')
     (package / "solutions").mkdir()
-    monkeypatch.setattr("transformer_course.classroom.hub.PACKAGE_DIR", package)
+    monkeypatch.setattr("course_tools.classroom.hub.PACKAGE_DIR", package)
     assert build(tmp_path / "course") == 1
     [error] = capsys.readouterr().err.strip().splitlines()
     assert "solutions folder" in error and "move it out" in error
@@ -136,7 +136,7 @@ SEALED_PROBE = """
 import json, sys
 sys.path[:0] = [{target!r}]; sys.path.append({purelib!r})
 from transformer_course.exercises import nb01_masks as ex, unsealed
-from transformer_course.classroom import verdict
+from course_tools.classroom import verdict
 right = {right!r}
 lines = []
 lines.append(repr(ex.check_quiz(**right)))            # a student's scratch cell: sealed by the install
@@ -156,7 +156,7 @@ print(json.dumps([lines, graded, wrong]))
 def test_on_the_hub_install_no_answer_can_be_told_right_and_the_hidden_tests_still_grade(tmp_path):
     """In the hub wheel an answer check says only "noted" (sealed by the marker, and unsealing finds no digest);
     the grade comes from the hidden test's digests: the reference's answers get 3 of 3, one wrong letter 2 of 3."""
-    from transformer_course.classroom.cells import checker_digests
+    from course_tools.classroom.cells import checker_digests
 
     target = hub_install(tmp_path)
     digests, sha = checker_digests("nb01_masks")

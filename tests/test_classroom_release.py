@@ -2,7 +2,7 @@
 
 The self-study notebooks link their solutions ("Solutions: [solutions/nb02_attention.py](…) (after trying!)",
 中文版 "参考答案：[…](…)（请先自己尝试！）"). In the nbgrader build those sentences say that the teacher shares the
-solutions after grading (:mod:`transformer_course.classroom.release_text`); slide decks leave them out. The
+solutions after grading (:mod:`course_tools.classroom.release_text`); slide decks leave them out. The
 end-to-end test (``slow``) builds all twelve assignments and runs ``nbgrader generate_assignment`` on them.
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from transformer_course.classroom import build_course
-from transformer_course.classroom.release_text import (
+from course_tools.classroom import build_course
+from course_tools.classroom.release_text import (
     CLASSROOM_NOTE,
     names_solutions,
     released_code,

@@ -1,7 +1,7 @@
 """No submission is ever lost (issue 22): a runaway cell scores zero with one line saying why; every other cell is
 graded.
 
-The fast tests take the grading kernel's guard (``transformer_course.classroom.kernel_guard``) apart in this
+The fast tests take the grading kernel's guard (``course_tools.classroom.kernel_guard``) apart in this
 process: the output cap, the names a cell bound, the clean-up after an out-of-memory error, the lines in English
 and in Chinese, and the config nbgrader reads. The end-to-end test (``slow``) grades a made-up assignment with the
 real nbgrader: four runaway cells (a CPU loop, a growing list, an output flood, memory growth) between honest ones,
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.classroom import main, nbgrader_config
-from transformer_course.classroom.kernel_guard import (
+from course_tools.classroom import main, nbgrader_config
+from course_tools.classroom.kernel_guard import (
     DROPPED,
     FREED,
     MEMORY,
@@ -132,7 +132,7 @@ def test_after_an_out_of_memory_error_the_cells_names_are_removed_with_a_line_be
 
 @pytest.mark.slow
 def test_a_timeouts_interrupt_that_comes_while_the_guard_cleans_up_does_not_stop_it(shell, capfd, monkeypatch):
-    from transformer_course.classroom import kernel_guard
+    from course_tools.classroom import kernel_guard
 
     def remove_while_interrupted(namespace, names):
         os.kill(os.getpid(), signal.SIGINT)  # nbgrader's interrupt, a moment after the MemoryError

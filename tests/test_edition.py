@@ -18,7 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from transformer_course import edition, make_model, subsequent_mask, viz
+from course_tools import edition
+from transformer_course import make_model, subsequent_mask, viz
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 SUBSET = ["01", "10"]
@@ -132,14 +133,14 @@ def test_exported_page_carries_the_notebooks_own_images(tmp_path):
 
 @pytest.mark.slow
 def test_edition_runs_as_a_module_and_viz_does_not_pull_it_in():
-    """``python -m transformer_course.edition`` is the command; importing viz loads none of the edition."""
+    """``python -m course_tools.edition`` is the command; importing viz loads none of the edition."""
     code = (
         "import sys, transformer_course.viz\n"
-        "assert not [m for m in sys.modules if m.startswith('transformer_course.edition')], 'viz imported the edition'"
+        "assert not [m for m in sys.modules if m.startswith('course_tools.edition')], 'viz imported the edition'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
     result = subprocess.run(
-        [sys.executable, "-m", "transformer_course.edition", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "course_tools.edition", "--help"], capture_output=True, text=True, check=True
     )
     assert "--fast" in result.stdout and "--check" in result.stdout
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import transformer_course
-from transformer_course.classroom import verdict
-from transformer_course.classroom.cells import checker_digests, checker_modules, is_check, parse_cell, placeholder_name
+from course_tools.classroom import verdict
+from course_tools.classroom.cells import checker_digests, checker_modules, is_check, parse_cell, placeholder_name
 from transformer_course.exercises import nb01_masks, nb02_attention, seal, sealed, unsealed
 
 HOME = str(Path(transformer_course.__file__).parent)

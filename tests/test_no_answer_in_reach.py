@@ -58,7 +58,7 @@ def learner_names(number: str) -> set[str]:
     """What the learner writes in notebook ``number``: its stubs' names, its answers' names, its build files' names."""
     import nbformat
 
-    from transformer_course.classroom.cells import is_stub_raise, parse_cell, placeholder_name
+    from course_tools.classroom.cells import is_stub_raise, parse_cell, placeholder_name
 
     names = {n for file in BUILD_FILES.get(number, []) for n in NAMES[file]}
     for path in NOTEBOOKS.glob(f"{number}_*.ipynb"):

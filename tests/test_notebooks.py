@@ -8,7 +8,7 @@ touches the learner's own ``notebooks/my_transformer/`` and does not depend on t
 - **as committed**: the notebook as a learner receives it. Its ``my_transformer/`` holds what the build cells of
   the notebooks before it write as committed (blanks). Every later cell still runs; every ❌ a checker prints
   says "not done yet"; a fallback to the package's code is named ("a fallback, not yours");
-- **solved**: the notebook with every blank filled from notebooks/solutions/ (transformer_course.classroom.solve),
+- **solved**: the notebook with every blank filled from notebooks/solutions/ (course_tools.classroom.solve),
   and ``my_transformer/`` as the solved build cells before it write it. Every check prints ✅ and none ❌, no
   output says "not done yet" or falls back; notebook 08 trains the model of ``my_transformer/``.
 

@@ -20,7 +20,7 @@ from transformer_course.files import MANIFEST, DestinationError
 
 nbformat = pytest.importorskip("nbformat")
 
-from transformer_course.classroom import build_course, main  # noqa: E402
+from course_tools.classroom import build_course, main  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -233,7 +233,7 @@ def test_evaluate_json_onto_the_checkpoint_is_refused_before_anything_runs(tmp_p
 
 
 def test_the_html_edition_with_out_a_file_is_one_line(tmp_path, capsys):
-    from transformer_course.edition.build import main as edition_main
+    from course_tools.edition.build import main as edition_main
 
     (tmp_path / "page").write_text("x")
     for out in (tmp_path / "page", tmp_path / "page" / "html"):
@@ -246,8 +246,8 @@ def test_the_html_edition_with_out_a_file_is_one_line(tmp_path, capsys):
 
 
 def test_edition_check_without_chromium_fails_at_once_in_one_line(tmp_path, capsys, monkeypatch):
-    from transformer_course.edition import build as edition_build
-    from transformer_course.edition import preflight
+    from course_tools.edition import build as edition_build
+    from course_tools.edition import preflight
 
     monkeypatch.setattr(preflight, "find_chromium", lambda: None)
     monkeypatch.setattr(edition_build, "build_editions", lambda *a, **k: pytest.fail("built before the check"))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course import results
+from course_tools import results
 from transformer_course.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +53,7 @@ def test_the_tables_of_results_md_are_rendered_from_the_data():
     markdown = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     assert len(results.TABLE.findall(markdown)) >= 3, "docs/results.md should hold the generated tables"
     assert results.render_markdown(markdown, DATA) == markdown, (
-        "docs/results.md's tables differ from docs/results.json: run `python -m transformer_course.results render`"
+        "docs/results.md's tables differ from docs/results.json: run `python -m course_tools.results render`"
     )
 
 

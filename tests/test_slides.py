@@ -1,5 +1,5 @@
 """Slides (issue 11, item 4): every notebook has a teacher's path through it in its cells' slide metadata, and
-``python -m transformer_course.edition --slides`` turns an executed notebook into a reveal.js deck that needs
+``python -m course_tools.edition --slides`` turns an executed notebook into a reveal.js deck that needs
 no network: reveal.js, the Vega bundle and every style sheet are inside the page, formulas are MathML.
 
 The slide path is checked on the notebooks as committed (no kernel). The deck is checked on hand-made
@@ -19,7 +19,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from transformer_course import edition, subsequent_mask, viz
+from course_tools import edition
+from transformer_course import subsequent_mask, viz
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 COURSE = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))

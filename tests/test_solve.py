@@ -16,11 +16,11 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat")
 
-from transformer_course.classroom import ConventionError, convert_notebook  # noqa: E402
-from transformer_course.classroom.cells import is_stub_raise, parse_cell, placeholder_name  # noqa: E402
-from transformer_course.classroom.convert import build_file, build_stubs  # noqa: E402
-from transformer_course.classroom.reference import ReferenceModule  # noqa: E402
-from transformer_course.classroom.solve import solve_cell_source, solve_notebooks  # noqa: E402
+from course_tools.classroom import ConventionError, convert_notebook  # noqa: E402
+from course_tools.classroom.cells import is_stub_raise, parse_cell, placeholder_name  # noqa: E402
+from course_tools.classroom.convert import build_file, build_stubs  # noqa: E402
+from course_tools.classroom.reference import ReferenceModule  # noqa: E402
+from course_tools.classroom.solve import solve_cell_source, solve_notebooks  # noqa: E402
 from transformer_course.learner import FILES  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import torch
 
+from course_tools.web import graphs
+from course_tools.web.tokenizers import js_regex
 from transformer_course.checkpoint import load_checkpoint
 from transformer_course.data import BOS, EOS, PAD, load_pairs
 from transformer_course.decode import greedy_decode
 from transformer_course.masks import padding_mask
 from transformer_course.viz import capture_attention
-from transformer_course.web import graphs
-from transformer_course.web.tokenizers import js_regex
 
 pytestmark = pytest.mark.xdist_group("web")  # one worker builds the session's web checkpoints and exports
 
@@ -180,8 +180,8 @@ def test_greedy_decoding_with_the_graphs_gives_greedy_decodes_tokens(runs):
 @pytest.mark.slow  # exports ONNX graphs (about 2 minutes for the shared fixtures on 2 cores)
 def test_the_graphs_take_a_one_token_sentence_and_a_full_positional_table(tmp_path):
     """The edges of the dynamic dimensions: S = 1 and S = max_len, a cache as long as the table, the last slot."""
+    from course_tools.web import export_graphs
     from transformer_course import make_model
-    from transformer_course.web import export_graphs
 
     torch.manual_seed(0)
     model = make_model(20, 30, N=2, d_model=16, d_ff=32, h=2, max_len=12).eval()
@@ -208,7 +208,7 @@ def test_the_manifest_describes_the_model_and_every_file(exported):
     folder, checkpoint = exported["folder"], exported["checkpoint"]
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     c = checkpoint.config
-    assert manifest["format"] == "transformer_course/web-v1"
+    assert manifest["format"] == "course_tools/web-v1"
     assert (manifest["layers"], manifest["heads"], manifest["d_model"], manifest["d_k"]) == (
         c.N,
         c.h,
@@ -259,7 +259,7 @@ def test_a_pattern_the_port_cannot_translate_is_refused():
 
 
 def test_the_edition_has_no_explorer_page_without_the_courses_checkpoint(tmp_path):
-    from transformer_course.web.export import course_page
+    from course_tools.web.export import course_page
 
     assert course_page(tmp_path / "html", "en", checkpoint=tmp_path / "runs" / "multi30k-cpu" / "best.pt") is None
     assert not (tmp_path / "html").exists()
@@ -267,7 +267,7 @@ def test_the_edition_has_no_explorer_page_without_the_courses_checkpoint(tmp_pat
 
 @pytest.mark.slow  # exports ONNX graphs (about 2 minutes for the shared fixtures on 2 cores)
 def test_the_edition_exports_the_courses_checkpoint_into_explore(web_checkpoints, tmp_path):
-    from transformer_course.web.export import course_page
+    from course_tools.web.export import course_page
 
     index = course_page(tmp_path / "html", "zh", checkpoint=web_checkpoints["bpe"])
     assert index == tmp_path / "html" / "explore" / "index.html"

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_course import edition
+from course_tools import edition
+from course_tools.web.tokenizers import subword_spec, tokenizer_spec
 from transformer_course.checkpoint import load_checkpoint
 from transformer_course.data import detokenize, load_pairs, subword_tokenizer, tokenize_many
 from transformer_course.decode import translate
 from transformer_course.viz import translate_and_capture
-from transformer_course.web.tokenizers import subword_spec, tokenizer_spec
 
 pytestmark = pytest.mark.xdist_group("web")  # one worker builds the session's web checkpoints and exports
 
@@ -77,7 +77,7 @@ def js_run(tmp_path, spec, sources, targets):
         command = [NODE, "-e", script, str(TOKENIZERS_JS), str(tmp_path / "in.json"), str(tmp_path / "out.json")]
         subprocess.run(command, check=True, timeout=300)
         return json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
-    from transformer_course.web.chromium import Chromium
+    from course_tools.web.chromium import Chromium
 
     with Chromium() as chromium:
         chromium.open("about:blank")
@@ -127,7 +127,7 @@ def test_the_bpe_tokenizer_in_javascript_gives_the_tokenizers_pieces_and_ids_on_
 
 @pytest.fixture(scope="module", params=["words", "bpe"])
 def page(request, web_checkpoints, web_exports):
-    from transformer_course.web.chromium import Chromium
+    from course_tools.web.chromium import Chromium
 
     kind = request.param
     with Chromium() as chromium:
@@ -238,8 +238,8 @@ def test_the_heatmaps_show_the_captured_weights_of_every_kind_layer_and_head(pag
 def test_screenshots_in_english_and_chinese_show_heatmaps_and_the_chosen_language(page, tmp_path):
     from PIL import Image
 
-    from transformer_course.web.chromium import Chromium
-    from transformer_course.web.page import build_page
+    from course_tools.web.chromium import Chromium
+    from course_tools.web.page import build_page
 
     folder = page["folder"]
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))

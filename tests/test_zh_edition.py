@@ -1,6 +1,6 @@
 """The 中文版 (issue 14): ``notebooks/zh/`` is the English course with its prose in Chinese, its code shared.
 
-- every English notebook has its zh notebook, and ``transformer_course.edition.zh.differences`` finds nothing:
+- every English notebook has its zh notebook, and ``course_tools.edition.zh.differences`` finds nothing:
   the same cells, code identical except the language lines, every markdown cell translated;
 - the 术语表 ``notebooks/zh/GLOSSARY.md`` parses, covers every term of ``notebooks/GLOSSARY.md`` with the same
   notebook numbers, and gives each a Chinese form (or the English word itself, kept in English);
@@ -29,7 +29,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from transformer_course.edition import zh
+from course_tools.edition import zh
 from transformer_course.paths import course_path, course_root, is_course_root
 
 from helpers import (
@@ -115,7 +115,7 @@ def paths_not_through_course_path(folder: Path) -> list[str]:
 @pytest.mark.parametrize("english", ENGLISH, ids=[p.stem for p in ENGLISH])
 def test_each_english_notebook_has_a_zh_notebook_with_the_same_code_and_translated_markdown(english):
     problems = zh.differences(english)
-    assert not problems, "\n".join(problems) + "\n(python -m transformer_course.edition.zh check lists them all)"
+    assert not problems, "\n".join(problems) + "\n(python -m course_tools.edition.zh check lists them all)"
 
 
 def test_every_zh_notebook_has_an_english_one():

@@ -4,7 +4,9 @@
 
 The names below are the ones notebooks use, each re-exported once from the module that defines it. The
 subpackages load on first use: ``from transformer_course import viz`` (or ``tc.viz``) imports the charts,
-so ``import transformer_course`` stays free of the chart stack, the HTML edition and the classroom build.
+so ``import transformer_course`` stays free of the chart stack. The tools that publish the course (the HTML
+edition, slides, the classroom build, the web export, results) are the package ``course_tools`` beside this one:
+it imports this package, never the reverse (docs/architecture.md).
 """
 
 __version__ = "0.2.0"  # the one place the version is written (pyproject.toml reads it; CHANGELOG.md)
@@ -122,7 +124,7 @@ __all__ = [
     "Vocab",
 ]
 
-SUBPACKAGES = ("classroom", "edition", "exercises", "learner", "viz")  # imported when first asked for (PEP 562)
+SUBPACKAGES = ("exercises", "learner", "viz")  # imported when first asked for (PEP 562)
 
 
 def __getattr__(name: str):

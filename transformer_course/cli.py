@@ -28,9 +28,8 @@ from .config import PRESETS, get_preset
 from .failures import DISK_FULL, Terminated, expected_errors, on_sigterm, one_line, write_text
 from .files import check_writable_folder, refuse_writing_onto_inputs
 from .overrides import apply_overrides
-from .web.command import add_export_web  # export-web CHECKPOINT OUT: a static page that runs the model (issue 24)
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "TOOLS", "build_parser", "main", "run_guarded", "run_tool"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -116,12 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--last", type=int, default=5, help="how many of the last epoch checkpoints (default: 5)")
     p.add_argument("--out", help="output file (default: RUN/averaged-last-N.pt)")
 
-    add_export_web(commands)
-    commands.add_parser(
-        "classroom",
-        add_help=False,
-        help="write an nbgrader course folder for teachers (needs the [classroom] extra; OUT --help for more)",
-    )
+    for name, (_, summary) in TOOLS.items():  # each parses its own options: COMMAND --help
+        commands.add_parser(name, add_help=False, help=summary)
     return parser
 
 
@@ -268,6 +263,38 @@ def cmd_average(args) -> None:
     print(f"averaged {', '.join(p.name for p in chosen)} → {out}")
 
 
+# The commands of the course tools (the package course_tools beside this one, which imports this package and never
+# the reverse: docs/architecture.md). Each is loaded only when it is named, and parses its own options.
+TOOLS = {
+    "export-web": (
+        "course_tools.web.command",
+        "export a checkpoint to a static page that translates and shows attention in the browser ([web] extra)",
+    ),
+    "classroom": ("course_tools.classroom", "write an nbgrader course folder for teachers ([classroom] extra)"),
+    "edition": ("course_tools.edition.build", "build the offline HTML edition (--slides: the slide decks)"),
+    "results": ("course_tools.results", "record runs in docs/results.json, render its tables, check quoted figures"),
+}
+
+
+def run_tool(name: str, argv: list[str]) -> int:
+    """Run the course tool ``name`` with its own arguments; an installation without the tools is told so."""
+    import importlib
+
+    module_name, _ = TOOLS[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        if not (err.name or "").startswith("course_tools"):
+            raise
+        print(
+            f"error: `{name}` is one of the course tools (the package course_tools), which this installation lacks: "
+            "install the course from its repository (pip install -e .)",
+            file=sys.stderr,
+        )
+        return 1
+    return module.main(argv, prog=f"python -m transformer_course {name}")
+
+
 COMMANDS = {
     "download": cmd_download,
     "train": cmd_train,
@@ -279,15 +306,19 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["classroom"]:  # the classroom build has its own options (transformer_course.classroom)
-        from .classroom import main as classroom_main
-
-        return classroom_main(argv[1:], prog="python -m transformer_course classroom")
+    if argv[:1] and argv[0] in TOOLS:
+        return run_tool(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
+    return run_guarded(COMMANDS[args.command], args)
+
+
+def run_guarded(command, *args) -> int:
+    """Call ``command(*args)`` as every command of the course runs: a failure a user can act on is one line
+    ``error: …`` and exit code 1; Ctrl-C 130; SIGTERM 143; a bug keeps its traceback."""
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, on_sigterm) if in_main_thread else None
     try:
-        COMMANDS.get(args.command, getattr(args, "run", None))(args)  # export-web brings its own (args.run)
+        command(*args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -10,7 +10,7 @@ Answers are sealed inside ``with sealed():`` (the classroom release wraps its an
 an installation that holds the marker file ``transformer_course/exercises/SEALED`` (the hub wheel of
 ``python -m transformer_course classroom OUT --hub``). The graded hidden tests check the answers with fresh copies
 of the checkers inside :func:`unsealed`; in the hub wheel the answers' digests are not in the files at all
-(``"sealed:N"`` placeholders, :mod:`transformer_course.classroom.sealing`), so nothing on the hub can tell a right
+(``"sealed:N"`` placeholders, :mod:`course_tools.classroom.sealing`), so nothing on the hub can tell a right
 answer from a wrong one.
 """
 

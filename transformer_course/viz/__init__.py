@@ -23,7 +23,7 @@ from the module that holds it:
 Charts use plain marks, parameters and filters only: JupyterLab 4's built-in Vega-Lite is 5.6, older than
 the spec version Altair 5.5 writes, so newer features may not draw there. Altair and matplotlib are
 imported inside the functions that use them: they come with the ``notebooks`` extra, not the core package.
-Nothing here imports the HTML edition's build tooling (:mod:`transformer_course.edition`); it imports this.
+Nothing here imports the HTML edition's build tooling (:mod:`course_tools.edition`); it imports this.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def setup(max_rows: int = 100_000, dpi: int = 110) -> None:
 
     - Altair: the ``mimetype`` renderer, which emits ``application/vnd.vegalite.v5+json``; JupyterLab
       renders it with its own bundled Vega, so charts draw with no internet, and they stay in the saved
-      notebook. The HTML edition (:mod:`transformer_course.edition`) turns such notebooks into offline pages.
+      notebook. The HTML edition (:mod:`course_tools.edition`) turns such notebooks into offline pages.
     - Altair data: DataFrames of up to ``max_rows`` rows are embedded (the default limit is 5,000).
     - matplotlib: a readable size and resolution, tight bounding boxes when saving.
 

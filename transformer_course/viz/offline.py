@@ -7,7 +7,7 @@ head, once, and a ``<div>`` with a ``vegaEmbed`` call per chart. Nothing is fetc
 
 In the 中文版 (Chinese chart labels, :func:`.labels.chinese_labels`) the page says ``lang="zh-CN"``, so
 browsers draw Han characters in their Simplified Chinese forms. ``viz.save_chart(chart, "x.html")`` writes
-such a page; the HTML edition (:mod:`transformer_course.edition`) puts the same bundle and embeds into every
+such a page; the HTML edition (:mod:`course_tools.edition`) puts the same bundle and embeds into every
 exported notebook.
 """
 

@@ -1,0 +1,168 @@
+"""The 中文版 (notebooks/zh/) shares its code with the English notebooks: this module keeps it that way.
+
+A Chinese notebook has the same file name, the same cells in the same order with the same ids and types as
+its English notebook. Its code cells are the English code cells, character for character, except that the
+first code cell ends with :data:`LANGUAGE_LINES` (checker messages and chart labels in Chinese). Only the
+markdown cells are written in Chinese.
+
+    python -m course_tools.edition.zh new 04      # start notebooks/zh/04_*.ipynb: English markdown, zh code
+    python -m course_tools.edition.zh sync        # copy every English code cell into its zh notebook
+    python -m course_tools.edition.zh check       # list what differs (exit status 1 if anything does)
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["LANGUAGE_LINES", "check", "differences", "is_language_line", "main", "new", "strip_language", "sync"]
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+ZH = NOTEBOOKS / "zh"
+LANGUAGE_LINES = (
+    "from transformer_course.i18n import set_language  # 中文版",
+    'set_language("zh")  # 检查器消息和图表标签用中文',
+)
+
+
+def is_language_line(line: str) -> bool:
+    """True for a line that only selects the language (the one kind of line a zh code cell may add)."""
+    return line.rstrip("\n") in LANGUAGE_LINES
+
+
+def strip_language(source: str) -> str:
+    """A code cell's source without its language-selecting lines."""
+    return "".join(line for line in source.splitlines(keepends=True) if not is_language_line(line)).rstrip("\n")
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _with_language(source: str) -> str:
+    return source.rstrip("\n") + "\n" + "\n".join(LANGUAGE_LINES)
+
+
+def _read(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _write(path: Path, notebook: dict) -> None:
+    for cell in notebook["cells"]:  # sources as lists of lines, as Jupyter writes them
+        cell["source"] = _source(cell).splitlines(keepends=True)
+    path.write_text(json.dumps(notebook, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
+
+def _english(number: str) -> Path:
+    found = sorted(NOTEBOOKS.glob(f"{number}_*.ipynb"))
+    if not found:
+        raise SystemExit(f"no English notebook notebooks/{number}_*.ipynb")
+    return found[0]
+
+
+def _code_cell(cell: dict, first: bool) -> dict:
+    cell = copy.deepcopy(cell)
+    cell["outputs"], cell["execution_count"] = [], None
+    cell["source"] = _with_language(_source(cell)) if first else _source(cell)
+    return cell
+
+
+def new(number: str, overwrite: bool = False) -> Path:
+    """Start the zh notebook of English notebook ``number``: every cell copied (markdown still English)."""
+    english = _english(number)
+    target = ZH / english.name
+    if target.exists() and not overwrite:
+        raise SystemExit(f"{target} exists; edit it, or run `sync` to refresh its code cells")
+    notebook = _read(english)
+    first = True
+    cells = []
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "code":
+            cells.append(_code_cell(cell, first))
+            first = False
+        else:
+            cells.append(copy.deepcopy(cell))
+    notebook["cells"] = cells
+    ZH.mkdir(parents=True, exist_ok=True)
+    _write(target, notebook)
+    return target
+
+
+def sync(english: Path) -> list[str]:
+    """Make the zh notebook's code cells the English ones (by cell id); keep its Chinese markdown. A markdown
+    cell new in English is copied in English (``check`` then reports it untranslated). Returns what changed."""
+    target = ZH / english.name
+    en, zh = _read(english), _read(target)
+    translated = {cell.get("id"): cell for cell in zh["cells"] if cell["cell_type"] != "code"}
+    changes, cells, first = [], [], True
+    for cell in en["cells"]:
+        if cell["cell_type"] == "code":
+            cells.append(_code_cell(cell, first))
+            first = False
+        elif cell.get("id") in translated:
+            kept = copy.deepcopy(translated[cell["id"]])
+            kept["metadata"] = copy.deepcopy(cell.get("metadata", {}))
+            cells.append(kept)
+        else:
+            changes.append(f"{target.name}: new markdown cell {cell.get('id')} copied in English")
+            cells.append(copy.deepcopy(cell))
+    if [_source(c) for c in cells] != [_source(c) for c in zh["cells"]]:
+        changes.append(f"{target.name}: code cells synced")
+    zh["cells"] = cells
+    _write(target, zh)
+    return changes
+
+
+def differences(english: Path) -> list[str]:
+    """Why the zh notebook of ``english`` does not match it (empty when it does)."""
+    target = ZH / english.name
+    if not target.exists():
+        return [f"{target.relative_to(NOTEBOOKS.parent)} is missing"]
+    en, zh = _read(english)["cells"], _read(target)["cells"]
+    problems = []
+    if [(c.get("id"), c["cell_type"]) for c in en] != [(c.get("id"), c["cell_type"]) for c in zh]:
+        return [f"{target.name}: cells (ids, types, order) differ from {english.name}; run `sync`"]
+    first = True
+    for a, b in zip(en, zh):
+        if a["cell_type"] == "code":
+            if first and not all(line in _source(b).splitlines() for line in LANGUAGE_LINES):
+                problems.append(f"{target.name}: the first code cell must end with the language lines")
+            first = False
+            if strip_language(_source(a)) != strip_language(_source(b)):
+                problems.append(f"{target.name}: code cell {b.get('id')} differs from English; run `sync`")
+            if b.get("outputs"):
+                problems.append(f"{target.name}: code cell {b.get('id')} has outputs")
+        elif _source(a).strip() and _source(a) == _source(b):
+            problems.append(f"{target.name}: markdown cell {b.get('id')} is not translated")
+    return problems
+
+
+def check() -> list[str]:
+    return [p for english in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")) for p in differences(english)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course_tools.edition.zh", description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["new", "sync", "check"])
+    parser.add_argument("numbers", nargs="*", help="notebook numbers such as 04 (default: all)")
+    args = parser.parse_args(argv)
+    englishes = [_english(n) for n in args.numbers] or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    if args.command == "new":
+        for english in englishes:
+            print(f"wrote {new(english.name[:2])}")
+        return 0
+    if args.command == "sync":
+        for english in englishes:
+            if (ZH / english.name).exists():
+                print("\n".join(sync(english)) or f"{english.name}: in sync")
+        return 0
+    problems = [p for english in englishes for p in differences(english)]
+    print("\n".join(problems) or "the zh notebooks match the English ones")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

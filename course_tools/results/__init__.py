@@ -1,0 +1,184 @@
+"""Measured results (issue 23): the tables of ``docs/results.md``, and the commands that record a measurement.
+
+The data is ``docs/results.json`` (:mod:`.figures`: a figure by its path, ``multi30k-cpu/steps`` is 2338); prose
+quotes a figure with a marker that :mod:`.quotes` checks (``40.18<!--fig:multi30k-cpu/best/test/beam4/sacrebleu-->``).
+This package renders docs/results.md's tables from the data (:func:`render_table`; tests/test_results.py checks
+that the file holds the ones it writes) and writes the data: ``python -m course_tools.results add-eval RUN
+KEY EVAL.json`` (the JSON of ``evaluate --json``), ``add-run RUN RUN_FOLDER`` (history.json and best.pt),
+``render`` (the tables of docs/results.md) and ``check FILE…`` (every stale or unmarked quote).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from transformer_course.files import atomic_write_text
+
+from .figures import SCHEMA, figure, load_results, results_path, run_figures
+from .quotes import QUOTE, check_quotes
+
+__all__ = [
+    "QUOTE",
+    "SCHEMA",
+    "check_quotes",
+    "figure",
+    "load_results",
+    "main",
+    "record_evaluation",
+    "record_run",
+    "render_markdown",
+    "render_table",
+    "results_path",
+    "run_figures",
+]
+
+TABLE = re.compile(r"<!-- results:table (?P<run>[\w.-]+) -->\n(?P<body>.*?)<!-- /results:table -->", re.DOTALL)
+SCORE_FIELDS = ("sacrebleu", "tokenized_bleu", "unk_outputs", "seconds")
+DECODINGS = {"greedy": "greedy", "beam4": "beam 4, α = 0.6"}
+
+
+# ---- the tables of docs/results.md --------------------------------------------------------------------------
+
+
+def _fmt(value, digits: int = 2) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:.{digits}f}"
+
+
+def render_table(run_name: str, data: dict) -> str:
+    """The BLEU table of one run: one row per (checkpoint, decoding) scored on test, best first."""
+    run = data["runs"][run_name]
+    rows = [
+        "| checkpoint | decoding | sacreBLEU (detokenized, cased) | tokenized lowercase BLEU | outputs with `<unk>` "
+        "| time for 1,000 sentences |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    labels, seen = run.get("checkpoint_labels", {}), set()
+    for key, scores in run["evaluations"].items():
+        checkpoint, split, decoding = key.split("/")
+        if split != "test":
+            continue
+        label = labels.get(checkpoint, f"`{checkpoint}`")
+        if checkpoint in seen and checkpoint == "best":
+            label = "`best.pt`"  # the details (step, epoch) once, on the checkpoint's first row
+        seen.add(checkpoint)
+        seconds = scores.get("seconds")
+        rows.append(
+            f"| {label} | {DECODINGS.get(decoding, decoding)} | {_fmt(scores['sacrebleu'])} | "
+            f"{_fmt(scores['tokenized_bleu'])} | {_fmt(scores.get('unk_outputs'))} | "
+            f"{'–' if seconds is None else f'{seconds:.0f} s'} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def render_markdown(text: str, data: dict) -> str:
+    """``text`` with every ``<!-- results:table RUN -->…<!-- /results:table -->`` block rewritten from the data."""
+
+    def table(match: re.Match) -> str:
+        return f"<!-- results:table {match['run']} -->\n{render_table(match['run'], data)}<!-- /results:table -->"
+
+    return TABLE.sub(table, text)
+
+
+# ---- recording a measurement --------------------------------------------------------------------------------
+
+
+def _write(data: dict, path: Path) -> None:
+    atomic_write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+
+
+def record_evaluation(run: str, key: str, evaluation_json: str | Path, path: str | Path | None = None) -> dict:
+    """Add (or replace) ``run``'s evaluation ``key`` (``best/test/beam4``) from an ``evaluate --json`` file."""
+    path = Path(path) if path is not None else results_path()
+    if len(key.split("/")) != 3:
+        raise ValueError(f"key {key!r}: write checkpoint/split/decoding, e.g. best/test/beam4")
+    source = json.loads(Path(evaluation_json).read_text(encoding="utf-8"))
+    missing = [k for k in ("bleu", "tokenized_bleu", "hypotheses") if k not in source]
+    if missing:
+        raise ValueError(f"{evaluation_json} has no {', '.join(missing)}: write it with `evaluate --json`")
+    data = load_results(path)
+    scores = {
+        "sacrebleu": round(source["bleu"], 2),
+        "tokenized_bleu": round(source["tokenized_bleu"], 2),
+        "unk_outputs": sum("<unk>" in h for h in source["hypotheses"]),
+        "sentences": len(source["hypotheses"]),
+        "signature": source.get("signature"),
+    }
+    if source.get("seconds") is not None:
+        scores["seconds"] = round(source["seconds"])
+    data["runs"].setdefault(run, {}).setdefault("evaluations", {})[key] = scores
+    _write(data, path)
+    return scores
+
+
+def record_run(run: str, folder: str | Path, path: str | Path | None = None) -> dict:
+    """Add (or update) ``run``'s training figures from its run folder: steps, epochs, minutes of training, median
+    tokens/s, validation loss per epoch (history.json) and the parameter count and configuration (best.pt)."""
+    import statistics
+
+    import torch
+
+    from transformer_course.checkpoint import load_checkpoint
+    from transformer_course.model import count_parameters
+
+    path = Path(path) if path is not None else results_path()
+    folder = Path(folder)
+    history = json.loads((folder / "history.json").read_text(encoding="utf-8"))
+    rates = [r["tokens_per_s"] for r in history if r.get("tokens_per_s") is not None]  # validation rows: None
+    if not rates:
+        raise ValueError(f"{folder}/history.json holds no training row: the run logged no step")
+    checkpoint = load_checkpoint(folder / "best.pt", map_location=torch.device("cpu"))
+    data = load_results(path)
+    entry = data["runs"].setdefault(run, {})
+    entry.update(
+        preset=checkpoint.config.name,
+        steps=history[-1]["step"],
+        train_minutes=round(history[-1]["elapsed_s"] / 60, 1),
+        tokens_per_s_median=round(statistics.median(rates)),
+        parameters=count_parameters(checkpoint.model),
+        val_loss_by_epoch=[round(r["val_loss"], 2) for r in history if r.get("val_loss") is not None],
+        torch=torch.__version__,
+    )
+    _write(data, path)
+    return entry
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m course_tools.results") -> int:
+    """PROG add-eval RUN KEY EVAL.json | add-run RUN FOLDER | render | check FILE…"""
+    from transformer_course.cli import run_guarded
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    usage = main.__doc__.replace("PROG", prog)
+    if not argv or argv[0] not in ("add-eval", "add-run", "render", "check"):
+        print(usage)
+        return 2
+    command, rest = argv[0], argv[1:]
+    if (command, len(rest)) not in (("add-eval", 3), ("add-run", 2), ("render", 0)) and not (
+        command == "check" and rest
+    ):
+        print(usage)
+        return 2
+    status = []
+
+    def run() -> None:
+        if command == "add-eval":
+            print(json.dumps(record_evaluation(*rest), indent=1))
+        elif command == "add-run":
+            print(json.dumps(record_run(*rest), indent=1, default=str))
+        elif command == "render":
+            markdown = results_path().with_suffix(".md")
+            atomic_write_text(markdown, render_markdown(markdown.read_text(encoding="utf-8"), load_results()))
+            print(f"rewrote the tables of {markdown}")
+        else:
+            data = load_results()
+            problems = [p for f in rest for p in check_quotes(Path(f).read_text(encoding="utf-8"), data, f)]
+            print("\n".join(problems) or "every quoted figure agrees with results.json")
+            status.append(1 if problems else 0)
+
+    return run_guarded(run) or (status[0] if status else 0)

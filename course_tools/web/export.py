@@ -1,0 +1,287 @@
+"""``export_web``: a checkpoint → ONNX graphs, tokenizer, manifest and a static page (issue 24).
+
+    python -m transformer_course export-web runs/multi30k-cpu/best.pt explore/     # then open explore/index.html
+
+writes into ``OUT``:
+
+- ``encoder.onnx`` and ``decoder_step.onnx``: :class:`~course_tools.web.graphs.EncoderForWeb` and
+  :class:`~course_tools.web.graphs.DecoderStepForWeb`, exported with ``torch.onnx.export(dynamo=True)``
+  (the exporter torch recommends since 2.9; the graphs are plain tensors in and out, so nothing needs the older
+  TorchScript exporter), weights inside the file (no ``.onnx.data`` beside it), the source length and the cache
+  length dynamic;
+- ``tokenizer.json``: the source tokenizer's rules or merges and both vocabularies
+  (:func:`~course_tools.web.tokenizers.tokenizer_spec`);
+- ``manifest.json``: the model's sizes, languages, special ids, each graph's inputs and outputs with their shapes,
+  the versions that made it, and the SHA-256 of every file;
+- ``index.html``: the page (:func:`~course_tools.web.page.build_page`), all of the above inside it.
+
+Before writing the page the export checks itself: onnxruntime (Python) runs both graphs on one sentence and must
+give PyTorch's numbers (tests/test_web_export.py checks 100 test sentences).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+import torch
+
+from transformer_course.checkpoint import Checkpoint, load_checkpoint
+from transformer_course.data import BOS, EOS, PAD, UNK
+from transformer_course.files import atomic_write_text
+from transformer_course.model import count_parameters
+
+from .graphs import ENCODER_OUTPUTS, STEP_INPUTS, STEP_OUTPUTS, DecoderStepForWeb, EncoderForWeb
+from .page import ORT_VERSION, build_page
+from .tokenizers import tokenizer_spec
+
+__all__ = ["COURSE_CHECKPOINT", "FORMAT", "check_graphs", "course_page", "export_graphs", "export_web"]
+
+FORMAT = "course_tools/web-v1"
+CHECK_TOLERANCE = 1e-4  # onnxruntime against PyTorch, fp32 (measured differences are ~1e-6)
+
+
+def _example_inputs(model, src_len: int = 5, cache_len: int = 8):
+    c = model.config
+    d_k = c.d_model // c.h
+    src = torch.arange(src_len).remainder(model.src_vocab - 4).add(4)[None]  # (1, S): ordinary word ids
+    with torch.no_grad():
+        _, _, cross_keys, cross_values = EncoderForWeb(model)(src)
+    cache = torch.zeros(c.N, 1, c.h, cache_len, d_k)  # (N, 1, h, L, d_k)
+    step = (torch.tensor([[BOS]]), torch.tensor([0]), cache, cache.clone(), cross_keys, cross_values)
+    return src, step
+
+
+@contextlib.contextmanager
+def _quiet_exporter():
+    """The exporter's notes that say nothing about this model (no torchvision, an axis name merged, a deprecation
+    inside torch) are left out; its errors and other warnings still show."""
+    logger = logging.getLogger("torch.onnx._internal.exporter._registration")  # "torchvision is not installed"
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"# The axis name: .* will not be used")
+            warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
+            yield
+    finally:
+        logger.setLevel(level)
+
+
+def export_graphs(model, out: str | Path) -> tuple[Path, Path]:
+    """Export the encoder and the decoder step of ``model`` to ``out/encoder.onnx`` and ``out/decoder_step.onnx``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    model = model.eval()
+    table = model.config.max_len
+    src_len = torch.export.Dim("src_len", min=1, max=table)
+    cache_len = torch.export.Dim("cache_len", min=1, max=table)
+    src, step_args = _example_inputs(model)
+    quiet = {"verbose": False, "report": False, "optimize": True, "external_data": False}
+    paths = out / "encoder.onnx", out / "decoder_step.onnx"
+    with _quiet_exporter():
+        torch.onnx.export(
+            EncoderForWeb(model),
+            (src,),
+            paths[0],
+            dynamo=True,
+            input_names=["src"],
+            output_names=ENCODER_OUTPUTS,
+            dynamic_shapes={"src": {1: src_len}},
+            **quiet,
+        )
+        cached = {3: src_len}
+        torch.onnx.export(
+            DecoderStepForWeb(model),
+            step_args,
+            paths[1],
+            dynamo=True,
+            input_names=STEP_INPUTS,
+            output_names=STEP_OUTPUTS,
+            dynamic_shapes={
+                "token": None,
+                "position": None,
+                "self_keys": {3: cache_len},
+                "self_values": {3: cache_len},
+                "cross_keys": cached,
+                "cross_values": cached,
+            },
+            **quiet,
+        )
+    return paths
+
+
+def check_graphs(model, encoder_path: str | Path, step_path: str | Path, src_ids: list[int]) -> float:
+    """Run both graphs with onnxruntime on one sentence (three decoder steps) and return the largest difference
+    from PyTorch over every output; a ValueError if it is above :data:`CHECK_TOLERANCE`."""
+    import onnxruntime
+
+    encoder = onnxruntime.InferenceSession(str(encoder_path), providers=["CPUExecutionProvider"])
+    step = onnxruntime.InferenceSession(str(step_path), providers=["CPUExecutionProvider"])
+    src = torch.tensor([src_ids])
+    with torch.no_grad():
+        expected = EncoderForWeb(model)(src)
+        got = encoder.run(ENCODER_OUTPUTS, {"src": src.numpy()})
+        worst = max(float((torch.from_numpy(g) - e).abs().max()) for g, e in zip(got, expected))
+        c = model.config
+        keys = torch.zeros(c.N, 1, c.h, 4, c.d_model // c.h)
+        values, cross = keys.clone(), expected[2:]
+        for position, token in enumerate([BOS, 4, 5]):
+            args = (torch.tensor([[token]]), torch.tensor([position]), keys, values, *cross)
+            want = DecoderStepForWeb(model)(*args)
+            have = step.run(STEP_OUTPUTS, {n: a.numpy() for n, a in zip(STEP_INPUTS, args)})
+            worst = max(worst, *(float((torch.from_numpy(h) - w).abs().max()) for h, w in zip(have, want)))
+            keys, values = want[2], want[3]
+    if worst > CHECK_TOLERANCE:
+        raise ValueError(
+            f"the exported graphs differ from PyTorch by {worst:.2e} (more than {CHECK_TOLERANCE:g}); "
+            "the export is wrong, please report it with the checkpoint's config"
+        )
+    return worst
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def manifest_for(checkpoint: Checkpoint, files: dict[str, Path], check: float) -> dict:
+    import onnxscript
+
+    model, c = checkpoint.model, checkpoint.config
+    shapes = {
+        "encoder": {
+            "inputs": {"src": "(1, S) int64"},
+            "outputs": {
+                "memory": "(1, S, d_model)",
+                "encoder_attention": "(N, h, S, S)",
+                "cross_keys": "(N, 1, h, S, d_k)",
+                "cross_values": "(N, 1, h, S, d_k)",
+            },
+        },
+        "decoder_step": {
+            "inputs": {
+                "token": "(1, 1) int64",
+                "position": "(1,) int64",
+                "self_keys": "(N, 1, h, L, d_k), L >= position + 1",
+                "self_values": "(N, 1, h, L, d_k)",
+                "cross_keys": "(N, 1, h, S, d_k)",
+                "cross_values": "(N, 1, h, S, d_k)",
+            },
+            "outputs": {
+                "logits": "(1, tgt_vocab)",
+                "log_probs": "(1, tgt_vocab)",
+                "new_self_keys": "(N, 1, h, L, d_k)",
+                "new_self_values": "(N, 1, h, L, d_k)",
+                "decoder_attention": "(N, h, 1, L), 0 beyond position",
+                "cross_attention": "(N, h, 1, S)",
+            },
+        },
+    }
+    return {
+        "format": FORMAT,
+        "model": {
+            "name": c.name,
+            "checkpoint": checkpoint.path.name,
+            "step": checkpoint.step,
+            "epoch": checkpoint.epoch,
+            "parameters": count_parameters(model),
+            "config": c.to_dict(),
+        },
+        "src_lang": checkpoint.src_lang,
+        "tgt_lang": checkpoint.tgt_lang,
+        "tokenizer": "bpe" if checkpoint.tokenizer is not None else "words",
+        "vocab": {"src": len(checkpoint.src_vocab), "tgt": len(checkpoint.tgt_vocab)},
+        "layers": c.N,
+        "heads": c.h,
+        "d_model": c.d_model,
+        "d_k": c.d_model // c.h,
+        "max_len": c.max_len,
+        "specials": {"pad": PAD, "unk": UNK, "bos": BOS, "eos": EOS},
+        "decoding": "greedy; at most source length + 50 tokens after <s>, and at most max_len positions in all",
+        "graphs": {"encoder": "encoder.onnx", "decoder_step": "decoder_step.onnx", **shapes},
+        "made_with": {
+            "exporter": "torch.onnx.export(dynamo=True)",
+            "torch": torch.__version__,
+            "onnxscript": onnxscript.__version__,
+            "onnxruntime_web": ORT_VERSION,
+            "largest_difference_from_pytorch": check,
+        },
+        "files": {name: {"bytes": path.stat().st_size, "sha256": _sha256(path)} for name, path in files.items()},
+    }
+
+
+def export_web(checkpoint: str | Path | Checkpoint, out: str | Path, language: str = "en") -> Path:
+    """Export ``checkpoint`` (a path or a loaded :class:`~transformer_course.checkpoint.Checkpoint`) for the
+    browser into the folder ``out``; returns the path of ``out/index.html``. ``language``: the page's labels,
+    ``"en"`` or ``"zh"``."""
+    from transformer_course.i18n import LANGUAGES
+
+    missing = [name for name in ("onnx", "onnxscript", "onnxruntime") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ValueError(f"exporting for the browser needs {', '.join(missing)}: pip install 'transformer_course[web]'")
+    if language not in LANGUAGES:
+        raise ValueError(f"--language must be one of {list(LANGUAGES)} (English or 中文), got {language!r}")
+    if not isinstance(checkpoint, Checkpoint):
+        checkpoint = load_checkpoint(checkpoint)
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out} is a file; export-web writes a folder, give a folder name such as explore/")
+    out.mkdir(parents=True, exist_ok=True)
+    model = checkpoint.model.cpu().eval()
+    with tempfile.TemporaryDirectory(prefix="tc-export-", dir=out) as tmp:  # the graphs appear whole or not at all
+        encoder_tmp, step_tmp = export_graphs(model, tmp)
+        if checkpoint.tokenizer is not None:
+            src_ids = checkpoint.tokenizer.encode_ids("Ein Hund läuft durch den Schnee.")
+        else:
+            src_ids = checkpoint.src_vocab.encode(["Ein", "Hund", "läuft", "durch", "den", "Schnee", "."])
+        check = check_graphs(model, encoder_tmp, step_tmp, src_ids)
+        encoder_path, step_path = out / "encoder.onnx", out / "decoder_step.onnx"
+        os.replace(encoder_tmp, encoder_path)
+        os.replace(step_tmp, step_path)
+    tokenizer = tokenizer_spec(checkpoint)
+    atomic_write_text(out / "tokenizer.json", json.dumps(tokenizer, ensure_ascii=False))
+    files = {"encoder.onnx": encoder_path, "decoder_step.onnx": step_path, "tokenizer.json": out / "tokenizer.json"}
+    manifest = manifest_for(checkpoint, files, check)
+    atomic_write_text(out / "manifest.json", json.dumps(manifest, ensure_ascii=False, indent=1))
+    page = build_page(manifest, tokenizer, encoder_path.read_bytes(), step_path.read_bytes(), language)
+    atomic_write_text(out / "index.html", page)
+    return out / "index.html"
+
+
+COURSE_CHECKPOINT = "runs/multi30k-cpu/best.pt"  # the course's own trained model, relative to the course folder
+
+
+def course_page(
+    out_dir: str | Path, language: str = "en", checkpoint: str | Path | None = None, notebooks: str | Path = "."
+) -> Path | None:
+    """The HTML edition's explorer: the course's trained checkpoint (``runs/multi30k-cpu/best.pt``, what notebook
+    10 looks inside; in the course folder that holds ``notebooks``) exported to ``out_dir/explore/``, labels in
+    ``language``. None when there is no such checkpoint, or (with one line on stderr) when the ``[web]`` extra is
+    missing: the edition is built without it."""
+    import sys
+
+    from transformer_course.paths import course_root
+
+    if checkpoint is None:
+        try:
+            checkpoint = course_root(notebooks) / COURSE_CHECKPOINT
+        except FileNotFoundError:
+            return None
+    checkpoint = Path(checkpoint)
+    if not checkpoint.is_file():  # no trained model yet: the edition has no explorer page
+        return None
+    missing = [name for name in ("onnx", "onnxscript", "onnxruntime") if importlib.util.find_spec(name) is None]
+    if missing:
+        print(
+            f"explorer page: needs {', '.join(missing)} (pip install 'transformer_course[web]'); left out",
+            file=sys.stderr,
+        )
+        return None
+    return export_web(checkpoint, Path(out_dir) / "explore", language)

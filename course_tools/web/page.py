@@ -1,0 +1,204 @@
+"""The static page: one self-contained HTML file that translates in the browser and shows every attention weight
+(issue 24; notebook 10 shows the same heatmaps in JupyterLab).
+
+Everything the page needs is inside the file, so it works opened from disk (``file://``) or from any static host,
+with no server and no request: the two ONNX graphs and the WebAssembly runtime as base64 text, the runtime's
+JavaScript, the tokenizers (``static/tokenizers.js``) with their rules and vocabularies, and the page's own
+script (``static/page.js``). Chromium refuses ``fetch`` and module imports of ``file://`` URLs, so nothing is
+loaded by URL: onnxruntime-web gets its WebAssembly binary as bytes (``ort.env.wasm.wasmBinary``) and its
+Emscripten glue as a ``blob:`` URL made in the page; it runs on one thread, since threads need cross-origin
+isolation. The labels are English, or Chinese with ``language="zh"`` (the 中文版).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+from importlib import resources
+
+from transformer_course.i18n import LANGUAGES, register, t
+
+__all__ = ["ORT_VERSION", "PAGE_TEXT", "EXAMPLES", "build_page"]
+
+ORT_VERSION = "1.30.0"  # vendor/onnxruntime-web/README.md says where the files come from
+
+EXAMPLES = {  # typed into the box by the example buttons (Multi30k-like German sentences, not from its test set)
+    "de": ["Ein Hund läuft durch den Schnee.", "Zwei Männer sitzen auf einer Bank.", "Eine Frau spielt Gitarre."],
+}
+
+# Every word the page shows, in English; ZH holds the 中文版's (terms as in notebooks/zh/GLOSSARY.md).
+PAGE_TEXT = {
+    "title": "Attention in the browser: {src} → {tgt}",
+    "input_label": "Type a sentence ({src}) and press Enter:",
+    "translate": "Translate",
+    "loading": "Loading the model into this page (WebAssembly) …",
+    "ready": "Model ready ({ms} ms after the page opened).",
+    "failed": "The model could not be loaded:",
+    "empty": "Type a sentence first.",
+    "too_long": "The sentence has {n} tokens; the model's positional table holds {max}. Shorten it.",
+    "timing": "Translated in {ms} ms: {pieces} source tokens, {steps} decoder steps (greedy).",
+    "attention": "attention",
+    "layer": "layer",
+    "head": "head",
+    "mean": "mean over heads",
+    "layer {n}": "layer {n}",
+    "head {n}": "head {n}",
+    "{kind}, layer {n}: every head (click one)": "{kind}, layer {n}: every head (click one)",
+    "{query} → {key}: {weight}": "query “{query}” → key “{key}”: {weight}",
+    "encoder self-attention": "encoder self-attention",
+    "decoder self-attention (masked)": "decoder self-attention (masked)",
+    "cross-attention (decoder → encoder)": "cross-attention (decoder → encoder)",
+    "spaCy words": "spaCy words",
+    "subword pieces (BPE)": "subword pieces (BPE)",
+    "model_info": "Model {name}: {parameters} parameters, {layers} + {layers} layers, {heads} heads, d_model = {d_model}; "
+    "{tokenizer}, {vocab} source tokens.",
+    "note": "What runs where: everything runs in this page. The tokenizer is JavaScript (a port of the course's, "
+    "tested against Python); the model is two ONNX graphs (the encoder and one decoder step with its key/value cache) "
+    "run by onnxruntime-web {ort} on WebAssembly, one thread. Decoding is greedy, exactly as "
+    "translate(checkpoint, sentences, beam_size=1). Nothing is downloaded and nothing you type leaves the page. "
+    "Rows are queries, columns are keys; each row sums to 1. Made with: python -m transformer_course export-web.",
+}
+ZH = {
+    "Attention in the browser: {src} → {tgt}": "浏览器中的注意力：{src} → {tgt}",
+    "Type a sentence ({src}) and press Enter:": "输入一个句子（{src}），按回车：",
+    "Translate": "翻译",
+    "Loading the model into this page (WebAssembly) …": "正在把模型载入本页面（WebAssembly）……",
+    "Model ready ({ms} ms after the page opened).": "模型已就绪（页面打开后 {ms} 毫秒）。",
+    "The model could not be loaded:": "模型无法载入：",
+    "Type a sentence first.": "请先输入一个句子。",
+    "The sentence has {n} tokens; the model's positional table holds {max}. Shorten it.": "该句有 {n} 个词元，模型的位置编码表只有 {max} 个位置。请缩短句子。",
+    "Translated in {ms} ms: {pieces} source tokens, {steps} decoder steps (greedy).": "翻译用时 {ms} 毫秒：{pieces} 个源词元，{steps} 个解码步（贪心解码）。",
+    "attention": "注意力",
+    "layer": "层",
+    "head": "头",
+    "mean over heads": "各头平均（mean）",
+    "layer {n}": "第 {n} 层",
+    "head {n}": "头 {n}",
+    "{kind}, layer {n}: every head (click one)": "{kind}，第 {n} 层：所有注意力头（点击选择）",
+    "query “{query}” → key “{key}”: {weight}": "查询“{query}” → 键“{key}”：{weight}",
+    "encoder self-attention": "编码器自注意力",
+    "decoder self-attention (masked)": "解码器自注意力（带掩码）",
+    "cross-attention (decoder → encoder)": "交叉注意力（解码器 → 编码器）",
+    "spaCy words": "spaCy 词",
+    "subword pieces (BPE)": "子词（BPE）",
+    "Model {name}: {parameters} parameters, {layers} + {layers} layers, {heads} heads, d_model = {d_model}; "
+    "{tokenizer}, {vocab} source tokens.": "模型 {name}：{parameters} 个参数，{layers} + {layers} 层，{heads} 个头，"
+    "d_model = {d_model}；{tokenizer}，源语言词表 {vocab} 个词元。",
+    PAGE_TEXT["note"]: "什么在哪里运行：一切都在本页面中运行。分词由 JavaScript 完成（移植自课程的分词器，并与 Python "
+    "逐一对照测试）；模型是两个 ONNX 计算图（编码器，以及带键值缓存的单步解码器），由 onnxruntime-web {ort} 在 "
+    "WebAssembly 上单线程运行。解码为贪心解码，与 translate(checkpoint, sentences, beam_size=1) 完全相同。"
+    "页面不下载任何东西，你输入的内容也不会离开页面。行是查询，列是键；每行之和为 1。生成命令：python -m "
+    "transformer_course export-web。",
+    "German": "德语",
+    "English": "英语",
+}
+register("zh", ZH)
+LANGUAGE_NAMES = {"de": "German", "en": "English", "fr": "French", "cs": "Czech"}
+
+
+def _text(language: str, src_lang: str, tgt_lang: str) -> dict:
+    """The page's words in ``language``, as the script wants them (``{n}``-style fields left to the page)."""
+    from transformer_course.i18n import get_language, set_language
+
+    previous = get_language()
+    set_language(language)
+    try:
+        names = {k: t(LANGUAGE_NAMES.get(k, k)) for k in (src_lang, tgt_lang)}
+        keep = {f: "{" + f + "}" for f in ("n", "max", "ms", "steps", "pieces", "kind", "query", "key", "weight")}
+        keep.update(
+            {f: "{" + f + "}" for f in ("name", "parameters", "layers", "heads", "d_model", "tokenizer", "vocab")}
+        )
+        text = {
+            "title": t(PAGE_TEXT["title"], src=names[src_lang], tgt=names[tgt_lang]),
+            "input_label": t(PAGE_TEXT["input_label"], src=names[src_lang]),
+            "note": t(PAGE_TEXT["note"], ort=ORT_VERSION),
+            "model_info": t(PAGE_TEXT["model_info"], **keep),
+            "tooltip": t(PAGE_TEXT["{query} → {key}: {weight}"], **keep),
+            "layer_n": t("layer {n}", **keep),
+            "head_n": t("head {n}", **keep),
+            "grid_title": t("{kind}, layer {n}: every head (click one)", **keep),
+            "kinds": {
+                "encoder": t("encoder self-attention"),
+                "decoder": t("decoder self-attention (masked)"),
+                "cross": t("cross-attention (decoder → encoder)"),
+            },
+            "tokenizers": {"words": t("spaCy words"), "bpe": t("subword pieces (BPE)")},
+        }
+        for key in (
+            "translate",
+            "loading",
+            "ready",
+            "failed",
+            "empty",
+            "too_long",
+            "timing",
+            "attention",
+            "layer",
+            "head",
+            "mean",
+        ):
+            text[key] = t(PAGE_TEXT[key], **keep)
+    finally:
+        set_language(previous)
+    return text
+
+
+def _vendor(name: str) -> bytes:
+    return resources.files(__package__).joinpath("vendor", "onnxruntime-web", name).read_bytes()
+
+
+def _static(name: str) -> str:
+    return resources.files(__package__).joinpath("static", name).read_text(encoding="utf-8")
+
+
+def _script_safe(text: str, what: str) -> str:
+    """Text that can sit inside a <script> element: no "</script" (nor "<!--", which changes how it is parsed)."""
+    text = text.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
+    if "<!--" in text:
+        raise ValueError(f"{what} contains '<!--', which cannot be placed inside a <script> element as it is")
+    return text
+
+
+def build_page(manifest: dict, tokenizer: dict, encoder: bytes, decoder_step: bytes, language: str = "en") -> str:
+    """The whole page as one HTML string: the manifest and tokenizer (from :func:`~course_tools.web.
+    export_web`), the two ONNX graphs (bytes, weights inside), onnxruntime-web, labels in ``language``."""
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {list(LANGUAGES)} (English or 中文), got {language!r}")
+    text = _text(language, manifest["src_lang"], manifest["tgt_lang"])
+    examples = EXAMPLES.get(manifest["src_lang"], [])
+    data = {"manifest": manifest, "tokenizer": tokenizer, "text": text, "examples": examples}
+    ort = _vendor("ort.wasm.min.js").decode("utf-8")
+    ort = "\n".join(line for line in ort.splitlines() if not line.startswith("//# sourceMappingURL="))
+    fields = {
+        "lang": "zh-CN" if language == "zh" else "en",
+        "title": text["title"],
+        "input_label": text["input_label"],
+        "first_example": examples[0] if examples else "",
+        "translate": text["translate"],
+        "loading": text["loading"],
+        "attention": text["attention"],
+        "layer": text["layer"],
+        "head": text["head"],
+        "note": text["note"],
+    }
+    fields = {key: _html(value) for key, value in fields.items()}  # plain text into HTML
+    blocks = {  # into <script> elements, which take their content as it is
+        "data": _script_safe(json.dumps(data, ensure_ascii=False), "the page data"),
+        "ort_glue": _script_safe(_vendor("ort-wasm-simd-threaded.mjs").decode("utf-8"), "the onnxruntime-web glue"),
+        "ort_wasm": base64.b64encode(_vendor("ort-wasm-simd-threaded.wasm.gz")).decode("ascii"),
+        "encoder": base64.b64encode(encoder).decode("ascii"),
+        "decoder_step": base64.b64encode(decoder_step).decode("ascii"),
+        "ort": _script_safe(ort, "onnxruntime-web"),
+        "tokenizers": _script_safe(_static("tokenizers.js"), "tokenizers.js"),
+        "page_js": _script_safe(_static("page.js"), "page.js"),
+    }
+    fields.update(blocks)
+    return re.sub(
+        r"\{\{(\w+)\}\}", lambda m: fields[m.group(1)], _static("page.html")
+    )  # one pass: values stay as they are
+
+
+def _html(text: str) -> str:
+    return html.escape(text, quote=True)
