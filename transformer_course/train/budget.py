@@ -1,13 +1,12 @@
 """How long a ``schedule="budget"`` run is: planned from its epochs or steps, or measured from the step rate of
-its first seconds when the run is bounded by minutes (issue 28; :class:`~.schedule.BudgetSchedule` is the schedule,
+its first seconds when the run is bounded by minutes (:class:`~.schedule.BudgetSchedule` is the schedule,
 :func:`~.loop.fit` calls the planner on its sync points)."""
 
 from __future__ import annotations
 
 import math
 
-import torch
-
+from .distributed import broadcast_from_main
 from .schedule import BudgetSchedule, plan_steps, refresh_rate
 from .state import RunState
 
@@ -29,11 +28,11 @@ class BudgetPlanner:
     PROBE_SHARE = 0.02  # of the time budget, spent measuring the step rate before the first plan (≥ 3 steps)
     WINDOW_SHARE = 0.2  # later plans use the step rate over this share of the budget, the most recent
 
-    def __init__(self, scheduler, data, epochs, accumulate, max_steps, max_minutes, dist, device) -> None:
+    def __init__(self, scheduler, data, epochs, accumulate, max_steps, max_minutes, dist) -> None:
         lam = scheduler.lr_lambdas[0]
         self.schedule = lam if isinstance(lam, BudgetSchedule) else None
         self.budget = None if max_minutes is None else 60.0 * max_minutes
-        self.scheduler, self.dist, self.device = scheduler, dist, device
+        self.scheduler, self.dist = scheduler, dist
         self.marks: list[tuple[int, float]] = []  # (step, training seconds) at this process's sync points
         self.active = self.schedule is not None and self.budget is not None  # planned from the clock
         if self.schedule is None:
@@ -96,9 +95,8 @@ class BudgetPlanner:
             return
         total, rate = self._estimate(run) if planned or self._probe_done(run) else (0, 0.0)
         if self.dist.enabled:  # every rank follows rank 0's plan
-            flag = torch.tensor([float(total), rate], device=self.device if self.device.type == "cuda" else "cpu")
-            torch.distributed.broadcast(flag, src=0)
-            total, rate = int(flag[0].item()), float(flag[1].item())
+            total, rate = broadcast_from_main([float(total), rate], self.dist)
+            total = int(total)
         if not total:
             return
         if planned:

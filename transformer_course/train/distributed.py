@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["Distributed", "all_reduce_sum", "setup_distributed"]
+__all__ = ["Distributed", "all_reduce_sum", "broadcast_from_main", "collective_device", "setup_distributed"]
 
 
 @dataclass
@@ -47,10 +47,27 @@ def setup_distributed() -> Distributed:
     return Distributed(rank, world_size, local_rank)
 
 
+def collective_device() -> torch.device:
+    """Where the tensor of a collective (all-reduce, broadcast) must live: NCCL moves CUDA tensors only, on this
+    process's GPU; gloo moves CPU tensors."""
+    if torch.distributed.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
 def all_reduce_sum(values: list[float], dist: Distributed) -> list[float]:
     """The sum of ``values`` over all ranks (each rank gets the totals); alone, ``values`` unchanged."""
     if not dist.enabled:
         return values
-    t = torch.tensor(values, dtype=torch.float64)
+    t = torch.tensor(values, dtype=torch.float64, device=collective_device())
     torch.distributed.all_reduce(t)
-    return t.tolist()
+    return t.tolist()  # a sync point
+
+
+def broadcast_from_main(values: list[float], dist: Distributed) -> list[float]:
+    """Rank 0's ``values`` on every rank (so all ranks follow one clock or one plan); alone, ``values`` unchanged."""
+    if not dist.enabled:
+        return values
+    t = torch.tensor(values, dtype=torch.float64, device=collective_device())
+    torch.distributed.broadcast(t, src=0)
+    return t.tolist()  # a sync point

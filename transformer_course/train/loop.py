@@ -44,7 +44,7 @@ from ..files import crash_point
 from ..layers import token_ids_checked
 from ..model import Transformer
 from ..rng import set_rng_states
-from .distributed import Distributed, setup_distributed
+from .distributed import Distributed, broadcast_from_main, setup_distributed
 from .folder import claimed_run_folder
 from .history import LogWindow
 from .state import RunState, check_run_inputs, end_epoch
@@ -177,7 +177,7 @@ def train_epoch(t: Training) -> str | None:
         if t.save_every and run.step % t.save_every == 0:
             t.checkpoint_last()
             tick = time.monotonic()  # saving is not training time
-        stopped_by = _stop_reason(run, t.max_steps, t.max_minutes, t.dist, log_step, t.device)
+        stopped_by = _stop_reason(run, t.max_steps, t.max_minutes, t.dist, log_step)
         if stopped_by is not None:
             return stopped_by
     return None
@@ -233,7 +233,7 @@ def _log(run: RunState, lr: float, bar) -> None:
 
 
 def _stop_reason(
-    run: RunState, max_steps: int | None, max_minutes: float | None, dist: Distributed, log_step: bool, device
+    run: RunState, max_steps: int | None, max_minutes: float | None, dist: Distributed, log_step: bool
 ) -> str | None:
     """ "max_steps" or "max_minutes" when the run must stop after this step, else None."""
     if max_steps is not None and run.step >= max_steps:
@@ -244,9 +244,7 @@ def _stop_reason(
         # steps on every rank), so that the broadcast is no sync per step.
         if not log_step:
             return None
-        flag = torch.tensor([float(over)], device=device if device.type == "cuda" else "cpu")
-        torch.distributed.broadcast(flag, src=0)
-        over = bool(flag.item())
+        over = bool(broadcast_from_main([float(over)], dist)[0])
     return "max_minutes" if over else None
 
 

@@ -150,7 +150,7 @@ def start_training(
     loss_fn = LabelSmoothingLoss(config.label_smoothing, PAD, reduction="sum", fused=config.fused_loss)
     accumulate = max(1, config.accumulate)
     budget = options["max_minutes"] if budget_minutes is None else budget_minutes
-    planner = BudgetPlanner(scheduler, data, options["epochs"], accumulate, options["max_steps"], budget, dist, device)
+    planner = BudgetPlanner(scheduler, data, options["epochs"], accumulate, options["max_steps"], budget, dist)
     return Training(
         config=config, data=data, model=model, optimizer=optimizer, scheduler=scheduler, loss_fn=loss_fn,
         run=run, saved_rng=saved_rng, last_good=last_good, pending=PendingChecks(), planner=planner,
