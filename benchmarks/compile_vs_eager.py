@@ -1,4 +1,4 @@
-"""torch.compile against eager on the `multi30k-cpu` train step, with length-bucketed batches (issue 28).
+"""torch.compile against eager on the `multi30k-cpu` train step, with length-bucketed batches.
 
 Length-bucketed batches change shape at almost every step (batch size and both lengths). Four ways to run the
 same stream of batches, each in a fresh process (so no compiled graph is shared):

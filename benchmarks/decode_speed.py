@@ -1,4 +1,4 @@
-"""Decoding speed (issue 4, notebook 09): the key/value cache, and beam 4 over the Multi30k test set.
+"""Decoding speed (notebook 09): the key/value cache, and beam 4 over the Multi30k test set.
 
 1. Greedy decoding with the cache vs without (the decoder re-run over the whole prefix each step):
    batch 32, 40 new tokens, d_model 256, 3+3 layers, 8 heads, d_ff 1024. Target: ≥ 5×.
@@ -31,7 +31,7 @@ import transformer_course as tc
 from transformer_course.data import BOS, EOS, PAD, multi30k_path, read_lines, tokenize_many
 from transformer_course.decode import beam_search, greedy_decode, translate
 
-DE_VOCAB, EN_VOCAB = 8012, 6190  # Multi30k train vocabularies with min_freq 2 (COURSE.md)
+DE_VOCAB, EN_VOCAB = 8012, 6190  # Multi30k train vocabularies with min_freq 2
 
 
 class NoEndModel(nn.Module):

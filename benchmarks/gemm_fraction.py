@@ -1,5 +1,5 @@
 """How close the `multi30k-cpu` train step comes to this CPU's matrix-multiply rate, and how it compares with
-nn.Transformer at identical work (issue 28, docs/results.md).
+nn.Transformer at identical work (docs/results.md).
 
 One run prints both figures: the FLOPs of one train step (forward, loss, backward; counted by
 torch.utils.flop_counter.FlopCounterMode, which counts matrix products and attention) divided by its median
@@ -19,7 +19,7 @@ time in matrix products (mm, addmm, bmm) and what the rest of the step spends, b
 
     python benchmarks/gemm_fraction.py [--threads 2] [--rounds 5] [--steps 3] [--dropouts preset|all]
 
-Batch: 80 sentences × (26 source + 27 target) tokens, vocabulary 8,000 (the multi30k-cpu step of issue 28).
+Batch: 80 sentences × (26 source + 27 target) tokens, vocabulary 8,000 (the multi30k-cpu step).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Packs what benchmarks/gpu_check.sh needs on the lent GPU machine, into .gpu/ (git ignores it), and prints the
-# device tool's call. That machine reaches no network, and its image (Python 3.12, its own torch;
-# ../.library/device/KINDS.md) lacks spaCy and the Jupyter kernel that runs notebook 11; ../shared does not travel.
+# Packs what benchmarks/gpu_check.sh needs on an offline GPU machine, into .gpu/ (git ignores it), and prints the
+# call that runs the check there. That machine reaches no network, and its image (Python 3.12, its own torch;
+# benchmarks/gpu_image.txt) lacks spaCy and the Jupyter kernel that runs notebook 11; only the working tree and
+# .gpu/ travel to it.
 #   bash benchmarks/gpu_carry.sh [MULTI30K_FOLDER]   # default: $TC_DATA_MIRROR, else ../shared/data/multi30k
 # .gpu/wheels: benchmarks/gpu_wheels.txt's pins for CPython 3.12 on manylinux x86_64 (what the image lacks,
 #              found by resolving in a copy of the image's packages: docs/results.md, "The GPU plan");
@@ -12,7 +13,7 @@ PYTHON="${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || command
 "$PYTHON" -c "import transformer_course" 2>/dev/null \
   || { echo "gpu_carry: $PYTHON cannot import the course: run make install, or set PYTHON to one that can"; exit 2; }
 source="${1:-${TC_DATA_MIRROR:-../shared/data/multi30k}}"
-limit=$((64 * 1024 * 1024))  # the device tool's working tree, carried paths included
+limit=$((64 * 1024 * 1024))  # what travels: the working tree, carried paths included
 
 # The six files, each checked against the course's own checksums (data/download.py), before .gpu/ is touched.
 "$PYTHON" - "$source" <<'PY' || exit 2

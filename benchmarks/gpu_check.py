@@ -1,4 +1,4 @@
-"""The prepared GPU check (issue 28): notebook 11's GPU path and ``train --preset multi30k-base --max-minutes N``
+"""The prepared GPU check: notebook 11's GPU path and ``train --preset multi30k-base --max-minutes N``
 on one GPU, then the rows for docs/results.md (steps/s, tokens/s, peak memory, BLEU greedy and beam 4).
 
     bash benchmarks/gpu_check.sh                     # one GPU, at most 9 minutes (the shell wrapper's timeout)

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The prepared GPU check of issue 28 (benchmarks/gpu_check.py says what it runs): at most 9 minutes on one GPU.
+# The prepared GPU check (benchmarks/gpu_check.py says what it runs): at most 9 minutes on one GPU.
 #   bash benchmarks/gpu_check.sh [--nb-minutes 4] [--cli-minutes 1.5] [--out DIR] [--root DATA] [--carried DIR]
 #   GPU_CHECK_TINY=1 bash benchmarks/gpu_check.sh --out DIR --root DATA    # the tiny CPU rehearsal
-# Multi30k must be in --root or reachable through TC_DATA_MIRROR (a folder or base URL). On the lent machine,
-# which reaches no network: --carried .gpu, the folder benchmarks/gpu_carry.sh packs (its wheels are installed
+# Multi30k must be in --root or reachable through TC_DATA_MIRROR (a folder or base URL). On a GPU machine
+# that reaches no network: --carried .gpu, the folder benchmarks/gpu_carry.sh packs (its wheels are installed
 # into a folder of their own, first on PYTHONPATH, and its Multi30k copy is the mirror); gpu_carry prints the call.
 set -euo pipefail
 cd "$(dirname "$0")/.."

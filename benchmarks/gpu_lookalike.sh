@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The lent GPU machine's Python, copied onto this CPU, to rehearse the carried check before device time is spent:
+# The GPU machine's Python, copied onto this CPU, to rehearse the carried check before GPU time is spent:
 # a CPython 3.12 venv with the image's torch and the image's packages the course touches (benchmarks/gpu_image.txt)
-# and nothing of the course's own requirements; then what the device call runs, with --carried .gpu, at the tiny
+# and nothing of the course's own requirements; then what the GPU machine runs, with --carried .gpu, at the tiny
 # size, and the collection of tests/test_sync.py (stage 1 on the GPU). A package the carry lacks fails here.
 #   bash benchmarks/gpu_lookalike.sh [VENV]   # default /tmp/gpu-lookalike; PyPI: torch's CUDA build, about 5 GB
 # Run benchmarks/gpu_carry.sh first (it packs .gpu/).
@@ -13,7 +13,7 @@ py312="${PYTHON312:-$(command -v python3.12 || ls -d "$HOME"/.pyenv/versions/3.1
 [ -d .gpu/wheels ] || { echo "gpu_lookalike: no .gpu/ to rehearse with: run bash benchmarks/gpu_carry.sh first"; exit 2; }
 [ -x "$venv/bin/python" ] || "$py312" -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -r benchmarks/gpu_image.txt
-# What those pins pull in that the image lacks (KINDS.md's list): out again, so that the carry must bring it.
+# What those pins pull in that the image lacks (its package list): out again, so that the carry must bring it.
 "$venv/bin/python" -m pip uninstall -q -y pydantic pydantic_core annotated-types typing-inspection tzdata 2>/dev/null || true
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

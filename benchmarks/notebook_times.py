@@ -1,4 +1,4 @@
-"""Wall time of each course notebook, run top to bottom, against its time target (issue 6 and later issues).
+"""Wall time of each course notebook, run top to bottom, against its time target.
 
 Notebooks 00–10 run in their normal mode (``TC_FAST`` unset); 11 trains on the real data and is timed in
 fast mode (``TC_FAST=1``). Each runs in a fresh ``python3`` kernel in the ``notebooks/`` folder, one after

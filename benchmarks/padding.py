@@ -1,6 +1,6 @@
 """How much of each batch is padding on Multi30k train: length-bucketed batches vs the naive ways.
 
-    TC_DATA_MIRROR=../shared/data/multi30k python benchmarks/padding.py [--tokens-per-batch 4000] [--root data]
+    TC_DATA_MIRROR=/path/to/multi30k python benchmarks/padding.py [--tokens-per-batch 4000] [--root data]
 
 Prints the padded fraction of source, target and both for
 - TokenBatchSampler (sorted pools, ~tokens_per_batch tokens per batch; the project's loader),

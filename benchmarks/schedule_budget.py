@@ -1,4 +1,4 @@
-"""The time-budgeted schedule against the tuned step-based one, in the same minutes (issue 28, docs/results.md).
+"""The time-budgeted schedule against the tuned step-based one, in the same minutes (docs/results.md).
 
 Two runs of one scaled-down `multi30k-cpu` (2 + 2 layers, d_model 128, ~1,000-token batches) that differ only in
 the schedule: the Noam schedule with the tuned 45-minute recipe's warmup of 300 steps, and `schedule=budget`

@@ -1,4 +1,4 @@
-"""One try of the 45-minute CPU contest (issue 12): train a preset with some fields changed for a fixed time,
+"""One try of the 45-minute CPU recipe contest: train a preset with some fields changed for a fixed time,
 then score it with greedy decoding on the validation split (never on test: the test split is scored once, for
 the recipe that wins here).
 

@@ -1,4 +1,4 @@
-"""How often the training loop reads a number back from the device, per step (issue 28).
+"""How often the training loop reads a number back from the device, per step.
 
 Runs ``fit`` on the toy task and counts, between the start of one optimizer step and the next, every host read
 of a tensor's value (``Tensor.item``, ``tolist``, ``__bool__``, ``__int__``, ``__float__``, ``__index__``): on a GPU

@@ -1,4 +1,4 @@
-"""The exported page's size and speed (issue 24): page bytes, load time and time per sentence in headless Chromium.
+"""The exported page's size and speed: page bytes, load time and time per sentence in headless Chromium.
 
     python benchmarks/web_page.py [--checkpoint PATH] [--sentences 20]
 

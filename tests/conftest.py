@@ -74,7 +74,7 @@ def matplotlib_settings_restored():
 def web_checkpoints(tmp_path_factory):
     """Two small Multi30k models, spaCy words and BPE pieces, trained 400 steps on the first 6,000 pairs
     (about a minute each on one idle core): enough that greedy translations are sentences, not ties
-    (tests/test_web_export.py, tests/test_web_page.py; issue 24). ``TC_WEB_CHECKPOINTS=DIR`` takes DIR/words.pt
+    (tests/test_web_export.py, tests/test_web_page.py). ``TC_WEB_CHECKPOINTS=DIR`` takes DIR/words.pt
     and DIR/bpe.pt instead (copies of what this fixture trained before), to rerun those tests quickly."""
     from transformer_course.config import get_preset
     from transformer_course.data import MIRROR_ENV, multi30k_data

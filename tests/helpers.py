@@ -3,8 +3,8 @@
 (Fixtures live in conftest.py; a test file never imports another test file.)
 
 - :func:`solutions` — the reference solutions beside the notebooks, by path;
-- :data:`MULTI30K` / :func:`multi30k_files` — the Multi30k files from ``TC_DATA_MIRROR`` (CI and this project's
-  machines point it at a shared folder) or the clone's ``data/``, nothing else;
+- :data:`MULTI30K` / :func:`multi30k_files` — the Multi30k files from ``TC_DATA_MIRROR`` (CI points it at a
+  local copy) or the clone's ``data/``, nothing else;
 - :func:`run_in_fast_mode` — one notebook top to bottom in fast mode, as committed or solved, in a copy of the
   course (English and 中文版), and what its output must say either way (:func:`check_as_committed`,
   :func:`check_solved`);
@@ -93,7 +93,7 @@ KERNEL_STARTUP_S = 180  # nbclient's default, 60 s, is too short on a busy 2-cor
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # the checkers' blank answers, in English and in the 中文版: this exercise's, or an earlier file's it builds on
 NOT_DONE = ("not done yet", "还没有完成", "is not written yet", "还没有写好")
-# tc.learner's lines in both languages (exercises/zh/learner.py): a fallback's mark, what names it as not the
+# tc.learner's lines in both languages (exercises/zh/learner.json): a fallback's mark, what names it as not the
 # learner's, the line that says whose model it is ("cell N: 模型是…"), the package's model, the learner's own
 FALLBACK, NOT_YOURS = ("fallback", "后备"), ("not yours", "不是你的")
 MODEL_IS = ("the model is", ": 模型是", ": 模型部分是", ": 模型不是")

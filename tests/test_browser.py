@@ -1,5 +1,5 @@
 """The charts draw in a real browser with no network: exported notebooks and chart pages opened in headless
-Chromium (issue 5, "Offline rendering, proved in a real browser").
+Chromium: offline rendering, proved in a real browser.
 
 ``edition.browser_check`` opens a copy of the page with a probe script first in its head: it records failed
 loads and script errors, counts each chart's rectangles once the charts drew, switches the explorer's first

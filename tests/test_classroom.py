@@ -1,4 +1,4 @@
-"""The classroom edition (issue 11): ``python -m transformer_course classroom OUT`` writes an nbgrader course
+"""The classroom edition: ``python -m transformer_course classroom OUT`` writes an nbgrader course
 folder from the notebooks and their reference solutions, and the real nbgrader grades it into its real gradebook.
 
 The fast tests read the notebooks and the solutions modules; the end-to-end tests (marked ``slow``; their
@@ -408,7 +408,7 @@ RAISES = 'raise RuntimeError("a bug in the learner\'s code")'
 NEVER_RETURNS = "while True:\n    pass"
 
 
-# Cheats (issue 22): code a student could put in a cell of their own, after the cell that imports the checkers, to
+# Cheats: code a student could put in a cell of their own, after the cell that imports the checkers, to
 # get the points without the work. Each must score 0 on every cell, the exercises being left undone.
 CHEATS = {
     # a rebound `ex` that passes everything and forges a result nbgrader would read as points

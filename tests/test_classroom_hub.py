@@ -1,4 +1,4 @@
-"""No answer on the hub (issue 22, item 5): the students' install holds no solution, and notebook 10 finds the
+"""No answer on the hub: the students' install holds no solution, and notebook 10 finds the
 checkpoint the hub shares.
 
 ``python -m transformer_course classroom OUT --hub`` writes ``OUT/hub/transformer_course-<version>-py3-none-any.whl``:
@@ -134,7 +134,7 @@ def test_a_student_kernel_on_the_hub_install_reaches_no_solution(tmp_path):
 
 SEALED_PROBE = """
 import json, sys
-sys.path[:0] = [{target!r}]; sys.path.append({purelib!r})
+sys.path[:0] = [{target!r}]; sys.path.append({purelib!r}); sys.path.append({tools!r})
 from transformer_course.exercises import nb01_masks as ex, unsealed
 from course_tools.classroom import verdict
 right = {right!r}
@@ -155,7 +155,9 @@ print(json.dumps([lines, graded, wrong]))
 @pytest.mark.slow
 def test_on_the_hub_install_no_answer_can_be_told_right_and_the_hidden_tests_still_grade(tmp_path):
     """In the hub wheel an answer check says only "noted" (sealed by the marker, and unsealing finds no digest);
-    the grade comes from the hidden test's digests: the reference's answers get 3 of 3, one wrong letter 2 of 3."""
+    the grade comes from the hidden test's digests: the reference's answers get 3 of 3, one wrong letter 2 of 3.
+    Grading runs where the teacher's course tools are installed (nbgrader autograde): the wheel's package, and
+    course_tools from the repository, in a folder of its own so that only it comes from there."""
     from course_tools.classroom.cells import checker_digests
 
     target = hub_install(tmp_path)
@@ -168,7 +170,12 @@ def test_on_the_hub_install_no_answer_can_be_told_right_and_the_hidden_tests_sti
         "sha": {"nb01_masks": sha},
     }
     right = {"q1": 2, "q2": "b", "q3": 2560}  # notebooks/solutions/nb01_masks.py's QUIZ
-    probe = SEALED_PROBE.format(target=str(target), purelib=sysconfig.get_paths()["purelib"], right=right, cell=cell)
+    tools = tmp_path / "teacher"
+    tools.mkdir()
+    (tools / "course_tools").symlink_to(PACKAGE_DIR.parent / "course_tools")
+    probe = SEALED_PROBE.format(
+        target=str(target), purelib=sysconfig.get_paths()["purelib"], tools=str(tools), right=right, cell=cell
+    )
     done = subprocess.run([sys.executable, "-I", "-S", "-c", probe], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     (scratch, by_hand, form), graded, wrong = json.loads(done.stdout.strip().splitlines()[-1])

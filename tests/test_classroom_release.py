@@ -1,4 +1,4 @@
-"""The class's notebooks and slides name no solutions folder (issue 22, item 5).
+"""The class's notebooks and slides name no solutions folder.
 
 The self-study notebooks link their solutions ("Solutions: [solutions/nb02_attention.py](…) (after trying!)",
 中文版 "参考答案：[…](…)（请先自己尝试！）"). In the nbgrader build those sentences say that the teacher shares the

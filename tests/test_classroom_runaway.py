@@ -1,4 +1,4 @@
-"""No submission is ever lost (issue 22): a runaway cell scores zero with one line saying why; every other cell is
+"""No submission is ever lost: a runaway cell scores zero with one line saying why; every other cell is
 graded.
 
 The fast tests take the grading kernel's guard (``course_tools.classroom.kernel_guard``) apart in this

@@ -590,7 +590,7 @@ def multi30k(tmp_path_factory):
 def test_multi30k_has_the_published_sizes(multi30k):
     _, m = multi30k
     assert (len(m.train), len(m.val), len(m.test)) == (29000, 1014, 1000)
-    # de 8,012 and en 6,190 words with min_freq 2, as measured independently in COURSE.md
+    # de 8,012 and en 6,190 words with min_freq 2, as measured independently
     assert (len(m.src_vocab), len(m.tgt_vocab)) == (8012, 6190)
 
 

@@ -88,7 +88,7 @@ def test_two_gloo_processes_equal_one_process_averaging_the_rank_gradients(tmp_p
         "history.json",
         "last.pt",
         "loss.png",
-        "run.json",  # the run's identity (issue #26)
+        "run.json",  # the run's identity
     ]
     ddp = load_checkpoint(tmp_path / "last.pt")
     assert ddp.step == STEPS

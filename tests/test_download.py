@@ -270,7 +270,7 @@ def test_a_missing_file_without_download_says_how_to_get_it(tmp_path):
 
 
 def test_a_corrupt_file_in_data_is_moved_aside_not_lost_when_no_source_can_replace_it(originals, tmp_path, monkeypatch):
-    """Issue #15 item 5: it used to be deleted, so offline it was simply gone. Now it is never read under
+    """A corrupt file used to be deleted, so offline it was simply gone. Now it is never read under
     its own name, and kept as NAME.corrupt until a good copy is in place (tests/test_reliability_inputs.py)."""
     root = tmp_path / "data"
     root.mkdir()

@@ -1,4 +1,4 @@
-"""The offline HTML edition (issue 7): one command executes the notebooks and writes one offline page per
+"""The offline HTML edition: one command executes the notebooks and writes one offline page per
 notebook plus a contents page in course order; in headless Chromium, with no network, every page loads
 without a failed script and its charts draw.
 
@@ -195,7 +195,7 @@ def test_every_chart_of_every_notebook_page_draws(reports):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Both languages (issue 14): English in OUT/, the 中文版 in OUT/zh/, each page linked to its namesake
+# Both languages: English in OUT/, the 中文版 in OUT/zh/, each page linked to its namesake
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -325,7 +325,7 @@ def test_the_chinese_page_draws_every_chart_offline(chinese_edition):
 
 @pytest.mark.slow
 def test_the_edition_runs_the_solved_course_and_leaves_the_notebooks_as_they_are(tmp_path):
-    """Issue 21: the HTML edition shows the solved course; the notebooks keep their blanks."""
+    """The HTML edition shows the solved course; the notebooks keep their blanks."""
     folder = tmp_path / "notebooks"
     (folder / "solutions").mkdir(parents=True)
     (folder / "solutions" / "nb00_blank.py").write_text("def answer():\n    return 6 * 7\n", encoding="utf-8")

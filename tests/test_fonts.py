@@ -1,4 +1,4 @@
-"""A CJK font for the 中文版's charts (issue 14, part 4): found and used in Chinese, or one warning line and
+"""A CJK font for the 中文版's charts: found and used in Chinese, or one warning line and
 English labels when there is none — never boxes ("tofu") in place of Chinese characters.
 
 The finder takes the list of fonts to choose from, so "no CJK font on this machine" is an empty list here,

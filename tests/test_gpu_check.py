@@ -48,7 +48,7 @@ def test_gpu_check_rehearses_end_to_end_on_the_cpu_and_prints_the_results_rows(t
     root = os.environ.get("TC_DATA_MIRROR") and tmp_path / "data"
     args = ["--out", str(tmp_path / "out")] + (["--root", str(root)] if root else [])
     mirror = Path(os.environ.get("TC_DATA_MIRROR") or "/nonexistent")
-    if mirror.is_dir():  # as on the lent machine: Multi30k from the carried folder, not from the mirror
+    if mirror.is_dir():  # as on an offline GPU machine: Multi30k from the carried folder, not from the mirror
         (tmp_path / "carried" / "wheels").mkdir(parents=True)  # this venv has every package: no wheel to carry
         shutil.copytree(mirror, tmp_path / "carried" / "multi30k")
         env["TC_DATA_MIRROR"] = str(tmp_path / "no-such-mirror")

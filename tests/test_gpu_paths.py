@@ -186,3 +186,26 @@ def test_a_checkpoint_written_on_a_gpu_loads_onto_the_cpu(tmp_path, monkeypatch)
     checkpoint = load_checkpoint(path)
     assert all(t.device.type == "cpu" for t in checkpoint.model.state_dict().values())
     assert torch.equal(checkpoint.model.generator.proj.weight, model.generator.proj.weight)
+
+
+def test_the_memory_check_counts_the_gpu_memory_when_training_on_a_gpu(monkeypatch):
+    """On a GPU the model must fit the device's memory, not the host's: a device-recording shim stands in."""
+    from types import SimpleNamespace
+
+    from transformer_course.data import toy_data
+    from transformer_course.train import training
+
+    asked = []
+
+    def properties(device):
+        asked.append(device)
+        return SimpleNamespace(total_memory=2**20)  # a 1 MiB GPU: nothing fits
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", properties)
+    config = get_preset("toy-copy")
+    with pytest.raises(ValueError, match="more than this machine's 0.0 GiB"):
+        training.start_training(
+            config, toy_data(n_train=64, batch_size=8), None, False, False, torch.device("cuda", 1), Distributed(),
+            compile=False, optimizer_factory=None, budget_minutes=None, epochs=1, max_steps=1, max_minutes=None,
+        )  # fmt: skip
+    assert asked == [torch.device("cuda", 1)]

@@ -1,4 +1,4 @@
-"""Grading a teacher can trust (issue 22), in-process: sealed answers (exercises/seal.py) and the hidden tests'
+"""Grading a teacher can trust, in-process: sealed answers (exercises/seal.py) and the hidden tests'
 verdict (classroom/verdict.py). The same, end to end with the real nbgrader, is in tests/test_classroom.py."""
 
 from __future__ import annotations

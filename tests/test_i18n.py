@@ -1,12 +1,13 @@
 """The checkers speak English, or Chinese after ``set_language("zh")``: every message a learner sees is an English
 template passed to ``t()`` (or ``lazy_t()`` for a text written at import), and every template has its Chinese entry
-(transformer_course/exercises/zh/) with the same fields. English stays exactly as it was."""
+(transformer_course/exercises/zh/<module>.json) with the same fields. English stays exactly as it was."""
 
 import ast
 import functools
-import importlib
+import json
 import re
 import string
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ from transformer_course.exercises import (
     nb10_attention_visualization,
     nb11_train_multi30k,
 )
-from transformer_course.i18n import get_language, lazy_t, register, set_language, t
+from transformer_course.i18n import get_language, lazy_t, load_catalogue, register, set_language, t
 
 from helpers import solutions
 
@@ -53,9 +54,12 @@ def tree(module: str) -> ast.Module:
     return ast.parse(source(module))
 
 
+def catalogue_name(module: str) -> str:
+    return "common" if module == "__init__" else module
+
+
 def catalogue(module: str) -> dict[str, str]:
-    name = "common" if module == "__init__" else module
-    return importlib.import_module(f"transformer_course.exercises.zh.{name}").ZH
+    return load_catalogue(catalogue_name(module))
 
 
 def called(node: ast.AST) -> str | None:
@@ -118,6 +122,23 @@ def test_every_template_has_a_chinese_entry_with_the_same_fields(module):
     assert not missing, f"no Chinese entry in exercises/zh/ for {len(missing)} templates:\n" + "\n".join(missing)
     different = [english for english in templates(module) if fields(english) != fields(zh[english])]
     assert not different, f"the Chinese templates must keep the fields, specs and conversions of: {different}"
+
+
+def test_each_catalogue_is_a_file_of_texts_its_module_loads_and_the_wheel_carries():
+    """exercises/zh/ holds one JSON object of texts per checker module (and learner.json for tc.learner), each
+    read by its module's ``register("zh", load_catalogue(name))``; pyproject.toml ships them as package data."""
+    files = sorted(path.stem for path in (EXERCISES / "zh").glob("*.json"))
+    assert files == sorted([*map(catalogue_name, MODULES), "learner"])
+    assert not list((EXERCISES / "zh").glob("*.py")), "the catalogues are data: no Python module in exercises/zh/"
+    for name in files:
+        found = json.loads((EXERCISES / "zh" / f"{name}.json").read_text(encoding="utf-8"))
+        assert found and all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()), name
+        assert load_catalogue(name) == found
+        owner = "provenance" if name == "learner" else {"common": "__init__"}.get(name, name)
+        home = EXERCISES.parent if name == "learner" else EXERCISES
+        assert f'register("zh", load_catalogue("{name}"))' in (home / f"{owner}.py").read_text(encoding="utf-8")
+    pyproject = tomllib.loads((EXERCISES.parent.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "zh/*.json" in pyproject["tool"]["setuptools"]["package-data"]["transformer_course.exercises"]
 
 
 @pytest.mark.parametrize("module", MODULES)

@@ -1,4 +1,4 @@
-"""The learner's own model (issues 10, 21, 26): what notebooks 02–07 write into my_transformer/, whose code it is.
+"""The learner's own model: what notebooks 02–07 write into my_transformer/, whose code it is.
 
 The code under test is the reference of each build cell, ``notebooks/solutions/my_transformer/<file>.py`` (what a
 solved build cell writes: tests/test_solve.py pins that), copied into a temporary folder. The package's model is
@@ -690,8 +690,9 @@ def learner_sources() -> dict[str, ast.Module]:
 
 
 def test_every_line_of_the_learner_has_its_chinese_entry_with_the_same_fields():
-    from transformer_course.exercises.zh.learner import ZH
-    from transformer_course.i18n import template_fields
+    from transformer_course.i18n import load_catalogue, template_fields
+
+    ZH = load_catalogue("learner")
 
     used = {
         node.args[0].value

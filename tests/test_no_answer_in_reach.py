@@ -1,4 +1,4 @@
-"""No answer in reach (issue 21, item 4): nothing a learner imports passes a checker.
+"""No answer in reach: nothing a learner imports passes a checker.
 
 For every checker module ``transformer_course/exercises/nbNN_*.py`` this feeds every attribute of the module
 (public and private, module-level, and the values one level down inside its dict, list, tuple and set
@@ -7,9 +7,8 @@ notebook (``transformer_course.<name>``, ``transformer_course.fallback.<name>``)
 of the module, in each parameter position (a quiz checker: each of its questions), with the other parameters
 filled with the reference answers from ``notebooks/solutions/nbNN_*.py``. Every such call must fail.
 
-A leak is reported as ``module.check_x(param=<attribute>) passed``. Modules whose notebook rewrite has not
-landed yet are listed in KNOWN_LEAKS (strict xfail: a module that stops leaking fails here, so the list is
-emptied as the rewrites land).
+A leak is reported as ``module.check_x(param=<attribute>) passed``. A module known to leak can be listed in
+KNOWN_LEAKS (strict xfail: a listed module that stops leaking fails here, so the list cannot go stale).
 """
 
 from __future__ import annotations
@@ -35,11 +34,7 @@ MODULES = sorted(p.stem for p in (REPO / "transformer_course" / "exercises").glo
 BUILD_FILES = {"02": ["attention.py"], "03": ["multi_head.py"], "04": ["norm_residual.py"], "05": ["embeddings.py"]}
 BUILD_FILES |= {"06": ["encoder.py"], "07": ["decoder.py"]}
 
-# Checker modules that still leak today (measured on this branch before the notebook helpers' rewrites land);
-# the integrator empties this as each rewrite is merged. strict=True: a module that no longer leaks fails here.
-# Measured at 21:35 UTC on 1 Dec (before any rewrite): every module leaks, e.g. nb00 counted_attention_macs,
-# nb02 _reference and transformer_course.scaled_dot_product_attention, nb04 transformer_course.LayerNorm,
-# nb11 sacrebleu_score and package_loss_floor (the test's message lists each call that passed).
+# Checker modules known to leak (none). strict=True: a listed module that no longer leaks fails here.
 KNOWN_LEAKS: set[str] = set()
 
 

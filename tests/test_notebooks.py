@@ -1,4 +1,4 @@
-"""Every course notebook runs top to bottom both ways a learner meets it (issue 21, item 6), and is committed clean.
+"""Every course notebook runs top to bottom both ways a learner meets it, and is committed clean.
 
 The execution tests run each ``notebooks/*.ipynb`` with nbclient in fast mode (``TC_FAST=1``), with the
 ``python3`` kernel, as a learner's "Restart Kernel and Run All Cells" would, in a copy of the course's folder

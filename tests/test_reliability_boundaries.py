@@ -1,4 +1,4 @@
-"""Reliability, round 2 (issue #26, items 2 and 3): every value is checked at the boundary, in the API as on the
+"""Reliability, round 2 (docs/reliability.md): every value is checked at the boundary, in the API as on the
 command line, and an expected failure is one line naming its cause. Each test is one input of the audit."""
 
 from __future__ import annotations

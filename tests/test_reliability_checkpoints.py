@@ -1,5 +1,5 @@
-"""Reliability of checkpoints, training runs and run folders (issue #15, items 1, 2, 3, 5, 7 and the
-kill -9 guarantee): a checkpoint is written only from finite weights, carries checksums of its tensors,
+"""Reliability of checkpoints, training runs and run folders, and the kill -9 guarantee (docs/reliability.md):
+a checkpoint is written only from finite weights, carries checksums of its tensors,
 is one self-consistent unit, a run folder is locked, and a run killed at any moment resumes exactly."""
 
 import io

@@ -1,4 +1,4 @@
-"""Reliability of the inputs (issue #15, items 2, 4, 5, 6): downloads with a total deadline and a size limit,
+"""Reliability of the inputs (docs/reliability.md): downloads with a total deadline and a size limit,
 damaged data files kept aside, temporary files swept, a damaged token cache rebuilt, configs and arguments
 validated before anything is allocated, bounded beams, a full disk named, and a command line that turns
 every expected failure into one line and lets a real bug show its traceback.
@@ -154,7 +154,7 @@ def within(seconds: float, fn):
     return outcome[0]
 
 
-# --- Item 4: every network wait has a total deadline, every download a size limit ---------------------------------
+# --- Every network wait has a total deadline, every download a size limit -----------------------------------------
 
 
 @needs_multi30k
@@ -212,7 +212,7 @@ def test_a_deadline_that_is_not_a_positive_finite_number_is_refused(tmp_path, de
         download_multi30k(tmp_path, ["val"], url=None, deadline=deadline, verbose=False)
 
 
-# --- Item 5: data files are never lost, temporary files never stay -----------------------------------------------
+# --- Data files are never lost, temporary files never stay -------------------------------------------------------
 
 
 def test_a_damaged_data_file_is_kept_aside_until_a_good_copy_is_in_place(standins, tmp_path):
@@ -327,7 +327,7 @@ def test_a_full_disk_while_writing_the_token_cache_is_a_warning_and_the_tokens_s
     assert leftovers(tmp_path / "cache") == []
 
 
-# --- Item 6 (token cache): a damaged cache is rebuilt, with a warning naming it ------------------------------------
+# --- The token cache: a damaged cache is rebuilt, with a warning naming it -----------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -345,7 +345,7 @@ def test_a_damaged_token_cache_is_rebuilt_with_a_warning_naming_it(tmp_path, dam
     assert json.loads(cache.read_text(encoding="utf-8")) == tokens  # rewritten whole
 
 
-# --- Item 6: configs are validated (types, ranges, upper bounds) before anything is allocated ---------------------
+# --- Configs are validated (types, ranges, upper bounds) before anything is allocated -----------------------------
 
 BAD_CONFIGS = [
     (dict(N=True), "N must be a positive integer, got N=True of type bool"),
@@ -414,7 +414,7 @@ def test_numpy_integers_in_a_config_become_plain_ints():
     assert config.N == 3 and type(config.N) is int
 
 
-# --- Item 4 and 6: decoding arguments ------------------------------------------------------------------------------
+# --- Decoding arguments --------------------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -478,7 +478,7 @@ def test_evaluate_refuses_a_limit_that_is_not_a_positive_number_before_loading_a
         evaluate_checkpoint(tmp_path / "missing.pt", "test", limit=limit, progress=False)
 
 
-# --- Item 6: the command line --------------------------------------------------------------------------------------
+# --- The command line ----------------------------------------------------------------------------------------------
 
 
 def error_line(capsys) -> str:

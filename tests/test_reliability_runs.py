@@ -1,4 +1,4 @@
-"""Reliability, round 2 (issue #26, items 1 and 2): a run has an identity, and nothing writes over a run.
+"""Reliability, round 2 (docs/reliability.md): a run has an identity, and nothing writes over a run.
 
 fit claims its folder (the lock and the "holds a run?" check in one step), a new run gets a run id, every
 checkpoint carries it with the data's fingerprint; resuming and averaging accept only one run's files. Each test

@@ -1,4 +1,4 @@
-"""Reliability, round 2 (issue #26, item 1): nothing a command writes may clobber what it did not make.
+"""Reliability, round 2 (docs/reliability.md): nothing a command writes may clobber what it did not make.
 
 A builder (the nbgrader course folder, the HTML edition) writes only into a folder it owns — a new or empty one,
 or one it built before, whose manifest ``.tc-written.json`` lists every file it wrote — and ``--force`` removes

@@ -1,4 +1,4 @@
-"""Slides (issue 11, item 4): every notebook has a teacher's path through it in its cells' slide metadata, and
+"""Slides: every notebook has a teacher's path through it in its cells' slide metadata, and
 ``python -m course_tools.edition --slides`` turns an executed notebook into a reveal.js deck that needs
 no network: reveal.js, the Vega bundle and every style sheet are inside the page, formulas are MathML.
 
@@ -253,7 +253,7 @@ def test_a_slide_screenshot_is_a_picture_of_the_deck_size(fast_deck, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The 中文版's decks (issue 14): the same builder on notebooks/zh/, into OUT/zh/slides/, linked both ways
+# The 中文版's decks: the same builder on notebooks/zh/, into OUT/zh/slides/, linked both ways
 # ---------------------------------------------------------------------------------------------------------
 
 ZH_DECK = NOTEBOOKS / "zh" / "01_masks.ipynb"

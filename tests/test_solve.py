@@ -1,9 +1,9 @@
-"""The solved course (issue 21): a committed notebook + notebooks/solutions → the notebook with every blank filled.
+"""The solved course: a committed notebook + notebooks/solutions → the notebook with every blank filled.
 
 A build cell (``%%writefile my_transformer/<file>.py``) is a scaffold whose stubs the learner writes; solving it
 must give back its reference ``notebooks/solutions/my_transformer/<file>.py`` as the same program (ast-equal:
 same names, imports, docstrings and given code), so that the scaffold and the reference cannot drift apart. The
-classroom build grades the same cells as solution cells (item 7). Scaffolds made here from the references by
+classroom build grades the same cells as solution cells. Scaffolds made here from the references by
 blanking every body stand in for the notebooks' until they all have stubs.
 """
 
@@ -61,9 +61,7 @@ def scaffold(text: str) -> str:
 
 # ---- each build cell against its reference ---------------------------------------------------------------------
 
-# Build cells that do not yet match their reference: 05's and 07's cells predate the variant switches
-# (PositionalEncoding(kind=...), make_model(positional=...)) that their references have. The notebook helpers'
-# scaffolds replace them; the integrator empties this set when they land (strict: a cell that matches fails here).
+# Build cells known not to match their reference (none). strict: a listed cell that matches fails here.
 BEHIND: set[str] = set()
 
 
@@ -165,7 +163,7 @@ def test_solving_into_the_notebooks_folder_is_refused():
         solve_notebooks(NOTEBOOKS_DIR, NOTEBOOKS_DIR)
 
 
-# ---- the classroom build grades build cells as solution cells (issue 21, item 7) --------------------------------
+# ---- the classroom build grades build cells as solution cells --------------------------------
 
 
 def notebook_with_scaffold(file: str):

@@ -152,7 +152,7 @@ def multi30k_lines():
 
 @pytest.fixture(scope="module")
 def tokenizer(multi30k_lines):
-    """vocab_size 8000 (the size of COURSE.md's probe), trained on the TRAIN split only, both languages."""
+    """vocab_size 8000 (the size of docs/results.md's probe), trained on the TRAIN split only, both languages."""
     start = time.perf_counter()
     tokenizer = SubwordTokenizer.train(multi30k_lines["train", "de"] + multi30k_lines["train", "en"], vocab_size=8000)
     print(f"\ntrained {tokenizer} on 58,000 train sentences in {time.perf_counter() - start:.1f} s")

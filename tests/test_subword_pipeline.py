@@ -1,4 +1,4 @@
-"""Subwords through the whole pipeline (issue 12): a joint de+en byte-pair tokenizer learned on the train split
+"""Subwords through the whole pipeline: a joint de+en byte-pair tokenizer learned on the train split
 travels inside every checkpoint, so translate, evaluate, averaging and the attention views need no other file."""
 
 import json

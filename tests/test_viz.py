@@ -481,7 +481,7 @@ def test_explorer_can_open_on_the_mean_of_the_heads():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Chart labels in the course's language (the 中文版, issue 14): English as always, Chinese after
+# Chart labels in the course's language (the 中文版): English as always, Chinese after
 # set_language("zh") where a CJK font is installed (tests/test_fonts.py: the font, and English without one)
 # ---------------------------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The graphs the browser runs equal the PyTorch model (issue 24): onnxruntime (Python) on the exported encoder
+"""The graphs the browser runs equal the PyTorch model: onnxruntime (Python) on the exported encoder
 and decoder step gives the model's own numbers — memory, logits, log-probabilities, every attention weight of
 every layer and head — on 100 test2016 sentences, and its greedy loop over the fixed-length key/value cache gives
 the very tokens ``greedy_decode`` gives, with and without the package's cache."""

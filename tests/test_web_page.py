@@ -1,4 +1,4 @@
-"""The exported page (issue 24): its JavaScript tokenizers equal Python's on every test2016 source sentence
+"""The exported page: its JavaScript tokenizers equal Python's on every test2016 source sentence
 (run under node), and in headless Chromium, opened from ``file://`` with no flag and no network, typed sentences
 translate exactly as ``translate(checkpoint, …, beam_size=1)`` and the heatmaps show the captured weights.
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.xdist_group("web")  # one worker builds the session's w
 
 NODE = shutil.which("node")
 CHROMIUM = edition.find_chromium()
-TOKENIZERS_JS = Path(__file__).resolve().parents[1] / "transformer_course" / "web" / "static" / "tokenizers.js"
+TOKENIZERS_JS = Path(__file__).resolve().parents[1] / "course_tools" / "web" / "static" / "tokenizers.js"
 ODD = [  # beyond Multi30k: emoticons, URLs, abbreviations, quotes, tabs, double spaces, emoji, unknown letters
     "Hallo:)",
     "z.B. 3,5 km/h",

@@ -1,4 +1,4 @@
-"""The 中文版 (issue 14): ``notebooks/zh/`` is the English course with its prose in Chinese, its code shared.
+"""The 中文版: ``notebooks/zh/`` is the English course with its prose in Chinese, its code shared.
 
 - every English notebook has its zh notebook, and ``course_tools.edition.zh.differences`` finds nothing:
   the same cells, code identical except the language lines, every markdown cell translated;
@@ -145,10 +145,10 @@ def test_the_glossary_covers_every_english_term_with_a_chinese_form():
     assert not problems, f"{GLOSSARY_ZH.relative_to(REPO)}:\n" + "\n".join(problems)
 
 
-def test_the_glossary_lists_the_term_choices_of_the_issues():
+def test_the_glossary_lists_the_courses_term_choices_and_d2ls_forms_first():
     terms = {t.english: t for t in parse_glossary(GLOSSARY_ZH)}
     accepted = {english: re.split(r"\s+/\s+", terms[english].chosen) for english in terms}
-    issue_14 = {
+    chosen = {
         "Attention": "注意力",
         "Multi-head attention": "多头注意力",
         "Mask": "掩码",
@@ -158,8 +158,8 @@ def test_the_glossary_lists_the_term_choices_of_the_issues():
         "Label smoothing": "标签平滑",
         "Beam search": "束搜索",
     }
-    assert {english: form for english, form in issue_14.items() if form in accepted[english]} == issue_14
-    issue_27_first = {  # the d2l reader's forms come first; the course's own words for stacks and the explorer
+    assert {english: form for english, form in chosen.items() if form in accepted[english]} == chosen
+    d2l_first = {  # the d2l reader's forms come first; the course's own words for stacks and the explorer
         "LayerNorm": "层规范化",
         "BatchNorm": "批量规范化",
         "Batch size": "批量大小",
@@ -171,7 +171,7 @@ def test_the_glossary_lists_the_term_choices_of_the_issues():
         "Package": "包",
         "Cell (notebook)": "单元格",
     }
-    assert {english: accepted[english][0] for english in issue_27_first} == issue_27_first
+    assert {english: accepted[english][0] for english in d2l_first} == d2l_first
     avoided = {a.variant for t in terms.values() for a in t.avoided}
     assert not avoided & {"层规范化", "批量规范化", "批量大小", "关注"}, "d2l's own terms are not avoided"
     for coined in ("Diagonality", "Anti-diagonality"):

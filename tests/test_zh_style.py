@@ -1,7 +1,7 @@
-"""The 中文版's writing rules (issue 27): notebooks/zh/STYLE.md, checked on every piece of Chinese text.
+"""The 中文版's writing rules: notebooks/zh/STYLE.md, checked on every piece of Chinese text.
 
 The Chinese text is: the zh notebooks' markdown cells, the checkers' Chinese messages
-(``transformer_course/exercises/zh/*.py``), the README's 中文版 section, the 术语表 and the style sheet itself.
+(``transformer_course/exercises/zh/*.json``), the README's 中文版 section, the 术语表 and the style sheet itself.
 
 - one paragraph per source line: no line break between two CJK characters (or CJK punctuation) inside a
   paragraph, a list item or a block quote; headings, list items, table rows and code blocks start lines
@@ -16,12 +16,13 @@ The last tests run each rule on made-up text, both ways, to show it can fail.
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from pathlib import Path
 
 import pytest
+
+from transformer_course.i18n import load_catalogue
 
 from helpers import (
     ENGLISH,
@@ -37,7 +38,7 @@ from helpers import (
 )
 
 STYLE_ZH = ZH / "STYLE.md"
-CATALOGUES = sorted((REPO / "transformer_course" / "exercises" / "zh").glob("*.py"))
+CATALOGUES = sorted((REPO / "transformer_course" / "exercises" / "zh").glob("*.json"))
 CJK_TEXT = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef“”‘’…—"  # 汉字, CJK and full-width punctuation, “” ‘’ … —
 CJK_END = re.compile(f"[{CJK_TEXT}]$")
 CJK_START = re.compile(f"^[{CJK_TEXT}]")
@@ -55,8 +56,7 @@ def catalogue_texts() -> list[tuple[str, str]]:
     """Every Chinese message of the checkers: (module and the English template, the Chinese one)."""
     texts = []
     for path in CATALOGUES:
-        module = importlib.import_module(f"transformer_course.exercises.zh.{path.stem}")
-        for english, chinese in getattr(module, "ZH", {}).items():
+        for english, chinese in load_catalogue(path.stem).items():
             texts.append((f"exercises/zh/{path.name} {english[:50]!r}", chinese))
     return texts
 

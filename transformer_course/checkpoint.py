@@ -30,7 +30,7 @@ from torch import nn
 from .config import Config
 from .data import SubwordTokenizer, Vocab
 from .failures import DISK_FULL, HINTS
-from .files import atomic_write, crash_point, refuse_writing_onto_inputs
+from .files import atomic_write, claim_file, crash_point, refuse_writing_onto_inputs
 from .integrity import (
     CHECKSUMS,
     CheckpointError,
@@ -58,6 +58,7 @@ __all__ = [
     "Resolved",
     "RunLockedError",
     "average_checkpoints",
+    "is_averaged_checkpoint",
     "epoch_checkpoints",
     "load_checkpoint",
     "read_checkpoint",
@@ -233,6 +234,7 @@ def average_checkpoints(paths: list[str | Path], out: str | Path | None = None) 
         raise ValueError("average_checkpoints needs at least one checkpoint path")
     if out is not None:
         refuse_writing_onto_inputs(out, paths)  # before reading: `--out RUN/epoch-002.pt` would destroy an input
+        claim_file(out, "average", is_averaged_checkpoint)  # nor a run's last.pt, best.pt or any file not its own
     states = [read_checkpoint(p) for p in paths]
     for p, s in zip(paths, states):
         _config_and_vocabularies(s, Path(p))
@@ -261,8 +263,24 @@ def average_checkpoints(paths: list[str | Path], out: str | Path | None = None) 
 
 
 def epoch_checkpoints(out_dir: str | Path) -> list[Path]:
-    """The per-epoch checkpoints of a run, oldest first."""
-    return sorted(Path(out_dir).glob("epoch-*.pt"))
+    """The per-epoch checkpoints of a run, oldest first. A name that leads to no file (a broken symbolic link,
+    or one that loops) is refused in one line."""
+    paths = sorted(Path(out_dir).glob("epoch-*.pt"))
+    for path in paths:
+        if not path.is_file():
+            raise CheckpointError(
+                f"{path} is not a file (a symbolic link that leads nowhere or to itself?); remove it or put the "
+                "epoch's checkpoint there"
+            )
+    return paths
+
+
+def is_averaged_checkpoint(path: str | Path) -> bool:
+    """Whether ``path`` is a checkpoint that :func:`average_checkpoints` wrote (it names what it averaged)."""
+    try:
+        return "averaged_from" in read_checkpoint(path)
+    except (CheckpointError, OSError, ValueError):
+        return False
 
 
 @dataclass(frozen=True)

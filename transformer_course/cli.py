@@ -26,7 +26,7 @@ from pathlib import Path
 from .cli_checks import check_beam, check_device, check_positive, check_train_options
 from .config import PRESETS, get_preset
 from .failures import DISK_FULL, Terminated, expected_errors, on_sigterm, one_line, write_text
-from .files import check_writable_folder, refuse_writing_onto_inputs
+from .files import check_writable_folder, claim_file, refuse_writing_onto_inputs
 from .overrides import apply_overrides
 
 __all__ = ["COMMANDS", "TOOLS", "build_parser", "main", "run_guarded", "run_tool"]
@@ -196,9 +196,9 @@ def cmd_evaluate(args) -> None:
     check_positive(args, ("limit",))
     if args.samples < 0:
         raise ValueError(f"--samples is how many translations to print and must be >= 0, got {args.samples}")
-    if args.json:
+    if args.json:  # checked before the translation's minutes of work
         refuse_writing_onto_inputs(args.json, [args.checkpoint], "--json")
-        check_writable_folder(Path(args.json).parent, "--json's folder")
+        claim_file(args.json, "evaluate --json", is_evaluation_report, "--json")
     result = evaluate_checkpoint(
         args.checkpoint, args.split, args.beam, args.root, args.limit, progress=not args.no_progress
     )
@@ -225,6 +225,18 @@ def cmd_evaluate(args) -> None:
                 indent=1,
             ),
         )
+
+
+REPORT_KEYS = {"checkpoint", "split", "beam_size", "bleu", "hypotheses"}  # what evaluate --json writes
+
+
+def is_evaluation_report(path: Path) -> bool:
+    """Whether ``path`` holds a report that ``evaluate --json`` wrote (so another may replace it)."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(report, dict) and REPORT_KEYS <= report.keys()
 
 
 def cmd_translate(args) -> None:

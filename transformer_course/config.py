@@ -18,6 +18,9 @@ from dataclasses import asdict, dataclass, fields, replace
 
 __all__ = [
     "Config",
+    "check_fits_in_memory",
+    "machine_memory_bytes",
+    "training_bytes",
     "LIMITS",
     "MAX_BEAM_SIZE",
     "MAX_LENGTH_PENALTY",
@@ -283,6 +286,44 @@ PRESETS: dict[str, Config] = {
         validate_every=5,  # on a GPU an epoch of Multi30k takes seconds: validating and saving each would dominate
     ),
 }
+
+
+def machine_memory_bytes() -> int | None:
+    """This machine's physical memory in bytes (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def training_bytes(config: Config, src_vocab: int, tgt_vocab: int) -> tuple[int, int]:
+    """(parameters, bytes) a training step of ``config`` needs at least, in float32: the weights, their
+    gradients and Adam's two moments (16 bytes a parameter), and the activations autograd keeps for one batch
+    of ``tokens_per_batch`` target tokens (per layer and token about 16·d_model + 2·d_ff numbers; the logits and
+    their softmax, 3·tgt_vocab). A lower bound: attention's (q_len × k_len) maps come on top."""
+    d, f, n = config.d_model, config.d_ff, config.N
+    per_layer = 4 * d * d + 2 * d * f  # self-attention's projections and the feed-forward network (no biases)
+    matrices = {"none": src_vocab + 2 * tgt_vocab, "decoder": src_vocab + tgt_vocab, "all": max(src_vocab, tgt_vocab)}
+    parameters = n * per_layer + n * (per_layer + 4 * d * d) + matrices[config.tie_embeddings] * d  # encoder, decoder
+    tokens = 2 * config.tokens_per_batch  # source tokens about as many as target ones
+    activations = tokens * (2 * n * (16 * d + 2 * f)) + config.tokens_per_batch * 3 * tgt_vocab
+    return parameters, 16 * parameters + 4 * activations
+
+
+def check_fits_in_memory(config: Config, src_vocab: int, tgt_vocab: int, available: int | None = None) -> None:
+    """Refuse, before any tensor is allocated, a model whose training needs more memory than this machine has
+    (``available`` bytes; default: :func:`machine_memory_bytes`), in one line naming what to make smaller."""
+    available = machine_memory_bytes() if available is None else available
+    if available is None:
+        return
+    parameters, needed = training_bytes(config, src_vocab, tgt_vocab)
+    if needed > available:
+        raise ValueError(
+            f"N={config.N}, d_model={config.d_model}, d_ff={config.d_ff} with tokens_per_batch="
+            f"{config.tokens_per_batch}: {parameters / 1e6:,.0f} M parameters, and training needs at least "
+            f"{needed / 2**30:,.1f} GiB (weights, gradients, Adam, one batch's activations), more than this "
+            f"machine's {available / 2**30:,.1f} GiB; make N, d_model, d_ff or tokens_per_batch smaller"
+        )
 
 
 def get_preset(name: str) -> Config:

@@ -1,4 +1,4 @@
-"""Dropout whose mask costs less to draw on a CPU (issue 28; ``Config.fast_dropout``).
+"""Dropout whose mask costs less to draw on a CPU (``Config.fast_dropout``).
 
 ``nn.Dropout`` draws its mask with ``bernoulli_``, one random number per element, slowly on a CPU: the
 ``multi30k-cpu`` train step with it takes about a fifth longer (``python benchmarks/gemm_fraction.py`` prints

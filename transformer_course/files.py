@@ -32,6 +32,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "check_writable_folder",
+    "claim_file",
     "claim_folder",
     "crash_point",
     "plan_writes",
@@ -139,7 +140,10 @@ def refuse_writing_onto_inputs(out: str | os.PathLike, inputs, option: str = "--
     out = Path(out)
     for path in inputs:
         path = Path(path)
-        same = out.resolve() == path.resolve()
+        try:
+            same = out.resolve() == path.resolve()
+        except (OSError, RuntimeError):  # a symbolic link that loops: compare the names as given
+            same = out.absolute() == path.absolute()
         try:
             same = same or (out.exists() and path.exists() and os.path.samefile(out, path))
         except OSError:
@@ -232,6 +236,27 @@ def claim_folder(out: str | os.PathLike, command: str, protected=(), option: str
             "name a new or empty folder"
         )
     return written
+
+
+def claim_file(out: str | os.PathLike, command: str, ours: Callable[[Path], bool], option: str = "--out") -> None:
+    """Check, before any work, that ``command`` may write the one file ``out`` (an averaged checkpoint, a JSON
+    report): a new file, or one that ``ours(out)`` recognises as this command's own earlier output. Refused with
+    one line: an empty name, a folder, a symbolic link, a file under a file or in a read-only folder, and any
+    other existing file (a run's last.pt or best.pt, an epoch checkpoint, someone's notes), which it would
+    replace. :func:`claim_folder` does the same for a command that writes a folder."""
+    if not str(out).strip():
+        raise DestinationError(f"{option} is empty; name the file to write")
+    out = Path(out)
+    if out.is_symlink():
+        raise DestinationError(f"{option} {out} is a symbolic link; name a real file (the write would land elsewhere)")
+    if out.is_dir():
+        raise DestinationError(f"{option} {out} is a folder; name the file to write inside it")
+    check_writable_folder(out.parent, f"{option}'s folder")
+    if out.exists() and not ours(out):
+        raise DestinationError(
+            f"{option} {out} already exists and was not written by {command}; it would be replaced — "
+            f"choose another {option} or move it away"
+        )
 
 
 def plan_writes(out: str | os.PathLike, targets, written: set[str], option: str = "OUT") -> None:

@@ -7,9 +7,10 @@ A checker writes each message as an English template and passes it through :func
 
 In English the template is filled in as it is. After ``set_language("zh")`` (the first code cell of every
 notebook in ``notebooks/zh/`` calls it) :func:`t` looks the same template up in the Chinese catalogue and
-fills in the Chinese one with the same values. The catalogues are plain dictionaries, one per exercise
-module (``ZH = {english template: chinese template}``), registered with :func:`register`; a test checks that
-every template a checker uses has its Chinese entry with the same ``{fields}``.
+fills in the Chinese one with the same values. The catalogues are data, one JSON object per exercise module
+(``{english template: chinese template}``, in ``exercises/zh/<module>.json``), read by :func:`load_catalogue`
+and registered with :func:`register`; a test checks that every template a checker uses has its Chinese entry
+with the same ``{fields}``.
 
 A text written once when a module is imported (a table of hints, a question and its explanations) uses
 :func:`lazy_t` instead: it is put into the language of the moment each time it is shown, so a notebook may
@@ -20,8 +21,10 @@ A template missing from the catalogue falls back to English (never an error in f
 
 from __future__ import annotations
 
+import json
 import os
 import string
+from pathlib import Path
 
 __all__ = [
     "CATALOGUES",
@@ -29,6 +32,7 @@ __all__ = [
     "LazyText",
     "get_language",
     "lazy_t",
+    "load_catalogue",
     "register",
     "set_language",
     "t",
@@ -37,6 +41,9 @@ __all__ = [
 
 LANGUAGES = ("en", "zh")
 LANGUAGE_ENV = "TC_LANG"  # the default language, e.g. TC_LANG=zh
+# exercises/<language>/<name>.json, found next to this file: the package as installed from a wheel, and the fresh
+# copy a grading kernel loads from the package's files (course_tools.classroom.verdict), read their own files
+CATALOGUE_FOLDER = Path(__file__).resolve().parent / "exercises"
 
 CATALOGUES: dict[str, dict[str, str]] = {"zh": {}}
 _language = os.environ.get(LANGUAGE_ENV, "en") if os.environ.get(LANGUAGE_ENV, "en") in LANGUAGES else "en"
@@ -67,6 +74,14 @@ def register(language: str, catalogue: dict[str, str]) -> None:
                 f"{sorted(template_fields(english))}"
             )
     CATALOGUES[language].update(catalogue)
+
+
+def load_catalogue(name: str, language: str = "zh") -> dict[str, str]:
+    """The catalogue ``exercises/<language>/<name>.json`` (``{english template: translated template}``, in its
+    file's order): ``common`` for ``exercises/__init__.py``, ``learner`` for :mod:`transformer_course.learner` and
+    :mod:`transformer_course.provenance`, else the exercise module's own name (``nb01_masks``, ``guard``, …)."""
+    path = CATALOGUE_FOLDER / language / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def template_fields(template: str) -> set[str]:

@@ -27,7 +27,7 @@ __all__ = [
     "sinusoidal_table",
     "PositionalEncoding",
     "check_positive",
-    "check_token_ids",
+    "check_token_range",
     "token_ids_checked",
 ]
 
@@ -105,7 +105,7 @@ class Embeddings(nn.Module):
         self.vocab, self.d_model = vocab, d_model
 
     def forward(self, tokens: Tensor) -> Tensor:
-        check_token_ids(tokens, self.vocab)
+        check_token_range(tokens, self.vocab)
         return self.lut(tokens) * math.sqrt(self.d_model)  # (B, L) → (B, L, d_model)
 
 
@@ -154,6 +154,12 @@ class PositionalEncoding(nn.Module):
             )
         return self.dropout(x + self.table[start:end])  # (B, L, d_model)
 
+    def at(self, x: Tensor, position: Tensor) -> Tensor:
+        """x (batch, 1, d_model) holds the one position in the (1,) int64 tensor ``position``: a decoding step of an
+        exported graph, which takes the position as an input tensor, not as a Python int to slice the table with.
+        No length check: the caller keeps ``position`` below ``max_len``."""
+        return self.dropout(x + self.table[position])  # (B, 1, d_model) + (1, d_model) → (B, 1, d_model)
+
 
 def check_positive(**sizes: int) -> None:
     for name, value in sizes.items():
@@ -169,7 +175,7 @@ _IDS_CHECKED = contextvars.ContextVar("token_ids_checked", default=False)
 @contextlib.contextmanager
 def token_ids_checked() -> Iterator[None]:
     """Inside this block :class:`Embeddings` skip their range check: the caller promises it checked the ids
-    (``fit`` runs :func:`check_token_ids` once per batch, on the host tensors). On a GPU the check reads the
+    (``fit`` runs :func:`check_token_range` once per batch, on the host tensors). On a GPU the check reads the
     ids' min and max back to the host, a sync on every call; on the host it costs no sync."""
     token = _IDS_CHECKED.set(True)
     try:
@@ -178,7 +184,9 @@ def token_ids_checked() -> Iterator[None]:
         _IDS_CHECKED.reset(token)
 
 
-def check_token_ids(tokens: Tensor, vocab: int) -> None:
+def check_token_range(tokens: Tensor, vocab: int) -> None:
+    """Raise ValueError unless ``tokens`` are integer ids in ``[0, vocab)``: the embeddings' range check (a
+    (batch, length) tensor at the model's entry is :func:`transformer_course.masks.check_token_ids`'s)."""
     if tokens.dtype not in (torch.int64, torch.int32):
         raise ValueError(f"token ids must be an integer tensor (torch.long), got dtype {tokens.dtype}")
     if torch.compiler.is_compiling():  # .item() would break the compiled graph; eager runs check every call

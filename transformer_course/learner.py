@@ -31,7 +31,7 @@ the learner did not write:
 - :func:`copy_weights` copies one model's weights into the other and names the first name that does not fit.
 
 Every printed line goes through :func:`transformer_course.i18n.t`: after ``set_language("zh")`` (the first cell of
-every notebook in ``notebooks/zh/``) it is Chinese (``exercises/zh/learner.py``).
+every notebook in ``notebooks/zh/``) it is Chinese (``exercises/zh/learner.json``).
 """
 
 from __future__ import annotations
@@ -46,24 +46,25 @@ from torch import nn
 from . import fallback as _fallback
 from .i18n import t
 from .model import make_model as package_make_model
-from .provenance import (  # whose code each file is: re-exported, tc.learner is the notebooks' one entry point
+from .provenance import (  # whose code each file is (the names of __all__ re-exported: tc.learner is the
+    # notebooks' one entry point) and the helpers load and load_learner_model use
     FALLBACK_MARK,
     FILES,
     NAMES,
     STATUSES,
-    _check_file,
-    _ensure_package,
-    _failure,
-    _forget,
-    _import,
-    _learner_frame,
-    _not_written,
-    _refusal,
+    check_file,
     describe_provenance,
+    ensure_package,
+    failure_line,
     fallback_text,
     file_status,
+    forget_package,
+    import_fresh,
+    learner_frame,
+    not_written,
     provenance,
     reference_folder,
+    refusal,
     use_reference,
     writefile_cells,
 )
@@ -94,7 +95,7 @@ def load(file: str, name: str, folder: str | Path = "my_transformer"):
     scaffold, fails to import or lacks ``name``, the package's equivalent (:mod:`transformer_course.fallback`),
     with one printed line saying so; when the file is not the learner's own (the reference, a fallback, the
     package's code), one printed line saying whose it is."""
-    _check_file(file)
+    check_file(file)
     if name not in NAMES[file]:
         raise ValueError(t("{file} holds {names}, not {name!r}", file=file, names=", ".join(NAMES[file]), name=name))
     folder = Path(folder).resolve()
@@ -102,16 +103,21 @@ def load(file: str, name: str, folder: str | Path = "my_transformer"):
     label = f"{folder.name}/{file}"
     instead, nb = t("the cells below use the package's {name} (a fallback, not yours)", name=name), FILES[file]
     if status in ("missing", "blank"):
-        _say("{why}: {instead}; {notebook} writes it", why=_not_written(label, status), instead=instead, notebook=nb)
+        _say("{why}: {instead}; {notebook} writes it", why=not_written(label, status), instead=instead, notebook=nb)
         return getattr(_fallback, name)
-    refusal = _refusal(folder)
-    if refusal is not None:
-        _say("{why}: {instead}", why=refusal, instead=instead)
+    refused = refusal(folder)
+    if refused is not None:
+        _say("{why}: {instead}", why=refused, instead=instead)
         return getattr(_fallback, name)
     try:
-        module = _import(folder, Path(file).stem)
+        module = import_fresh(folder, Path(file).stem)
     except (Exception, SystemExit) as error:  # the learner's code: one line naming the file and the line
-        _say("{why}: {instead}; fix it in {notebook}", why=_failure(error, folder, file), instead=instead, notebook=nb)
+        _say(
+            "{why}: {instead}; fix it in {notebook}",
+            why=failure_line(error, folder, file),
+            instead=instead,
+            notebook=nb,
+        )
         return getattr(_fallback, name)
     if not hasattr(module, name):
         why = t("{file} has no {name}", file=label, name=name)
@@ -129,9 +135,9 @@ def fill_missing_files(*files: str, folder: str | Path = "my_transformer") -> li
     it "fallback", never "yours"; one printed line per file says so. Files that are there (even blank) are left
     as they are. Returns the names written."""
     for file in files:
-        _check_file(file)
+        check_file(file)
     folder = Path(folder)
-    _ensure_package(folder)
+    ensure_package(folder)
     written = []
     for file in files or tuple(FILES):
         if (folder / file).exists():
@@ -145,7 +151,7 @@ def fill_missing_files(*files: str, folder: str | Path = "my_transformer") -> li
             **values,
         )
     if written:
-        _forget(folder.resolve().name)
+        forget_package(folder.resolve().name)
     return written
 
 
@@ -167,18 +173,18 @@ def load_learner_model(folder: str | Path = "my_transformer"):
     folder = Path(folder).resolve()
     for file, status in provenance(folder).items():
         if status in ("missing", "blank"):
-            why = _not_written(f"{folder.name}/{file}", status)
+            why = not_written(f"{folder.name}/{file}", status)
             _say("{why}: notebook {notebook} writes it", why=why, notebook=FILES[file])
             return None
-    refusal = _refusal(folder)
-    if refusal is not None:
-        print(refusal)
+    refused = refusal(folder)
+    if refused is not None:
+        print(refused)
         return None
     try:
-        decoder = _import(folder, "decoder")
+        decoder = import_fresh(folder, "decoder")
     except (Exception, SystemExit) as error:  # the learner's code: name the file and the line, not a traceback
-        culprit = _learner_frame(error, folder)[0]
-        why = _failure(error, folder, "decoder.py")
+        culprit = learner_frame(error, folder)[0]
+        why = failure_line(error, folder, "decoder.py")
         _say("{why}; fix it in notebook {notebook}", why=why, notebook=FILES.get(culprit, "?"))
         return None
     if not callable(getattr(decoder, "make_model", None)):
@@ -254,7 +260,7 @@ def learner_or_package_model(src_vocab: int, tgt_vocab: int, folder: str | Path 
                 )
             _smoke_test(model, src_vocab, tgt_vocab)
         except (Exception, SystemExit) as error:
-            print(_failure(error, folder, "decoder.py", where=where))
+            print(failure_line(error, folder, "decoder.py", where=where))
         else:
             status, used = provenance(folder), model_files(model, folder)
             for file in FILES:

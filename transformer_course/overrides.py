@@ -1,5 +1,5 @@
 """``train --set FIELD=VALUE``: any :class:`~transformer_course.config.Config` field from the command line, read as the
-field's type and validated as one Config, so that a recipe change needs no code edit (issue 28; minGPT's
+field's type and validated as one Config, so that a recipe change needs no code edit (like minGPT's
 ``--key=value``)."""
 
 from __future__ import annotations

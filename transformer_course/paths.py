@@ -1,4 +1,4 @@
-"""Where the course's files are, from whichever folder a notebook runs in (issue 14, the 中文版).
+"""Where the course's files are, from whichever folder a notebook runs in (English or the 中文版).
 
 The English notebooks run in ``notebooks/``, the Chinese ones in ``notebooks/zh/``, and their code is the same.
 So a code cell never writes a path relative to its own folder; it writes the path as a notebook in

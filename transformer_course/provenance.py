@@ -1,5 +1,5 @@
 """The files of the learner's Transformer (notebooks 02–07, ``my_transformer/``): whose code each is, the
-references, the fallbacks, and importing them fresh (issue 21; :mod:`transformer_course.learner` uses them).
+references, the fallbacks, and importing them fresh (:mod:`transformer_course.learner` uses them).
 
 Per file, :func:`provenance` says whose code the learner's folder holds: "yours", "reference" (the text of
 ``notebooks/solutions/my_transformer/<file>``, however it got there), "blank" (a stub still raises
@@ -7,7 +7,7 @@ NotImplementedError), "missing", "package" (it imports the package or calls PyTo
 lesson: ``F.scaled_dot_product_attention``, ``nn.LayerNorm``, ``nn.Transformer…``) or "fallback" (written by
 :func:`transformer_course.learner.fill_missing_files`, marked with :data:`FALLBACK_MARK`). :func:`use_reference`
 brings a reference in on purpose and says so. A folder whose name shadows an installed module (``torch``) is
-never imported (:func:`refusal`). Every line goes through ``i18n.t`` (中文: ``exercises/zh/learner.py``).
+never imported (:func:`refusal`). Every line goes through ``i18n.t`` (中文: ``exercises/zh/learner.json``).
 """
 
 from __future__ import annotations
@@ -21,22 +21,29 @@ import traceback
 from pathlib import Path
 
 from . import fallback as _fallback
-from .exercises.zh.learner import ZH
-from .i18n import lazy_t, register, t
+from .i18n import lazy_t, load_catalogue, register, t
 from .paths import course_root
 
-register("zh", ZH)
+register("zh", load_catalogue("learner"))
 
 __all__ = [
     "FALLBACK_MARK",
     "FILES",
     "NAMES",
     "STATUSES",
+    "check_file",
     "describe_provenance",
+    "ensure_package",
+    "failure_line",
     "fallback_text",
     "file_status",
+    "forget_package",
+    "import_fresh",
+    "learner_frame",
+    "not_written",
     "provenance",
     "reference_folder",
+    "refusal",
     "use_reference",
     "writefile_cells",
 ]
@@ -108,7 +115,8 @@ def reference_folder(folder: str | Path = "my_transformer") -> Path | None:
     return next((place for place in places if place.is_dir()), None)
 
 
-def _check_file(file: str) -> None:
+def check_file(file: str) -> None:
+    """Raise ValueError unless ``file`` is one of the course's files (:data:`FILES`)."""
     if file not in FILES:
         raise ValueError(t("unknown file {file!r}; the course writes {files}", file=file, files=", ".join(FILES)))
 
@@ -116,7 +124,7 @@ def _check_file(file: str) -> None:
 def use_reference(file: str, folder: str | Path = "my_transformer") -> Path:
     """Replace ``folder``/``file`` by the reference from ``notebooks/solutions/my_transformer/`` and say so: from
     now on it is the reference, not the learner's (notebook 08 names it so). Returns the path written."""
-    _check_file(file)
+    check_file(file)
     folder = Path(folder)
     source = reference_folder(folder)
     if source is None or not (source / file).is_file():
@@ -129,9 +137,9 @@ def use_reference(file: str, folder: str | Path = "my_transformer") -> Path:
                 notebook=FILES[file],
             )
         )
-    _ensure_package(folder)
+    ensure_package(folder)
     (folder / file).write_text((source / file).read_text(encoding="utf-8"), encoding="utf-8")
-    _forget(folder.resolve().name)
+    forget_package(folder.resolve().name)
     print(
         t(
             "{path} is now the reference from notebooks/solutions/my_transformer/, not yours (notebook 08 will say "
@@ -234,24 +242,26 @@ def describe_provenance(folder: str | Path = "my_transformer") -> dict[str, str]
 # ---- importing the learner's files ----------------------------------------------------------------------------
 
 
-def _not_written(label: str, status: str) -> str:
+def not_written(label: str, status: str) -> str:
+    """The line saying the file ``label`` is not written yet, for the status "missing" or "blank"."""
     if status == "missing":
         return t("{file} is not written yet (missing)", file=label)
     return t("{file} is not written yet (a stub still raises NotImplementedError)", file=label)
 
 
-def _ensure_package(folder: Path) -> None:
+def ensure_package(folder: Path) -> None:
+    """Make ``folder`` a package: the folder and its ``__init__.py``."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "__init__.py").touch()
 
 
-def _forget(package: str) -> None:
+def forget_package(package: str) -> None:
     """Drop the learner's package from sys.modules, so the next import reads the files as they are now."""
     for module in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
         del sys.modules[module]
 
 
-def _refusal(folder: Path) -> str | None:
+def refusal(folder: Path) -> str | None:
     """Why ``folder`` cannot be imported as the learner's package (a name that is not an identifier, or one that
     shadows an installed or built-in module, e.g. ``torch``), or None."""
     name = folder.name
@@ -271,10 +281,10 @@ def _refusal(folder: Path) -> str | None:
     return None
 
 
-def _import(folder: Path, module: str):
+def import_fresh(folder: Path, module: str):
     """``folder``.``module`` imported fresh from the files as they are now (raises what the import raises)."""
     package = folder.name
-    _forget(package)
+    forget_package(package)
     importlib.invalidate_caches()  # files written a moment ago must be seen
     sys.path.insert(0, str(folder.parent))
     try:
@@ -283,16 +293,16 @@ def _import(folder: Path, module: str):
         sys.path.remove(str(folder.parent))
 
 
-def _failure(error: BaseException, folder: Path, file: str, where: str = "") -> str:
+def failure_line(error: BaseException, folder: Path, file: str, where: str = "") -> str:
     """One line: the learner's file (and ``where``, the call that ran it) fails, with the error and its line."""
-    culprit, line = _learner_frame(error, folder, file)
+    culprit, line = learner_frame(error, folder, file)
     values = dict(path=f"{folder.name}/{culprit}", error=f"{type(error).__name__}: {_one_line(error)}", line=line)
     if where:
         return t("{path} ({where}) fails to build or run: {error} (line {line})", where=where, **values)
     return t("{path} fails: {error} (line {line})", **values)
 
 
-def _learner_frame(error: BaseException, folder: Path, file: str = "decoder.py") -> tuple[str, int | str]:
+def learner_frame(error: BaseException, folder: Path, file: str = "decoder.py") -> tuple[str, int | str]:
     """The learner's file and line where ``error`` happened (the last traceback frame inside ``folder``)."""
     if isinstance(error, SyntaxError) and error.filename:
         return Path(error.filename).name, error.lineno or "?"
@@ -304,7 +314,7 @@ def _learner_frame(error: BaseException, folder: Path, file: str = "decoder.py")
 
 def fallback_text(file: str) -> str:
     """The text of a fallback ``file``: the package's code with the learner's API, marked as such."""
-    _check_file(file)
+    check_file(file)
     names = ", ".join(NAMES[file])
     return (
         f'"""{file}: a fallback written by transformer_course.learner, not the learner\'s code.\n\n'

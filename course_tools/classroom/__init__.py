@@ -1,4 +1,4 @@
-"""The classroom edition: the course notebooks as an nbgrader course folder (issue 11; a teacher's tool, not
+"""The classroom edition: the course notebooks as an nbgrader course folder (a teacher's tool, not
 imported by the notebooks). ``python -m course_tools.classroom OUT`` writes it; nbgrader (the
 ``[classroom]`` extra) does the rest: ``nbgrader generate_assignment``, ``autograde``, ``generate_feedback``.
 

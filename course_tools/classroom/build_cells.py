@@ -1,4 +1,4 @@
-"""Build cells (issue 21): ``%%writefile my_transformer/<file>.py`` cells whose stubs the learner writes, graded
+"""Build cells: ``%%writefile my_transformer/<file>.py`` cells whose stubs the learner writes, graded
 and solved like exercise stubs, with ``notebooks/solutions/my_transformer/<file>.py`` as their reference.
 
 The cell stays a ``%%writefile`` cell; the code below its first line is read as one module of its own (its names

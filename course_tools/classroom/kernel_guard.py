@@ -1,4 +1,4 @@
-"""The grading kernel's guard (issue 22): a runaway cell scores zero, and every other cell is still graded.
+"""The grading kernel's guard: a runaway cell scores zero, and every other cell is still graded.
 
 nbgrader runs each submission in a fresh IPython kernel; ``nbgrader_config.py`` (written by
 ``python -m transformer_course classroom``) starts that kernel with :func:`kernel_arguments`, whose

@@ -1,4 +1,4 @@
-"""The notebooks' text as a class sees it: no sentence points at the reference solutions (issue 22).
+"""The notebooks' text as a class sees it: no sentence points at the reference solutions.
 
 The self-study notebooks link their solutions module ("Solutions: [solutions/nb02_attention.py](…) (after
 trying!)", 中文版 "参考答案：[…](…)（请先自己尝试！）") and say how to bring in a reference file

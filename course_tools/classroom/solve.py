@@ -1,4 +1,4 @@
-"""The solved course: each committed notebook with its blanks filled from ``notebooks/solutions/`` (issue 21).
+"""The solved course: each committed notebook with its blanks filled from ``notebooks/solutions/``.
 
 A learner receives the notebooks with blanks: build cells (``%%writefile my_transformer/<file>.py``) whose
 stubs end with ``raise NotImplementedError``, exercise stubs, and answers ``name = ...``. Solving a notebook

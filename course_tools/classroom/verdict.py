@@ -1,4 +1,4 @@
-"""The grade of one graded cell, computed by the cell's hidden test with fresh copies of the checkers (issue 22).
+"""The grade of one graded cell, computed by the cell's hidden test with fresh copies of the checkers.
 
 In the nbgrader source a graded cell starts with a hidden test (``### BEGIN HIDDEN TESTS``, stripped from the
 release, put back by ``nbgrader autograde``) that finds this file through the import system's finders (not through

@@ -1,5 +1,5 @@
 """The offline HTML edition: every notebook executed and exported to one offline page, with a contents page in
-course order (issue 7); English from notebooks/ into html/, the 中文版 from notebooks/zh/ into html/zh/ (issue 14).
+course order; English from notebooks/ into html/, the 中文版 from notebooks/zh/ into html/zh/.
 
     python -m course_tools.edition                  # every notebook, normal mode, into html/ and html/zh/
     python -m course_tools.edition --languages en   # English only (zh: the 中文版 only)
@@ -127,7 +127,7 @@ def build_edition(
     ``language``: "en" or "zh" (``<html lang="zh-CN">``, a Chinese contents page). ``other``: (the other language's
     ``out_dir``, the names built there): pages and contents page link to their namesakes (:func:`build_editions`).
 
-    ``solved`` (default): the solved course (issue 21), blanks filled from ``notebooks/solutions/`` in a temporary
+    ``solved`` (default): the solved course, blanks filled from ``notebooks/solutions/`` in a temporary
     copy (:func:`course_tools.classroom.solve.solved_course`); ``solved=False``: as committed."""
     if language not in LANGUAGES:
         raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, got {language!r}")
@@ -173,7 +173,7 @@ def build_edition(
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    if not slides and run:  # the course's checkpoint in the browser (issue 24), linked from notebook 10
+    if not slides and run:  # the course's checkpoint in the browser, linked from notebook 10
         from ..web.export import course_page
 
         course_page(out_dir, language, notebooks=notebooks)

@@ -1,4 +1,4 @@
-"""The edition's own pages, per language (issue 14): the contents page of each edition, and the links between
+"""The edition's own pages, per language: the contents page of each edition, and the links between
 the English edition (``html/``) and the 中文版 (``html/zh/``): from contents page to contents page, and from each
 notebook's page (or deck) to the same notebook in the other language.
 

@@ -1,4 +1,4 @@
-"""What the HTML edition checks before it runs a single notebook (issue #26): that ``--out`` is a folder it may
+"""What the HTML edition checks before it runs a single notebook: that ``--out`` is a folder it may
 write into (not a file, not under a file, not read-only) and, for ``--check``, that headless Chromium is there —
 so a missing browser is one line at once, not a traceback after the whole build."""
 

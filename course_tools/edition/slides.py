@@ -1,4 +1,4 @@
-"""Executed notebooks → offline reveal.js slide decks (every notebook; the classroom edition, issue 11).
+"""Executed notebooks → offline reveal.js slide decks (every notebook; part of the classroom edition).
 
 A teacher presents a notebook along its slide path: the cells whose metadata ``slideshow.slide_type`` is
 ``"slide"`` (a new slide), ``"subslide"`` (a slide below the current one), ``"fragment"`` (appears on the next

@@ -1,4 +1,4 @@
-"""Measured results (issue 23): the tables of ``docs/results.md``, and the commands that record a measurement.
+"""Measured results: the tables of ``docs/results.md``, and the commands that record a measurement.
 
 The data is ``docs/results.json`` (:mod:`.figures`: a figure by its path, ``multi30k-cpu/steps`` is 2338); prose
 quotes a figure with a marker that :mod:`.quotes` checks (``40.18<!--fig:multi30k-cpu/best/test/beam4/sacrebleu-->``).

@@ -1,4 +1,4 @@
-"""The course's measured runs as data (issue 23): ``docs/results.json``, and one figure of it by its path.
+"""The course's measured runs as data: ``docs/results.json``, and one figure of it by its path.
 
 A figure is named by a path: the run, then (for a score) checkpoint/split/decoding, then the field —
 ``multi30k-cpu/best/test/beam4/sacrebleu`` is 40.18, ``multi30k-cpu/steps`` is 2338 (:func:`figure`), and

@@ -1,4 +1,4 @@
-"""Figures quoted in prose (issue 23): every quote of a run figure carries a marker, and agrees with the data.
+"""Figures quoted in prose: every quote of a run figure carries a marker, and agrees with the data.
 
 Prose quotes a figure with a marker right after the number, an HTML comment that Jupyter, GitHub and the HTML
 edition hide: ``40.18<!--fig:multi30k-cpu/best/test/beam4/sacrebleu-->`` (a difference:

@@ -1,4 +1,4 @@
-"""Type German, see the translation and every head's attention — in a static page, no Python (issue 24).
+"""Type German, see the translation and every head's attention — in a static page, no Python.
 
 A trained checkpoint becomes a folder that any browser opens from disk: two ONNX graphs that return every
 attention weight (:mod:`.graphs`), the tokenizer ported to JavaScript with its rules (:mod:`.tokenizers`), a

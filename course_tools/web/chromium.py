@@ -1,5 +1,5 @@
 """Drive headless Chromium over the DevTools protocol: open a page, run JavaScript in it, record every request
-it makes (issue 24's tests, and the timings of the closing note).
+it makes (the web page's tests, and the timings of the closing note).
 
 ``--dump-dom`` (what :func:`course_tools.edition.browser_check` uses) cannot wait for a page that loads a
 WebAssembly runtime and then translates; the DevTools protocol can: ``Runtime.evaluate`` with ``awaitPromise``

@@ -1,4 +1,4 @@
-"""``export_web``: a checkpoint → ONNX graphs, tokenizer, manifest and a static page (issue 24).
+"""``export_web``: a checkpoint → ONNX graphs, tokenizer, manifest and a static page.
 
     python -m transformer_course export-web runs/multi30k-cpu/best.pt explore/     # then open explore/index.html
 

@@ -1,5 +1,5 @@
 """The static page: one self-contained HTML file that translates in the browser and shows every attention weight
-(issue 24; notebook 10 shows the same heatmaps in JupyterLab).
+(notebook 10 shows the same heatmaps in JupyterLab).
 
 Everything the page needs is inside the file, so it works opened from disk (``file://``) or from any static host,
 with no server and no request: the two ONNX graphs and the WebAssembly runtime as base64 text, the runtime's

@@ -1,5 +1,5 @@
 """The page's tokenizers, as data: what ``static/tokenizers.js`` needs to split text exactly as Python does
-(issue 24; notebook 11 for the tokenizers themselves).
+(notebook 11 for the tokenizers themselves).
 
 Two kinds of checkpoint, two tokenizers, both ported to a small JavaScript file rather than taken from npm:
 

@@ -12,7 +12,7 @@ It never shows a bare traceback.
 
 Every message goes through :func:`transformer_course.i18n.t` (or ``lazy_t`` for a text written at import):
 an English template with ``{named}`` fields, shown in English or, after ``set_language("zh")``, from the
-Chinese catalogue of the module (``transformer_course/exercises/zh/``).
+Chinese catalogue of the module (``transformer_course/exercises/zh/<module>.json``).
 """
 
 from __future__ import annotations
@@ -26,11 +26,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..i18n import LazyText, lazy_t, register, t
+from ..i18n import LazyText, lazy_t, load_catalogue, register, t
 from .seal import SEALED_MESSAGE, Sealed, answer_check, in_answer_check, sealed, unsealed
-from .zh.common import ZH
 
-register("zh", ZH)
+register("zh", load_catalogue("common"))
 
 __all__ = [
     "FormHint",

@@ -1,4 +1,4 @@
-"""What a checker needs so that it grades the learner's own work (issue 21): shortcuts caught, answers hashed.
+"""What a checker needs so that it grades the learner's own work: shortcuts caught, answers hashed.
 
 **Shortcuts.** A build cell asks the learner to *write* attention, LayerNorm, an encoder layer … A function that
 hands the work to the package (``transformer_course.attention.scaled_dot_product_attention``), to a checker's
@@ -38,10 +38,9 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from ..i18n import register, t
-from .zh.guard import ZH
+from ..i18n import load_catalogue, register, t
 
-register("zh", ZH)
+register("zh", load_catalogue("guard"))
 
 __all__ = [
     "TORCH_ATTENTION",

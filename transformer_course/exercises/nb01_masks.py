@@ -17,13 +17,12 @@ import math
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ..i18n import lazy_t, register, t
+from ..i18n import lazy_t, load_catalogue, register, t
 from . import Choice, Hint, Numeric, Result, as_int, as_mask, run_check
 from . import check_quiz as _check_quiz
 from .seal import answer_check
-from .zh.nb01_masks import ZH
 
-register("zh", ZH)
+register("zh", load_catalogue("nb01_masks"))
 
 __all__ = [
     "PAD",

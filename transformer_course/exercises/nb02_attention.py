@@ -21,7 +21,7 @@ import math
 import torch
 from torch import nn
 
-from ..i18n import lazy_t, register, t
+from ..i18n import lazy_t, load_catalogue, register, t
 from . import (
     Hint,
     Numeric,
@@ -36,9 +36,8 @@ from . import (
     run_check,
 )
 from .guard import TORCH_ATTENTION, answer_digest, no_shortcuts
-from .zh.nb02_attention import ZH
 
-register("zh", ZH)
+register("zh", load_catalogue("nb02_attention"))
 
 __all__ = [
     "check_attention",

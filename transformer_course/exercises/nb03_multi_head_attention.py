@@ -21,14 +21,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..i18n import lazy_t, register, t
+from ..i18n import lazy_t, load_catalogue, register, t
 from . import Choice, Hint, Numeric, Result, as_int, as_shape, check_question, expect_tensor, run_check
 from .guard import TORCH_ATTENTION, earlier_fallbacks, no_shortcuts
 from .nb01_masks import _too_big_to_build
 from .seal import answer_check
-from .zh.nb03_multi_head_attention import ZH
 
-register("zh", ZH)
+register("zh", load_catalogue("nb03_multi_head_attention"))
 
 # the learner's multi-head attention calls notebook 02's attention.py: the learner's, or its fallback if skipped
 EARLIER = earlier_fallbacks("03")

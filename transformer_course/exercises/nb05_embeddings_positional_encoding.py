@@ -23,14 +23,13 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from ..i18n import lazy_t, register, t
+from ..i18n import lazy_t, load_catalogue, register, t
 from . import Choice, Hint, Numeric, Result, as_number, expect_tensor, known_mistake, run_check
 from . import check_quiz as _check_quiz
 from .guard import no_shortcuts
 from .seal import answer_check
-from .zh.nb05_embeddings_positional_encoding import ZH
 
-register("zh", ZH)
+register("zh", load_catalogue("nb05_embeddings_positional_encoding"))
 
 __all__ = [
     "QUESTIONS",

@@ -25,15 +25,14 @@ import torch
 from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
-from ..i18n import lazy_t, register, t
+from ..i18n import lazy_t, load_catalogue, register, t
 from ..masks import padding_mask
 from . import Hint, Numeric, Result, as_int, as_mask, expect_tensor, run_check, same
 from . import check_quiz as _check_quiz
 from .guard import TORCH_TRANSFORMER, earlier_fallbacks, no_shortcuts
 from .seal import answer_check
-from .zh.nb06_encoder import ZH
 
-register("zh", ZH)
+register("zh", load_catalogue("nb06_encoder"))
 
 __all__ = [
     "QUESTIONS",

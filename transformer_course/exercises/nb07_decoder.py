@@ -25,7 +25,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from ..i18n import lazy_t, register, t
+from ..i18n import lazy_t, load_catalogue, register, t
 from ..masks import padding_mask, target_mask
 from . import Choice, Hint, Numeric, Result, as_choice, as_int, run_check
 from . import check_quiz as _check_quiz
@@ -44,7 +44,6 @@ from .nb06_encoder import (
     _shares_weights,
 )
 from .seal import answer_check
-from .zh.nb07_decoder import ZH
 
 # what a decoder may call besides the learner's code: the earlier files' fallbacks (the encoder's too), the package's
 # attention and layers; the package's model and this notebook's fallbacks (DecoderLayer, make_model …) are shortcuts
@@ -65,7 +64,7 @@ def _decoder_pieces(checker):
     return wrapper
 
 
-register("zh", ZH)
+register("zh", load_catalogue("nb07_decoder"))
 
 __all__ = [
     "QUESTIONS",

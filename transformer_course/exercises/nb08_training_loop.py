@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 from ..config import get_preset
 from ..data import EOS, collate
-from ..i18n import lazy_t, register, t
+from ..i18n import lazy_t, load_catalogue, register, t
 from . import (
     Choice,
     Hint,
@@ -34,9 +34,8 @@ from . import (
 )
 from . import check_quiz as _check_quiz
 from .guard import no_shortcuts
-from .zh.nb08_training_loop import ZH
 
-register("zh", ZH)
+register("zh", load_catalogue("nb08_training_loop"))
 
 __all__ = [
     "PEAK_PRESET",

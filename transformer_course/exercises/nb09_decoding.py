@@ -20,14 +20,13 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ..i18n import lazy_t, register, t
+from ..i18n import lazy_t, load_catalogue, register, t
 from . import Choice, Hint, Numeric, Result, as_int, as_number, as_sequence, expect_tensor, run_check
 from . import check_quiz as _check_quiz
 from .guard import no_shortcuts, number_matches
 from .seal import answer_check
-from .zh.nb09_decoding import ZH
 
-register("zh", ZH)
+register("zh", load_catalogue("nb09_decoding"))
 
 __all__ = [
     "check_table_design",

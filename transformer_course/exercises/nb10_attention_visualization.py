@@ -17,14 +17,13 @@ import math
 
 import torch
 
-from ..i18n import lazy_t, register, t
+from ..i18n import lazy_t, load_catalogue, register, t
 from . import Choice, Hint, Numeric, Result, as_shape, expect_tensor, run_check
 from . import check_quiz as _check_quiz
 from .guard import no_shortcuts
 from .seal import answer_check
-from .zh.nb10_attention_visualization import ZH
 
-register("zh", ZH)
+register("zh", load_catalogue("nb10_attention_visualization"))
 
 __all__ = [
     "check_head_entropy",

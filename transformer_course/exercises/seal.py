@@ -21,10 +21,9 @@ import functools
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..i18n import lazy_t, register
-from .zh.seal import ZH
+from ..i18n import lazy_t, load_catalogue, register
 
-register("zh", ZH)
+register("zh", load_catalogue("seal"))
 
 __all__ = [
     "MARKER",

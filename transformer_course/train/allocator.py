@@ -1,4 +1,4 @@
-"""Let a CPU training process reuse the memory of the large tensors it frees (issue 28).
+"""Let a CPU training process reuse the memory of the large tensors it frees.
 
 PyTorch's CPU tensors come from the C library's ``malloc``, which has no cache for large blocks: glibc hands
 out a block above its mmap threshold (at most 32 MiB by default) as fresh pages from the kernel and returns

@@ -102,9 +102,25 @@ def check_run_folder(out: Path, resume, overwrite: bool) -> None:
 def claimed_run_folder(out: str | os.PathLike, resume=False, overwrite: bool = False) -> Iterator[Path]:
     """``with claimed_run_folder(out, resume, overwrite):`` — the lock and the run-folder check in one step
     (see the module's docstring)."""
-    with locked_run_folder(out) as folder:
-        check_run_folder(Path(folder), resume, overwrite)
-        yield folder
+    from .state import RUN_FILE
+
+    made = not Path(out).exists()
+    try:
+        with locked_run_folder(out) as folder:
+            had_identity = (Path(folder) / RUN_FILE).exists()
+            check_run_folder(Path(folder), resume, overwrite)
+            try:
+                yield folder
+            except BaseException:
+                # A run that fails before its first checkpoint (a bad config, data that does not fit it) leaves
+                # nothing behind: not the identity it was given, nor the folder it made.
+                if not had_identity and not holds_run(folder):
+                    (Path(folder) / RUN_FILE).unlink(missing_ok=True)
+                raise
+    except BaseException:
+        if made and Path(out).is_dir() and not any(Path(out).iterdir()):
+            Path(out).rmdir()
+        raise
 
 
 def _open_locked(lock: Path, out: Path) -> int:

@@ -179,8 +179,14 @@ def _check_run_identity(state: dict, path: Path) -> str:
     if folder.get("adopt"):
         write_folder_run(path.parent, folder["run_id"], adopted_from=own or "unknown")
         return folder["run_id"]
-    if not folder:
-        run_id = own or new_run_id()
+    if not folder:  # no run.json: a foreign folder unless another file of the run proves last.pt its own
+        if own and not _siblings_carry(path, own):
+            raise CheckpointError(
+                f"{path.parent} has no {RUN_FILE}, and nothing else in it comes from the run of {path.name} "
+                f"(run id {own}): the file was copied from elsewhere; train into a new folder, or continue the file "
+                "as a new run with --resume --adopt (resume='adopt')"
+            )
+        run_id = own or new_run_id()  # a file written before run ids takes a new one
         write_folder_run(path.parent, run_id)
         return run_id
     if own and own != folder["run_id"]:
@@ -190,6 +196,18 @@ def _check_run_identity(state: dict, path: Path) -> str:
             "new folder, or continue that file as a new run with --resume --adopt (resume='adopt')"
         )
     return folder["run_id"]
+
+
+def _siblings_carry(path: Path, run_id: str) -> bool:
+    """Whether another checkpoint beside ``path`` (best.pt, an epoch file) carries ``run_id``."""
+    for other in [path.parent / "best.pt", *sorted(path.parent.glob("epoch-*.pt"))]:
+        if other.is_file() and not other.is_symlink():
+            try:
+                if read_checkpoint(other).get("run_id") == run_id:
+                    return True
+            except (CheckpointError, OSError):
+                continue
+    return False
 
 
 def save_last(path: Path, run: RunState, model: nn.Module, config: Config, data: TrainingData, optimizer, scheduler):

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from ..checkpoint import unwrap
 from ..data import Batch
 from ..files import crash_point
-from ..layers import check_token_ids
+from ..layers import check_token_range
 from .distributed import Distributed, all_reduce_sum
 from .loss import LabelSmoothingLoss
 
@@ -88,9 +88,9 @@ def check_batch(batch: Batch, model: nn.Module) -> None:
     tensors (before they move to the device): the same clear error for an id outside the vocabulary, and no
     read-back from the device in the model (``fit`` runs it under ``token_ids_checked()``)."""
     plain = unwrap(model)
-    check_token_ids(batch.src, plain.src_vocab_size)
-    check_token_ids(batch.tgt_in, plain.tgt_vocab_size)
-    check_token_ids(batch.tgt_out, plain.tgt_vocab_size)
+    check_token_range(batch.src, plain.src_vocab_size)
+    check_token_range(batch.tgt_in, plain.tgt_vocab_size)
+    check_token_range(batch.tgt_out, plain.tgt_vocab_size)
 
 
 def prepare_batch(batch: Batch, model: nn.Module, window, device: torch.device) -> Batch:

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from ..checkpoint import unwrap
-from ..config import Config
+from ..config import Config, check_fits_in_memory
 from ..data import PAD, TrainingData
 from ..integrity import first_non_finite, tensors
 from ..model import build_model
@@ -131,6 +131,8 @@ def start_training(
     """Seed, build the model, its optimizer and schedule, put back ``out/last.pt`` when resuming, compile and
     wrap for DDP where asked. ``options`` are :class:`Training`'s fields from ``epochs`` on but ``accumulate``,
     as ``fit`` was given them."""
+    on_gpu = torch.cuda.get_device_properties(device).total_memory if device.type == "cuda" else None
+    check_fits_in_memory(config, len(data.src_vocab), len(data.tgt_vocab), on_gpu)  # before a byte is allocated
     torch.manual_seed(config.seed)
     random.seed(config.seed)
     model = build_model(config, len(data.src_vocab), len(data.tgt_vocab)).to(device)

@@ -1,4 +1,4 @@
-"""A font that draws Chinese in matplotlib figures, for the 中文版 (notebooks/zh/; issue 14).
+"""A font that draws Chinese in matplotlib figures, for the 中文版 (notebooks/zh/).
 
 matplotlib's default font, DejaVu Sans, has no Chinese characters: a Chinese label comes out as empty boxes
 ("tofu"). When the course's language is Chinese (``set_language("zh")``), the first chart of the package asks

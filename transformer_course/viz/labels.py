@@ -1,4 +1,4 @@
-"""The words on the charts, in the course's language: English, or Chinese for the 中文版 (issue 14).
+"""The words on the charts, in the course's language: English, or Chinese for the 中文版.
 
 Every title, axis label, legend, tooltip and dropdown name of the package's charts is written in English and
 passed through :func:`chart_text`. In English it comes out as written. After ``set_language("zh")`` it is

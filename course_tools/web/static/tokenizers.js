@@ -1,4 +1,4 @@
-/* The page's tokenizers: the JavaScript twins of transformer_course's (issue 24).
+/* The page's tokenizers: the JavaScript twins of transformer_course's.
  *
  *   spacyTokenizer(spec)  spaCy's rule-based tokenizer (spacy.blank(lang)) on the rules exported by
  *                         course_tools/web/tokenizers.py: whitespace split, prefixes, suffixes, special
