@@ -59,6 +59,7 @@ __all__ = [
     "RunLockedError",
     "average_checkpoints",
     "is_averaged_checkpoint",
+    "languages_problem",
     "epoch_checkpoints",
     "load_checkpoint",
     "read_checkpoint",
@@ -118,12 +119,29 @@ def _write(state: dict, path: str | Path) -> Path:
             hint = HINTS.get(err.errno, "write somewhere else")
             raise OSError(f"could not write {path}: {err.strerror or err}; {hint}") from None
         reason = err.strerror if isinstance(err, OSError) and err.strerror else "the write stopped short"
+        limit = file_size_limit()
+        if limit is not None:  # torch's writer names no errno: a limit on the size of one file is the likely cause
+            raise OSError(
+                f"could not write {path}: {reason}; this process may write files of at most {limit:,} bytes (the "
+                "shell's `ulimit -f`): raise the limit, or save a smaller model; the file already there, if any, "
+                "is left as it was"
+            ) from None
         free = shutil.disk_usage(path.parent).free // 2**20
         raise OSError(
             f"could not write {path}: {reason} (a full disk? {free} MiB free in {path.parent}); the file already "
             "there, if any, is left as it was: free some space or write elsewhere"
         ) from None
     return path
+
+
+def file_size_limit() -> int | None:
+    """The largest file this process may write, in bytes (``ulimit -f``), or None when there is no limit."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 def save_checkpoint(
@@ -148,6 +166,9 @@ def save_checkpoint(
     resume training exactly. Only tensors, numbers, strings, lists and dicts are stored, so the file
     loads with ``torch.load(weights_only=True)``; with them a SHA-256 of each tensor. Weights (or optimizer
     state) holding NaN or ±inf are refused with a :class:`CheckpointError`, and the old file is kept."""
+    problem = languages_problem(src_lang, tgt_lang)
+    if problem is not None:
+        raise ValueError(f"cannot write {path}: {problem}")
     state = {
         "format": FORMAT,
         "model": unwrap(model).state_dict(),
@@ -200,11 +221,28 @@ def check_usable(state: dict, path: Path, weights: dict | None = None):
     fingerprint and the vocabularies), the weights' names and shapes against the config — so that resuming
     a run applies exactly the same ones. Returns (config, src_vocab, tgt_vocab, tokenizer or None)."""
     config, src_vocab, tgt_vocab = _config_and_vocabularies(state, path)
+    problem = languages_problem(state.get("src_lang", DEFAULT_SRC_LANG), state.get("tgt_lang", DEFAULT_TGT_LANG))
+    if problem is not None:
+        raise CheckpointError(f"{path} cannot be used: {problem}")
     tokenizer = stored_tokenizer(state, src_vocab, tgt_vocab, path)  # None: spaCy words
     problem = weights_problem(config, len(src_vocab), len(tgt_vocab), state["model"] if weights is None else weights)
     if problem is not None:
         raise CheckpointError(f"{path} cannot be used: {problem}")
     return config, src_vocab, tgt_vocab, tokenizer
+
+
+def languages_problem(src_lang, tgt_lang) -> str | None:
+    """Why (``src_lang``, ``tgt_lang``) is not the language pair of a translation model, or None: each a spaCy
+    language code ("de", "en"), and two different ones."""
+    for side, code in (("src_lang", src_lang), ("tgt_lang", tgt_lang)):
+        if not (isinstance(code, str) and code.isascii() and code.isalpha() and 2 <= len(code) <= 3):
+            return f"its {side} is {code!r}, not a language code such as 'de' or 'en'"
+    if src_lang == tgt_lang:
+        return (
+            f"its source and target languages are both {src_lang!r}: a translation model goes from one language to "
+            "another (src_lang, tgt_lang)"
+        )
+    return None
 
 
 def _checkpoint_from_state(state: dict, weights: dict, path: Path, device="cpu") -> Checkpoint:

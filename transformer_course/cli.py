@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .cli_checks import check_beam, check_device, check_positive, check_train_options
 from .config import PRESETS, get_preset
-from .failures import DISK_FULL, Terminated, expected_errors, on_sigterm, one_line, write_text
+from .failures import WRITE_ERRORS, Terminated, expected_errors, on_sigterm, one_line, write_text
 from .files import check_writable_folder, claim_file, refuse_writing_onto_inputs
 from .overrides import apply_overrides
 
@@ -179,7 +179,7 @@ def cmd_train(args) -> None:
             dist=dist,
         )
     except OSError as err:
-        if err.filename is None and err.errno in DISK_FULL:  # training writes only into the run folder
+        if err.filename is None and err.errno in WRITE_ERRORS:  # training writes only into the run folder
             raise OSError(err.errno, f"{err.strerror} while writing into the run folder {out}/") from err
         raise
     if dist.is_main:

@@ -12,7 +12,17 @@ import sys
 
 from .files import atomic_write_text
 
-__all__ = ["DISK_FULL", "HINTS", "Terminated", "expected_errors", "on_sigterm", "one_line", "write_text"]
+__all__ = [
+    "DISK_FULL",
+    "HINTS",
+    "REASONS",
+    "Terminated",
+    "WRITE_ERRORS",
+    "expected_errors",
+    "on_sigterm",
+    "one_line",
+    "write_text",
+]
 
 
 class Terminated(BaseException):
@@ -20,12 +30,26 @@ class Terminated(BaseException):
     and every ``finally`` and :func:`~transformer_course.files.atomic_write` cleans up on the way out."""
 
 
-DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}  # write errors that name no file when raised by write()
+DISK_FULL = {errno.ENOSPC, errno.EDQUOT}  # a full disk or quota: write() raises it naming no file
+WRITE_ERRORS = DISK_FULL | {errno.EFBIG}  # what write() raises naming no file (EFBIG: past the largest file allowed)
 HINTS = {
     errno.ENOSPC: "free some disk space, or write somewhere else, and run again",
     errno.EDQUOT: "your disk quota is used up; free some space, or write somewhere else, and run again",
+    errno.EFBIG: "the file would grow past the largest file allowed here (the shell's `ulimit -f`, or the file "
+    "system's limit): raise the limit or write somewhere that allows large files",
     errno.EACCES: "check that you may write there, or write somewhere else",
     errno.EROFS: "the file system is read-only; write somewhere else",
+    errno.ENOTDIR: "a part of the path is a file, not a folder: name a folder",
+    errno.EEXIST: "a file of that name is where a folder is needed: move it away, or name another folder",
+    errno.EISDIR: "it is a folder: name a file",
+}
+# what the error says in words, for the messages Python writes as "[Errno 20] Not a directory: 'x'"
+REASONS = {
+    errno.ENOTDIR: "not a folder",
+    errno.EEXIST: "already exists",
+    errno.EISDIR: "is a folder, not a file",
+    errno.ENOENT: "does not exist",
+    errno.EFBIG: "the file is too large",
 }
 
 
@@ -59,6 +83,10 @@ def expected_errors() -> tuple[type[BaseException], ...]:
 def one_line(err: BaseException) -> str:
     """The error as one line, with what to do for a full disk and the like."""
     message = " ".join(str(err).split()) or type(err).__name__
+    if isinstance(err, OSError) and err.errno is not None and message.startswith("[Errno"):  # Python's own wording
+        reason = REASONS.get(err.errno, err.strerror or message)
+        names = [str(n) for n in (err.filename, err.filename2) if n is not None]
+        message = f"{' → '.join(names)}: {reason}" if names else reason
     if isinstance(err, OSError) and err.errno in HINTS:
         message += f"; {HINTS[err.errno]}"
     if type(err).__name__ == "OutOfMemoryError":

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import string
+import warnings
 from pathlib import Path
 
 __all__ = [
@@ -46,7 +48,22 @@ LANGUAGE_ENV = "TC_LANG"  # the default language, e.g. TC_LANG=zh
 CATALOGUE_FOLDER = Path(__file__).resolve().parent / "exercises"
 
 CATALOGUES: dict[str, dict[str, str]] = {"zh": {}}
-_language = os.environ.get(LANGUAGE_ENV, "en") if os.environ.get(LANGUAGE_ENV, "en") in LANGUAGES else "en"
+
+
+def _language_from_environment() -> str:
+    """``TC_LANG``'s language; a value that is none of :data:`LANGUAGES` is said in one line, and English kept."""
+    value = os.environ.get(LANGUAGE_ENV, "en").strip() or "en"
+    if value not in LANGUAGES:
+        warnings.warn(
+            f"{LANGUAGE_ENV}={value!r} is not a language of the course ({', '.join(LANGUAGES)}): the messages stay "
+            f"in English; set {LANGUAGE_ENV}=zh for 中文, or unset it",
+            stacklevel=3,
+        )
+        return "en"
+    return value
+
+
+_language = _language_from_environment()
 
 
 def set_language(language: str) -> None:
@@ -93,7 +110,12 @@ def t(template: str, /, **values) -> str:
     """The message in the current language: ``template`` (English) or its translation, filled in."""
     if _language != "en":
         template = CATALOGUES.get(_language, {}).get(template, template)
-    return template.format(**values) if values else template
+    if not values:
+        return template
+    missing = sorted({re.split(r"[.\[]", f)[0] for f in template_fields(template)} - values.keys())
+    if missing:
+        raise ValueError(f"the message {template!r} needs {', '.join(missing)}: pass them to t() or lazy_t()")
+    return template.format(**values)
 
 
 class LazyText:

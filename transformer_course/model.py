@@ -115,7 +115,7 @@ class LayerCache:
 
     def __init__(self) -> None:
         self.self_attn = KVCache()
-        self.cross_attn = KVCache()
+        self.cross_attn = KVCache(from_memory=True)  # the memory's keys/values, projected at the first step
 
 
 class DecoderCache:
@@ -137,7 +137,8 @@ class DecoderCache:
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the encoder output (memory), then the FFN.
 
-    The dropout arguments mean what they mean in :class:`EncoderLayer`.
+    The dropout arguments mean what they mean in :class:`EncoderLayer`. ``memory`` may be None when the
+    ``cache`` holds cross-attention's keys/values already.
     """
 
     def __init__(
@@ -159,7 +160,7 @@ class DecoderLayer(nn.Module):
     def forward(
         self,
         x: Tensor,
-        memory: Tensor,
+        memory: Tensor | None,
         src_mask: Tensor | None,
         tgt_mask: Tensor | None,
         cache: LayerCache | None = None,
@@ -180,7 +181,7 @@ class Decoder(nn.Module):
     def forward(
         self,
         x: Tensor,
-        memory: Tensor,
+        memory: Tensor | None,
         src_mask: Tensor | None,
         tgt_mask: Tensor | None,
         cache: DecoderCache | None = None,

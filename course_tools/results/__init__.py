@@ -81,12 +81,47 @@ def render_markdown(text: str, data: dict) -> str:
     """``text`` with every ``<!-- results:table RUN -->…<!-- /results:table -->`` block rewritten from the data."""
 
     def table(match: re.Match) -> str:
+        if match["run"] not in data["runs"]:
+            raise ValueError(
+                f"a table names the run {match['run']!r}, which results.json does not hold; it holds "
+                f"{', '.join(sorted(data['runs']))}"
+            )
         return f"<!-- results:table {match['run']} -->\n{render_table(match['run'], data)}<!-- /results:table -->"
 
     return TABLE.sub(table, text)
 
 
 # ---- recording a measurement --------------------------------------------------------------------------------
+
+
+def _read_text(path: str | Path, what: str) -> str:
+    """The UTF-8 text of ``path``; a missing, unreadable or non-UTF-8 file is one line naming it and ``what`` it is."""
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} does not exist: give {what}") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path} is a folder: give {what}") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path} is not UTF-8 text ({error.reason} at byte {error.start}): give {what}") from None
+
+
+def _read_json(path: str | Path, what: str, shape: type = dict):
+    try:
+        value = json.loads(_read_text(path, what))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON ({error}): give {what}") from None
+    if not isinstance(value, shape):
+        raise ValueError(f"{path} holds {type(value).__name__}, not a JSON {shape.__name__}: give {what}")
+    return value
+
+
+def _field(source: dict, key: str, where, kinds=(int, float)):
+    value = source.get(key)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise ValueError(f"{where}: {key!r} is {json.dumps(value)}, expected {' or '.join(k.__name__ for k in kinds)}")
+    return value
 
 
 def _write(data: dict, path: Path) -> None:
@@ -98,20 +133,23 @@ def record_evaluation(run: str, key: str, evaluation_json: str | Path, path: str
     path = Path(path) if path is not None else results_path()
     if len(key.split("/")) != 3:
         raise ValueError(f"key {key!r}: write checkpoint/split/decoding, e.g. best/test/beam4")
-    source = json.loads(Path(evaluation_json).read_text(encoding="utf-8"))
+    source = _read_json(evaluation_json, "the JSON file `evaluate --json` wrote")
     missing = [k for k in ("bleu", "tokenized_bleu", "hypotheses") if k not in source]
     if missing:
         raise ValueError(f"{evaluation_json} has no {', '.join(missing)}: write it with `evaluate --json`")
+    hypotheses = _field(source, "hypotheses", evaluation_json, (list,))
+    if not all(isinstance(h, str) for h in hypotheses):
+        raise ValueError(f"{evaluation_json}: 'hypotheses' must be a list of translations (strings)")
     data = load_results(path)
     scores = {
-        "sacrebleu": round(source["bleu"], 2),
-        "tokenized_bleu": round(source["tokenized_bleu"], 2),
-        "unk_outputs": sum("<unk>" in h for h in source["hypotheses"]),
-        "sentences": len(source["hypotheses"]),
+        "sacrebleu": round(_field(source, "bleu", evaluation_json), 2),
+        "tokenized_bleu": round(_field(source, "tokenized_bleu", evaluation_json), 2),
+        "unk_outputs": sum("<unk>" in h for h in hypotheses),
+        "sentences": len(hypotheses),
         "signature": source.get("signature"),
     }
     if source.get("seconds") is not None:
-        scores["seconds"] = round(source["seconds"])
+        scores["seconds"] = round(_field(source, "seconds", evaluation_json))
     data["runs"].setdefault(run, {}).setdefault("evaluations", {})[key] = scores
     _write(data, path)
     return scores
@@ -129,10 +167,14 @@ def record_run(run: str, folder: str | Path, path: str | Path | None = None) -> 
 
     path = Path(path) if path is not None else results_path()
     folder = Path(folder)
-    history = json.loads((folder / "history.json").read_text(encoding="utf-8"))
+    history = _read_json(folder / "history.json", "a run folder written by train (its history.json)", list)
+    if not all(isinstance(r, dict) for r in history):
+        raise ValueError(f"{folder}/history.json must be a list of row objects, as train writes it")
     rates = [r["tokens_per_s"] for r in history if r.get("tokens_per_s") is not None]  # validation rows: None
     if not rates:
         raise ValueError(f"{folder}/history.json holds no training row: the run logged no step")
+    for key in ("step", "elapsed_s"):
+        _field(history[-1], key, f"{folder}/history.json's last row")
     checkpoint = load_checkpoint(folder / "best.pt", map_location=torch.device("cpu"))
     data = load_results(path)
     entry = data["runs"].setdefault(run, {})
@@ -173,12 +215,19 @@ def main(argv: list[str] | None = None, prog: str = "python -m course_tools.resu
             print(json.dumps(record_run(*rest), indent=1, default=str))
         elif command == "render":
             markdown = results_path().with_suffix(".md")
-            atomic_write_text(markdown, render_markdown(markdown.read_text(encoding="utf-8"), load_results()))
+            text = _read_text(markdown, "docs/results.md, the page of the tables")
+            atomic_write_text(markdown, render_markdown(text, load_results()))
             print(f"rewrote the tables of {markdown}")
         else:
             data = load_results()
-            problems = [p for f in rest for p in check_quotes(Path(f).read_text(encoding="utf-8"), data, f)]
+            problems = [p for f in rest for p in check_quotes(_read_text(f, "a text file to check"), data, f)]
             print("\n".join(problems) or "every quoted figure agrees with results.json")
             status.append(1 if problems else 0)
 
-    return run_guarded(run) or (status[0] if status else 0)
+    def guarded() -> None:
+        try:
+            run()
+        except KeyError as error:  # a figure or run the data lacks: the message says what exists
+            raise ValueError(error.args[0] if error.args else str(error)) from None
+
+    return run_guarded(guarded) or (status[0] if status else 0)

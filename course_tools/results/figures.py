@@ -13,7 +13,7 @@ from pathlib import Path
 
 from transformer_course.paths import course_root
 
-__all__ = ["SCHEMA", "figure", "load_results", "results_path", "run_figures"]
+__all__ = ["SCHEMA", "figure", "load_results", "results_path", "run_figures", "show"]
 
 SCHEMA = 1
 
@@ -22,20 +22,55 @@ def results_path() -> Path:
     return course_root(Path(__file__).parent) / "docs" / "results.json"
 
 
+def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
+    keys = [k for k, _ in pairs]
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    if repeated:
+        raise ValueError(f"the key {repeated[0]!r} appears twice in one object (json keeps only the last): keep one")
+    return dict(pairs)
+
+
 def load_results(path: str | Path | None = None) -> dict:
-    """The data file, checked: a ``runs`` mapping whose evaluations hold numbers."""
+    """The data file, checked: a ``runs`` mapping of run objects, no key written twice. Every way the file can
+    be wrong is a ValueError (or FileNotFoundError) of one line that names it."""
     path = Path(path) if path is not None else results_path()
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
     except FileNotFoundError:
         raise FileNotFoundError(
             f"{path} does not exist: it is the course's measured results (docs/results.json)"
         ) from None
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{path} is not UTF-8 text ({error.reason} at byte {error.start}); take it back from git"
+        ) from None
     except json.JSONDecodeError as error:
         raise ValueError(f"{path} is not valid JSON ({error}); fix it or take it back from git") from None
-    if data.get("schema") != SCHEMA or not isinstance(data.get("runs"), dict):
-        raise ValueError(f"{path}: expected {{'schema': {SCHEMA}, 'runs': {{...}}}}")
+    except ValueError as error:  # a key written twice
+        raise ValueError(f"{path}: {error}") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("runs"), dict):
+        raise ValueError(f"{path}: expected {{'schema': {SCHEMA}, 'runs': {{...}}}}, got {_shape(data)}")
+    for name, run in data["runs"].items():
+        if not isinstance(run, dict) or not isinstance(run.get("evaluations", {}), dict):
+            raise ValueError(
+                f"{path}: run {name!r} must be an object (with an 'evaluations' object), got {_shape(run)}"
+            )
     return data
+
+
+def _shape(value) -> str:
+    if isinstance(value, dict):
+        return "an object with keys " + (", ".join(map(repr, list(value)[:5])) or "none")
+    return {list: "a list", str: "a string", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def show(value) -> str:
+    """A figure as prose writes it: 9,633,600, 40.18, true."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return f"{value:,}"  # the shortest form that reads back as the value
+    return json.dumps(value)
 
 
 def figure(path: str, data: dict | None = None) -> float:
@@ -54,7 +89,7 @@ def figure(path: str, data: dict | None = None) -> float:
         if parts[1] not in run or isinstance(run[parts[1]], (dict, list, str)):
             numbers = sorted(k for k, v in run.items() if isinstance(v, (int, float)))
             raise KeyError(f"{path}: run {parts[0]!r} has no number {parts[1]!r}; it has {', '.join(numbers)}")
-        return run[parts[1]]
+        return _number(path, run[parts[1]])
     evaluation = "/".join(parts[1:-1])
     scores = run.get("evaluations", {})
     if evaluation not in scores:
@@ -63,7 +98,13 @@ def figure(path: str, data: dict | None = None) -> float:
         raise KeyError(
             f"{path}: evaluation {evaluation!r} has no {parts[-1]!r}; it has {', '.join(scores[evaluation])}"
         )
-    return scores[evaluation][parts[-1]]
+    return _number(path, scores[evaluation][parts[-1]])
+
+
+def _number(path: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise KeyError(f"{path} is {show(value)} in results.json, not a number: a quote needs a measured figure")
+    return value
 
 
 # How many sentences an evaluation scored (record_evaluation writes it) is the split's size, a fact of the data

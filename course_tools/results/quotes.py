@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 
-from .figures import figure, run_figures
+from .figures import figure, run_figures, show
 
 __all__ = ["QUOTE", "UNITS", "check_quotes"]
 
@@ -99,7 +99,7 @@ def check_quotes(text: str, data: dict, where: str = "") -> list[str]:
         if not _agrees(quoted, decimals, scale, value):
             problems.append(
                 f"{where}:{line}: {match['number']}{match['unit'] or ''} is quoted for {match['path'].strip()}, "
-                f"but results.json has {value:g}: update the number (or the marker)"
+                f"but results.json has {show(value)}: update the number (or the marker)"
             )
     problems += _unmarked(text, data, where, marked_spans)
     return problems
@@ -151,8 +151,56 @@ def _candidates(text: str, data: dict):
             yield match, hits  # in the data's order: the course's default run first
 
 
+NEAR = 0.01  # a number this close to a figure of the run its sentence is about is a quote of it (or a lie)
+MARKER_RUN = re.compile(r"<!--\s*fig:\s*([\w.-]+)/")
+
+
+def _runs_named(sentence: str, data: dict) -> set[str]:
+    """The runs a sentence is about: named as a word (``multi30k-cpu``) or in one of its markers."""
+    named = {m for m in MARKER_RUN.findall(sentence) if m in data["runs"]}
+    return named | {run for run in data["runs"] if re.search(rf"(?<![\w-]){re.escape(run)}(?![\w-])", sentence)}
+
+
+def _near_misses(text: str, data: dict, marked: list[tuple[int, int]]):
+    """(match, path, value) for every unmarked number that is within 1 % of a figure of a run its sentence is
+    about, but equals none: ``40.19`` written beside ``multi30k-cpu`` whose figure is 40.18."""
+    values = run_figures(data)
+    for match in NUMBER.finditer(text):
+        if any(start <= match.start() < end for start, end in marked):
+            continue
+        number, suffix, unit = match["number"], match["suffix"] or "", match["unit"]
+        quoted, decimals, scale = _parse(number, suffix)
+        if not (decimals >= 2 or unit):
+            continue  # only numbers written as measurements: 40.19, 2,339 steps (8,000 pieces is a setting)
+        before = text[max(0, match.start() - 12) : match.start()]
+        if VERSION_BEFORE.search(before) or REFERENCE_BEFORE.search(before):
+            continue
+        runs = _runs_named(_sentence(text, match.start(), match.end()), data)
+        if not runs:
+            continue
+        kind = UNITS.get(unit) if unit else None
+        close = [
+            (path, value)
+            for path, value in values.items()
+            if path.split("/", 1)[0] in runs
+            and (kind is None or kind in path.rsplit("/", 1)[-1])
+            and value
+            and abs(quoted * scale - value) <= NEAR * abs(value)
+        ]
+        if close and not any(_agrees(quoted, decimals, scale, value) for _, value in close):
+            yield match, *close[0]
+
+
 def _unmarked(text: str, data: dict, where: str, marked: list[tuple[int, int]]) -> list[str]:
     problems = []
+    for match, path, value in _near_misses(text, data, marked):
+        line = text.count("\n", 0, match.start()) + 1
+        written = match["number"] + (match["suffix"] or "")
+        problems.append(
+            f"{where}:{line}: {written} is within 1 % of {path} ({show(value)}) in a sentence about that run, but "
+            f"is not that figure and has no marker: quote it as {show(value)}<!--fig:{path}-->, or say what else "
+            "it measures"
+        )
     for match, hits in _candidates(text, data):
         if any(start <= match.start() < end for start, end in marked):
             continue
