@@ -91,8 +91,8 @@ def web_checkpoints(tmp_path_factory):
         os.environ.setdefault(MIRROR_ENV, str(mirror))
         return {"words": Path(reuse) / "words.pt", "bpe": Path(reuse) / "bpe.pt", "root": root}
     sizes = dict(N=2, d_model=64, d_ff=128, h=4, tokens_per_batch=1000, warmup=100, lr_factor=0.5, max_len=128)
-    # nn.Dropout and autograd's loss: the two models these tests were sized on (with FastDropout's masks the
-    # 400-step word model ended fewer than 45 of the 50 test sentences, one sample, in a fresh-clone CI run)
+    # nn.Dropout and autograd's loss: the two models these tests were sized on. No test asks them to translate well
+    # (the page and the graphs are compared with PyTorch token for token); they need only varied outputs that end.
     sizes.update(fast_dropout=False, fused_loss=False)
     recipes = {
         "words": get_preset("multi30k-cpu-words").replace(name="web-words", **sizes),

@@ -197,8 +197,10 @@ def test_trained_copy_model_greedy_with_cache_equals_without(copy_model):
     assert torch.equal(cached.tokens, full.tokens)
     assert_close(cached.logits, full.logits)
     assert_close(cached.log_probs, full.log_probs)
+    # The equalities above are the test; this only shows the model is trained (an untrained one copies none),
+    # with a margin no CPU's rounding of the training run can eat (15 of 16 here).
     copies = sum(row[1:].tolist()[: len(s) + 1] == [*s, EOS] for row, s in zip(cached.tokens, sources))
-    assert copies >= 14, f"the toy model should copy most sentences, copied {copies} of 16"
+    assert copies >= 8, f"the toy model should copy most sentences, copied {copies} of 16"
 
 
 @pytest.mark.slow
@@ -456,8 +458,8 @@ def test_translate_equals_the_decoders_on_ids_and_copies(copy_model, beam_size):
     _, _, sources = copy_batch(12, seed=9)
     texts = [as_text(s) for s in sources]
     out = translate(copy_model, texts, beam_size=beam_size, src_vocab=WORDS, tgt_vocab=WORDS)
-    assert out == [reference_translation(copy_model, s, beam_size) for s in sources]
-    assert sum(o == t for o, t in zip(out, texts)) >= 10
+    assert out == [reference_translation(copy_model, s, beam_size) for s in sources]  # exact: the test
+    assert sum(o == t for o, t in zip(out, texts)) >= 6  # a trained model (10 of 12 here), with a margin
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ Set ``TC_WEB_SCREENSHOTS=DIR`` to keep the page's screenshots (English and Chine
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,9 +17,9 @@ import torch
 
 from course_tools import edition
 from course_tools.web.tokenizers import subword_spec, tokenizer_spec
-from transformer_course.checkpoint import load_checkpoint
-from transformer_course.data import detokenize, load_pairs, subword_tokenizer, tokenize_many
-from transformer_course.decode import translate
+from transformer_course.checkpoint import load_checkpoint, resolve_model
+from transformer_course.data import EOS, detokenize, load_pairs, subword_tokenizer, tokenize_many
+from transformer_course.decode import decode_sentences, translate
 from transformer_course.viz import translate_and_capture
 
 pytestmark = pytest.mark.xdist_group("web")  # one worker builds the session's web checkpoints and exports
@@ -147,9 +148,19 @@ def type_and_translate(chromium, sentence):
     chromium.type(sentence)
     chromium.press("Enter")
     return chromium.evaluate(
-        "tcPage.pending.then(r => ({text: r.text, shown: document.getElementById('tc-translation').textContent, ms: r.ms, "
-        "steps: r.steps, ended: r.ids.length > 0 && r.ids[r.ids.length - 1] === 3}))"
+        "tcPage.pending.then(r => ({text: r.text, shown: document.getElementById('tc-translation').textContent, "
+        "ids: r.ids, ms: r.ms, steps: r.steps}))"
     )
+
+
+def greedy_ids(checkpoint_path, sentences):
+    """The decoder's output ids for each sentence as ``translate(…, beam_size=1)`` decodes it: ``<s> y1 … yn``,
+    then ``</s>`` where it ended (the padding after it dropped)."""
+    resolved = resolve_model(load_checkpoint(checkpoint_path))
+    decoded = decode_sentences(
+        resolved.model, resolved.src_vocab, sentences, src_lang=resolved.src_lang, tokenizer=resolved.tokenizer
+    )
+    return [ids[: ids.index(EOS) + 1] if EOS in ids else ids for _, ids in decoded]
 
 
 @pytest.mark.browser
@@ -174,16 +185,22 @@ def test_the_page_loads_from_a_file_and_asks_the_network_for_nothing(page):
 @pytest.mark.slow
 @needs_chromium
 def test_fifty_typed_test_sentences_translate_exactly_as_python_does(page, test_pairs):
+    """Token for token, </s> included or not: what is exact does not depend on how well the small model
+    translates, nor on how its borderline sentences round on this CPU."""
     sentences = [de for de, _ in test_pairs[:50]]
     expected = translate(page["checkpoint"], sentences, beam_size=1)
     got = [type_and_translate(page["browser"], s) for s in sentences]
+    assert [g["ids"] for g in got] == greedy_ids(page["checkpoint"], sentences)
     assert [g["text"] for g in got] == expected
     assert [g["shown"] for g in got] == expected
-    assert len(set(expected)) > 1 and sum(g["ended"] for g in got) >= 45, "the test model should translate and stop"
+    ended = sum(g["ids"][-1] == EOS for g in got)
+    # Not a quality bar: the comparison must cover the page's stop at </s>, and varied outputs. The fixture's model
+    # ends about 45 of the 50; 10 leaves a wide margin for another CPU's rounding.
+    assert len(set(expected)) > 1 and ended >= 10, f"the test model should translate and stop: {ended} of 50 ended"
     ms = sorted(g["ms"] for g in got)
     print(
         f"\n{page['kind']}: median {ms[len(ms) // 2]:.0f} ms per sentence (max {ms[-1]:.0f} ms), "
-        f"{sum(g['steps'] for g in got) / len(got):.1f} decoder steps on average"
+        f"{sum(g['steps'] for g in got) / len(got):.1f} decoder steps on average, {ended} of 50 ended with </s>"
     )
 
 
@@ -286,3 +303,73 @@ def test_an_empty_or_too_long_sentence_gets_one_line_that_says_what_to_do(page):
     )
     assert status == "The sentence has 130 tokens; the model's positional table holds 128. Shorten it."
     assert chromium.console == []  # shown on the page, not thrown
+
+
+# ---- markup in the data stays text ------------------------------------------------------------------------------
+
+PWN = "<img src=x onerror=window.__pwned=1>"  # would set window.__pwned if the page ever parsed it as HTML
+MARKUP = [  # each ends a <script> element, opens a comment or a CDATA end, or breaks a JavaScript string
+    f"</Script>{PWN}",
+    f"</sCrIpT >{PWN}",
+    f"</script>{PWN}",
+    "<script>window.__pwned=1</script>",
+    "<!--",
+    "]]>",
+    "-->",
+    "&lt;&amp;",
+    "\u2028\u2029",
+]
+
+
+@pytest.fixture(scope="module")
+def hostile_export(tmp_path_factory):
+    """A small untrained model whose vocabulary (source and target) and name hold markup, exported for the page."""
+    from course_tools.web import export_web
+    from transformer_course.checkpoint import save_checkpoint
+    from transformer_course.config import get_preset
+    from transformer_course.data import SPECIALS, Vocab
+    from transformer_course.model import build_model
+
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    folder = tmp_path_factory.mktemp("web-markup")
+    config = get_preset("toy-copy").replace(name=f"toy </Script>{PWN} <!-- ]]> \u2028")
+    vocab = Vocab([*SPECIALS, *MARKUP, "Ein", "Hund", "."])
+    torch.manual_seed(0)
+    checkpoint = save_checkpoint(
+        folder / "markup.pt", build_model(config, len(vocab), len(vocab)), config, vocab, vocab
+    )
+    return {"checkpoint": checkpoint, "config": config, "index": export_web(checkpoint, folder / "page")}
+
+
+@pytest.mark.slow  # exports ONNX graphs
+def test_markup_in_the_vocabulary_or_the_model_name_cannot_end_a_script_element(hostile_export):
+    from course_tools.web.page import _static
+
+    page = hostile_export["index"].read_text(encoding="utf-8")
+    scripts = _static("page.html").count("</script>")  # the page's own <script> elements
+    assert len(re.findall("</script", page, flags=re.IGNORECASE)) == scripts
+    data = re.search(r'<script type="application/json" id="tc-data">(.*?)</script>', page, flags=re.DOTALL)[1]
+    assert not set("<>&\u2028\u2029") & set(data)  # written as \u003c … inside the JSON strings
+    assert json.loads(data)["tokenizer"]["target"]["tgt_itos"][4 : 4 + len(MARKUP)] == MARKUP  # read back as they were
+    assert json.loads(data)["manifest"]["model"]["name"] == hostile_export["config"].name
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@needs_chromium
+def test_markup_in_the_vocabulary_or_the_model_name_runs_no_script_and_the_page_still_translates(hostile_export):
+    from course_tools.web.chromium import Chromium
+
+    sentence = f"Ein Hund </Script>{PWN}."
+    with Chromium() as chromium:
+        chromium.open(hostile_export["index"])
+        chromium.evaluate("tcPage.ready")
+        got = type_and_translate(chromium, sentence)
+        shown = chromium.evaluate("document.getElementById('tc-model-info').textContent")
+        assert chromium.evaluate("typeof window.__pwned") == "undefined"
+        assert chromium.evaluate("document.querySelectorAll('img').length") == 0
+        assert chromium.console == []
+    assert got["ids"] == greedy_ids(hostile_export["checkpoint"], [sentence])[0]
+    assert got["text"] == got["shown"] == translate(hostile_export["checkpoint"], [sentence])[0]
+    assert hostile_export["config"].name in shown  # the name shown as text, markup and all

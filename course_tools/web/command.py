@@ -19,7 +19,12 @@ def build_parser(prog: str = "python -m transformer_course export-web") -> argpa
         "Needs the [web] extra (onnx, onnxscript, onnxruntime).",
     )
     p.add_argument("checkpoint", metavar="CHECKPOINT", help="a .pt file written by train")
-    p.add_argument("out", metavar="OUT", help="the folder to write (created if missing)")
+    p.add_argument(
+        "out",
+        metavar="OUT",
+        help="the folder to write: a new or empty one (created if missing), or one export-web wrote before; "
+        "it writes nowhere else and replaces only the files it wrote (.tc-written.json lists them)",
+    )
     p.add_argument("--language", default="en", help="the page's labels: en or zh (default: en)")
     return p
 

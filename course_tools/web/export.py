@@ -17,6 +17,13 @@ writes into ``OUT``:
 
 Before writing the page the export checks itself: onnxruntime (Python) runs both graphs on one sentence and must
 give PyTorch's numbers (tests/test_web_export.py checks 100 test sentences).
+
+``OUT`` is claimed as every folder-writing command claims its folder (:func:`transformer_course.files.claim_folder`,
+before the checkpoint is read): a new or empty folder, or one ``export-web`` wrote before (its ``.tc-written.json``
+lists the files it wrote); the current folder, a git repository, someone else's folder, a file and a read-only
+folder are refused in one line, and a file it did not write, or a symbolic link, where it would write is refused
+too (:func:`~transformer_course.files.plan_writes`). The graphs are made in a temporary folder outside ``OUT``, so
+a SIGKILL can leave nothing there but the temporary file of a half-done write, which the next export removes.
 """
 
 from __future__ import annotations
@@ -26,7 +33,6 @@ import hashlib
 import importlib.util
 import json
 import logging
-import os
 import tempfile
 import warnings
 from pathlib import Path
@@ -35,23 +41,43 @@ import torch
 
 from transformer_course.checkpoint import Checkpoint, load_checkpoint
 from transformer_course.data import BOS, EOS, PAD, UNK
-from transformer_course.files import atomic_write_text
+from transformer_course.files import (
+    MANIFEST,
+    atomic_write,
+    claim_folder,
+    crash_point,
+    plan_writes,
+    remove_stale_temp_files,
+    remove_written,
+    write_manifest,
+)
 from transformer_course.model import count_parameters
 
 from .graphs import ENCODER_OUTPUTS, STEP_INPUTS, STEP_OUTPUTS, DecoderStepForWeb, EncoderForWeb
 from .page import ORT_VERSION, build_page
 from .tokenizers import tokenizer_spec
 
-__all__ = ["COURSE_CHECKPOINT", "FORMAT", "check_graphs", "course_page", "export_graphs", "export_web"]
+__all__ = [
+    "COMMAND",
+    "COURSE_CHECKPOINT",
+    "FILES",
+    "FORMAT",
+    "check_graphs",
+    "course_page",
+    "export_graphs",
+    "export_web",
+]
 
 FORMAT = "course_tools/web-v1"
+COMMAND = "export-web"  # the name its manifest records
+FILES = ("encoder.onnx", "decoder_step.onnx", "tokenizer.json", "manifest.json", "index.html")  # what it writes in OUT
 CHECK_TOLERANCE = 1e-4  # onnxruntime against PyTorch, fp32 (measured differences are ~1e-6)
 
 
 def _example_inputs(model, src_len: int = 5, cache_len: int = 8):
     c = model.config
     d_k = c.d_model // c.h
-    src = torch.arange(src_len).remainder(model.src_vocab - 4).add(4)[None]  # (1, S): ordinary word ids
+    src = torch.arange(src_len).remainder(model.src_vocab_size - 4).add(4)[None]  # (1, S): ordinary word ids
     with torch.no_grad():
         _, _, cross_keys, cross_values = EncoderForWeb(model)(src)
     cache = torch.zeros(c.N, 1, c.h, cache_len, d_k)  # (N, 1, h, L, d_k)
@@ -147,11 +173,7 @@ def check_graphs(model, encoder_path: str | Path, step_path: str | Path, src_ids
     return worst
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def manifest_for(checkpoint: Checkpoint, files: dict[str, Path], check: float) -> dict:
+def manifest_for(checkpoint: Checkpoint, files: dict[str, bytes], check: float) -> dict:
     import onnxscript
 
     model, c = checkpoint.model, checkpoint.config
@@ -213,14 +235,15 @@ def manifest_for(checkpoint: Checkpoint, files: dict[str, Path], check: float) -
             "onnxruntime_web": ORT_VERSION,
             "largest_difference_from_pytorch": check,
         },
-        "files": {name: {"bytes": path.stat().st_size, "sha256": _sha256(path)} for name, path in files.items()},
+        "files": {name: {"bytes": len(b), "sha256": hashlib.sha256(b).hexdigest()} for name, b in files.items()},
     }
 
 
 def export_web(checkpoint: str | Path | Checkpoint, out: str | Path, language: str = "en") -> Path:
     """Export ``checkpoint`` (a path or a loaded :class:`~transformer_course.checkpoint.Checkpoint`) for the
     browser into the folder ``out``; returns the path of ``out/index.html``. ``language``: the page's labels,
-    ``"en"`` or ``"zh"``."""
+    ``"en"`` or ``"zh"``. ``out`` must be a new or empty folder, or one this command exported into before (see
+    the module's docstring); anything else is refused before any work."""
     from transformer_course.i18n import LANGUAGES
 
     missing = [name for name in ("onnx", "onnxscript", "onnxruntime") if importlib.util.find_spec(name) is None]
@@ -228,30 +251,41 @@ def export_web(checkpoint: str | Path | Checkpoint, out: str | Path, language: s
         raise ValueError(f"exporting for the browser needs {', '.join(missing)}: pip install 'transformer_course[web]'")
     if language not in LANGUAGES:
         raise ValueError(f"--language must be one of {list(LANGUAGES)} (English or 中文), got {language!r}")
+    source = checkpoint.path if isinstance(checkpoint, Checkpoint) else Path(checkpoint)
+    written = claim_folder(out, COMMAND, protected=[source])  # before any work: '', '.', a repository, a stranger's
+    out = Path(out)
+    plan_writes(out, FILES, written)  # nothing it did not write is replaced, nothing is written through a link
     if not isinstance(checkpoint, Checkpoint):
         checkpoint = load_checkpoint(checkpoint)
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"{out} is a file; export-web writes a folder, give a folder name such as explore/")
-    out.mkdir(parents=True, exist_ok=True)
     model = checkpoint.model.cpu().eval()
-    with tempfile.TemporaryDirectory(prefix="tc-export-", dir=out) as tmp:  # the graphs appear whole or not at all
-        encoder_tmp, step_tmp = export_graphs(model, tmp)
+    with tempfile.TemporaryDirectory(prefix="tc-export-") as tmp:  # outside OUT: a kill cannot leave it there
+        encoder_path, step_path = export_graphs(model, tmp)
         if checkpoint.tokenizer is not None:
             src_ids = checkpoint.tokenizer.encode_ids("Ein Hund läuft durch den Schnee.")
         else:
             src_ids = checkpoint.src_vocab.encode(["Ein", "Hund", "läuft", "durch", "den", "Schnee", "."])
-        check = check_graphs(model, encoder_tmp, step_tmp, src_ids)
-        encoder_path, step_path = out / "encoder.onnx", out / "decoder_step.onnx"
-        os.replace(encoder_tmp, encoder_path)
-        os.replace(step_tmp, step_path)
+        check = check_graphs(model, encoder_path, step_path, src_ids)
+        encoder, decoder_step = encoder_path.read_bytes(), step_path.read_bytes()
+        crash_point(COMMAND)  # a test hook (files.crash_point): the graphs made and checked, nothing yet in OUT
     tokenizer = tokenizer_spec(checkpoint)
-    atomic_write_text(out / "tokenizer.json", json.dumps(tokenizer, ensure_ascii=False))
-    files = {"encoder.onnx": encoder_path, "decoder_step.onnx": step_path, "tokenizer.json": out / "tokenizer.json"}
-    manifest = manifest_for(checkpoint, files, check)
-    atomic_write_text(out / "manifest.json", json.dumps(manifest, ensure_ascii=False, indent=1))
-    page = build_page(manifest, tokenizer, encoder_path.read_bytes(), step_path.read_bytes(), language)
-    atomic_write_text(out / "index.html", page)
+    contents = {
+        "encoder.onnx": encoder,
+        "decoder_step.onnx": decoder_step,
+        "tokenizer.json": json.dumps(tokenizer, ensure_ascii=False).encode("utf-8"),
+    }
+    manifest = manifest_for(checkpoint, contents, check)
+    contents["manifest.json"] = json.dumps(manifest, ensure_ascii=False, indent=1).encode("utf-8")
+    contents["index.html"] = build_page(manifest, tokenizer, encoder, decoder_step, language).encode("utf-8")
+    out.mkdir(parents=True, exist_ok=True)
+    ours = tuple(f".{name}." for name in (*contents, MANIFEST))  # atomic_write's temporary files for these names
+    remove_stale_temp_files(out, keep=lambda p: not p.name.startswith(ours))  # what a killed export left
+    write_manifest(out, COMMAND, written | set(contents))  # an export killed half-way still owns what it wrote
+    remove_written(out, written - set(contents))
+    for name, data in contents.items():
+        with atomic_write(out / name) as f:
+            f.write(data)
+            crash_point(COMMAND)  # a test hook: the bytes in the temporary file, not yet renamed
+    write_manifest(out, COMMAND, sorted(contents))
     return out / "index.html"
 
 

@@ -20,7 +20,7 @@ from importlib import resources
 
 from transformer_course.i18n import LANGUAGES, register, t
 
-__all__ = ["ORT_VERSION", "PAGE_TEXT", "EXAMPLES", "build_page"]
+__all__ = ["ORT_VERSION", "PAGE_TEXT", "EXAMPLES", "build_page", "json_for_script"]
 
 ORT_VERSION = "1.30.0"  # vendor/onnxruntime-web/README.md says where the files come from
 
@@ -153,12 +153,26 @@ def _static(name: str) -> str:
     return resources.files(__package__).joinpath("static", name).read_text(encoding="utf-8")
 
 
-def _script_safe(text: str, what: str) -> str:
-    """Text that can sit inside a <script> element: no "</script" (nor "<!--", which changes how it is parsed)."""
-    text = text.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
-    if "<!--" in text:
+# Inside a JSON string these characters are written as escapes, which JSON.parse reads back as the characters:
+# no "<" can start "</script>" (in any letter case) or "<!--", so no string can end the element or change how
+# it is parsed; ">" and "&" are escaped too, and U+2028/U+2029, which older JavaScript does not take in a string.
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def json_for_script(value) -> str:
+    """``value`` as JSON that can sit inside ``<script type="application/json">`` whatever its strings hold (a
+    vocabulary token, a model name): the page reads it back with ``JSON.parse(element.textContent)``."""
+    text = json.dumps(value, ensure_ascii=False)
+    return re.sub("[<>&\u2028\u2029]", lambda m: _JSON_ESCAPES[m.group()], text)
+
+
+def _script_safe(code: str, what: str) -> str:
+    """JavaScript (the page's own and onnxruntime-web's) that can sit inside a <script> element: "</script" in any
+    letter case becomes "<\\/script", which reads the same in a JavaScript string, regular expression or comment;
+    "<!--", which changes how the element is parsed, is refused. Data goes in by :func:`json_for_script`."""
+    if "<!--" in code:
         raise ValueError(f"{what} contains '<!--', which cannot be placed inside a <script> element as it is")
-    return text
+    return re.sub(r"</(script)", r"<\\/\1", code, flags=re.IGNORECASE)
 
 
 def build_page(manifest: dict, tokenizer: dict, encoder: bytes, decoder_step: bytes, language: str = "en") -> str:
@@ -185,7 +199,7 @@ def build_page(manifest: dict, tokenizer: dict, encoder: bytes, decoder_step: by
     }
     fields = {key: _html(value) for key, value in fields.items()}  # plain text into HTML
     blocks = {  # into <script> elements, which take their content as it is
-        "data": _script_safe(json.dumps(data, ensure_ascii=False), "the page data"),
+        "data": json_for_script(data),  # JSON with "<", ">", "&" escaped: no string ends the element
         "ort_glue": _script_safe(_vendor("ort-wasm-simd-threaded.mjs").decode("utf-8"), "the onnxruntime-web glue"),
         "ort_wasm": base64.b64encode(_vendor("ort-wasm-simd-threaded.wasm.gz")).decode("ascii"),
         "encoder": base64.b64encode(encoder).decode("ascii"),
