@@ -103,3 +103,12 @@ def test_claim_file_takes_a_new_file_and_its_own_output_only(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(DestinationError, match="is a file"):
         claim_file(tmp_path / "file" / "out.pt", "average", lambda p: True)
+
+
+def test_evaluate_json_under_a_file_is_refused_before_any_work(run, capsys, monkeypatch):
+    import transformer_course.evaluate as evaluate
+
+    monkeypatch.setattr(evaluate, "evaluate_checkpoint", lambda *a, **k: pytest.fail("translated before the check"))
+    (run / "notes").write_text("x")
+    err = cli_error(capsys, "evaluate", "--checkpoint", run / "best.pt", "--json", run / "notes" / "report.json")
+    assert "is a file" in err and "Errno" not in err
