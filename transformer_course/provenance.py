@@ -88,14 +88,26 @@ _TORCH_LESSONS = frozenset(
 
 
 def writefile_cells(notebook: str | Path) -> dict[str, str]:
-    """The ``%%writefile <folder>/<file>`` cells of one notebook: file name → the text the cell writes."""
-    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+    """The ``%%writefile <folder>/<file>`` cells of one notebook: file name → the text the cell writes. A file
+    that is not a notebook (damaged JSON, cells without ``cell_type`` or ``source``) raises ValueError, one line
+    naming it."""
     found = {}
-    for cell in cells:
-        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        first, _, body = source.partition("\n")
-        if cell["cell_type"] == "code" and first.startswith(MAGIC):
-            found[Path(first[len(MAGIC) :].strip()).name] = body if body.endswith("\n") else body + "\n"
+    try:
+        for cell in json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]:
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            first, _, body = source.partition("\n")
+            if cell["cell_type"] == "code" and first.startswith(MAGIC):
+                found[Path(first[len(MAGIC) :].strip()).name] = body if body.endswith("\n") else body + "\n"
+    except (ValueError, KeyError, TypeError, AttributeError) as error:  # ValueError: JSONDecodeError, not UTF-8
+        problem = f"no {error} field" if isinstance(error, KeyError) else str(error)
+        raise ValueError(
+            t(
+                "{path} is not a notebook (a JSON object with a list of cells): {problem}; "
+                "restore it (git checkout -- {path}) or save it again from Jupyter",
+                path=notebook,
+                problem=problem,
+            )
+        ) from None
     return found
 
 

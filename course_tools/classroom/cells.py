@@ -31,6 +31,7 @@ __all__ = [
     "placeholder_name",
     "points_of",
     "python_lines",
+    "read_notebook",
     "split_line",
     "validate_checks",
 ]
@@ -44,6 +45,21 @@ POINTS_RULE = (
 CHECKERS = (
     Path(transformer_course.__file__).resolve().parent / "exercises"
 )  # the checker modules the course is built with
+
+
+def read_notebook(path: str | Path):
+    """The notebook at ``path`` (nbformat 4). A file that is not a notebook (damaged JSON, a truncated download, a
+    JSON file of another shape) raises ValueError with one line that names it."""
+    import nbformat
+
+    try:
+        return nbformat.read(path, as_version=4)
+    except (ValueError, KeyError, TypeError, AttributeError, nbformat.ValidationError) as error:
+        problem = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        raise ValueError(
+            f"{path} is not a notebook Jupyter can open ({problem}); restore it (git checkout -- {path}) "
+            "or save it again from Jupyter"
+        ) from None
 
 
 def python_lines(source: str) -> str:

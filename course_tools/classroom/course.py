@@ -4,6 +4,8 @@
     python -m course_tools.classroom OUT --only 01 02    # notebooks whose names start with 01 or 02
     python -m course_tools.classroom OUT --timeout 300 --memory 8   # seconds a cell, GiB a notebook may use
     python -m course_tools.classroom OUT --hub           # also OUT/hub/*.whl: the students' install (.hub)
+    python -m course_tools.classroom OUT --force         # rebuild; refused if you edited a file it wrote
+    python -m course_tools.classroom OUT --force --discard-edits   # rebuild, replacing your edits (listed)
 
 Run it from the repository's top folder (or pass --notebooks and --solutions). Then, in OUT, use nbgrader's
 own commands: ``nbgrader generate_assignment nb01``, ``nbgrader autograde nb01``, ``nbgrader generate_feedback nb01``.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import re
 import sys
 from dataclasses import dataclass
@@ -20,19 +23,21 @@ from pathlib import Path
 
 from transformer_course.failures import one_line
 from transformer_course.files import (
+    DestinationError,
     atomic_write_bytes,
-    atomic_write_text,
     claim_folder,
+    edited_files,
     plan_writes,
+    read_manifest,
     remove_written,
     write_manifest,
 )
 
 from ..edition.build import select_notebooks  # the course notebooks in order, shared with the HTML edition
 from .build_cells import build_references, build_stubs, learner_files
-from .cells import POINTS_RULE, is_stub_raise, parse_cell, placeholder_name
+from .cells import POINTS_RULE, is_stub_raise, parse_cell, placeholder_name, read_notebook
 from .convert import Conversion, convert_notebook
-from .hub import hub_wheel, write_hub_wheel
+from .hub import HUB_FOLDER, hub_wheel, write_hub_wheel
 from .kernel_guard import DEFAULT_MEMORY_GIB, execute_config
 from .reference import ConventionError, ReferenceModule, find_reference_module
 from .verdict import FEEDBACK_CONFIG
@@ -209,6 +214,7 @@ def build_course(
     course_id: str = COURSE_ID,
     force: bool = False,
     memory_gib: float = DEFAULT_MEMORY_GIB,
+    discard_edits: bool = False,
 ) -> list[Assignment]:
     """Write the nbgrader course folder ``out``: ``nbgrader_config.py``, ``README.md`` and
     ``source/nbNN/NN_name.ipynb`` (with the files its text shows) for each selected notebook. Every notebook is
@@ -219,7 +225,12 @@ def build_course(
     the notebooks, a non-empty folder without the manifest, a file, a read-only folder are refused before any
     work. ``force`` rebuilds a folder it built: it removes only the files of its manifest, so files a teacher
     added (under ``source/nbNN/`` too) and nbgrader's own (``gradebook.db``, ``release/`` …) stay; a planned file
-    that would replace one it did not write, or lies behind a symbolic link, is refused."""
+    that would replace one it did not write, or lies behind a symbolic link, is refused.
+
+    The manifest records each file's SHA-256 as written: a file whose bytes differ now was edited by the teacher
+    (a notebook of ``source/``, ``nbgrader_config.py``), and the build refuses to replace or remove it, naming
+    every such file, unless ``discard_edits``; then it prints the list of the edits it discards. The hub wheel
+    (``hub/``) is not checked: it is made anew from the package each time, so a different one is only stale."""
     import nbformat
 
     if timeout <= 0:
@@ -235,7 +246,7 @@ def build_course(
     assignments = []
     for path in select_notebooks(notebooks, only):
         number = COURSE_NOTEBOOK.match(path.name).group(1)
-        nb = nbformat.read(path, as_version=4)
+        nb = read_notebook(path)
         reference, builds = None, {}
         if has_exercises(nb):
             if not solutions.is_dir():
@@ -257,17 +268,32 @@ def build_course(
     plan["nbgrader_config.py"] = nbgrader_config(course_id, timeout, fast, memory_gib)
     plan["README.md"] = readme(assignments, course_id, timeout)
     plan_writes(out, plan, written)  # before anything is removed or written
+    before = read_manifest(out, digests=True) or {}  # what the build wrote last time, and each file's SHA-256
+    edited = [name for name in edited_files(out, before) if not name.startswith(f"{HUB_FOLDER}/")]
+    if edited and not discard_edits:
+        raise DestinationError(edited_refusal(out, edited))
+    if edited:
+        print(f"discarding your edits to {len(edited)} file(s) of {out}, as --discard-edits asks: {', '.join(edited)}")
+    data = {name: c.read_bytes() if isinstance(c, Path) else c.encode("utf-8") for name, c in plan.items()}
     out.mkdir(parents=True, exist_ok=True)
-    write_manifest(out, COMMAND, written | set(plan))  # a build killed half-way still owns what it wrote
+    # a build killed half-way still owns what it wrote; a file it is about to write has no digest yet
+    write_manifest(
+        out, COMMAND, {**{name: None for name in plan}, **{n: d for n, d in before.items() if n not in plan}}
+    )
     remove_written(out, written - set(plan))
-    for name, content in plan.items():
-        if isinstance(content, Path):
-            (out / name).parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(out / name, content.read_bytes())
-        else:
-            atomic_write_text(out / name, content)
-    write_manifest(out, COMMAND, plan)
+    for name, content in data.items():
+        atomic_write_bytes(out / name, content)
+    write_manifest(out, COMMAND, {name: hashlib.sha256(content).hexdigest() for name, content in data.items()})
     return assignments
+
+
+def edited_refusal(out: Path, edited: list[str]) -> str:
+    """The one line that refuses to replace the files a teacher edited in ``out``."""
+    files, were, them = (edited[0], "was", "it") if len(edited) == 1 else (", ".join(edited), "were", "them")
+    return (
+        f"{files} in {out} {were} edited since the build wrote {them}; move your edits away, "
+        "or pass --discard-edits to replace them"
+    )
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m course_tools.classroom") -> int:
@@ -297,13 +323,27 @@ def main(argv: list[str] | None = None, prog: str = "python -m course_tools.clas
     )
     parser.add_argument("--course-id", default=COURSE_ID, help=f"nbgrader course id (default: {COURSE_ID})")
     parser.add_argument("--force", action="store_true", help="rewrite source/ and the config of an existing folder")
+    parser.add_argument(
+        "--discard-edits",
+        action="store_true",
+        help="replace the files of OUT edited since the build wrote them (it lists them); without it they are kept",
+    )
     parser.add_argument("--hub", action="store_true", help="also write OUT/hub/*.whl: the package, for students")
     args = parser.parse_args(argv)
     try:
         sealed = hub_wheel() if args.hub else None  # a package that cannot be sealed stops the build before any work
         a = args  # build_course's parameters, in order
         assignments = build_course(
-            a.out, a.notebooks, a.solutions, a.only, a.timeout, not a.full, a.course_id, a.force, a.memory
+            a.out,
+            a.notebooks,
+            a.solutions,
+            a.only,
+            a.timeout,
+            not a.full,
+            a.course_id,
+            a.force,
+            a.memory,
+            a.discard_edits,
         )
         wheel = write_hub_wheel(args.out, COMMAND, sealed) if sealed is not None else None
     except ModuleNotFoundError as error:

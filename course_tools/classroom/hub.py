@@ -28,7 +28,7 @@ import zipfile
 from pathlib import Path
 
 import transformer_course
-from transformer_course.files import atomic_write_bytes, plan_writes, read_manifest, write_manifest
+from transformer_course.files import atomic_write_bytes, plan_writes, read_manifest, remove_written, write_manifest
 
 from .verdict import strip_digests
 
@@ -149,10 +149,10 @@ def write_hub_wheel(out: str | Path, command: str, wheel: tuple[str, bytes] | No
     out = Path(out)
     name, content = wheel if wheel is not None else hub_wheel()
     target = f"{HUB_FOLDER}/{name}"
-    written = read_manifest(out) or set()
-    plan_writes(out, [target], written)  # a file the build did not write is never replaced
-    for old in sorted(f for f in written if f.startswith(f"{HUB_FOLDER}/") and f != target):
-        (out / old).unlink(missing_ok=True)
+    written = read_manifest(out, digests=True) or {}  # each file the build wrote, and its SHA-256
+    plan_writes(out, [target], set(written))  # a file the build did not write is never replaced
+    remove_written(out, {f for f in written if f.startswith(f"{HUB_FOLDER}/") and f != target})
     atomic_write_bytes(out / target, content)
-    write_manifest(out, command, {f for f in written if not f.startswith(f"{HUB_FOLDER}/")} | {target})
+    kept = {f: digest for f, digest in written.items() if not f.startswith(f"{HUB_FOLDER}/")}
+    write_manifest(out, command, {**kept, target: hashlib.sha256(content).hexdigest()})
     return out / target

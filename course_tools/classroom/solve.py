@@ -28,7 +28,7 @@ from pathlib import Path
 from transformer_course.files import atomic_write_text
 
 from .build_cells import build_file, build_references, build_stubs
-from .cells import split_line
+from .cells import read_notebook, split_line
 from .convert import BEGIN, END, _Notebook
 from .reference import ConventionError, ReferenceModule, find_reference_module
 
@@ -117,7 +117,7 @@ def solve_notebooks(
     if not paths:
         raise FileNotFoundError(f"no course notebooks (00_….ipynb) in {notebooks}" + (f" match {only}" if only else ""))
     for path in paths:
-        nb = nbformat.read(path, as_version=4)
+        nb = read_notebook(path)
         builds = (
             build_references(nb, solutions)
             if any(c.cell_type == "code" and build_stubs(c.source) for c in nb.cells)
@@ -138,8 +138,6 @@ def solved_course(notebooks: str | Path, workdir: str | Path, solutions: str | P
     figures/ and solutions/ linked in) whose notebook folder holds the solved copy of every notebook of
     ``notebooks`` and a ``my_transformer/`` written by their solved build cells, so that any one of them runs on
     its own as after the notebooks before it. Returns that folder (``…/notebooks`` or ``…/notebooks/zh``)."""
-    import nbformat
-
     from transformer_course.learner import FILES
     from transformer_course.paths import course_root
 
@@ -163,7 +161,7 @@ def solved_course(notebooks: str | Path, workdir: str | Path, solutions: str | P
         solutions = english / "solutions"
     paths = solve_notebooks(here, notebooks, solutions)
     for path in paths:
-        for cell in nbformat.read(path, as_version=4).cells:
+        for cell in read_notebook(path).cells:
             file = build_file(cell.source) if cell.cell_type == "code" else None
             if file in FILES:
                 (here / "my_transformer").mkdir(exist_ok=True)
