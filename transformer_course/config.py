@@ -92,7 +92,6 @@ class Config:
     positional: str = "sinusoidal"  # or "learned"
     max_len: int = 512  # longest sequence the positional table holds
     tie_embeddings: str = "decoder"  # "none", "decoder" (target embedding = output layer) or "all" (§3.4)
-    fast_dropout: bool = False  # True: dropout masks drawn 4 per 64-bit word on a CPU (dropout.py); eval unchanged
     # data
     task: str = "multi30k"  # "multi30k", "copy" or "reverse"
     min_freq: int = 2  # a word seen fewer times in train becomes <unk>
@@ -102,6 +101,7 @@ class Config:
     # training (§5.3, §5.4)
     tokens_per_batch: int = 4000  # target tokens per batch
     label_smoothing: float = 0.1
+    fast_dropout: bool = False  # True: dropout masks drawn 4 per 64-bit word on a CPU (dropout.py); eval unchanged
     fused_loss: bool = False  # True: the loss's backward written out (train/loss.py): same gradient, other rounding
     warmup: int = 4000
     lr_factor: float = 1.0  # lr = lr_factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)

@@ -58,7 +58,6 @@ class ModelConfig:
     positional: str = "sinusoidal"  # or "learned"
     max_len: int = 512  # longest sequence the positional table holds
     tie_embeddings: str = "decoder"  # "none", "decoder" or "all" (§3.4)
-    fast_dropout: bool = False  # True: FastDropout's cheaper masks on a CPU (dropout.py); the same in eval mode
 
     @classmethod
     def of(cls, config) -> ModelConfig:
@@ -238,8 +237,6 @@ class Transformer(nn.Module):
             self.generator.proj.weight = self.tgt_embed.lut.weight  # one (tgt_vocab, d_model) matrix
         if c.tie_embeddings == "all":
             self.src_embed.lut.weight = self.tgt_embed.lut.weight
-        if c.fast_dropout:
-            use_fast_dropout(self)
 
     @property
     def src_vocab(self) -> int:  # deprecated in 0.2: an int here, the Vocab itself in Checkpoint.src_vocab
@@ -289,8 +286,13 @@ class Transformer(nn.Module):
 
 
 def build_model(config, src_vocab: int, tgt_vocab: int) -> Transformer:
-    """The model a run's :class:`~transformer_course.config.Config` describes (``model.config`` is that config)."""
-    return Transformer(config, src_vocab, tgt_vocab)
+    """The model a run's :class:`~transformer_course.config.Config` describes (``model.config`` is that config),
+    with the run's own choices applied: ``fast_dropout`` draws the dropout masks with :class:`FastDropout`
+    (dropout.py), a run option, not the architecture: the same weights, the same model in eval mode."""
+    model = Transformer(config, src_vocab, tgt_vocab)
+    if getattr(config, "fast_dropout", False):
+        use_fast_dropout(model)
+    return model
 
 
 def make_model(
@@ -312,7 +314,7 @@ def make_model(
     from .config import Config  # the run config it is stored with: checks every value, and checkpoints save it
 
     config = Config.from_dict(dict(N=N, d_model=d_model, d_ff=d_ff, h=h, dropout=dropout, **options))
-    return Transformer(config, src_vocab, tgt_vocab)
+    return build_model(config, src_vocab, tgt_vocab)
 
 
 def count_parameters(model: nn.Module) -> int:
