@@ -124,6 +124,18 @@ def has_exercises(nb, build_cells: bool = True) -> bool:
     )
 
 
+GITIGNORE = (
+    "# Written by `python -m transformer_course classroom`: this course folder holds every reference solution\n"
+    "# (source/) and the gradebook, so git leaves all of it out of the repository around it.\n*\n"
+)
+
+
+def inside_a_git_work_tree(out: str | Path) -> bool:
+    """Whether ``out`` lies in a git work tree (a folder above it holds ``.git``)."""
+    folder = Path(out).resolve()
+    return any((parent / ".git").exists() for parent in (folder, *folder.parents))
+
+
 def nbgrader_config(course_id: str, timeout: int, fast: bool, memory_gib: float = DEFAULT_MEMORY_GIB) -> str:
     """The text of ``nbgrader_config.py``: ``memory_gib`` is what a notebook may use beyond its kernel's start."""
     fast_lines = (
@@ -156,8 +168,12 @@ def nbgrader_config(course_id: str, timeout: int, fast: bool, memory_gib: float 
             *execute_config(timeout, memory_gib),
             *FEEDBACK_CONFIG,
             "",
-            "# On JupyterHub with nbgrader's exchange (nbgrader release_assignment / collect), also set e.g.",
-            '# c.Exchange.root = "/srv/nbgrader/exchange"',
+            "# nbgrader's exchange (release_assignment, collect, release_feedback): this folder's own exchange/, so",
+            "# nothing is written to /usr/local/share/nbgrader/exchange. On JupyterHub, name the hub's shared one,",
+            '# e.g. EXCHANGE = "/srv/nbgrader/exchange".',
+            'EXCHANGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange")',
+            "os.makedirs(EXCHANGE, exist_ok=True)",
+            "c.Exchange.root = EXCHANGE",
             "",
         ]
     )
@@ -267,6 +283,8 @@ def build_course(
             plan[f"{folder}/{name}"] = text
     plan["nbgrader_config.py"] = nbgrader_config(course_id, timeout, fast, memory_gib)
     plan["README.md"] = readme(assignments, course_id, timeout)
+    if inside_a_git_work_tree(out):  # source/ holds every reference solution: never committed by accident
+        plan[".gitignore"] = GITIGNORE
     plan_writes(out, plan, written)  # before anything is removed or written
     before = read_manifest(out, digests=True) or {}  # what the build wrote last time, and each file's SHA-256
     edited = [name for name in edited_files(out, before) if not name.startswith(f"{HUB_FOLDER}/")]
