@@ -70,3 +70,21 @@ def test_the_config_names_the_courses_own_exchange_and_makes_it(tmp_path, monkey
     c = Config()
     runpy.run_path(str(path), init_globals={"get_config": lambda: c})
     assert c.Exchange.root == str(tmp_path / "exchange") and (tmp_path / "exchange").is_dir()
+
+
+@pytest.mark.parametrize("tool", ["classroom", "edition"])
+def test_the_tools_share_the_one_handler_ctrl_c_is_130_not_a_traceback(tool, tmp_path, monkeypatch, capsys):
+    from transformer_course import cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    target = (
+        "course_tools.classroom.course.build_course"
+        if tool == "classroom"
+        else "course_tools.edition.build.build_editions"
+    )
+    monkeypatch.setattr(target, interrupted)
+    argv = [str(tmp_path / "out")] if tool == "classroom" else ["--out", str(tmp_path / "out"), "--no-run"]
+    assert cli.main([tool, *argv]) == 130
+    assert capsys.readouterr().err.strip() == "interrupted"

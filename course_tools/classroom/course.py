@@ -17,11 +17,10 @@ import argparse
 import ast
 import hashlib
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from transformer_course.failures import one_line
+from transformer_course.cli import run_guarded
 from transformer_course.files import (
     DestinationError,
     atomic_write_bytes,
@@ -39,7 +38,7 @@ from .cells import POINTS_RULE, is_stub_raise, parse_cell, placeholder_name, rea
 from .convert import Conversion, convert_notebook
 from .hub import HUB_FOLDER, hub_wheel, write_hub_wheel
 from .kernel_guard import DEFAULT_MEMORY_GIB, execute_config
-from .reference import ConventionError, ReferenceModule, find_reference_module
+from .reference import ReferenceModule, find_reference_module
 from .verdict import FEEDBACK_CONFIG
 
 __all__ = [
@@ -348,28 +347,24 @@ def main(argv: list[str] | None = None, prog: str = "python -m course_tools.clas
     )
     parser.add_argument("--hub", action="store_true", help="also write OUT/hub/*.whl: the package, for students")
     args = parser.parse_args(argv)
-    try:
-        sealed = hub_wheel() if args.hub else None  # a package that cannot be sealed stops the build before any work
-        a = args  # build_course's parameters, in order
-        assignments = build_course(
-            a.out,
-            a.notebooks,
-            a.solutions,
-            a.only,
-            a.timeout,
-            not a.full,
-            a.course_id,
-            a.force,
-            a.memory,
-            a.discard_edits,
-        )
-        wheel = write_hub_wheel(args.out, COMMAND, sealed) if sealed is not None else None
-    except ModuleNotFoundError as error:
-        print(f"error: {error}; install the classroom extra: pip install -e '.[classroom]'", file=sys.stderr)
-        return 1
-    except (ConventionError, OSError, ValueError) as error:  # OSError: FileNotFoundError, a read-only disk …
-        print(f"error: {one_line(error)}", file=sys.stderr)
-        return 1
+    built = []
+
+    def build() -> None:
+        try:
+            sealed = hub_wheel() if args.hub else None  # a package that cannot be sealed stops the build first
+            a = args  # build_course's parameters, in order
+            assignments = build_course(
+                a.out, a.notebooks, a.solutions, a.only, a.timeout, not a.full, a.course_id, a.force, a.memory,
+                a.discard_edits,
+            )  # fmt: skip
+            built.append((assignments, write_hub_wheel(args.out, COMMAND, sealed) if sealed is not None else None))
+        except ModuleNotFoundError as error:
+            raise ValueError(f"{error}; install the classroom extra: pip install -e '.[classroom]'") from None
+
+    status = run_guarded(build)  # the course's one handler: one line for what a user can fix, 130 on Ctrl-C …
+    if status:
+        return status
+    assignments, wheel = built[0]
     for a in assignments:
         print(f"{a.name}  {a.notebook.name:40s} {len(a.conversion.graded):2d} graded cells  {a.points:3d} points")
     print(f"wrote {len(assignments)} assignment(s) to {Path(args.out) / 'source'}; next, in {args.out}:")

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transformer_course.failures import one_line
+from transformer_course.cli import run_guarded
 
 from .browser import browser_check, page_problems
 from .contents import LANGUAGES, WORDS, ZH_FOLDER, build_contents_page, language_nav, other_language, page_title
@@ -272,22 +272,28 @@ def main(argv: list[str] | None = None, prog: str = "python -m course_tools.edit
         help="en: notebooks/ into OUT/; zh: the 中文版, NOTEBOOKS/zh/ into OUT/zh/ (default: both)",
     )
     args = parser.parse_args(argv)
-    try:
+    built: list[dict] = []
+
+    def build() -> None:
         preflight(args.out, args.check)  # --out a file, read-only, no Chromium for --check: one line, before any work
-        editions = build_editions(
-            args.notebooks,
-            args.out,
-            args.fast,
-            args.only,
-            args.timeout,
-            run=not args.no_run,
-            slides=args.slides,
-            languages=tuple(args.languages),
-            solved=not args.as_committed,
+        built.append(
+            build_editions(
+                args.notebooks,
+                args.out,
+                args.fast,
+                args.only,
+                args.timeout,
+                run=not args.no_run,
+                slides=args.slides,
+                languages=tuple(args.languages),
+                solved=not args.as_committed,
+            )
         )
-    except (OSError, ValueError) as error:
-        print(f"error: {one_line(error)}", file=sys.stderr)
-        return 1
+
+    status = run_guarded(build)  # the course's one handler: one line for what a user can fix, 130 on Ctrl-C …
+    if status:
+        return status
+    editions = built[0]
     failed = False
     for language, edition in editions.items():
         print(f"wrote {len(edition.pages)} pages in {sum(edition.seconds.values()):.0f} s; open {edition.index}")
