@@ -135,6 +135,7 @@ def attention_with(scale=None, dim=-1, mask_use="fill", dropout_on="weights", de
         (attention_with(scale=lambda q, v: 1.0), ["not scaled"]),
         (attention_with(scale=lambda q, v: q.size(-1)), ["divided by d_k"]),
         (attention_with(scale=lambda q, v: math.sqrt(v.size(-1))), ["divided by √d_v"]),
+        (attention_with(scale=lambda q, v: math.sqrt(v.size(-2))), ["divided by √k_len", "√d_k"]),
         (attention_with(dim=-2), ["over the queries", "dim=-1"]),
         (attention_with(mask_use="inverted"), ["wrong way round"]),
         (attention_with(mask_use="ignored"), ["weight 0"]),
@@ -146,11 +147,92 @@ def attention_with(scale=None, dim=-1, mask_use="fill", dropout_on="weights", de
         (attention_with(detach=True), ["no gradient"]),
         (lambda q, k, v, mask=None, dropout=None: reference(q, k, v, mask, dropout)[0], ["pair"]),
     ],
-    ids=["unscaled", "by-d_k", "by-d_v", "softmax-axis", "inverted", "ignored", "added", "minus-inf", "no-dropout",
+    ids=["unscaled", "by-d_k", "by-d_v", "by-k_len", "softmax-axis", "inverted", "ignored", "added", "minus-inf", "no-dropout",
          "dropout-output", "dropout-scores", "detached", "not-a-pair"],
 )  # fmt: skip
 def test_the_attention_checker_names_each_mistake(mistake, words):
     assert failed_with(ex.check_attention(mistake), *words)
+
+
+def test_an_attention_that_changes_its_inputs_in_place_is_told_not_to_modify_them():
+    """It used to read "the scores are not scaled": the first call divided the checker's query, so the checker's
+    own scores were already scaled. Each call now gets copies, and a changed copy is named."""
+
+    def divides_in_place(query, key, value, mask=None, dropout=None):
+        query.div_(math.sqrt(query.size(-1)))  # the learner's "saves memory"
+        return reference(query, key, value, mask, dropout)
+
+    for changes, name in ((divides_in_place, "query"), (lambda q, k, v, mask=None, dropout=None: reference(q, k, v.mul_(1.0).add_(0.5), mask, dropout), "value")):  # fmt: skip
+        result = ex.check_attention(changes)
+        assert failed_with(result, "do not modify the inputs", f"input {name}", "in-place method", "div_")
+        assert "math.sqrt" not in str(result)  # the hint names the mistake, not the line that fixes it
+
+
+def attention_dropping(drop):
+    """The reference with ``drop(weights, dropout)`` in place of its dropout line."""
+
+    def attention(query, key, value, mask=None, dropout=None):
+        scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        weights = drop(scores.softmax(dim=-1), dropout)
+        return weights @ value, weights
+
+    return attention
+
+
+@pytest.mark.parametrize(
+    "drop",
+    [
+        lambda w, dropout: F.dropout(w, p=0.1),  # always, at a rate of its own, in training mode
+        lambda w, dropout: F.dropout(w, p=dropout.p) if dropout is not None else w,  # ignores the module's eval()
+        lambda w, dropout: torch.dropout(w, 0.1, True),
+        lambda w, dropout: w * torch.bernoulli(torch.full_like(w, 0.9)) / 0.9,  # a mask of its own
+    ],
+    ids=["F.dropout-p0.1", "F.dropout-always-training", "torch.dropout", "own-mask"],
+)
+def test_a_dropout_the_caller_did_not_ask_for_gets_a_dropout_hint_not_a_softmax_one(drop):
+    """A hard-coded F.dropout(weights, p=0.1) used to be told that the rows should sum to 1 (softmax over dim=-1)."""
+    result = ex.check_attention(attention_dropping(drop))
+    assert failed_with(result, "dropout is the `dropout` argument's job", "only when it is given", "rate and mode")
+    assert "softmax" not in result.message
+
+
+def test_a_right_dropout_in_any_form_passes():
+    forms = [
+        lambda w, dropout: dropout(w) if dropout is not None else w,
+        lambda w, dropout: F.dropout(w, dropout.p, dropout.training) if dropout is not None else w,
+    ]
+    for form in forms:
+        assert ex.check_attention(attention_dropping(form)).passed
+
+
+def float32_inside(cast_back):
+    def attention(query, key, value, mask=None, dropout=None):
+        out, weights = reference(query.float(), key.float(), value.float(), mask, dropout)
+        return (out.to(query.dtype), weights.to(query.dtype)) if cast_back else (out, weights)
+
+    return attention
+
+
+def test_float32_inside_a_float64_call_is_named_as_lost_precision_not_as_two_equal_numbers():
+    """Cast back to float64 it used to read "got 0.9938, expected 0.9938"."""
+    result = ex.check_attention(float32_inside(cast_back=True))
+    assert failed_with(result, "for float64 inputs", "only to float32 precision", "torch.float64", ".float()")
+    assert not failed_with(result, "right shape but wrong values")
+    result = ex.check_attention(float32_inside(cast_back=False))
+    assert failed_with(result, "with float64 inputs the output is torch.float32, expected torch.float64", ".float()")
+
+
+def test_values_that_differ_beyond_the_fourth_digit_are_printed_with_the_digits_that_differ():
+    want = torch.tensor([1.0, 0.5608])
+    got = want + torch.tensor([0.0, 3e-6])
+    with pytest.raises(ex.Hint) as hint:
+        ex._expect_values(got, want, "x", atol=0, rtol=1e-6)
+    assert "at index [1] got 0.560803, expected 0.5608" in str(hint.value)  # not "got 0.5608, expected 0.5608"
+    with pytest.raises(ex.Hint) as hint:
+        ex._expect_values(torch.tensor([0.5, 2.25]), torch.tensor([0.5, 2.0]), "x")
+    assert "got 2.25, expected 2" in str(hint.value)  # 4 significant digits at most where they suffice
 
 
 def test_the_checker_leaves_the_global_random_state_as_it_found_it():

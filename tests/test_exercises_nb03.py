@@ -180,6 +180,119 @@ def test_the_multi_head_checker_names_each_mistake(reference, mistake, words):
     assert failed_with(ex.check_multi_head_attention(with_mistake(reference, mistake)), *words)
 
 
+def projections(block, query, key, value, bias=True):
+    """Q, K, V of a learner's block, split into heads (batch, heads, len, d_k)."""
+    weights, biases = block.in_proj.weight.chunk(3), block.in_proj.bias.chunk(3)
+    return [block.split_heads(F.linear(x, w, b if bias else None)) for x, w, b in zip((query, key, value), weights, biases)]  # fmt: skip
+
+
+def attend(block, q, k, v, mask, scale=None, dropout=None):
+    """The learner's own attention inside the block: softmax(q kᵀ / scale) v, dropout (a function) on the weights."""
+    scores = q @ k.transpose(-2, -1) / (q.size(-1) ** 0.5 if scale is None else scale)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = scores.softmax(-1)
+    weights = block.dropout(weights) if dropout is None else dropout(weights)
+    return weights @ v, weights
+
+
+def block_with(base, forward, init=None):
+    methods = {"forward": forward} if init is None else {"forward": forward, "__init__": init}
+    return type("Learners", (base,), methods)
+
+
+def loop_over_heads(self, query, key, value, mask=None):
+    """A right block, one head at a time: each head's dropout mask is drawn on its own, in another order."""
+    q, k, v = projections(self, query, key, value)
+    heads = [attend(self, q[:, h], k[:, h], v[:, h], None if mask is None else mask[:, 0]) for h in range(self.heads)]
+    self.weights = torch.stack([w for _, w in heads], 1).detach()
+    return self.out_proj(self.merge_heads(torch.stack([x for x, _ in heads], 1)))
+
+
+def functional_dropout(self, query, key, value, mask=None):
+    """A right block with F.dropout at the module's rate and mode, on the weights stacked heads first."""
+    q, k, v = (x.transpose(0, 1) for x in projections(self, query, key, value))  # (heads, batch, len, d_k)
+    drop = lambda w: F.dropout(w, self.dropout.p, self.training)  # noqa: E731
+    x, weights = attend(self, q, k, v, None if mask is None else mask.transpose(0, 1), dropout=drop)
+    self.weights = weights.transpose(0, 1).detach()
+    return self.out_proj(self.merge_heads(x.transpose(0, 1)))
+
+
+def test_every_right_form_of_dropout_passes_whatever_order_its_mask_is_drawn_in(reference):
+    """A loop over heads drew its zeros in another order than the package's one call, and was told "wrong values"."""
+    for forward in (loop_over_heads, functional_dropout):
+        assert ex.check_multi_head_attention(block_with(reference, forward)).passed, forward.__name__
+
+
+def keeps_the_graph(self, query, key, value, mask=None):
+    x, weights = attend(self, *projections(self, query, key, value), mask)
+    self.weights = weights  # not detached
+    return self.out_proj(self.merge_heads(x))
+
+
+def scaled_by_k_len(self, query, key, value, mask=None):
+    q, k, v = projections(self, query, key, value)
+    x, weights = attend(self, q, k, v, mask, scale=k.size(-2) ** 0.5)
+    self.weights = weights.detach()
+    return self.out_proj(self.merge_heads(x))
+
+
+def without_bias(self, query, key, value, mask=None):
+    x, weights = attend(self, *projections(self, query, key, value, bias=False), mask)
+    self.weights = weights.detach()
+    return self.out_proj(self.merge_heads(x))
+
+
+def bias_free_init(self, d_model, heads, dropout=0.0):
+    nn.Module.__init__(self)
+    self.heads, self.d_k = heads, d_model // heads
+    self.in_proj = nn.Linear(d_model, 3 * d_model, bias=False)
+    self.out_proj = nn.Linear(d_model, d_model, bias=False)
+    self.dropout, self.weights = nn.Dropout(dropout), None
+
+
+def bias_free_forward(self, query, key, value, mask=None):
+    q, k, v = (self.split_heads(F.linear(x, w)) for x, w in zip((query, key, value), self.in_proj.weight.chunk(3)))
+    x, weights = attend(self, q, k, v, mask)
+    self.weights = weights.detach()
+    return self.out_proj(self.merge_heads(x))
+
+
+def queries_from_key(self, query, key, value, mask=None):
+    x, weights = attend(self, *projections(self, key, key, value), mask)
+    self.weights = weights.detach()
+    return self.out_proj(self.merge_heads(x))
+
+
+def dropping_with(drop):
+    def forward(self, query, key, value, mask=None):
+        x, weights = attend(self, *projections(self, query, key, value), mask, dropout=drop(self))
+        self.weights = weights.detach()
+        return self.out_proj(self.merge_heads(x))
+
+    return forward
+
+
+@pytest.mark.parametrize(
+    ("forward", "init", "words"),
+    [
+        (keeps_the_graph, None, ["self.weights is not detached", "graph"]),
+        (scaled_by_k_len, None, ["divided by √k_len", "√d_k"]),
+        (without_bias, None, ["leave out their bias", "x W + b"]),
+        (bias_free_forward, bias_free_init, ["in_proj.bias, out_proj.bias are missing", "bias=False"]),
+        (queries_from_key, None, ["cross-attention", "one vector per key", "queries come from `query`"]),
+        (dropping_with(lambda self: lambda w: F.dropout(w, p=0.1)), None, ["in eval mode your block still drops"]),
+        (dropping_with(lambda self: lambda w: F.dropout(w, 0.1, self.training)), None, ["uses p=0.1", "self.dropout"]),
+        (dropping_with(lambda self: lambda w: w), None, ["self.dropout is not used"]),
+        (dropping_with(lambda self: lambda w: self.dropout(w[:, :1]).sum() * 0 + w), None, ["some heads"]),
+    ],
+    ids=["not detached", "sqrt k_len", "no bias in F.linear", "bias=False", "queries from key", "dropout in eval",
+         "own rate", "no dropout", "dropout on one head"],
+)  # fmt: skip
+def test_the_multi_head_checker_names_each_mistake_it_used_to_call_wrong_values(reference, forward, init, words):
+    assert failed_with(ex.check_multi_head_attention(block_with(reference, forward, init)), *words)
+
+
 def test_the_checker_leaves_the_global_random_state_as_it_found_it(reference):
     torch.manual_seed(99)
     random.seed(4)

@@ -289,11 +289,28 @@ def ffn_with(ref, forward):
         (lambda self, x: self.w_2(torch.relu(self.w_1(x))), ["nothing was dropped"]),
         (lambda self, x: self.dropout(self.w_2(torch.relu(self.w_1(x)))), ["acts on the output"]),
         (lambda self, x: self.w_2(torch.relu(self.w_1(self.dropout(x)))), ["acts on the input"]),
+        (lambda self, x: self.w_2(self.dropout(nn.functional.gelu(self.w_1(x)))), ["uses GELU", "ReLU", "§3.3"]),
+        (
+            lambda self, x: self.w_2(self.dropout(nn.functional.gelu(self.w_1(x), approximate="tanh"))),
+            ["GELU in its tanh approximation", "ReLU"],
+        ),
     ],
-    ids=["no relu", "relu after", "no dropout", "dropout on output", "dropout on input"],
+    ids=["no relu", "relu after", "no dropout", "dropout on output", "dropout on input", "gelu", "gelu tanh"],
 )
 def test_feed_forward_checker_names_each_mistake(ref, forward, words):
     assert failed_with(ex.check_feed_forward(ffn_with(ref, forward)), *words)
+
+
+def test_feed_forward_checker_names_linear_layers_built_without_their_bias(ref):
+    """It used to list the parameter names only, without saying that bias=False removed them."""
+
+    def init(self, d_model, d_ff, dropout=0.0):
+        nn.Module.__init__(self)
+        self.w_1, self.w_2 = nn.Linear(d_model, d_ff, bias=False), nn.Linear(d_ff, d_model, bias=False)
+        self.dropout = nn.Dropout(dropout)
+
+    no_bias = type("FFN", (ref.PositionwiseFeedForward,), {"__init__": init})
+    assert failed_with(ex.check_feed_forward(no_bias), "w_1.bias, w_2.bias are missing", "bias=False", "x W + b")
 
 
 def test_feed_forward_checker_passes_dropout_before_the_relu_which_is_the_same_numbers(ref):

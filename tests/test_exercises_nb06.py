@@ -139,6 +139,48 @@ def test_encoder_layer_checker_names_each_mistake(enc, forward, words):
     assert failed_with(ex.check_encoder_layer(layer_with(enc, forward)), *words)
 
 
+@pytest.mark.parametrize(
+    "used, words",
+    [
+        ((0, 0), ["both sub-layers go through self.sublayer[0]"]),
+        ((1, 1), ["both sub-layers go through self.sublayer[1]"]),
+    ],
+    ids=["sublayer 0 twice", "sublayer 1 twice"],
+)
+def test_encoder_layer_checker_names_one_residual_connection_used_for_both_sub_layers(enc, used, words):
+    def forward(self, x, m):
+        x = self.sublayer[used[0]](x, lambda y: self.self_attn(y, y, y, m))
+        return self.sublayer[used[1]](x, self.feed_forward)
+
+    assert failed_with(ex.check_encoder_layer(layer_with(enc, forward)), *words, "its own LayerNorm")
+
+
+def test_encoder_layer_checker_names_one_residual_connection_listed_twice(enc):
+    """[ResidualConnection(...)] * 2 loads the package's names, but both entries are one module: its weights used to
+    be told only as "wrong values"."""
+
+    def init(self, d_model, heads, d_ff, dropout, norm_first=False):
+        enc.EncoderLayer.__init__(self, d_model, heads, d_ff, dropout, norm_first)
+        self.sublayer = nn.ModuleList([self.sublayer[0]] * 2)
+
+    shared = type("Mistaken", (enc.EncoderLayer,), {"__init__": init})
+    assert failed_with(ex.check_encoder_layer(shared), "sublayer.0.norm.bias, sublayer.1.norm.bias are one tensor")
+
+
+def test_encoder_layer_checker_names_a_feed_forward_built_without_its_biases(enc):
+    ffn = reference("embeddings").PositionwiseFeedForward
+
+    def init(self, d_model, heads, d_ff, dropout, norm_first=False):
+        enc.EncoderLayer.__init__(self, d_model, heads, d_ff, dropout, norm_first)
+        self.feed_forward = ffn(d_model, d_ff)
+        self.feed_forward.w_1 = nn.Linear(d_model, d_ff, bias=False)
+        self.feed_forward.w_2 = nn.Linear(d_ff, d_model, bias=False)
+
+    no_bias = type("Mistaken", (enc.EncoderLayer,), {"__init__": init})
+    result = ex.check_encoder_layer(no_bias)
+    assert failed_with(result, "feed_forward.w_1.bias, feed_forward.w_2.bias are missing", "bias=False")
+
+
 def test_encoder_layer_checker_names_an_ignored_norm_first(enc):
     def post_ln_only(self, x, m):
         norm0, norm1 = self.sublayer[0].norm, self.sublayer[1].norm

@@ -70,6 +70,38 @@ def test_decoder_layer_checker_names_each_mistake(dec, forward, words):
     assert failed_with(ex.check_decoder_layer(decoder_layer_with(dec, forward)), *words)
 
 
+def cross_queries_from_memory(self, x, memory, src_mask, tgt_mask):
+    x = self.sublayer[0](x, lambda y: self.self_attn(y, y, y, tgt_mask))
+    x = self.sublayer[1](x, lambda y: self.cross_attn(memory, y, y, src_mask))  # queries and keys/values swapped
+    return self.sublayer[2](x, self.feed_forward)
+
+
+def test_decoder_layer_checker_names_cross_attention_whose_queries_come_from_the_memory(dec):
+    result = ex.check_decoder_layer(decoder_layer_with(dec, cross_queries_from_memory))
+    assert failed_with(result, "takes its queries from the memory", "queries come from x")
+
+
+@pytest.mark.parametrize("used", [(0, 0, 0), (0, 1, 1), (0, 0, 2)], ids=str)
+def test_decoder_layer_checker_names_one_residual_connection_used_for_several_sub_layers(dec, used):
+    def forward(self, x, memory, src_mask, tgt_mask):
+        x = self.sublayer[used[0]](x, lambda y: self.self_attn(y, y, y, tgt_mask))
+        x = self.sublayer[used[1]](x, lambda y: self.cross_attn(y, memory, memory, src_mask))
+        return self.sublayer[used[2]](x, self.feed_forward)
+
+    through = ", ".join(f"self.sublayer[{i}]" for i in used)
+    assert failed_with(ex.check_decoder_layer(decoder_layer_with(dec, forward)), f"go through {through}", "its own")
+
+
+def test_decoder_layer_checker_names_one_residual_connection_listed_three_times(dec):
+    def init(self, d_model, heads, d_ff, dropout, norm_first=False):
+        dec.DecoderLayer.__init__(self, d_model, heads, d_ff, dropout, norm_first)
+        self.sublayer = nn.ModuleList([self.sublayer[0]] * 3)  # one module, three entries
+
+    shared = type("Mistaken", (dec.DecoderLayer,), {"__init__": init})
+    result = ex.check_decoder_layer(shared)
+    assert failed_with(result, "sublayer.0.norm.bias, sublayer.1.norm.bias, sublayer.2.norm.bias are one tensor")
+
+
 def test_decoder_layer_checker_refuses_the_package_and_torch_layers(dec):
     assert failed_with(ex.check_decoder_layer(tc.model.DecoderLayer), "transformer_course.model", "not counted")
 

@@ -10,16 +10,22 @@
 
 Every reference is computed inside a checker, with the package, outside the learner's code; the learner's code
 runs inside :func:`~transformer_course.exercises.guard.no_shortcuts`, so the package's own attention, a
-checker's helper or ``F.scaled_dot_product_attention`` is named, not counted. Bug lines and numeric answers are
-stored as digests. Numbers may come as Python, numpy or one-element tensor numbers; lists as tuples or lists.
+checker's helper or ``F.scaled_dot_product_attention`` is named, not counted. Each call gets copies of its inputs
+(an input changed in place is named), and the dropouts it runs are recorded (:class:`_DropoutCalls`): dropout is
+judged by where it acts, at which rate and in which mode, never by the package's random zeros. Bug lines and numeric
+answers are stored as digests. Numbers may come as Python, numpy or one-element tensor numbers; lists as tuples or
+lists.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from ..i18n import lazy_t, load_catalogue, register, t
 from . import (
@@ -31,6 +37,7 @@ from . import (
     as_number,
     as_sequence,
     check_question,
+    divmod_index,
     expect_tensor,
     print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
     run_check,
@@ -53,6 +60,138 @@ __all__ = [
     "check_question_mask_sum",
     "check_question_saturation",
 ]
+
+
+# ---- shared by the checkers of notebooks 02–07: values compared with the digits that show a difference, the
+# dropout calls of the learner's code recorded, a layer built without its bias named
+
+
+def _digits(value: float, other: float) -> int:
+    """Significant digits that tell ``value`` from ``other``: 4, or more when they differ only further right."""
+    gap, size = abs(value - other), max(abs(value), abs(other))
+    if not math.isfinite(gap) or gap == 0 or size == 0:
+        return 4
+    return max(4, min(17, math.ceil(math.log10(size / gap)) + 2))
+
+
+def _shown(value: float, other: float) -> str:
+    return f"{value:.{_digits(value, other)}g}"
+
+
+def _expect_values(got, expected: torch.Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
+    """:func:`~transformer_course.exercises.expect_tensor` (type, shape, dtype, values), except that wrong values are
+    printed with as many digits as it takes to see them differ, and a result that agrees with a float64 reference
+    only as far as float32 can (a ``.float()`` inside, a float32 constant) is said to be that, dtypes named."""
+    if (
+        isinstance(got, torch.Tensor)
+        and got.shape == expected.shape
+        and got.is_floating_point()
+        and expected.is_floating_point()
+    ):
+        wider = torch.promote_types(got.dtype, expected.dtype)
+        mine, want = got.detach().to(wider), expected.detach().to(wider)
+        if not torch.allclose(mine, want, atol=atol, rtol=rtol):
+            gap = (mine - want).abs()
+            if expected.dtype == torch.float64 and torch.allclose(mine, want, atol=1e-5, rtol=1e-4):
+                if got.dtype != expected.dtype:
+                    raise Hint(
+                        t(
+                            "{what} has dtype {got_dtype}, expected {expected_dtype}: its values agree only to float32 "
+                            "precision (largest difference {gap:.1e}); keep the inputs' dtype all the way (no .float(), "
+                            "no float32 constants or tensors made inside)",
+                            what=what,
+                            got_dtype=got.dtype,
+                            expected_dtype=expected.dtype,
+                            gap=float(gap.max()),
+                        )
+                    )
+                raise Hint(
+                    t(
+                        "{what}: the values agree with the expected ones only to float32 precision (largest difference "
+                        "{gap:.1e}, where {dtype} keeps about 16 digits): somewhere inside, your code computes in "
+                        "float32 (a .float(), or a tensor or constant made in float32) and casts back; keep the "
+                        "inputs' dtype all the way",
+                        what=what,
+                        gap=float(gap.max()),
+                        dtype=expected.dtype,
+                    )
+                )
+            index = divmod_index(int(gap.nan_to_num(float("inf")).argmax()), expected.shape)
+            a, b = mine[tuple(index)].item(), want[tuple(index)].item()
+            raise Hint(
+                t(
+                    "{what} has the right shape but wrong values: at index {index} got {got}, expected {expected}",
+                    what=what,
+                    index=index,
+                    got=_shown(a, b),
+                    expected=_shown(b, a),
+                )
+            )
+    expect_tensor(got, expected, what, atol=atol, rtol=rtol)
+
+
+@dataclass
+class _Dropout:
+    """One dropout call: what it got (a copy, taken before the call), what it gave, its rate and its mode."""
+
+    input: torch.Tensor
+    output: torch.Tensor
+    p: float
+    training: bool
+
+    @property
+    def drops(self) -> bool:
+        return self.training and self.p > 0
+
+
+_DROPOUTS = (F.dropout, torch.dropout, torch.dropout_)
+
+
+class _DropoutCalls(TorchFunctionMode):
+    """Records every dropout the code run inside calls (``nn.Dropout``, ``F.dropout``, ``torch.dropout``), whatever
+    draws its mask: a checker can then see where dropout acted, at which rate and in which mode, without asking for
+    the package's random zeros (a loop over heads draws them in another order, and is right)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[_Dropout] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func not in _DROPOUTS:
+            return func(*args, **kwargs)
+        x = args[0] if args else kwargs.get("input")
+        before = x.detach().clone() if isinstance(x, torch.Tensor) else x
+        out = func(*args, **kwargs)
+        rest = dict(zip(("p", "training") if func is F.dropout else ("p", "train"), args[1:]))
+        rest.update(kwargs)
+        p = float(rest.get("p", 0.5))
+        training = bool(rest.get("training", rest.get("train", True)))
+        self.calls.append(_Dropout(before, out.detach() if isinstance(out, torch.Tensor) else out, p, training))
+        return out
+
+    @property
+    def dropping(self) -> list[_Dropout]:
+        """The calls that zeroed something: training mode and a rate above 0."""
+        return [call for call in self.calls if call.drops]
+
+
+# what no_shortcuts must let through: the recorder runs inside the learner's code, but it is the checker's
+DROPOUT_WATCH = f"{__name__}._DropoutCalls"
+
+
+def _missing_biases(what: str, missing) -> None:
+    """Raise a Hint when the only parameters missing are biases: a layer built with ``bias=False``."""
+    missing = sorted(missing)
+    if missing and all(name.endswith("bias") for name in missing):
+        raise Hint(
+            t(
+                "{what}: {missing} are missing, so a layer was built without its bias (bias=False); the paper's "
+                "projections are x W + b, as the package's: keep nn.Linear's default, bias=True",
+                what=what,
+                missing=", ".join(missing),
+            )
+        )
 
 
 def _close(got, want, atol=1e-5, rtol=1e-4) -> bool:
@@ -105,11 +244,64 @@ def _check_mask_direction(weights, want_w, kept: int):
             )
 
 
+INPUTS = ("query", "key", "value", "mask")
+
+
 def _call(attention, what, *args):
-    """The learner's attention on ``args``, watched for the package's and PyTorch's own attention."""
-    with no_shortcuts(t("scaled dot-product attention"), TORCH_ATTENTION):
-        got = attention(*args)
+    """The learner's attention on copies of ``args`` (query, key, value[, mask[, dropout]]), watched for the
+    package's and PyTorch's own attention. Each call gets fresh copies, so that one call cannot change the next
+    one's inputs; an input the learner's code changed in place is named, and so is a dropout that acted although
+    the ``dropout`` argument did not ask for one."""
+    copies = [x.clone() if isinstance(x, torch.Tensor) else x for x in args]
+    guard = no_shortcuts(t("scaled dot-product attention"), TORCH_ATTENTION, allow=(DROPOUT_WATCH,))
+    with _DropoutCalls() as calls, guard:
+        got = attention(*copies)
+    changed = [name for name, x, copy in zip(INPUTS, args, copies)
+               if isinstance(x, torch.Tensor) and not torch.equal(x.detach(), copy.detach())]  # fmt: skip
+    if changed:
+        raise Hint(
+            t(
+                "your attention changes its input {names} in place: do not modify the inputs (query/key/value): the "
+                "caller still holds them (multi-head attention passes the same tensors again), so compute new "
+                "tensors instead of calling an in-place method (div_, mul_, add_, masked_fill_ …) on them",
+                names=", ".join(changed),
+            )
+        )
+    dropout = args[4] if len(args) > 4 else None
+    allowed = dropout.p if isinstance(dropout, nn.Dropout) and dropout.training else 0.0
+    unasked = [call for call in calls.dropping if call.p != allowed]
+    if unasked:
+        if dropout is None:
+            why = t("no dropout was given")
+        elif not dropout.training:
+            why = t("the dropout given is in eval mode")
+        else:
+            why = t("the dropout given has p={p}", p=dropout.p)
+        _dropout_is_the_arguments_job(t("dropout with p={p}", p=unasked[0].p), why)
     return _pair(got, what)
+
+
+def _dropout_is_the_arguments_job(done: str, why: str) -> None:
+    """Raise the hint for a dropout the caller did not ask for (``done``: what dropped, ``why``: why it may not)."""
+    raise Hint(
+        t(
+            "your attention applies {done} although {why}: dropout is the `dropout` argument's job: apply it only "
+            "when it is given (the module decides its rate and mode), never a dropout of your own",
+            done=done,
+            why=why,
+        )
+    )
+
+
+def _looks_dropped(weights: torch.Tensor, want: torch.Tensor) -> float | None:
+    """The factor 1 / (1 − p) when ``weights`` are ``want`` with some entries zeroed and the rest scaled by one
+    factor above 1 (inverted dropout); None otherwise."""
+    kept = weights != 0
+    if kept.all() or not kept.any() or not bool((want[~kept] > 1e-6).any()):
+        return None
+    ratios = weights[kept] / want[kept].clamp_min(1e-30)
+    scale = float(ratios.mean())
+    return scale if scale > 1.01 and float((ratios - scale).abs().max()) < 1e-3 * scale else None
 
 
 def check_attention(attention) -> Result:
@@ -125,6 +317,10 @@ def check_attention(attention) -> Result:
         out, weights = _call(attention, "attention(query, key, value)", q, k, v)
         want_out, want_w = package(q, k, v)
         if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape and weights.is_floating_point():
+            scale = _looks_dropped(weights.detach(), want_w)
+            if scale is not None:
+                _dropout_is_the_arguments_job(t("a dropout (zeros, the rest × {scale:.3g})", scale=scale),
+                                              t("no dropout was given"))  # fmt: skip
             scores = q @ k.transpose(-2, -1)
             if _close(weights, scores.softmax(-2)) or _close(weights, (scores / 4).softmax(-2)):
                 raise Hint(
@@ -141,7 +337,8 @@ def check_attention(attention) -> Result:
                         "take the softmax over the last dimension, dim=-1"
                     )
                 )
-            for wrong_scale, name in ((1.0, t("not scaled")), (16.0, t("divided by d_k")), (2.0, t("divided by √d_v"))):
+            for wrong_scale, name in ((1.0, t("not scaled")), (16.0, t("divided by d_k")), (2.0, t("divided by √d_v")),
+                                      (math.sqrt(5), t("divided by √k_len, the number of keys (key.size(-2))"))):  # fmt: skip
                 if _close(weights, (scores / wrong_scale).softmax(-1)):
                     raise Hint(
                         t(
@@ -150,16 +347,21 @@ def check_attention(attention) -> Result:
                             root=math.sqrt(16),
                         )
                     )
-        expect_tensor(weights, want_w, "weights (…, q_len, k_len)")
-        expect_tensor(out, want_out, "output (…, q_len, d_v)")
+        _expect_values(weights, want_w, "weights (…, q_len, k_len)")
+        _expect_values(out, want_out, "output (…, q_len, d_v)")
 
         # sentence 0 may see its first 3 keys; sentence 1 all 5; (batch, 1, 1, k_len) broadcasts over heads and queries
         mask = torch.tensor([[True, True, True, False, False], [True] * 5])[:, None, None, :]
         out, weights = _call(attention, "attention(query, key, value, mask)", q, k, v, mask)
         want_out, want_w = package(q, k, v, mask)
         _check_mask_direction(weights, want_w, 3)
-        expect_tensor(weights, want_w, t("weights with a mask"))
-        expect_tensor(out, want_out, t("output with a mask"))
+        _expect_values(weights, want_w, t("weights with a mask"))
+        _expect_values(out, want_out, t("output with a mask"))
+
+        # a dropout module in eval mode drops nothing: the same numbers as without one
+        out, weights = _call(attention, "attention(query, key, value, mask, dropout)", q, k, v, mask, nn.Dropout(0.5).eval())  # fmt: skip
+        _expect_values(weights, want_w, t("weights with a dropout module in eval mode (it drops nothing)"))
+        _expect_values(out, want_out, t("output with a dropout module in eval mode (it drops nothing)"))
 
         # a row with every key masked (a pad query under a window mask, notebook 01): finite, not NaN
         empty = torch.ones(3, 5, dtype=torch.bool)
@@ -173,22 +375,25 @@ def check_attention(attention) -> Result:
                 )
             )
         want_out, want_w = package(q, k, v, empty)
-        expect_tensor(weights, want_w, t("weights when a query may see no key"))
-        expect_tensor(out, want_out, t("output when a query may see no key"))
+        _expect_values(weights, want_w, t("weights when a query may see no key"))
+        _expect_values(out, want_out, t("output when a query may see no key"))
 
-        # a correct float64 version passes at float64 precision
+        # a correct float64 version passes at float64 precision: float32 inside shows as a dtype or as lost digits
         q64, k64, v64 = q.double(), k.double(), v.double()
         out, weights = _call(attention, "attention(float64 tensors)", q64, k64, v64, mask)
         want_out, want_w = package(q64, k64, v64, mask)
-        if isinstance(out, torch.Tensor) and out.dtype != torch.float64:
-            raise Hint(
-                t(
-                    "with float64 inputs the output is {dtype}: keep the inputs' dtype (no float32 constants or "
-                    "tensors made with torch.tensor(...) inside)",
-                    dtype=out.dtype,
+        for name, got in (("output", out), ("weights", weights)):
+            if isinstance(got, torch.Tensor) and got.is_floating_point() and got.dtype != torch.float64:
+                raise Hint(
+                    t(
+                        "with float64 inputs the {name} is {dtype}, expected torch.float64: keep the inputs' dtype "
+                        "(no .float(), no float32 constants or tensors made with torch.tensor(...) inside)",
+                        name=name,
+                        dtype=got.dtype,
+                    )
                 )
-            )
-        expect_tensor(out, want_out, t("output for float64 inputs"), atol=1e-10, rtol=1e-8)
+        _expect_values(weights, want_w, t("weights for float64 inputs"), atol=1e-10, rtol=1e-8)
+        _expect_values(out, want_out, t("output for float64 inputs"), atol=1e-10, rtol=1e-8)
 
         # dropout on the weights, before weights @ value (the package's place): same seed, same zeros
         dropout = nn.Dropout(0.5).train()
@@ -209,7 +414,7 @@ def check_attention(attention) -> Result:
                 raise Hint(t("dropout is applied to the output; apply it to the weights, before weights @ value"))
             if _close(out, on_scores):
                 raise Hint(t("dropout is applied to the scores, before the softmax; apply it to the weights, after it"))
-        expect_tensor(out, want_out, t("output with dropout on the weights"))
+        _expect_values(out, want_out, t("output with dropout on the weights"))
 
         # gradients reach the query, the key and the value, as the package's do
         leaves = [x.clone().requires_grad_() for x in (q, k, v)]
@@ -228,7 +433,7 @@ def check_attention(attention) -> Result:
         for name, got, want in zip(("query", "key", "value"), mine, (x.grad for x in reference)):
             if got is None:
                 raise Hint(t("no gradient reaches {name}: it must be used with tensor operations", name=name))
-            expect_tensor(got, want, t("the gradient with respect to {name}", name=name))
+            _expect_values(got, want, t("the gradient with respect to {name}", name=name))
 
     return run_check(
         t("scaled dot-product attention"),
@@ -297,8 +502,8 @@ def check_additive_attention(additive_attention) -> Result:
             for hint, wrong in variants(query, key, W_q, W_k, w_v).items():
                 if _close(weights, wrong):
                     raise Hint(hint)
-        expect_tensor(weights, want_w, "weights (batch, q_len, k_len)")
-        expect_tensor(out, want_out, "output (batch, q_len, d_v)")
+        _expect_values(weights, want_w, "weights (batch, q_len, k_len)")
+        _expect_values(out, want_out, "output (batch, q_len, d_v)")
 
         mask = torch.tensor([[True, True, False, False], [True, True, True, True]])[:, None, :]  # (2, 1, 4)
         want_out, want_w = reference(query, key, value, W_q, W_k, w_v, mask)
@@ -306,14 +511,14 @@ def check_additive_attention(additive_attention) -> Result:
             got = additive_attention(query, key, value, W_q, W_k, w_v, mask)
         out, weights = _pair(got, t("with a mask, it"))
         _check_mask_direction(weights, want_w, 2)
-        expect_tensor(weights, want_w, t("weights with a mask"))
-        expect_tensor(out, want_out, t("output with a mask"))
+        _expect_values(weights, want_w, t("weights with a mask"))
+        _expect_values(out, want_out, t("output with a mask"))
 
         args64 = [x.double() for x in (query, key, value, W_q, W_k, w_v)]  # a float64 version passes as well
         with no_shortcuts(t("additive attention"), TORCH_ATTENTION):
             got = additive_attention(*args64, mask)
         out, weights = _pair(got, "additive_attention(float64 tensors)")
-        expect_tensor(out, want_out, t("output for float64 inputs"))
+        _expect_values(out, want_out, t("output for float64 inputs"))
 
     return run_check(t("additive attention"), check, t("passed: softmax(w_vᵀ tanh(q W_q + k W_k)) V, masked"))
 

@@ -19,18 +19,19 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from ..i18n import lazy_t, load_catalogue, register, t
-from . import Choice, Hint, Numeric, Result, as_int, as_shape, check_question, expect_tensor, run_check
+from . import Choice, Hint, Numeric, Result, as_int, as_shape, check_question, run_check
 from .guard import TORCH_ATTENTION, earlier_fallbacks, no_shortcuts
 from .nb01_masks import _too_big_to_build
+from .nb02_attention import DROPOUT_WATCH, _DropoutCalls, _expect_values, _missing_biases
 from .seal import answer_check
 
 register("zh", load_catalogue("nb03_multi_head_attention"))
 
 # the learner's multi-head attention calls notebook 02's attention.py: the learner's, or its fallback if skipped
 EARLIER = earlier_fallbacks("03")
+WATCHED = (*EARLIER, DROPOUT_WATCH)  # and the checker's dropout recorder runs inside the learner's code
 
 __all__ = [
     "check_multi_head_attention",
@@ -53,6 +54,93 @@ def _close(got, want, atol=1e-5) -> bool:
     return bool(torch.allclose(got.to(wider), want.to(wider), atol=atol, rtol=1e-4))
 
 
+def _slice_of(x, weights: torch.Tensor):
+    """Where in ``weights`` (batch, heads, T, S) the tensor ``x`` lies: all of it (in any shape of as many numbers, or
+    heads first), one head, one sentence, or one sentence's head; None when it is none of them."""
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        return None
+    batch, heads = weights.shape[:2]
+    if x.shape == (heads, batch, *weights.shape[2:]) and _close(x.transpose(0, 1), weights):
+        return (slice(None), slice(None)), True
+    places = [(...,)] + [(slice(None), h) for h in range(heads)] + [(b,) for b in range(batch)]
+    places += [(b, h) for b in range(batch) for h in range(heads)]
+    for place in places:
+        part = weights[place]
+        if x.numel() == part.numel() and _close(x.reshape(part.shape), part):
+            return place, False
+    return None
+
+
+def _eval_drops_nothing(calls, what: str) -> None:
+    """In eval mode no dropout may zero anything, whatever the block's rate."""
+    if calls.dropping:
+        raise Hint(
+            t(
+                "{what}: in eval mode your block still drops (a dropout with p={p} in training mode): use "
+                "self.dropout, whose rate is the dropout argument and whose mode follows the module's train() "
+                "and eval(), not a dropout of your own",
+                what=what,
+                p=calls.dropping[0].p,
+            )
+        )
+
+
+def _check_weights_dropout(got, plain, weights, calls, state, package, memory) -> None:
+    """The block in training mode, dropout 0.5: the recorded dropout calls act on (slices of) the attention weights at
+    the rate 0.5, and the output is W^O · merge(dropped weights @ V) with exactly the zeros they drew."""
+    what = t("cross-attention with dropout 0.5 on the weights (training mode)")
+    if not calls.dropping:
+        if _close(got, plain):
+            raise Hint(
+                t("self.dropout is not used: pass it to your attention function, which applies it to the weights")
+            )
+        raise Hint(
+            t(
+                "{what}: the output changes in training mode, but no dropout ran: apply self.dropout to the attention "
+                "weights (it is the only random part of the block)",
+                what=what,
+            )
+        )
+    dropped = torch.zeros_like(weights)
+    covered = torch.zeros_like(weights, dtype=torch.bool)
+    for call in calls.dropping:
+        if call.p != 0.5:
+            raise Hint(
+                t(
+                    "{what}: your dropout uses p={p}; the rate is the block's dropout argument (0.5 here): use "
+                    "self.dropout, not a rate of your own",
+                    what=what,
+                    p=call.p,
+                )
+            )
+        found = _slice_of(call.input, weights)
+        if found is None:
+            if call.input.shape == plain.shape and _close(call.input, plain):
+                raise Hint(t("dropout is applied to the block's output; apply it to the attention weights"))
+            raise Hint(
+                t(
+                    "{what}: dropout is applied to a tensor of shape {shape} that is not the attention weights (batch, "
+                    "heads, q_len, k_len): apply self.dropout to the weights, after the softmax and before weights @ v",
+                    what=what,
+                    shape=tuple(call.input.shape),
+                )
+            )
+        place, heads_first = found
+        out = call.output.transpose(0, 1) if heads_first else call.output
+        dropped[place] = out.reshape(dropped[place].shape)
+        covered[place] = True
+    if not covered.all():
+        raise Hint(t("{what}: dropout acts on the weights of some heads or sentences only, not on all", what=what))
+    d_model = memory.size(-1)
+    w_v, b_v = state["in_proj.weight"][2 * d_model :], state["in_proj.bias"][2 * d_model :]
+    with torch.no_grad():
+        v = package.split_heads(F.linear(memory, w_v, b_v))  # (B, h, S, d_k)
+        want = F.linear(package.merge_heads(dropped @ v), state["out_proj.weight"], state["out_proj.bias"])
+    _expect_values(
+        got, want, t("{what}, built from the weights your dropout returned (batch, q_len, d_model)", what=what)
+    )
+
+
 def _attention_file_not_written(error: BaseException) -> bool:
     """The NotImplementedError came from my_transformer/attention.py (notebook 02's blank), not from this file."""
     import traceback
@@ -64,7 +152,8 @@ def _attention_file_not_written(error: BaseException) -> bool:
 def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the learner's class)
     """``MultiHeadAttention(d_model, heads, dropout=0.0)``, ``split_heads``, ``merge_heads`` and
     ``forward(query, key, value, mask=None)``, compared with the package's ``MultiHeadAttention`` given the same
-    weights: values, shapes, masks, the kept weights, dropout on the weights and gradients."""
+    weights: values (dropout off), shapes, masks, the kept weights (detached), dropout on the weights (where it acts,
+    its rate and mode, recorded: any order of drawing its zeros is right) and gradients."""
     from ..attention import MultiHeadAttention as Package
 
     def variant(query, key, value, state, heads, mask, mistake):
@@ -72,6 +161,8 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
         d_model = query.size(-1)
         d_k = d_model // heads
         w, b = state["in_proj.weight"], state["in_proj.bias"]
+        if mistake == "no_bias":
+            b = torch.zeros_like(b)
         order = (1, 0, 2) if mistake == "kqv" else (0, 1, 2)  # which block of rows each of Q, K, V uses
         sources = (query, query, query) if mistake == "kv_from_query" else (query, key, value)
         q, k, v = (F.linear(x, w[i * d_model : (i + 1) * d_model], b[i * d_model : (i + 1) * d_model])
@@ -83,7 +174,7 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
             return x.reshape(x.size(0), x.size(1), heads, d_k).transpose(1, 2)
 
         q, k, v = split(q), split(k), split(v)
-        scale = math.sqrt(d_model if mistake == "sqrt_d_model" else d_k)
+        scale = math.sqrt({"sqrt_d_model": d_model, "sqrt_k_len": k.size(-2)}.get(mistake, d_k))
         scores = q @ k.transpose(-2, -1) / scale  # (B, h, T, S)
         if mask is not None and mistake != "no_mask":
             scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
@@ -117,6 +208,14 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
             "the scores are divided by √d_model; each head works in d_k = d_model / heads dimensions, "
             "so divide by √d_k (notebook 02's function does it when it gets (batch, heads, len, d_k) tensors)"
         ),
+        "sqrt_k_len": t(
+            "the scores are divided by √k_len, the number of keys; divide by √d_k, the size of each head's queries "
+            "and keys (query.size(-1) of the (batch, heads, len, d_k) tensors)"
+        ),
+        "no_bias": t(
+            "the projections leave out their bias: F.linear(x, w) is x W, the paper's projection is x W + b; pass "
+            "each third of self.in_proj.bias with its third of the weight"
+        ),
         "no_mask": t("the mask is not passed on: keys where it is False must get weight 0"),
         "no_out_proj": t("the output projection W^O (self.out_proj) is missing after merge_heads"),
     }
@@ -128,6 +227,8 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
             mha = MultiHeadAttention(d_model, heads, dropout=0.0).eval()
         names = set(mha.state_dict())
         if names != NAMES:
+            if not names - NAMES:
+                _missing_biases("MultiHeadAttention(12, 3)", NAMES - names)
             raise Hint(
                 t(
                     "the parameters should be named {names} (as the package's, so that weights can be "
@@ -151,13 +252,13 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
             raise Hint(t("split_heads returns (batch, len, heads, d_k): transpose(1, 2) puts the heads before the positions"))  # fmt: skip
         if _close(split, memory.reshape(2, heads, 6, d_model // heads)):
             raise Hint(t("split_heads: {hint}", hint=mistakes["direct_view"]))
-        expect_tensor(split, package.split_heads(memory), t("split_heads(x) (batch, heads, len, d_k)"))
+        _expect_values(split, package.split_heads(memory), t("split_heads(x) (batch, heads, len, d_k)"))
         heads_out = package.split_heads(memory)  # (2, 3, 6, 4)
         with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=EARLIER):
             merged = mha.merge_heads(heads_out)
         if _close(merged, heads_out.reshape(2, 6, d_model)):
             raise Hint(t("merge_heads: {hint}", hint=mistakes["merge_no_transpose"]))
-        expect_tensor(merged, memory, t("merge_heads(split_heads(x)), which should give x back"))
+        _expect_values(merged, memory, t("merge_heads(split_heads(x)), which should give x back"))
 
         src_mask = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], dtype=torch.bool)[:, None, None, :]
         causal = torch.ones(4, 4, dtype=torch.bool).tril()[None, None]  # (1, 1, T, T)
@@ -172,51 +273,66 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
             with torch.no_grad():
                 want = package(query, memory=kv, mask=mask)
                 want_w = package.weights
-                with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=EARLIER):
+                with _DropoutCalls() as calls, no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=WATCHED):
                     got = mha(query, keys, keys, mask)
+            _eval_drops_nothing(calls, what)
+            if isinstance(got, torch.Tensor) and got.shape == (*want.shape[:-2], keys.size(1), d_model) != want.shape:
+                raise Hint(
+                    t(
+                        "{what}: the output has one vector per key ({keys} of them), not one per query ({queries}): the "
+                        "queries come from `query` (the decoder's positions), the keys and values from `key` and "
+                        "`value` (the memory)",
+                        what=what,
+                        keys=keys.size(1),
+                        queries=query.size(1),
+                    )
+                )
             if isinstance(got, torch.Tensor) and got.shape == want.shape and not _close(got, want):
                 for mistake, hint in mistakes.items():
                     if _close(got, variant(query, keys, keys, state, heads, mask, mistake)):
                         raise Hint(t("{what}: {hint}", what=what, hint=hint))
-            expect_tensor(got, want, t("{what}: the output (batch, q_len, d_model)", what=what))
+            _expect_values(got, want, t("{what}: the output (batch, q_len, d_model)", what=what))
             kept = getattr(mha, "weights", None)
             if kept is None:
                 raise Hint(t("self.weights is None: keep the last call's weights, self.weights = weights.detach()"))
-            expect_tensor(kept, want_w, t("{what}: self.weights (batch, heads, q_len, k_len)", what=what))
+            _expect_values(kept, want_w, t("{what}: self.weights (batch, heads, q_len, k_len)", what=what))
 
-        # dropout on the attention weights (the package's place), same seed → same zeros
+        # dropout on the attention weights: the numbers were compared above with dropout off; in training mode the
+        # learner's zeros need not be the package's (a loop over heads draws them in another order, and is right),
+        # so each dropout call is recorded and must drop the weights at self.dropout's rate, and the output must be
+        # the block's formula on the weights those calls returned
         with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=EARLIER):
             dropping = MultiHeadAttention(d_model, heads, dropout=0.5)
         dropping.load_state_dict(state)
-        package.dropout.p = 0.5
-        package.train(), dropping.train()
-        torch.manual_seed(11)
+        what = t("cross-attention with dropout 0.5 in eval mode")
         with torch.no_grad():
-            want = package(tgt, memory=memory, mask=src_mask)
-        torch.manual_seed(11)
-        with torch.no_grad(), no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=EARLIER):
-            got = dropping(tgt, memory, memory, src_mask)
-        if isinstance(got, torch.Tensor) and got.shape == want.shape and not _close(got, want):
-            package.eval()
-            with torch.no_grad():
-                plain = package(tgt, memory=memory, mask=src_mask)
-            if _close(got, plain):
-                raise Hint(
-                    t("self.dropout is not used: pass it to your attention function, which applies it to the weights")
-                )
-            torch.manual_seed(11)
-            if _close(got, nn.functional.dropout(plain, 0.5)):
-                raise Hint(t("dropout is applied to the block's output; apply it to the attention weights"))
-        expect_tensor(got, want, t("cross-attention with dropout 0.5 on the weights (training mode)"))
+            plain = package(tgt, memory=memory, mask=src_mask)
+            weights = package.weights  # (B, h, T, S), nothing dropped
+            with _DropoutCalls() as calls, no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=WATCHED):
+                got = dropping.eval()(tgt, memory, memory, src_mask)
+            _eval_drops_nothing(calls, what)
+            _expect_values(got, plain, what)
+            with _DropoutCalls() as calls, no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=WATCHED):
+                got = dropping.train()(tgt, memory, memory, src_mask)
+        _check_weights_dropout(got, plain, weights, calls, state, package, memory)
 
-        # gradients reach every parameter, as in the package
-        package.dropout.p = 0.0
+        # gradients reach every parameter, as in the package; the kept weights hold no graph
         package.eval()
         mha.zero_grad()
+        tgt_leaf, memory_leaf = tgt.clone().requires_grad_(), memory.clone().requires_grad_()
         with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=EARLIER):
-            got = mha(tgt, memory, memory, src_mask)
+            got = mha(tgt_leaf, memory_leaf, memory_leaf, src_mask)
         if not isinstance(got, torch.Tensor) or got.grad_fn is None:
             raise Hint(t("no gradient flows through your output: do not detach it or compute it under torch.no_grad()"))
+        kept = getattr(mha, "weights", None)
+        if isinstance(kept, torch.Tensor) and (kept.requires_grad or kept.grad_fn is not None):
+            raise Hint(
+                t(
+                    "self.weights is not detached: it keeps the autograd graph of the whole forward pass alive (memory "
+                    "no one frees, and a tensor that cannot go to numpy for a plot); keep a detached copy, as the "
+                    "docstring says"
+                )
+            )
         got.pow(2).sum().backward()
         package.zero_grad()
         package(tgt, memory=memory, mask=src_mask).pow(2).sum().backward()
@@ -232,7 +348,7 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
                         "weights your attention returns, and keep only self.weights detached"
                     )
                 )
-            expect_tensor(grad, p.grad, t("the gradient of {name}", name=name), atol=1e-4)
+            _expect_values(grad, p.grad, t("the gradient of {name}", name=name), atol=1e-4)
 
         try:
             MultiHeadAttention(10, 4)
@@ -420,8 +536,8 @@ def check_grouped_query_attention(grouped_query_attention) -> Result:
                 unmasked, _ = package(query, key.repeat_interleave(share, 1), value.repeat_interleave(share, 1))
                 if _close(out, unmasked):
                     raise Hint(t("{what}: the mask is not used", what=what))
-            expect_tensor(weights, want_w, t("{what}: the weights (batch, heads, T, S)", what=what))
-            expect_tensor(out, want_out, t("{what}: the output (batch, heads, T, d_k)", what=what))
+            _expect_values(weights, want_w, t("{what}: the weights (batch, heads, T, S)", what=what))
+            _expect_values(out, want_out, t("{what}: the output (batch, heads, T, d_k)", what=what))
 
     return run_check(
         t("grouped-query attention"),

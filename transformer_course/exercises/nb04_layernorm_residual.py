@@ -31,13 +31,13 @@ from . import (
     Result,
     answer_check,
     as_int,
-    expect_tensor,
     known_mistake,
     print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
     run_check,
 )
 from . import check_quiz as _check_quiz
 from .guard import TORCH_NORM, answer_digest, no_shortcuts, watch_shortcuts
+from .nb02_attention import _expect_values
 
 register("zh", load_catalogue("nb04_layernorm_residual"))
 
@@ -130,13 +130,13 @@ def check_layer_norm_module(LayerNorm) -> Result:  # noqa: N803 (the learner's c
                                  _layer_norm_variants(x, gamma, beta, 1e-5))  # fmt: skip
             if hint is not None:
                 raise Hint(t("{what}: {hint}", what=what, hint=hint))
-            expect_tensor(got.detach() if isinstance(got, Tensor) else got, expected, what)
+            _expect_values(got.detach() if isinstance(got, Tensor) else got, expected, what)
             _check_layer_norm_gradients(mine, x_mine, got, gamma, beta, what)
         x = _inputs()[2]
         with no_shortcuts(t("LayerNorm"), TORCH_NORM), torch.no_grad():
             got = LayerNorm(x.size(-1), eps=1e-3)(x)
         expected = F.layer_norm(x, (x.size(-1),), eps=1e-3)
-        expect_tensor(got, expected, t("LayerNorm(8, eps=1e-3) (use the eps argument, self.eps, not a fixed 1e-5)"))
+        _expect_values(got, expected, t("LayerNorm(8, eps=1e-3) (use the eps argument, self.eps, not a fixed 1e-5)"))
 
     return run_check(
         "LayerNorm", check, t("equals nn.LayerNorm, values and gradients, also on rows with a tiny spread")
@@ -164,7 +164,7 @@ def _check_layer_norm_gradients(mine: nn.Module, x: Tensor, got: Tensor, gamma, 
     ):
         if grad is None:
             raise Hint(t("{what}: {name} is None: use the parameters themselves in forward", what=what, name=name))
-        expect_tensor(grad, want, t("{what}: {name}", what=what, name=name), atol=1e-4, rtol=1e-3)
+        _expect_values(grad, want, t("{what}: {name}", what=what, name=name), atol=1e-4, rtol=1e-3)
 
 
 DROPOUT_HINTS = {
@@ -261,7 +261,7 @@ def check_residual_connection(ResidualConnection) -> Result:  # noqa: N803 (the 
                             formula=formula,
                         )
                     )
-                expect_tensor(got, expected, t("{what} in eval mode", what=what))
+                _expect_values(got, expected, t("{what} in eval mode", what=what))
 
                 outcomes = _residual_outcomes(x, sublayer, norm, norm_first)
                 torch.manual_seed(5)
@@ -271,7 +271,7 @@ def check_residual_connection(ResidualConnection) -> Result:  # noqa: N803 (the 
             hint = known_mistake(got, outcomes["right"], mistakes)
             if hint is not None:
                 raise Hint(t("{what} in training mode: {hint}", what=what, hint=hint))
-            expect_tensor(got, outcomes["right"], t("{what} in training mode", what=what))
+            _expect_values(got, outcomes["right"], t("{what} in training mode", what=what))
             _check_residual_gradient(block.eval(), norm, x, sublayer, norm_first, what)
 
     return run_check("ResidualConnection", check, t("post-LN and pre-LN right, dropout on the sub-layer's output"))
@@ -288,7 +288,7 @@ def _check_residual_gradient(block, norm, x, sublayer, norm_first: bool, what: s
     ref.pow(2).sum().backward()
     if x_mine.grad is None:
         raise Hint(t("{what}: no gradient reaches x (a detached tensor, .data or torch.no_grad)", what=what))
-    expect_tensor(x_mine.grad, x_ref.grad, t("{what}: the gradient with respect to x", what=what), atol=1e-4)
+    _expect_values(x_mine.grad, x_ref.grad, t("{what}: the gradient with respect to x", what=what), atol=1e-4)
 
 
 # ---- exercise 1: RMSNorm -----------------------------------------------------------------------------
@@ -335,7 +335,7 @@ def check_rms_norm(rms_norm) -> Result:
             hint = known_mistake(got, expected, _rms_norm_variants(x, gamma, 1e-5))
             if hint is not None:
                 raise Hint(t("{what}: {hint}", what=what, hint=hint))
-            expect_tensor(got, expected, what)
+            _expect_values(got, expected, what)
 
     return run_check("RMSNorm", check, t("equals F.rms_norm, also on rows with a tiny spread"))
 

@@ -24,9 +24,10 @@ import torch
 from torch import Tensor, nn
 
 from ..i18n import lazy_t, load_catalogue, register, t
-from . import Choice, Hint, Numeric, Result, as_number, expect_tensor, known_mistake, run_check
+from . import Choice, Hint, Numeric, Result, as_number, known_mistake, run_check
 from . import check_quiz as _check_quiz
 from .guard import no_shortcuts
+from .nb02_attention import _expect_values, _missing_biases, _shown
 from .seal import answer_check
 
 register("zh", load_catalogue("nb05_embeddings_positional_encoding"))
@@ -100,14 +101,14 @@ def check_embeddings(Embeddings) -> Result:  # noqa: N803 (the learner's class)
             hint = known_mistake(got.detach() if isinstance(got, Tensor) else got, expected, mistakes)
             if hint is not None:
                 raise Hint(t("{what}: {hint}", what=what, hint=hint))
-            expect_tensor(got.detach() if isinstance(got, Tensor) else got, expected, what)
+            _expect_values(got.detach() if isinstance(got, Tensor) else got, expected, what)
             module.zero_grad()
             with _guarded(t("the embedding")):
                 got.sum().backward()
             counts = torch.bincount(tokens.flatten(), minlength=vocab).double()[:, None]  # how often each id occurs
             if module.lut.weight.grad is None:
                 raise Hint(t("{what}: no gradient reaches lut.weight (a detached tensor or torch.no_grad)", what=what))
-            expect_tensor(
+            _expect_values(
                 module.lut.weight.grad,
                 (counts * math.sqrt(d_model)).expand(vocab, d_model).float(),
                 t("{what}: the gradient of lut.weight", what=what),
@@ -161,7 +162,7 @@ def check_sinusoidal_table(sinusoidal_table: Callable[[int, int], Tensor]) -> Re
             hint = known_mistake(got, expected, mistakes, atol=1e-4)
             if hint is not None:
                 raise Hint(t("{what}: {hint}", what=what, hint=hint))
-            expect_tensor(got, expected, what, atol=1e-4)
+            _expect_values(got, expected, what, atol=1e-4)
 
     return run_check(
         t("the sinusoidal table"), check, t("sin in the even columns, cos in the odd, pair i at 1/10000^(2i/d_model)")
@@ -222,7 +223,7 @@ def _check_common(module, table: Tensor, d_model: int, max_len: int, kind: str) 
         hint = known_mistake(got, want, mistakes)
         if hint is not None:
             raise Hint(t("{what}: {hint}", what=what, hint=hint))
-        expect_tensor(got, want, what)
+        _expect_values(got, want, what)
     # dropout acts on the sum, once
     x = torch.randn(4, 6, d_model)
     drop = nn.Dropout(module.dropout.p)
@@ -254,7 +255,7 @@ def _check_common(module, table: Tensor, d_model: int, max_len: int, kind: str) 
     )
     if hint is not None:
         raise Hint(t("{kind} PositionalEncoding: {hint}", kind=kind, hint=hint))
-    expect_tensor(
+    _expect_values(
         got, outcomes["right"], t("{kind} PositionalEncoding in training mode (dropout on the sum)", kind=kind)
     )
     _check_too_long(module, d_model, max_len, kind)
@@ -325,7 +326,7 @@ def _check_sinusoidal_kind(PositionalEncoding) -> None:  # noqa: N803
                 dtype=str(table.dtype).replace("torch.", ""),
             )
         )
-    expect_tensor(table, _formula_table(max_len, d_model).float(), t("the sinusoidal table in self.table"), atol=1e-4)
+    _expect_values(table, _formula_table(max_len, d_model).float(), t("the sinusoidal table in self.table"), atol=1e-4)
     _check_common(module, table.detach(), d_model, max_len, "sinusoidal")
 
 
@@ -370,7 +371,7 @@ def _check_learned_kind(PositionalEncoding) -> None:  # noqa: N803
     if not (0.019 < std < 0.021 and abs(mean) < 0.002):
         raise Hint(
             t(
-                'kind="learned": the table starts with mean {mean:.3f} and std {std:.3f}; the package draws it from a '
+                'kind="learned": the table starts with mean {mean:.5f} and std {std:.5f}; the package draws it from a '
                 "normal distribution with mean 0 and std 0.02: torch.randn(max_len, d_model) * 0.02",
                 mean=mean,
                 std=std,
@@ -410,6 +411,8 @@ def check_feed_forward(PositionwiseFeedForward) -> Result:  # noqa: N803 (the le
         names = set(module.state_dict())
         want_names = {"w_1.weight", "w_1.bias", "w_2.weight", "w_2.bias"}
         if names != want_names:
+            if names < want_names:
+                _missing_biases("PositionwiseFeedForward(8, 32)", want_names - names)
             raise Hint(t("the parameters should be {want}, got {names}", want=sorted(want_names), names=sorted(names)))
         torch.manual_seed(2)
         x = torch.randn(2, 5, d_model)
@@ -421,11 +424,19 @@ def check_feed_forward(PositionwiseFeedForward) -> Result:  # noqa: N803 (the le
             mistakes = {
                 t("the ReLU is missing: FFN(x) = max(0, x W_1 + b_1) W_2 + b_2"): w_2(w_1(x)),
                 t("the ReLU is applied after w_2; it belongs between the two linear layers"): torch.relu(w_2(w_1(x))),
+                t(
+                    "the hidden layer uses GELU (BERT's and GPT's choice); the paper's FFN uses ReLU, "
+                    "max(0, x W_1 + b_1) (§3.3)"
+                ): w_2(nn.functional.gelu(w_1(x))),
+                t(
+                    "the hidden layer uses GELU in its tanh approximation (GPT-2's); the paper's FFN uses ReLU, "
+                    "max(0, x W_1 + b_1) (§3.3)"
+                ): w_2(nn.functional.gelu(w_1(x), approximate="tanh")),
             }
             hint = known_mistake(got, expected, mistakes)
             if hint is not None:
                 raise Hint(t("PositionwiseFeedForward in eval mode: {hint}", hint=hint))
-            expect_tensor(got, expected, t("PositionwiseFeedForward(8, 32) in eval mode"))
+            _expect_values(got, expected, t("PositionwiseFeedForward(8, 32) in eval mode"))
             drop = nn.Dropout(0.5)
             outcomes = {}
             for name, step in {
@@ -454,7 +465,7 @@ def check_feed_forward(PositionwiseFeedForward) -> Result:  # noqa: N803 (the le
         )
         if hint is not None:
             raise Hint(t("PositionwiseFeedForward(8, 32, dropout=0.5) in training mode: {hint}", hint=hint))
-        expect_tensor(got, outcomes["right"], t("PositionwiseFeedForward(8, 32, dropout=0.5) in training mode"))
+        _expect_values(got, outcomes["right"], t("PositionwiseFeedForward(8, 32, dropout=0.5) in training mode"))
 
     return run_check(t("PositionwiseFeedForward"), check, t("w_2(dropout(relu(w_1(x)))), the same at every position"))
 
@@ -514,11 +525,11 @@ def check_pe_dot(pe_dot: Callable[[int, int], float]) -> Result:
                     raise Hint(t("{what} = {got:.4f}: {hint}", what=what, got=got, hint=hint))
             raise Hint(
                 t(
-                    "{what} = {got:.4f}, but the table gives PE(10) · PE(10 + {k}) = {want:.4f}",
+                    "{what} = {got}, but the table gives PE(10) · PE(10 + {k}) = {want}",
                     what=what,
-                    got=got,
+                    got=_shown(got, want),
                     k=k,
-                    want=want,
+                    want=_shown(want, got),
                 )
             )
         for k, d_model in _HUGE:
@@ -543,12 +554,12 @@ def check_pe_dot(pe_dot: Callable[[int, int], float]) -> Result:
                 continue
             raise Hint(
                 t(
-                    "{what} = {got:.4f}, expected {want:.4f}: the small cases pass, so the formula is right; k·ω_i has "
+                    "{what} = {got}, expected {want}: the small cases pass, so the formula is right; k·ω_i has "
                     "about 14 digits here and float32 keeps 7: compute in float64 (Python's math, or dtype=torch."
                     "float64)",
                     what=what,
-                    got=got,
-                    want=want,
+                    got=_shown(got, want),
+                    want=_shown(want, got),
                 )
             )
 
@@ -612,7 +623,7 @@ def check_rotary(rotate: Callable[[Tensor], Tensor]) -> Result:
             hint = known_mistake(got, expected, mistakes, atol=1e-4)
             if hint is not None:
                 raise Hint(t("{what}: {hint}", what=what, hint=hint))
-            expect_tensor(got, expected, what, atol=1e-4)
+            _expect_values(got, expected, what, atol=1e-4)
             if not torch.equal(got[:, 0], x[:, 0]) and not torch.allclose(got[:, 0], x[:, 0], atol=1e-6):
                 raise Hint(t("{what}: position 0 should come out unchanged (a rotation by angle 0)", what=what))
 

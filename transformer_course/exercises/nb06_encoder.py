@@ -27,9 +27,10 @@ from torch.overrides import TorchFunctionMode
 
 from ..i18n import lazy_t, load_catalogue, register, t
 from ..masks import padding_mask
-from . import Hint, Numeric, Result, as_int, as_mask, expect_tensor, run_check, same
+from . import Hint, Numeric, Result, as_int, as_mask, run_check, same
 from . import check_quiz as _check_quiz
 from .guard import TORCH_TRANSFORMER, earlier_fallbacks, no_shortcuts
+from .nb02_attention import _expect_values, _missing_biases
 from .seal import answer_check
 
 register("zh", load_catalogue("nb06_encoder"))
@@ -78,6 +79,8 @@ def _load(mine: nn.Module, reference: nn.Module, what: str) -> None:
     ours, theirs = set(mine.state_dict()), set(reference.state_dict())
     if ours != theirs:
         extra, missing = sorted(ours - theirs), sorted(theirs - ours)
+        if not extra:
+            _missing_biases(what, missing)
         raise Hint(
             t(
                 "{what} has other parameter names than the package's (extra: {extra}; missing: {missing}); keep the "
@@ -87,10 +90,30 @@ def _load(mine: nn.Module, reference: nn.Module, what: str) -> None:
                 missing=", ".join(missing[:3]) or "none",
             )
         )
+    shared = _shared_tensors(mine) - _shared_tensors(reference)
+    if shared:
+        names = sorted(min(shared, key=sorted))
+        raise Hint(
+            t(
+                "{what}: {names} are one tensor, so one module serves several places and they share their weights "
+                "(a list that holds one module several times, [module] * 3, or one module assigned twice); build a "
+                "separate one for each place, with a loop or clones",
+                what=what,
+                names=", ".join(names[:3]),
+            )
+        )
     try:
         mine.load_state_dict(reference.state_dict(), strict=True)
     except RuntimeError as error:
         raise Hint(t("{what}: the package's weights do not load: {error}", what=what, error=str(error)[:200])) from None
+
+
+def _shared_tensors(module: nn.Module) -> set[frozenset[str]]:
+    """The groups of state_dict names that hold one tensor (a tied matrix, or a module listed twice)."""
+    groups: dict[int, set[str]] = {}
+    for name, tensor in module.state_dict(keep_vars=True).items():
+        groups.setdefault(id(tensor), set()).add(name)
+    return {frozenset(names) for names in groups.values() if len(names) > 1}
 
 
 # The pieces of earlier notebooks the learner's file builds on may be the package's (a marked fallback for a file
@@ -152,7 +175,7 @@ def _name_mistake(got: Tensor, want: Tensor, mistakes: dict, what: str) -> None:
                 continue
             if same(got, value, atol=1e-5):
                 raise Hint(t("{what}: {hint}", what=what, hint=hint))
-    expect_tensor(got, want, what)
+    _expect_values(got, want, what)
 
 
 def _shares_weights(layers) -> bool:
@@ -262,6 +285,14 @@ def _check_encoder_layer_once(EncoderLayer, norm_first: bool, model, what: str) 
                 "the FFN reads the layer's input x, not the output of the self-attention sub-layer: "
                 "feed the first sub-layer's result to the second"
             ): lambda: s1(x, ffn),
+            t(
+                "both sub-layers go through self.sublayer[0]: each sub-layer has its own Add & Norm, with its own "
+                "LayerNorm, so the FFN goes through self.sublayer[1]"
+            ): lambda: s0(s0(x, lambda y: attn(y, mask=mask)), ffn),
+            t(
+                "both sub-layers go through self.sublayer[1]: each sub-layer has its own Add & Norm, with its own "
+                "LayerNorm, so self-attention goes through self.sublayer[0]"
+            ): lambda: s1(s1(x, lambda y: attn(y, mask=mask)), ffn),
         }
         _name_mistake(got, ref(x, mask), mistakes, name)
     _check_dropout(mine, ref, (x, mask), name)

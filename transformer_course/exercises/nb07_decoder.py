@@ -19,6 +19,7 @@ float or a numpy scalar.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Callable
 
@@ -110,16 +111,19 @@ def _check_decoder_layer_once(DecoderLayer, norm_first: bool, S: int, model, wha
         other = model.DecoderLayer(D_MODEL, HEADS, D_FF, 0.0, norm_first=not norm_first)
         other.load_state_dict(ref.state_dict())
         sa, ca, ffn = ref.self_attn, ref.cross_attn, ref.feed_forward
-        s0, s1, s2 = ref.sublayer
 
-        def layer(self_mask, cross_kv, cross_mask, order=("self", "cross")) -> Tensor:
+        def layer(self_mask, cross_kv, cross_mask, order=("self", "cross"), uses=(0, 1, 2), queries=None) -> Tensor:
+            """The layer with one slip: other masks, keys and values, order, sub-layers, or queries from ``queries``."""
+            first, second, third = (ref.sublayer[i] for i in uses)
             y = x
             for part in order:
                 if part == "self":
-                    y = s0(y, lambda z: sa(z, mask=self_mask))
+                    y = first(y, lambda z: sa(z, mask=self_mask))
+                elif queries is not None:  # the queries from the memory, the keys and values from the decoder
+                    y = second(y, lambda z: ca(queries, z, mask=cross_mask))
                 else:
-                    y = s1(y, lambda z: ca(z, cross_kv if cross_kv is not None else z, mask=cross_mask))
-            return s2(y, ffn)
+                    y = second(y, lambda z: ca(z, cross_kv if cross_kv is not None else z, mask=cross_mask))
+            return third(y, ffn)
 
         mistakes = {
             t(
@@ -133,6 +137,11 @@ def _check_decoder_layer_once(DecoderLayer, norm_first: bool, S: int, model, wha
             t("cross-attention attends over the decoder's own states: its keys and values are the memory (§3.2.3)"): (
                 lambda: layer(tgt_mask, None, src_mask)
             ),
+            t(
+                "cross-attention takes its queries from the memory and its keys and values from the decoder: the "
+                "queries come from x (the decoder's positions, one output each), the keys and values from the "
+                "memory (§3.2.3)"
+            ): lambda: layer(tgt_mask, memory, src_mask, queries=memory),
             t("the future leaks: self-attention must get tgt_mask (causal and padding)"): lambda: layer(
                 None, memory, src_mask
             ),
@@ -145,6 +154,15 @@ def _check_decoder_layer_once(DecoderLayer, norm_first: bool, S: int, model, wha
                 "which knows post-LN from pre-LN"
             ): lambda: other(*args),
         }
+        for uses in itertools.product(range(3), repeat=3):
+            if len(set(uses)) < 3:  # one residual connection serves two or three sub-layers
+                mistakes[
+                    t(
+                        "the three sub-layers go through {used}: one residual connection serves several "
+                        "sub-layers, but each sub-layer has its own Add & Norm, with its own LayerNorm",
+                        used=", ".join(f"self.sublayer[{i}]" for i in uses),
+                    )
+                ] = functools.partial(layer, tgt_mask, memory, src_mask, uses=uses)
         _name_mistake(got, ref(*args), mistakes, name)
     _check_dropout(mine, ref, args, name)
     _check_gradients(mine, ref, args, name)
