@@ -102,8 +102,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="Translate each SENTENCE from the checkpoint's source language (German for Multi30k) to its "
         "target language.",
     )
-    p.add_argument("--checkpoint", required=True, help="a .pt file written by train")
+    p.add_argument(
+        "--checkpoint",
+        required=True,
+        help="a .pt file written by train (--engine ctranslate2: a folder written by export-ct2)",
+    )
     p.add_argument("--beam", type=int, default=1, help="beam size; 1 = greedy (default: 1)")
+    p.add_argument(
+        "--engine",
+        default="course",
+        choices=("course", "ctranslate2"),
+        help="the decoder: the course's own (default), or CTranslate2 on an export-ct2 folder ([engine] extra)",
+    )
     p.add_argument("sentences", nargs="+", metavar="SENTENCE")
 
     p = commands.add_parser(
@@ -244,6 +254,12 @@ def cmd_translate(args) -> None:
     from .decode import translate
 
     check_beam(args.beam)
+    if args.engine == "ctranslate2":  # an export-ct2 folder, CTranslate2 decodes: transformer_course.engine
+        from .engine import translate_with_engine
+
+        for sentence in translate_with_engine(args.checkpoint, args.sentences, beam_size=args.beam):
+            print(sentence)
+        return
     resolved = resolve_model(args.checkpoint)  # a subword checkpoint brings its tokenizer
     model, src_vocab, tgt_vocab, src_lang, _ = resolved
     translations = translate(
@@ -281,6 +297,10 @@ TOOLS = {
     "export-web": (
         "course_tools.web.command",
         "export a checkpoint to a static page that translates and shows attention in the browser ([web] extra)",
+    ),
+    "export-ct2": (
+        "course_tools.engine.command",
+        "export a checkpoint to a CTranslate2 model folder for translate --engine ctranslate2 ([engine] extra)",
     ),
     "classroom": ("course_tools.classroom", "write an nbgrader course folder for teachers ([classroom] extra)"),
     "edition": ("course_tools.edition.build", "build the offline HTML edition (--slides: the slide decks)"),

@@ -1,0 +1,213 @@
+"""Translating with CTranslate2, the engine OpenNMT, fairseq and Marian Transformers are served on (notebook 11,
+beside notebook 09's decoders; paper §6.1).
+
+    python -m transformer_course export-ct2 runs/multi30k-cpu/best.pt engine/      # the course tool writes engine/
+    python -m transformer_course translate --engine ctranslate2 --checkpoint engine/ "Ein Hund läuft."
+
+An export is a CTranslate2 model folder (``model.bin``, ``config.json``, the vocabularies) with :data:`COURSE_FILE`
+beside it: the languages, the tokenizer kind, the positions the model holds and the length penalty α. A BPE model's
+tokenizer travels as :data:`TOKENIZER_FILE`. Text goes in and comes out through the runtime's own functions
+(spaCy words or the subword tokenizer, ``Vocab.decode`` and ``detokenize``), so only the decoder differs from
+:func:`transformer_course.decode.translate`. ``ctranslate2`` is imported only when a model is loaded
+(the ``[engine]`` extra).
+
+Two differences from the course's decoders, measured in ``tests/test_engine_ct2.py``:
+
+- greedy search is the same algorithm: equal tokens up to float rounding (a near-tie can flip);
+- CTranslate2's beam ranks a finished hypothesis by log P / |Y|^α, not GNMT's log P / ((5 + |Y|) / 6)^α, and
+  stops when its best hypothesis has ended, so beam translations can differ; corpus BLEU is compared instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .data import BOS, SubwordTokenizer, Vocab, detokenize, tokenize_many
+
+__all__ = [
+    "COURSE_FILE",
+    "ENGINES",
+    "FORMAT",
+    "INSTALL_HINT",
+    "TOKENIZER_FILE",
+    "EngineModel",
+    "engine_ids",
+    "load_engine",
+    "translate_with_engine",
+]
+
+ENGINES = ("course", "ctranslate2")  # translate --engine: the course's decoders, or CTranslate2
+FORMAT = "transformer_course/ct2-v1"  # the "format" entry of COURSE_FILE
+COURSE_FILE = "course.json"  # what the course adds to a CTranslate2 model folder
+TOKENIZER_FILE = "tokenizer.json"  # a BPE model's SubwordTokenizer.to_json()
+INSTALL_HINT = 'the CTranslate2 engine needs the package ctranslate2: pip install -e ".[engine]"'
+
+
+def import_ctranslate2():
+    """The ``ctranslate2`` module, or one ValueError that says how to install it."""
+    try:
+        import ctranslate2
+    except ModuleNotFoundError as err:
+        if err.name != "ctranslate2":
+            raise
+        raise ValueError(INSTALL_HINT) from None
+    return ctranslate2
+
+
+@dataclass
+class EngineModel:
+    """A loaded export: CTranslate2's ``Translator`` and what the course needs around it."""
+
+    translator: object  # ctranslate2.Translator
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    src_lang: str
+    tgt_lang: str
+    max_len: int  # positions the model holds, <s> included (ModelConfig.max_len)
+    length_penalty: float  # α of the run's config (the paper's 0.6)
+    tokenizer: SubwordTokenizer | None  # None: spaCy words
+    path: Path
+
+
+def _not_an_export(folder: Path, why: str) -> ValueError:
+    return ValueError(
+        f"{folder} is not a CTranslate2 export of a course checkpoint ({why}); make one with: "
+        f"python -m transformer_course export-ct2 CHECKPOINT {folder}"
+    )
+
+
+def _vocabularies(folder: Path) -> tuple[Vocab, Vocab]:
+    """The source and target vocabularies CTranslate2 saved: one shared file, or one per side."""
+
+    def read(name: str) -> Vocab:
+        try:
+            return Vocab(json.loads((folder / f"{name}_vocabulary.json").read_text(encoding="utf-8")))
+        except (ValueError, TypeError) as err:
+            raise _not_an_export(folder, f"{name}_vocabulary.json: {' '.join(str(err).split())}") from None
+
+    if (folder / "shared_vocabulary.json").is_file():
+        shared = read("shared")
+        return shared, shared
+    if not (folder / "source_vocabulary.json").is_file() or not (folder / "target_vocabulary.json").is_file():
+        raise _not_an_export(folder, "no shared_vocabulary.json, nor source_ and target_vocabulary.json")
+    return read("source"), read("target")
+
+
+def load_engine(folder: str | Path, compute_type: str = "default", threads: int = 0) -> EngineModel:
+    """Load an export of ``export-ct2``. ``compute_type``: ``"default"`` (as exported), ``"int8"``, ``"float32"`` …
+    (CTranslate2 converts on load); ``threads``: CTranslate2's ``intra_threads`` (0: its own choice)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise _not_an_export(folder, "not a folder" if folder.exists() else "it does not exist")
+    try:
+        course = json.loads((folder / COURSE_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise _not_an_export(folder, f"no {COURSE_FILE}") from None
+    except (ValueError, UnicodeDecodeError):
+        raise _not_an_export(folder, f"{COURSE_FILE} is not JSON") from None
+    if not isinstance(course, dict) or course.get("format") != FORMAT:
+        got = course.get("format") if isinstance(course, dict) else type(course).__name__
+        raise _not_an_export(folder, f"{COURSE_FILE} has format {got!r}, expected {FORMAT!r}")
+    src_vocab, tgt_vocab = _vocabularies(folder)
+    tokenizer = None
+    if course.get("tokenizer") == "bpe":
+        try:
+            text = (folder / TOKENIZER_FILE).read_text(encoding="utf-8")
+            tokenizer = SubwordTokenizer.from_json(text, course.get("tokenizer_fingerprint"))
+        except (OSError, ValueError, TypeError) as err:
+            raise _not_an_export(folder, f"its BPE tokenizer: {' '.join(str(err).split())}") from None
+    ctranslate2 = import_ctranslate2()
+    try:
+        translator = ctranslate2.Translator(str(folder), compute_type=compute_type, intra_threads=threads)
+    except (RuntimeError, ValueError) as err:
+        raise _not_an_export(folder, f"CTranslate2 cannot load it: {' '.join(str(err).split())}") from None
+    return EngineModel(
+        translator,
+        src_vocab,
+        tgt_vocab,
+        str(course.get("src_lang", "de")),
+        str(course.get("tgt_lang", "en")),
+        int(course["max_len"]),
+        float(course.get("length_penalty", 0.6)),
+        tokenizer,
+        folder,
+    )
+
+
+def engine_ids(
+    engine: EngineModel,
+    sentences: Sequence[str],
+    beam_size: int = 1,
+    max_len: int | None = None,
+    length_penalty: float | None = None,
+    batch_size: int = 64,
+) -> list[tuple[list[str], list[int]]]:
+    """:func:`~transformer_course.decode.decode_sentences` with CTranslate2 as the decoder: per sentence its
+    source tokens and the output ids ``<s> w1 … </s>`` (no ``</s>`` when the length limit stopped it; ``[]`` for
+    an empty sentence). The same tokenization, the same length limit (source length + 50, within the positional
+    table); α goes to CTranslate2's ``length_penalty`` (its normalization: see the module's docstring)."""
+    from .decode import check_beam_size, check_length_penalty, check_sentences
+
+    if isinstance(sentences, str):
+        raise TypeError("engine_ids expects a list of sentences, got one string; pass [text]")
+    check_beam_size(beam_size)
+    if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1):
+        raise ValueError(
+            f"max_len is the most output tokens per sentence and must be a positive integer, got {max_len!r}"
+        )
+    length_penalty = engine.length_penalty if length_penalty is None else length_penalty
+    check_length_penalty(length_penalty)
+    sentences = check_sentences(sentences)
+    if engine.tokenizer is not None:
+        tokens = engine.tokenizer.encode_many(sentences) if sentences else []
+    else:
+        tokens = tokenize_many(sentences, engine.src_lang) if sentences else []
+    table = engine.max_len
+    for i, words in enumerate(tokens):
+        if len(words) > table:
+            raise ValueError(
+                f"sentence {i} has {len(words)} tokens but the model's positional table holds {table} "
+                f"(config.max_len); split it into shorter sentences, or use a model built with max_len >= {len(words)}"
+            )
+    outputs: list[list[int]] = [[] for _ in sentences]
+    by_limit: dict[int, list[int]] = {}  # the course's limit per source length: generated tokens, </s> included
+    for i, words in enumerate(tokens):
+        if words:  # empty sentences stay []
+            limit = min((max_len if max_len is not None else len(words) + 50) + 1, table) - 1  # - 1: <s>
+            by_limit.setdefault(limit, []).append(i)
+    stoi = engine.tgt_vocab.stoi
+    for limit, members in sorted(by_limit.items()):
+        results = engine.translator.translate_batch(
+            [tokens[i] for i in members],
+            max_batch_size=batch_size,
+            beam_size=beam_size,
+            length_penalty=length_penalty if beam_size > 1 else 0.0,
+            max_decoding_length=limit,
+            min_decoding_length=0,  # the course lets </s> come first (an empty translation)
+            max_input_length=0,  # no truncation: the positional table was checked above
+            return_end_token=True,
+        )
+        for i, result in zip(members, results):
+            outputs[i] = [BOS, *(stoi[token] for token in result.hypotheses[0])]
+    return list(zip(tokens, outputs))
+
+
+def translate_with_engine(
+    engine: EngineModel | str | Path,
+    sentences: Sequence[str],
+    beam_size: int = 1,
+    max_len: int | None = None,
+    length_penalty: float | None = None,
+    batch_size: int = 64,
+) -> list[str]:
+    """:func:`~transformer_course.decode.translate` with CTranslate2: text in, text out, the same tokenizers and
+    detokenization. ``engine``: a loaded :class:`EngineModel` or the folder ``export-ct2`` wrote."""
+    if not isinstance(engine, EngineModel):
+        engine = load_engine(engine)
+    decoded = engine_ids(engine, sentences, beam_size, max_len, length_penalty, batch_size)
+    if engine.tokenizer is not None:  # subwords: the exact text back
+        return [engine.tokenizer.decode(out) for _, out in decoded]
+    return [detokenize(engine.tgt_vocab.decode(out, strip_specials=True)) for _, out in decoded]
