@@ -36,6 +36,7 @@ __all__ = [
     "claim_folder",
     "crash_point",
     "edited_files",
+    "replace_owned_files",
     "file_digest",
     "plan_writes",
     "read_manifest",
@@ -408,3 +409,21 @@ def remove_written(out: str | os.PathLike, written: set[str]) -> list[Path]:
                 break
             parent = parent.parent
     return removed
+
+
+def replace_owned_files(out: str | os.PathLike, command: str, written: set[str], contents: dict[str, bytes]) -> None:
+    """Write ``contents`` (relative path → bytes) into the folder ``out`` that ``command`` claimed
+    (:func:`claim_folder` returned ``written``, :func:`plan_writes` checked the names): sweep what a killed write
+    of these files left, record them in the manifest first (a write killed half-way still owns what it wrote),
+    remove the files of the last build it no longer writes, write each atomically, then record exactly these."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    ours = tuple(f".{name}." for name in (*contents, MANIFEST))  # atomic_write's temporary files for these names
+    remove_stale_temp_files(out, keep=lambda p: not p.name.startswith(ours))
+    write_manifest(out, command, written | set(contents))
+    remove_written(out, written - set(contents))
+    for name, data in contents.items():
+        with atomic_write(out / name) as f:
+            f.write(data)
+            crash_point(command)  # a test hook (crash_point): the bytes in the temporary file, not yet renamed
+    write_manifest(out, command, sorted(contents))

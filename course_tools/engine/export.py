@@ -54,16 +54,7 @@ from transformer_course.engine import (
     import_ctranslate2,
     load_engine,
 )
-from transformer_course.files import (
-    MANIFEST,
-    atomic_write,
-    claim_folder,
-    crash_point,
-    plan_writes,
-    remove_stale_temp_files,
-    remove_written,
-    write_manifest,
-)
+from transformer_course.files import claim_folder, crash_point, plan_writes, replace_owned_files
 from transformer_course.layers import LayerNorm
 from transformer_course.model import ModelConfig
 
@@ -268,13 +259,5 @@ def export_ct2(checkpoint: str | Path | Checkpoint, out: str | Path, quantizatio
         Path(tmp, COURSE_FILE).write_text(json.dumps(course, ensure_ascii=False, indent=1), encoding="utf-8")
         contents = {name: Path(tmp, name).read_bytes() for name in names}
     crash_point(COMMAND)  # a test hook (files.crash_point): the model made and checked, nothing yet in OUT
-    out.mkdir(parents=True, exist_ok=True)
-    ours = tuple(f".{name}." for name in (*contents, MANIFEST))  # atomic_write's temporary files for these names
-    remove_stale_temp_files(out, keep=lambda p: not p.name.startswith(ours))  # what a killed export left
-    write_manifest(out, COMMAND, written | set(contents))  # an export killed half-way still owns what it wrote
-    remove_written(out, written - set(contents))
-    for name, data in contents.items():
-        with atomic_write(out / name) as f:
-            f.write(data)
-    write_manifest(out, COMMAND, sorted(contents))
+    replace_owned_files(out, COMMAND, written, contents)
     return out

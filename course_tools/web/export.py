@@ -41,16 +41,7 @@ import torch
 
 from transformer_course.checkpoint import Checkpoint, load_checkpoint
 from transformer_course.data import BOS, EOS, PAD, UNK
-from transformer_course.files import (
-    MANIFEST,
-    atomic_write,
-    claim_folder,
-    crash_point,
-    plan_writes,
-    remove_stale_temp_files,
-    remove_written,
-    write_manifest,
-)
+from transformer_course.files import claim_folder, crash_point, plan_writes, replace_owned_files
 from transformer_course.model import count_parameters
 
 from .graphs import ENCODER_OUTPUTS, STEP_INPUTS, STEP_OUTPUTS, DecoderStepForWeb, EncoderForWeb
@@ -276,16 +267,7 @@ def export_web(checkpoint: str | Path | Checkpoint, out: str | Path, language: s
     manifest = manifest_for(checkpoint, contents, check)
     contents["manifest.json"] = json.dumps(manifest, ensure_ascii=False, indent=1).encode("utf-8")
     contents["index.html"] = build_page(manifest, tokenizer, encoder, decoder_step, language).encode("utf-8")
-    out.mkdir(parents=True, exist_ok=True)
-    ours = tuple(f".{name}." for name in (*contents, MANIFEST))  # atomic_write's temporary files for these names
-    remove_stale_temp_files(out, keep=lambda p: not p.name.startswith(ours))  # what a killed export left
-    write_manifest(out, COMMAND, written | set(contents))  # an export killed half-way still owns what it wrote
-    remove_written(out, written - set(contents))
-    for name, data in contents.items():
-        with atomic_write(out / name) as f:
-            f.write(data)
-            crash_point(COMMAND)  # a test hook: the bytes in the temporary file, not yet renamed
-    write_manifest(out, COMMAND, sorted(contents))
+    replace_owned_files(out, COMMAND, written, contents)
     return out / "index.html"
 
 
