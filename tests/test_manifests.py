@@ -15,14 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.files import (
-    MANIFEST,
-    DestinationError,
-    edited_files,
-    read_manifest,
-    remove_written,
-    write_manifest,
-)
+from course_tools.folders import MANIFEST, edited_files, read_manifest, remove_written, write_manifest
+from transformer_course.files import DestinationError
 
 nbformat = pytest.importorskip("nbformat")
 

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from course_tools.folders import MANIFEST
 from transformer_course import files
-from transformer_course.files import MANIFEST, DestinationError
+from transformer_course.files import DestinationError
 
 nbformat = pytest.importorskip("nbformat")
 

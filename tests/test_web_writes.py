@@ -1,5 +1,5 @@
 """``export-web`` writes only into a folder it owns, as every folder-writing command does
-(:func:`transformer_course.files.claim_folder`, :func:`~transformer_course.files.plan_writes`, the manifest
+(:func:`course_tools.folders.claim_folder`, :func:`~course_tools.folders.plan_writes`, the manifest
 ``.tc-written.json``): a new or empty folder, or one it exported into before. The current folder, a git
 repository, someone else's folder, a file, a read-only folder and the folder of its own checkpoint are refused in
 one line before any work; a symbolic link where it writes is refused; a SIGKILL at any moment leaves in OUT
@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from course_tools.folders import MANIFEST, read_manifest, write_manifest
 from course_tools.web.export import COMMAND, FILES
 from transformer_course.checkpoint import save_checkpoint
 from transformer_course.cli import main
 from transformer_course.config import get_preset
 from transformer_course.data import toy_vocab
-from transformer_course.files import CRASH_AT, MANIFEST, TEMP_SUFFIX, DestinationError, read_manifest, write_manifest
+from transformer_course.files import CRASH_AT, TEMP_SUFFIX, DestinationError
 from transformer_course.model import build_model
 
 REPO = Path(__file__).resolve().parent.parent

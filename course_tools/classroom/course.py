@@ -21,18 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from transformer_course.cli import run_guarded
-from transformer_course.files import (
-    DestinationError,
-    atomic_write_bytes,
-    claim_folder,
-    edited_files,
-    plan_writes,
-    read_manifest,
-    remove_written,
-    write_manifest,
-)
+from transformer_course.files import DestinationError, atomic_write_bytes
 
 from ..edition.build import select_notebooks  # the course notebooks in order, shared with the HTML edition
+from ..folders import claim_folder, edited_files, plan_writes, read_manifest, remove_written, write_manifest
 from .build_cells import build_references, build_stubs, learner_files
 from .cells import POINTS_RULE, is_stub_raise, parse_cell, placeholder_name, read_notebook
 from .convert import Conversion, convert_notebook

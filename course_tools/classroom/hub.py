@@ -28,8 +28,9 @@ import zipfile
 from pathlib import Path
 
 import transformer_course
-from transformer_course.files import atomic_write_bytes, plan_writes, read_manifest, remove_written, write_manifest
+from transformer_course.files import atomic_write_bytes
 
+from ..folders import plan_writes, read_manifest, remove_written, write_manifest
 from .verdict import strip_digests
 
 __all__ = ["HUB_FOLDER", "PACKAGE_DIR", "SEALED", "hub_wheel", "package_files", "write_hub_wheel"]

@@ -27,7 +27,7 @@ A tied matrix (``tie_embeddings`` "decoder" or "all") is the same array in both 
 Every parameter of the checkpoint must land somewhere: a model option this map does not know is refused in one
 line naming it, as is a weight left over.
 
-Writes into ``OUT`` (claimed as ``export-web`` claims its folder: :func:`transformer_course.files.claim_folder`):
+Writes into ``OUT`` (claimed as ``export-web`` claims its folder: :func:`course_tools.folders.claim_folder`):
 ``model.bin``, ``config.json`` and the vocabularies (``shared_vocabulary.json``, or ``source_`` and
 ``target_vocabulary.json``), :data:`~transformer_course.engine.COURSE_FILE` and, for BPE,
 :data:`~transformer_course.engine.TOKENIZER_FILE`. Before anything reaches ``OUT`` the export checks itself:
@@ -54,9 +54,11 @@ from transformer_course.engine import (
     import_ctranslate2,
     load_engine,
 )
-from transformer_course.files import claim_folder, crash_point, plan_writes, replace_owned_files
+from transformer_course.files import crash_point
 from transformer_course.layers import LayerNorm
 from transformer_course.model import ModelConfig
+
+from ..folders import claim_folder, plan_writes, replace_owned_files
 
 __all__ = ["COMMAND", "QUANTIZATIONS", "check_export", "export_ct2", "model_spec"]
 

@@ -18,11 +18,11 @@ writes into ``OUT``:
 Before writing the page the export checks itself: onnxruntime (Python) runs both graphs on one sentence and must
 give PyTorch's numbers (tests/test_web_export.py checks 100 test sentences).
 
-``OUT`` is claimed as every folder-writing command claims its folder (:func:`transformer_course.files.claim_folder`,
+``OUT`` is claimed as every folder-writing command claims its folder (:func:`course_tools.folders.claim_folder`,
 before the checkpoint is read): a new or empty folder, or one ``export-web`` wrote before (its ``.tc-written.json``
 lists the files it wrote); the current folder, a git repository, someone else's folder, a file and a read-only
 folder are refused in one line, and a file it did not write, or a symbolic link, where it would write is refused
-too (:func:`~transformer_course.files.plan_writes`). The graphs are made in a temporary folder outside ``OUT``, so
+too (:func:`~course_tools.folders.plan_writes`). The graphs are made in a temporary folder outside ``OUT``, so
 a SIGKILL can leave nothing there but the temporary file of a half-done write, which the next export removes.
 """
 
@@ -41,9 +41,10 @@ import torch
 
 from transformer_course.checkpoint import Checkpoint, load_checkpoint
 from transformer_course.data import BOS, EOS, PAD, UNK
-from transformer_course.files import claim_folder, crash_point, plan_writes, replace_owned_files
+from transformer_course.files import crash_point
 from transformer_course.model import count_parameters
 
+from ..folders import claim_folder, plan_writes, replace_owned_files
 from .graphs import ENCODER_OUTPUTS, STEP_INPUTS, STEP_OUTPUTS, DecoderStepForWeb, EncoderForWeb
 from .page import ORT_VERSION, build_page
 from .tokenizers import tokenizer_spec
