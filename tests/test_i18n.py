@@ -1,6 +1,7 @@
-"""The checkers speak English, or Chinese after ``set_language("zh")``: every message a learner sees is an English
-template passed to ``t()`` (or ``lazy_t()`` for a text written at import), and every template has its Chinese entry
-(transformer_course/exercises/zh/<module>.json) with the same fields. English stays exactly as it was."""
+"""The checkers speak English, or Chinese after ``set_language("zh")``: every message a learner sees is an id passed
+to a checker module's ``t()`` (or ``lazy_t()`` for a text written at import), and every id has its English and its
+Chinese template (transformer_course/exercises/en/ and zh/<module>.json) with the same fields. The shortcut guard
+passes English templates to ``i18n.t`` (exercises/zh/guard.json). English stays exactly as it was."""
 
 import ast
 import functools
@@ -14,6 +15,7 @@ import pytest
 import torch
 
 from transformer_course import i18n
+from transformer_course.exercises import lazy_t as common_lazy_t
 from transformer_course.exercises import (
     nb00_introduction,
     nb01_masks,
@@ -28,12 +30,14 @@ from transformer_course.exercises import (
     nb10_attention_visualization,
     nb11_train_multi30k,
 )
-from transformer_course.i18n import get_language, lazy_t, load_catalogue, register, set_language, t
+from transformer_course.exercises import t as common_t
+from transformer_course.i18n import get_language, lazy_t, load_catalogue, messages, register, set_language, t
 
 from helpers import solutions
 
 EXERCISES = Path(__file__).resolve().parent.parent / "transformer_course" / "exercises"
-MODULES = ["__init__", "guard", "seal", *sorted(p.stem for p in EXERCISES.glob("nb*.py"))]
+MODULES = sorted(p.stem for p in EXERCISES.glob("*.py") if "from ..i18n import" in p.read_text(encoding="utf-8"))
+TEMPLATED = {"guard"}  # passes English templates to i18n.t; every other module passes ids to its own t
 TEMPLATE_FUNCTIONS = {"t", "lazy_t"}
 # English words side by side: a sentence, not a code name ("self-attention with a mask", not "x + norm(x)")
 PROSE = re.compile(r"[A-Za-z]{2,}'?[a-z]* +[A-Za-z]{2,}")
@@ -58,8 +62,15 @@ def catalogue_name(module: str) -> str:
     return "common" if module == "__init__" else module
 
 
-def catalogue(module: str) -> dict[str, str]:
-    return load_catalogue(catalogue_name(module))
+def catalogue(module: str, language: str = "zh") -> dict[str, str]:
+    return load_catalogue(catalogue_name(module), language)
+
+
+def english(module: str) -> dict[str, str]:
+    """{id or template: English template} of a module's messages."""
+    if module in TEMPLATED:
+        return {template: template for template in catalogue(module)}
+    return catalogue(module, "en")
 
 
 def called(node: ast.AST) -> str | None:
@@ -77,7 +88,7 @@ def template_calls(module: str) -> list[ast.Call]:
 
 
 def templates(module: str) -> set[str]:
-    """The English templates a module passes to t() and lazy_t()."""
+    """The ids (English templates in the guard) a module passes to t() and lazy_t()."""
     return {call.args[0].value for call in template_calls(module) if call.args and is_text(call.args[0])}
 
 
@@ -90,61 +101,86 @@ def fields(template: str) -> set[tuple[str, str, str | None]]:
     return {(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(template) if name is not None}
 
 
-def all_templates() -> dict[str, set[str]]:
-    return {module: templates(module) for module in MODULES}
+# ---- static: every message is a literal id with both its entries, and no message bypasses t() ----------------
 
 
-# ---- static: every template is a literal, has its Chinese entry, and no message bypasses t() ------------------
+def test_the_checker_modules_are_found():
+    assert {"__init__", "guard", "seal", "nb02_attention", "nb11_train_multi30k"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("module", MODULES)
-def test_every_template_is_one_literal_string_with_its_values_named(module):
-    """t("{what} has shape {got}", what=..., got=...): never an f-string, a variable or a concatenation (the
-    catalogue could not hold it), and exactly the template's fields as keywords (a missing one would raise)."""
+def test_every_message_is_one_literal_id_with_its_values_named(module):
+    """t("shape_expected", what=..., got=...): never an f-string, a variable or a concatenation (the catalogue could
+    not hold it), and exactly its template's fields as keywords (a missing one would raise)."""
     problems = []
+    texts = english(module)
     for call in template_calls(module):
         where = f"{module}.py:{call.lineno}"
         if len(call.args) != 1 or not is_text(call.args[0]):
             problems.append(f"{where}: the first argument of {called(call)}() must be one string literal")
             continue
+        key = call.args[0].value
+        if module not in TEMPLATED and key not in texts:
+            problems.append(f"{where}: no id {key!r} in exercises/en/{catalogue_name(module)}.json")
+            continue
         names = {keyword.arg for keyword in call.keywords}
         if None in names:
             problems.append(f"{where}: name each value (no **values)")
-        elif names != {name for name, _, _ in fields(call.args[0].value)}:
-            problems.append(f"{where}: keywords {sorted(names)} do not match the fields of {call.args[0].value!r}")
+        elif names != {name for name, _, _ in fields(texts.get(key, key))}:
+            problems.append(f"{where}: keywords {sorted(names)} do not match the fields of {texts.get(key, key)!r}")
     assert not problems, "\n".join(problems)
 
 
 @pytest.mark.parametrize("module", MODULES)
-def test_every_template_has_a_chinese_entry_with_the_same_fields(module):
-    zh = catalogue(module)
-    missing = sorted(template for template in templates(module) if template not in zh)
-    assert not missing, f"no Chinese entry in exercises/zh/ for {len(missing)} templates:\n" + "\n".join(missing)
-    different = [english for english in templates(module) if fields(english) != fields(zh[english])]
+def test_every_message_has_its_entry_in_both_languages_with_the_same_fields(module):
+    zh, en = catalogue(module), english(module)
+    missing = sorted(key for key in templates(module) if key not in zh)
+    assert not missing, f"no Chinese entry in exercises/zh/ for {len(missing)} messages:\n" + "\n".join(missing)
+    assert set(zh) == set(en), f"ids in one language only: {sorted(set(zh) ^ set(en))}"
+    different = [key for key in templates(module) if fields(en[key]) != fields(zh[key])]
     assert not different, f"the Chinese templates must keep the fields, specs and conversions of: {different}"
 
 
 def test_each_catalogue_is_a_file_of_texts_its_module_loads_and_the_wheel_carries():
-    """exercises/zh/ holds one JSON object of texts per checker module (and learner.json for tc.learner), each
-    read by its module's ``register("zh", load_catalogue(name))``; pyproject.toml ships them as package data."""
+    """exercises/en/ and exercises/zh/ hold one JSON object of texts per checker module, read by its
+    ``t, lazy_t = messages(name)`` (the guard: ``register("zh", load_catalogue("guard"))``; zh/learner.json: tc.learner's
+    lines, registered by tc.provenance); pyproject.toml ships them as package data."""
     files = sorted(path.stem for path in (EXERCISES / "zh").glob("*.json"))
+    keyed = sorted(catalogue_name(module) for module in MODULES if module not in TEMPLATED)
     assert files == sorted([*map(catalogue_name, MODULES), "learner"])
-    assert not list((EXERCISES / "zh").glob("*.py")), "the catalogues are data: no Python module in exercises/zh/"
+    assert sorted(path.stem for path in (EXERCISES / "en").glob("*.json")) == keyed
+    for language in ("en", "zh"):
+        assert not list((EXERCISES / language).glob("*.py")), f"the catalogues are data: no Python in {language}/"
     for name in files:
         found = json.loads((EXERCISES / "zh" / f"{name}.json").read_text(encoding="utf-8"))
         assert found and all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()), name
         assert load_catalogue(name) == found
         owner = "provenance" if name == "learner" else {"common": "__init__"}.get(name, name)
         home = EXERCISES.parent if name == "learner" else EXERCISES
-        assert f'register("zh", load_catalogue("{name}"))' in (home / f"{owner}.py").read_text(encoding="utf-8")
+        loads = f't, lazy_t = messages("{name}")' if name in keyed else f'register("zh", load_catalogue("{name}"))'
+        assert loads in (home / f"{owner}.py").read_text(encoding="utf-8"), name
     pyproject = tomllib.loads((EXERCISES.parent.parent / "pyproject.toml").read_text(encoding="utf-8"))
-    assert "zh/*.json" in pyproject["tool"]["setuptools"]["package-data"]["transformer_course.exercises"]
+    shipped = pyproject["tool"]["setuptools"]["package-data"]["transformer_course.exercises"]
+    assert {"en/*.json", "zh/*.json"} <= set(shipped)
 
 
 @pytest.mark.parametrize("module", MODULES)
-def test_every_chinese_entry_belongs_to_a_template_the_module_uses(module):
-    unused = sorted(set(catalogue(module)) - templates(module))
-    assert not unused, f"entries no checker of {module} uses (a template changed?): {unused}"
+def test_every_entry_belongs_to_a_message_the_module_uses(module):
+    for language in ("en", "zh") if module not in TEMPLATED else ("zh",):
+        unused = sorted(set(catalogue(module, language)) - templates(module))
+        assert not unused, f"entries of {language}/{catalogue_name(module)}.json no checker uses: {unused}"
+
+
+def test_an_id_says_what_its_message_is_about():
+    """Short snake_case words, so that a reader of a checker can find the message."""
+    bad = [
+        (module, key)
+        for module in MODULES
+        if module not in TEMPLATED
+        for key in catalogue(module, "en")
+        if not re.fullmatch(r"[a-z][a-z0-9]*(_[a-z0-9]+)*", key) or len(key) > 48
+    ]
+    assert not bad, bad
 
 
 # a Chinese character, or Chinese punctuation (a template such as "{what}：{hint}" has only the colon)
@@ -153,8 +189,9 @@ CHINESE = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff01-\uff1f]")
 
 @pytest.mark.parametrize("module", MODULES)
 def test_every_chinese_entry_is_chinese(module):
-    english = [en for en, zh in catalogue(module).items() if zh == en or not CHINESE.search(zh)]
-    assert not english, f"entries left in English: {english}"
+    en = english(module)
+    left = [en[key] for key, zh in catalogue(module).items() if zh == en[key] or not CHINESE.search(zh)]
+    assert not left, f"entries left in English: {left}"
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -162,8 +199,9 @@ def test_two_hints_of_a_module_never_share_one_translation(module):
     """Hints are keys of tables (hint → wrong answer): two English hints with one Chinese text would merge into one
     key and lose a hint in Chinese. Only frames around a hint ("{what} = {got}: {hint}") may coincide."""
     by_translation: dict[str, list[str]] = {}
-    for english, zh in catalogue(module).items():
-        by_translation.setdefault(zh, []).append(english)
+    en = english(module)
+    for key, zh in catalogue(module).items():
+        by_translation.setdefault(zh, []).append(en[key])
     merged = [
         english for english in by_translation.values() if len(english) > 1 and not all("{hint}" in e for e in english)
     ]
@@ -174,10 +212,12 @@ def test_a_template_shared_by_two_modules_has_one_translation():
     seen: dict[str, tuple[str, str]] = {}
     clashes = []
     for module in MODULES:
-        for english, zh in catalogue(module).items():
-            if english in seen and seen[english][1] != zh:
-                clashes.append(f"{english!r}: {seen[english][0]} and {module} differ")
-            seen.setdefault(english, (module, zh))
+        en = english(module)
+        for key, zh in catalogue(module).items():
+            text = en[key]
+            if text in seen and seen[text][1] != zh:
+                clashes.append(f"{text!r}: {seen[text][0]} and {module} differ")
+            seen.setdefault(text, (module, zh))
     assert not clashes, "\n".join(clashes)
 
 
@@ -445,7 +485,7 @@ def english_fragments() -> set[str]:
     return {
         text.strip()
         for module in MODULES
-        for template in templates(module)
+        for template in english(module).values()
         for text, _, _, _ in string.Formatter().parse(template)
         if PROSE.search(text)
     }
@@ -510,14 +550,51 @@ def test_set_language_rejects_an_unknown_language_with_one_line_that_says_what_t
 def test_a_template_without_an_entry_falls_back_to_english():
     set_language("zh")
     assert t("a template no catalogue has, {n} times", n=3) == "a template no catalogue has, 3 times"
-    assert t("passed") == "通过"
+    assert common_t("passed") == "通过"
 
 
 def test_a_lazy_text_is_translated_when_shown_not_when_written():
-    text = lazy_t("right: {why}", why=lazy_t("passed"))
+    text = common_lazy_t("right", why=common_lazy_t("passed"))
     assert str(text) == "right: passed" and f"[{text}]" == "[right: passed]"
     set_language("zh")
     assert str(text) == "正确：通过" and f"[{text}]" == "[正确：通过]"
+    template = lazy_t("a template no catalogue has, {n} times", n=2)
+    assert str(template) == "a template no catalogue has, 2 times"
+
+
+def write_catalogues(folder: Path, en: dict, zh: dict | None) -> None:
+    for language, texts in (("en", en), ("zh", zh)):
+        if texts is not None:
+            (folder / language).mkdir()
+            (folder / language / "demo.json").write_text(json.dumps(texts), encoding="utf-8")
+
+
+def test_messages_by_id_fall_back_to_english_where_a_translation_lacks_one(tmp_path, monkeypatch):
+    write_catalogues(tmp_path, {"shape": "{what} has shape {got}", "done": "done"}, {"done": "完成"})
+    monkeypatch.setattr(i18n, "CATALOGUE_FOLDER", tmp_path)
+    demo_t, demo_lazy_t = messages("demo")
+    set_language("zh")
+    assert demo_t("done") == "完成" and demo_t("shape", what="x", got=(2,)) == "x has shape (2,)"
+    with pytest.raises(KeyError, match="no message 'nothing' in exercises/en/demo.json"):
+        demo_lazy_t("nothing")
+
+
+@pytest.mark.parametrize(
+    "zh", [{"shape": "{what} 的形状"}, {"other": "别的"}], ids=["other fields", "an id English lacks"]
+)
+def test_messages_refuse_a_translation_that_does_not_match_english(tmp_path, monkeypatch, zh):
+    write_catalogues(tmp_path, {"shape": "{what} has shape {got}"}, zh)
+    monkeypatch.setattr(i18n, "CATALOGUE_FOLDER", tmp_path)
+    with pytest.raises(ValueError, match="exercises/zh/demo.json"):
+        messages("demo")
+
+
+def test_a_language_without_a_file_speaks_english(tmp_path, monkeypatch):
+    write_catalogues(tmp_path, {"done": "done"}, None)
+    monkeypatch.setattr(i18n, "CATALOGUE_FOLDER", tmp_path)
+    demo_t, _ = messages("demo")
+    set_language("zh")
+    assert demo_t("done") == "done"
 
 
 def test_register_refuses_a_translation_with_other_fields_and_keeps_the_catalogue_unchanged():

@@ -53,11 +53,11 @@ ENGLISH_LABELS = {
 
 
 def catalogue_texts() -> list[tuple[str, str]]:
-    """Every Chinese message of the checkers: (module and the English template, the Chinese one)."""
+    """Every Chinese message of the checkers: (module and the message's id or English template, the Chinese one)."""
     texts = []
     for path in CATALOGUES:
-        for english, chinese in load_catalogue(path.stem).items():
-            texts.append((f"exercises/zh/{path.name} {english[:50]!r}", chinese))
+        for key, chinese in load_catalogue(path.stem).items():
+            texts.append((f"exercises/zh/{path.name} {key[:50]!r}", chinese))
     return texts
 
 

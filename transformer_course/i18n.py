@@ -1,22 +1,26 @@
 """The language of the course's messages (checkers, chart labels): English, or Simplified Chinese
 for the 中文版 (notebooks/zh/).
 
-A checker writes each message as an English template and passes it through :func:`t`:
+The checkers' messages are data, kept by a short id per module: ``exercises/en/<module>.json`` holds
+``{id: english template}`` and ``exercises/zh/<module>.json`` ``{id: chinese template}`` with the same
+``{fields}``. A checker module gets its own :func:`t` and :func:`lazy_t` from :func:`messages`:
 
-    raise Hint(t("{what} has shape {got}, expected {expected}", what=what, got=shape, expected=want))
+    t, lazy_t = messages("nb02_attention")
+    raise Hint(t("not_scaled", name=name, root=root))
 
-In English the template is filled in as it is. After ``set_language("zh")`` (the first code cell of every
-notebook in ``notebooks/zh/`` calls it) :func:`t` looks the same template up in the Chinese catalogue and
-fills in the Chinese one with the same values. The catalogues are data, one JSON object per exercise module
-(``{english template: chinese template}``, in ``exercises/zh/<module>.json``), read by :func:`load_catalogue`
-and registered with :func:`register`; a test checks that every template a checker uses has its Chinese entry
-with the same ``{fields}``.
+In English the English template is filled in; after ``set_language("zh")`` (the first code cell of every
+notebook in ``notebooks/zh/`` calls it) the Chinese one, with the same values. A test checks that every id a
+checker uses has its entry in both languages with the same ``{fields}``, and that no entry is left unused.
+
+The rest of the package (``tc.learner``, the shortcut guard, chart labels) and the publishing tools write the
+English template itself and pass it through the module-level :func:`t`, which looks it up in a catalogue
+``{english template: translated template}`` added with :func:`register`.
 
 A text written once when a module is imported (a table of hints, a question and its explanations) uses
-:func:`lazy_t` instead: it is put into the language of the moment each time it is shown, so a notebook may
+``lazy_t`` instead: it is put into the language of the moment each time it is shown, so a notebook may
 import the checkers before or after ``set_language``.
 
-A template missing from the catalogue falls back to English (never an error in front of a learner).
+A message missing from a translation falls back to English (never an error in front of a learner).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import os
 import re
 import string
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = [
@@ -35,6 +40,7 @@ __all__ = [
     "get_language",
     "lazy_t",
     "load_catalogue",
+    "messages",
     "register",
     "set_language",
     "t",
@@ -94,11 +100,46 @@ def register(language: str, catalogue: dict[str, str]) -> None:
 
 
 def load_catalogue(name: str, language: str = "zh") -> dict[str, str]:
-    """The catalogue ``exercises/<language>/<name>.json`` (``{english template: translated template}``, in its
-    file's order): ``common`` for ``exercises/__init__.py``, ``learner`` for :mod:`transformer_course.learner` and
-    :mod:`transformer_course.provenance`, else the exercise module's own name (``nb01_masks``, ``guard``, …)."""
+    """The catalogue ``exercises/<language>/<name>.json``, in its file's order: ``{id: template}`` for a checker
+    module (``common`` for ``exercises/__init__.py``, else the module's own name: ``nb01_masks``, ``seal``, …);
+    ``{english template: translated template}`` for ``learner`` (:mod:`transformer_course.learner`) and ``guard``."""
     path = CATALOGUE_FOLDER / language / f"{name}.json"
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def messages(name: str) -> tuple[Callable[..., str], Callable[..., LazyText]]:
+    """The ``t`` and ``lazy_t`` of the checker module whose messages are ``exercises/<language>/<name>.json``,
+    ``{id: template}``: ``t("not_scaled", name=...)`` is that id's template in the current language, filled in.
+    Raises ValueError, when the module is imported, if a translation has an id English lacks or other fields."""
+    texts = {language: _keyed_catalogue(name, language) for language in LANGUAGES}
+    english = texts["en"]
+    for language, catalogue in texts.items():
+        for key, text in catalogue.items():
+            if key not in english or template_fields(text) != template_fields(english[key]):
+                raise ValueError(
+                    f"exercises/{language}/{name}.json: {key!r} must be an id of exercises/en/{name}.json, with the "
+                    f"same fields as its English template"
+                )
+
+    def template(key: str) -> str:
+        if key not in english:
+            raise KeyError(f"no message {key!r} in exercises/en/{name}.json: add it there, and its translations")
+        return texts[_language].get(key, english[key])
+
+    def keyed_t(key: str, /, **values) -> str:
+        return _fill(template(key), values)
+
+    def keyed_lazy_t(key: str, /, **values) -> LazyText:
+        template(key)  # an unknown id fails when the module is imported, not when the text is shown
+        return LazyText(key, values, keyed_t)
+
+    return keyed_t, keyed_lazy_t
+
+
+def _keyed_catalogue(name: str, language: str) -> dict[str, str]:
+    """``{id: template}`` of ``name`` in ``language``: required in English, empty where a translation has no file."""
+    path = CATALOGUE_FOLDER / language / f"{name}.json"
+    return load_catalogue(name, language) if language == "en" or path.is_file() else {}
 
 
 def template_fields(template: str) -> set[str]:
@@ -110,6 +151,11 @@ def t(template: str, /, **values) -> str:
     """The message in the current language: ``template`` (English) or its translation, filled in."""
     if _language != "en":
         template = CATALOGUES.get(_language, {}).get(template, template)
+    return _fill(template, values)
+
+
+def _fill(template: str, values: dict) -> str:
+    """``template`` filled in with ``values``; a field without its value is said in one line."""
     if not values:
         return template
     missing = sorted({re.split(r"[.\[]", f)[0] for f in template_fields(template)} - values.keys())
@@ -119,16 +165,16 @@ def t(template: str, /, **values) -> str:
 
 
 class LazyText:
-    """A template and its values, translated by :func:`t` each time the text is shown: ``str(text)``, or as
-    a ``{field}`` of an f-string or of another template. Made by :func:`lazy_t`."""
+    """A template (or a message's id) and its values, put into the current language each time the text is shown:
+    ``str(text)``, or as a ``{field}`` of an f-string or of another template. Made by a ``lazy_t``."""
 
-    __slots__ = ("template", "values")
+    __slots__ = ("render", "template", "values")
 
-    def __init__(self, template: str, values: dict) -> None:
-        self.template, self.values = template, values
+    def __init__(self, template: str, values: dict, render: Callable[..., str] | None = None) -> None:
+        self.template, self.values, self.render = template, values, render or t
 
     def __str__(self) -> str:
-        return t(self.template, **self.values)
+        return self.render(self.template, **self.values)
 
     def __format__(self, spec: str) -> str:
         return format(str(self), spec)

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..i18n import LazyText, lazy_t, load_catalogue, register, t
+from ..i18n import LazyText, messages
 from .seal import SEALED_MESSAGE, Sealed, answer_check, in_answer_check, sealed, unsealed
 
-register("zh", load_catalogue("common"))
+t, lazy_t = messages("common")
 
 __all__ = [
     "FormHint",
@@ -81,7 +81,7 @@ class Result:
 
     def __repr__(self) -> str:  # shown by Jupyter when a checker is the last line of a cell
         mark = "🔒" if self.sealed else "✅" if self.passed else "❌"
-        return t("{mark} {name}: {message}", mark=mark, name=self.name, message=self.message)
+        return t("mark_name_message", mark=mark, name=self.name, message=self.message)
 
 
 def run_check(name: str, check: Callable[[], None], success: str | None = None) -> Result:
@@ -107,28 +107,13 @@ def _run(name: str, check: Callable[[], None], success: str | None) -> Result:
     except Hint as hint:
         return Result(name, False, str(hint))
     except NotImplementedError:
-        return _told(
-            Result(
-                name,
-                False,
-                t("not done yet: write your code (or answer) in place of `raise NotImplementedError` or `...`"),
-            )
-        )
+        return _told(Result(name, False, t("not_done_yet")))
     except Exception as error:  # the learner's code failed: say where, not the whole traceback
         frame = _learner_frame(error)
         if frame is None:  # raised inside the package (a checker's comparison): not the learner's line
-            message = t(
-                "your result could not be checked: {error_type}: {error}; check its type, dtype and shape",
-                error_type=type(error).__name__,
-                error=error,
-            )
+            message = t("result_could_not", error_type=type(error).__name__, error=error)
         else:
-            message = t(
-                "your code raised {error_type}: {error} (line {line})",
-                error_type=type(error).__name__,
-                error=error,
-                line=frame.lineno,
-            )
+            message = t("code_raised_line", error_type=type(error).__name__, error=error, line=frame.lineno)
         return _told(Result(name, False, message))
     return Result(name, True, t("passed") if success is None else success)
 
@@ -171,28 +156,19 @@ def keep_global_rng():
 def expect_tensor(got, expected: torch.Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
     """Raise a Hint naming the first difference between ``got`` and ``expected``: type, shape, dtype, values."""
     if not isinstance(got, torch.Tensor):
-        raise Hint(t("{what} should be a torch.Tensor, got {type}", what=what, type=type(got).__name__))
+        raise Hint(t("torch_tensor_got", what=what, type=type(got).__name__))
     if got.shape != expected.shape:
-        raise Hint(
-            t(
-                "{what} has shape {got}, expected {expected}",
-                what=what,
-                got=tuple(got.shape),
-                expected=tuple(expected.shape),
-            )
-        )
+        raise Hint(t("shape_expected", what=what, got=tuple(got.shape), expected=tuple(expected.shape)))
     if expected.dtype == torch.bool and got.dtype != torch.bool:
-        raise Hint(
-            t("{what} should be a boolean tensor (True = may attend), got dtype {dtype}", what=what, dtype=got.dtype)
-        )
+        raise Hint(t("boolean_tensor_true", what=what, dtype=got.dtype))
     if expected.dtype == torch.bool:
         if torch.equal(got, ~expected):
-            raise Hint(t("{what} is inverted: True should mean 'may attend'", what=what))
+            raise Hint(t("inverted_true_mean", what=what))
         if not torch.equal(got, expected):
             wrong = (got != expected).nonzero()[0].tolist()
             raise Hint(
                 t(
-                    "{what} differs at index {index}: got {got}, expected {expected}",
+                    "differs_index_got",
                     what=what,
                     index=wrong,
                     got=got[tuple(wrong)].item(),
@@ -210,13 +186,7 @@ def expect_tensor(got, expected: torch.Tensor, what: str, atol: float = 1e-5, rt
         diff = (got - expected).abs()
         index = tuple(divmod_index(int(diff.argmax()), expected.shape))
         raise Hint(
-            t(
-                "{what} has the right shape but wrong values: at index {index} got {got:.4f}, expected {expected:.4f}",
-                what=what,
-                index=list(index),
-                got=got[index].item(),
-                expected=expected[index].item(),
-            )
+            t("right_shape_but", what=what, index=list(index), got=got[index].item(), expected=expected[index].item())
         )
 
 
@@ -261,73 +231,48 @@ def as_number(got, what: str) -> float:
     import numbers
 
     if isinstance(got, bool) or type(got).__name__ in ("bool", "bool_"):  # Python or numpy booleans
-        raise FormHint(t("{what} should be a number, got the boolean {got}", what=what, got=got))
+        raise FormHint(t("number_got_boolean", what=what, got=got))
     if isinstance(got, numbers.Real):  # int, float and numpy's integer and float scalars
         return float(got)
     if isinstance(got, torch.Tensor) or type(got).__name__ == "ndarray":
         if str(got.dtype) in ("torch.bool", "bool"):
-            raise FormHint(t("{what} should be a number, got a boolean {type}", what=what, type=type(got).__name__))
+            raise FormHint(t("number_got_boolean_type", what=what, type=type(got).__name__))
         size = got.numel() if isinstance(got, torch.Tensor) else got.size
         if size == 1:
             return float(got.item())
-        raise FormHint(
-            t(
-                "{what} should be one number, got {type} of shape {shape}",
-                what=what,
-                type=type(got).__name__,
-                shape=tuple(got.shape),
-            )
-        )
-    raise FormHint(
-        t("{what} should be a number (int or float), got {type}: {got!r}", what=what, type=type(got).__name__, got=got)[
-            :200
-        ]
-    )
+        raise FormHint(t("number_got_shape", what=what, type=type(got).__name__, shape=tuple(got.shape)))
+    raise FormHint(t("number_int_float", what=what, type=type(got).__name__, got=got)[:200])
 
 
 def as_int(got, what: str) -> int:
     """Like :func:`as_number`, for a whole number (a count, a size): 12.0 passes as 12, 12.5 does not."""
     value = as_number(got, what)
     if not value.is_integer():
-        raise FormHint(t("{what} should be a whole number, got {value}", what=what, value=value))
+        raise FormHint(t("whole_number_got", what=what, value=value))
     return int(value)
 
 
 def as_sequence(got, length: int | None, what: str) -> list:
     """A learner's tuple or list (either is fine) as a list, of ``length`` items when that is given."""
     if not isinstance(got, (tuple, list)):
-        raise FormHint(t("{what} should be a tuple or a list, got {type}", what=what, type=type(got).__name__))
+        raise FormHint(t("tuple_list_got", what=what, type=type(got).__name__))
     if length is not None and len(got) != length:
-        raise FormHint(t("{what} should have {length} items, got {got}", what=what, length=length, got=len(got)))
+        raise FormHint(t("items_got", what=what, length=length, got=len(got)))
     return list(got)
 
 
 def as_shape(got, what: str) -> tuple[int, ...]:
     """A learner's shape as a tuple of ints: a tuple, a list or a torch.Size of whole numbers."""
-    return tuple(as_int(n, t("{what}, item {i}", what=what, i=i)) for i, n in enumerate(as_sequence(got, None, what)))
+    return tuple(as_int(n, t("item", what=what, i=i)) for i, n in enumerate(as_sequence(got, None, what)))
 
 
 def as_choice(got, choices: str, what: str) -> str:
     """A multiple-choice answer as one lower-case letter: 'b', 'B', ' b ', '(b)' and 'b)' all give 'b'."""
     if not isinstance(got, str):
-        raise FormHint(
-            t(
-                "{what}: answer with one letter as a string, e.g. '{example}', got {type}",
-                what=what,
-                example=choices[0],
-                type=type(got).__name__,
-            )
-        )
+        raise FormHint(t("answer_letter_string", what=what, example=choices[0], type=type(got).__name__))
     letter = got.strip().strip("().").strip().lower()
     if len(letter) != 1 or letter not in choices:
-        raise FormHint(
-            t(
-                "{what}: answer with one of the letters {letters}, got {got!r}",
-                what=what,
-                letters=", ".join(choices),
-                got=got,
-            )
-        )
+        raise FormHint(t("answer_letters_got", what=what, letters=", ".join(choices), got=got))
     return letter
 
 
@@ -336,30 +281,15 @@ def as_mask(got, expected_shape: tuple[int, ...], what: str) -> torch.Tensor:
     any integer or float dtype holding only 0 and 1 (1 = may attend). An additive mask (0 = allowed,
     −inf = blocked, the other convention) and any other values raise a Hint, as does a wrong shape."""
     if not isinstance(got, torch.Tensor):
-        raise FormHint(t("{what} should be a torch.Tensor, got {type}", what=what, type=type(got).__name__))
+        raise FormHint(t("torch_tensor_got", what=what, type=type(got).__name__))
     if tuple(got.shape) != tuple(expected_shape):
-        raise FormHint(
-            t(
-                "{what} has shape {got}, expected {expected}",
-                what=what,
-                got=tuple(got.shape),
-                expected=tuple(expected_shape),
-            )
-        )
+        raise FormHint(t("shape_expected", what=what, got=tuple(got.shape), expected=tuple(expected_shape)))
     if got.dtype == torch.bool:
         return got
     if got.is_floating_point() and torch.isinf(got).any():
-        raise FormHint(
-            t(
-                "{what} is an additive mask (0 = allowed, −inf = blocked, as nn.Transformer's); return True "
-                "(or 1) where the query may attend and False (or 0) where it may not",
-                what=what,
-            )
-        )
+        raise FormHint(t("additive_mask_0", what=what))
     if not bool(((got == 0) | (got == 1)).all()):
-        raise FormHint(
-            t("{what} holds values other than 0 and 1: a mask is True/1 = may attend, False/0 = may not", what=what)
-        )
+        raise FormHint(t("holds_values_other", what=what))
     return got != 0
 
 
@@ -403,7 +333,7 @@ class Numeric:
     why: str | LazyText
     mistakes: dict[str | LazyText, float]
     rel_tol: float = 1e-3
-    otherwise: str | LazyText = lazy_t("not this number; work it out again step by step")
+    otherwise: str | LazyText = lazy_t("not_number_work")
 
     @classmethod
     def of(cls, key: str, value: float, why, mistakes, rel_tol: float = 1e-3, **more) -> Numeric:
@@ -425,11 +355,11 @@ def check_question(name: str, question: Choice | Numeric, answer) -> Result:
 
     def check():
         if answer is ... or answer is None:
-            raise FormHint(t("not done yet: replace the `...` with your answer"))
+            raise FormHint(t("not_done_yet_replace"))
         if isinstance(question, Choice):
             letter = as_choice(answer, question.letters, t("answer"))
             if not question.is_right(letter):
-                raise Hint(question.wrong.get(letter, t("not this one; read the question again")))
+                raise Hint(question.wrong.get(letter, t("not_read_question")))
             return
         got = as_number(answer, t("answer"))
         if question.is_right(got):
@@ -437,9 +367,9 @@ def check_question(name: str, question: Choice | Numeric, answer) -> Result:
         for hint, value in question.mistakes.items():
             if math.isclose(got, value, rel_tol=question.rel_tol, abs_tol=1e-12):
                 raise Hint(hint)
-        raise Hint(t("{got:g}: {otherwise}", got=got, otherwise=question.otherwise))
+        raise Hint(t("got_otherwise", got=got, otherwise=question.otherwise))
 
-    return run_check(name, check, t("right: {why}", why=question.why))
+    return run_check(name, check, t("right", why=question.why))
 
 
 def check_quiz(questions: dict[str, Choice | Numeric], answers: dict) -> Result:
@@ -450,23 +380,13 @@ def check_quiz(questions: dict[str, Choice | Numeric], answers: dict) -> Result:
     if unknown:
 
         def name_unknown():
-            raise Hint(
-                t(
-                    "no question named {unknown}: the questions are {questions}",
-                    unknown=", ".join(unknown),
-                    questions=", ".join(questions),
-                )
-            )
+            raise Hint(t("no_question_named", unknown=", ".join(unknown), questions=", ".join(questions)))
 
         results.append(run_check(t("quiz"), name_unknown))
     right = sum(r.passed for r in results)
     if any(r.sealed for r in results):
         return Result(t("quiz"), False, str(SEALED_MESSAGE), sealed=True)
-    return Result(
-        t("quiz"),
-        bool(results) and right == len(results),
-        t("{right} of {total} right", right=right, total=len(results)),
-    )
+    return Result(t("quiz"), bool(results) and right == len(results), t("quiz_score", right=right, total=len(results)))
 
 
 def print_numbered(obj) -> None:

@@ -16,13 +16,13 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from ..i18n import lazy_t, load_catalogue, register, t
+from ..i18n import messages
 from . import Hint, Numeric, Result, as_int, run_check
 from . import check_quiz as _check_quiz
 from .nb01_masks import _too_big_to_build
 from .seal import answer_check
 
-register("zh", load_catalogue("nb00_introduction"))
+t, lazy_t = messages("nb00_introduction")
 
 __all__ = [
     "MAC_CASES",
@@ -44,19 +44,11 @@ MAC_CASES = [(10, 64, 4), (50, 32, 8), (7, 48, 3), (100_000, 8192, 64)]
 
 def _mac_mistakes(n: int, d: int, heads: int) -> dict[str, int]:
     return {
-        t("only the attention core is counted: the four projections W^Q, W^K, W^V, W^O cost n·d² each"): 2 * n * n * d,
-        t("the product weights @ V is missing: it costs as much as Q Kᵀ (n·n weights, each times d numbers)"): (
-            4 * n * d * d + n * n * d
-        ),
-        t("one projection is missing: there are four, W^Q, W^K, W^V and the output projection W^O"): (
-            3 * n * d * d + 2 * n * n * d
-        ),
-        t("the count grows with the number of heads: h heads of size d/h cost what one head of size d costs"): (
-            heads * (4 * n * d * d + 2 * n * n * d)
-        ),
-        t("these are Table 1's two terms only (n²·d + n·d²); count every matrix product of the layer"): (
-            n * n * d + n * d * d
-        ),
+        t("only_attention_core"): 2 * n * n * d,
+        t("product_weights_v"): (4 * n * d * d + n * n * d),
+        t("projection_missing_four"): (3 * n * d * d + 2 * n * n * d),
+        t("count_grows_number"): (heads * (4 * n * d * d + 2 * n * n * d)),
+        t("these_table_1s"): (n * n * d + n * d * d),
     }
 
 
@@ -88,21 +80,10 @@ def check_attention_layer_macs(attention_layer_macs) -> Result:
                 continue
             for hint, value in _mac_mistakes(n, d, heads).items():
                 if got == value:
-                    raise Hint(t("{what} = {got:,}: {hint}", what=what, got=got, hint=hint))
-            raise Hint(
-                t(
-                    "{what} = {got:,}, PyTorch's FlopCounterMode counts {want:,} multiply-adds",
-                    what=what,
-                    got=got,
-                    want=want,
-                )
-            )
+                    raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
+            raise Hint(t("pytorchs_flopcountermode_counts", what=what, got=got, want=want))
 
-    return run_check(
-        t("attention layer cost"),
-        check,
-        t("passed: 4·n·d² for the projections + 2·n²·d for attention, whatever h is"),
-    )
+    return run_check(t("attention_layer_cost"), check, t("passed_4_n"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -126,27 +107,14 @@ CONV_CASES = [
 def _conv_mistakes(n: int, k: int, dilated: bool) -> dict[str, int]:
     if dilated:
         return {
-            t(
-                "one layer short: with dilations 1, k, k², … the receptive field after L layers is k^L, and it "
-                "must reach n (round up, not down)"
-            ): int(math.floor(math.log(n, k) + 1e-9)),
-            t("that is log base 2: the receptive field multiplies by the kernel width k each layer"): math.ceil(
-                math.log2(n) - 1e-9
-            ),
-            t(
-                "math.log(n, k) is a float: for n = k^L it can come out a hair above L (math.log(125, 5) = "
-                "3.0000000000000004), so rounding up adds a layer; count with whole numbers (k ** L < n)"
-            ): math.ceil(math.log(n, k)),
+            t("layer_short_dilations"): int(math.floor(math.log(n, k) + 1e-9)),
+            t("log_base_2"): math.ceil(math.log2(n) - 1e-9),
+            t("math_log_n"): math.ceil(math.log(n, k)),
         }
     return {
-        t(
-            "that is n / k rounded up, the O(n/k) of §4 taken literally: a kernel of width k reaches k − 1 "
-            "positions back per layer, and the distance from first to last is n − 1"
-        ): math.ceil(n / k),
-        t("one layer short: round the number of layers up"): (n - 1) // (k - 1),
-        t("with n / (k − 1) you count n steps; the distance from the first to the last position is n − 1"): math.ceil(
-            n / (k - 1)
-        ),
+        t("n_k_rounded"): math.ceil(n / k),
+        t("layer_short_round"): (n - 1) // (k - 1),
+        t("n_k_1"): math.ceil(n / (k - 1)),
     }
 
 
@@ -174,12 +142,10 @@ def check_layers_to_connect(layers_to_connect) -> Result:
                 continue
             for hint, value in _conv_mistakes(n, k, dilated).items():
                 if got == value and value != want:
-                    raise Hint(t("{what} = {got}: {hint}", what=what, got=got, hint=hint))
-            raise Hint(t("{what} = {got}; stacking the layers one by one needs {want}", what=what, got=got, want=want))
+                    raise Hint(t("answer_is_hint", what=what, got=got, hint=hint))
+            raise Hint(t("stacking_layers_needs", what=what, got=got, want=want))
 
-    return run_check(
-        t("layers to connect"), check, t("passed: ⌈(n − 1)/(k − 1)⌉ contiguous layers, ⌈log_k n⌉ dilated ones")
-    )
+    return run_check(t("layers_connect"), check, t("passed_n_1"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -189,33 +155,23 @@ QUESTIONS = {
     "q1": Numeric(
         key="nb00-q1",
         digests=("b76610bab9b1a3a6aabaec5d",),
-        why=lazy_t(
-            "one pass per token it writes, 20 words and the end-of-sentence token: each pass needs the tokens "
-            "written before it, so they cannot run side by side (notebook 09 writes that loop)"
-        ),
+        why=lazy_t("pass_per_token"),
         mistakes={
-            lazy_t(
-                "Table 1's O(1) is about one layer over a sequence that is already known; at test time each word "
-                "depends on the words before it"
-            ): 1,
-            lazy_t("the end-of-sentence token is written too: it takes a pass of its own"): 20,
-            lazy_t("one pass runs all 6 layers; count the passes, one per token written"): 6,
-            lazy_t("a pass runs all 6 layers at once; the question counts passes, not layer calls"): 126,
+            lazy_t("table_1s_o"): 1,
+            lazy_t("end_sentence_token"): 20,
+            lazy_t("pass_runs_all"): 6,
+            lazy_t("pass_runs_all_6"): 126,
         },
         rel_tol=0,
-        otherwise=lazy_t("each pass of the decoder writes one token; count the tokens it writes"),
+        otherwise=lazy_t("each_pass_decoder"),
     ),
     "q2": Numeric(
         key="nb00-q2",
         digests=("8e45d1bb8b0cc24e2ee8a25d", "5bd3637503e4e6daddcc4075", "420101621dbcdbd7a9cf49f1"),
         why="n·d² / (n²·d) = d / n = 512 / 12 ≈ 42.7",  # a formula: the same in every language
-        mistakes={
-            lazy_t(
-                "upside down: the recurrent layer costs n·d², self-attention n²·d; divide the first by the second"
-            ): 12 / 512
-        },
+        mistakes={lazy_t("upside_down_recurrent"): 12 / 512},
         rel_tol=1e-2,
-        otherwise=lazy_t("divide Table 1's recurrent cost n·d² by the self-attention cost n²·d, then put in n and d"),
+        otherwise=lazy_t("divide_table_1s"),
     ),
     "q3": Numeric(
         key="nb00-q3",
@@ -228,24 +184,17 @@ QUESTIONS = {
             "51767a3659a3b2f3c97ba504",
             "a69866212b554bec58c00d0b",
         ),
-        why=lazy_t(
-            "12 h × 3,600 s × 8 GPUs × 9.5·10¹² FLOP/s ≈ 3.3·10¹⁸ FLOPs, Table 2's figure (100,000 steps × 0.4 s "
-            "gives 3.0·10¹⁸: §5.2's step time is 'about' 0.4 s)"
-        ),
+        why=lazy_t("training_flops_worked"),
         mistakes={
-            lazy_t("the hours must become seconds (× 3,600): FLOPS are operations per second"): 12 * 8 * 9.5e12,
-            lazy_t("all 8 GPUs worked for those 12 hours: multiply by 8"): 12 * 3600 * 9.5e12,
-            lazy_t("all 8 GPUs ran every step: multiply by 8"): 100_000 * 0.4 * 9.5e12,
-            lazy_t("a TFLOPS is 10¹² operations per second, not 10⁹"): 12 * 3600 * 8 * 9.5e9,
-            lazy_t("a TFLOPS is 10¹² operations per second, not 10⁹ (and the steps give seconds already)"): (
-                100_000 * 0.4 * 8 * 9.5e9
-            ),
-            lazy_t("that is the big model (300,000 steps of 1.0 s); the question asks for the base model"): (
-                300_000 * 1.0 * 8 * 9.5e12
-            ),
+            lazy_t("hours_must_become"): 12 * 8 * 9.5e12,
+            lazy_t("all_8_gpus"): 12 * 3600 * 9.5e12,
+            lazy_t("all_8_gpus_ran"): 100_000 * 0.4 * 9.5e12,
+            lazy_t("tflops_10_operations"): 12 * 3600 * 8 * 9.5e9,
+            lazy_t("tflops_10_operations_per"): (100_000 * 0.4 * 8 * 9.5e9),
+            lazy_t("big_model_300"): (300_000 * 1.0 * 8 * 9.5e12),
         },
         rel_tol=0.02,
-        otherwise=lazy_t("multiply the training time in seconds, the number of GPUs and 9.5·10¹² FLOP/s per GPU"),
+        otherwise=lazy_t("multiply_training_time"),
     ),
 }
 

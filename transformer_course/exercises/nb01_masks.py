@@ -17,12 +17,12 @@ import math
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ..i18n import lazy_t, load_catalogue, register, t
+from ..i18n import messages
 from . import Choice, Hint, Numeric, Result, as_int, as_mask, run_check
 from . import check_quiz as _check_quiz
 from .seal import answer_check
 
-register("zh", load_catalogue("nb01_masks"))
+t, lazy_t = messages("nb01_masks")
 
 __all__ = [
     "PAD",
@@ -71,14 +71,7 @@ class _TooBig(TorchFunctionMode):
             except RuntimeError:
                 pass
         if numel > self.limit:
-            raise Hint(
-                t(
-                    "{what} makes a tensor of {numel:,} numbers: this size does not fit in memory, so count "
-                    "with whole-number arithmetic instead of building it",
-                    what=self.what,
-                    numel=numel,
-                )
-            )
+            raise Hint(t("makes_tensor_numbers", what=self.what, numel=numel))
         return func(*args, **kwargs)
 
 
@@ -98,11 +91,11 @@ def _real(tokens: torch.Tensor, pad_idx: int) -> list[list[bool]]:
 def _compare(got: torch.Tensor, expected: torch.Tensor, what: str) -> None:
     if not torch.equal(got, expected):
         if torch.equal(got, ~expected):
-            raise Hint(t("{what} is inverted: True (or 1) should mean 'may attend'", what=what))
+            raise Hint(t("inverted_true_1", what=what))
         index = (got != expected).nonzero()[0].tolist()
         raise Hint(
             t(
-                "{what} differs at index {index}: got {got}, expected {expected}",
+                "differs_index_got",
                 what=what,
                 index=index,
                 got=bool(got[tuple(index)]),
@@ -134,29 +127,17 @@ def check_allowed_pairs(allowed_pairs) -> Result:
             if got == real + pads:
                 continue
             mistakes = {
-                max_len * (max_len + 1) // 2: t(
-                    "you ignored the padding: a key must also be a real token, so pads are never looked at"
-                ),
-                max_len * length: t("you ignored the causal rule: query i sees only keys 0…i"),
-                real: t(
-                    "you left out the pad queries: the target mask hides pad keys only, so a pad query still looks "
-                    "at the real tokens before it"
-                ),
-                real - length + pads: t("you hid the diagonal: query i may attend to itself (keys 0…i, i included)"),
+                max_len * (max_len + 1) // 2: t("ignored_padding_key"),
+                max_len * length: t("ignored_causal_rule"),
+                real: t("left_out_pad"),
+                real - length + pads: t("hid_diagonal_query"),
             }
             hint = mistakes.get(got)
             if hint is not None:
-                raise Hint(t("{what} = {got:,}: {hint}", what=what, got=got, hint=hint))
-            raise Hint(
-                t(
-                    "{what} = {got:,} is not right: draw a small case's table, rows = queries, columns = keys, "
-                    "and count row by row",
-                    what=what,
-                    got=got,
-                )
-            )
+                raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
+            raise Hint(t("not_right_draw", what=what, got=got))
 
-    return run_check(t("allowed pairs"), check, t("passed: only real keys, only the past and the present"))
+    return run_check(t("allowed_pairs"), check, t("passed_only_real"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -181,33 +162,15 @@ def check_mask_from_lengths(mask_from_lengths) -> Result:
             expected = _from_lengths(lengths, max_len, lambda j, n: j < n)[:, None, None, :]  # (B, 1, 1, L)
             if isinstance(got, torch.Tensor) and got.shape != expected.shape:
                 if got.shape == expected.shape[:1] + expected.shape[-1:]:
-                    raise Hint(
-                        t(
-                            "{what} has shape {shape}: add the head and query axes, "
-                            "(batch, 1, 1, max_len), so that it broadcasts over heads and queries",
-                            what=what,
-                            shape=tuple(got.shape),
-                        )
-                    )
+                    raise Hint(t("shape_add_head", what=what, shape=tuple(got.shape)))
                 if got.shape == (len(lengths), 1, max_len, 1):
-                    raise Hint(
-                        t(
-                            "{what} has shape {shape}: that masks queries; the padding mask is about "
-                            "keys, the last axis: (batch, 1, 1, max_len)",
-                            what=what,
-                            shape=tuple(got.shape),
-                        )
-                    )
+                    raise Hint(t("shape_masks_queries", what=what, shape=tuple(got.shape)))
             got = as_mask(got, tuple(expected.shape), what)
             if torch.equal(got, _from_lengths(lengths, max_len, lambda j, n: j <= n)[:, None, None, :]):
-                raise Hint(
-                    t("{what} lets one pad through: positions 0 … length − 1 are real (use <, not <=)", what=what)
-                )
+                raise Hint(t("lets_pad_through", what=what))
             _compare(got, expected, what)
 
-    return run_check(
-        t("mask from lengths"), check, t("passed: torch.arange(max_len) < lengths[:, None], as (B, 1, 1, L)")
-    )
+    return run_check(t("mask_lengths"), check, t("passed_torch_arange"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -223,22 +186,11 @@ def _window(tokens: torch.Tensor, pad_idx: int, radius: int, rule) -> torch.Tens
 
 
 WINDOW_MISTAKES = {
-    lazy_t("it sees only the past: a centred window reaches radius positions on both sides (|i − j| <= radius)"): (
-        lambda i, j, real, r: 0 <= i - j <= r and real[j]
-    ),
-    lazy_t("the window is one too narrow: |i − j| <= radius, so radius = 1 means 3 keys"): (
-        lambda i, j, real, r: abs(i - j) < r and real[j]
-    ),
-    lazy_t("the window is one too wide: |i − j| <= radius, not radius + 1"): (
-        lambda i, j, real, r: abs(i - j) <= r + 1 and real[j]
-    ),
-    lazy_t("pads are looked at: combine the window with the padding mask of the keys (&)"): (
-        lambda i, j, real, r: abs(i - j) <= r
-    ),
-    lazy_t(
-        "you also masked the pad queries: their rows are then empty, and an empty row gives NaN (section 6); "
-        "mask keys only"
-    ): (lambda i, j, real, r: abs(i - j) <= r and real[j] and real[i]),
+    lazy_t("sees_only_past"): (lambda i, j, real, r: 0 <= i - j <= r and real[j]),
+    lazy_t("window_too_narrow"): (lambda i, j, real, r: abs(i - j) < r and real[j]),
+    lazy_t("window_too_wide"): (lambda i, j, real, r: abs(i - j) <= r + 1 and real[j]),
+    lazy_t("pads_looked_combine"): (lambda i, j, real, r: abs(i - j) <= r),
+    lazy_t("also_masked_pad"): (lambda i, j, real, r: abs(i - j) <= r and real[j] and real[i]),
 }
 
 
@@ -260,13 +212,13 @@ def check_window_mask(window_mask) -> Result:
             if torch.equal(got, expected):
                 continue
             if pad_idx != PAD and torch.equal(got, _window(tokens, PAD, radius, in_window)):
-                raise Hint(t("{what}: compare the tokens with pad_idx, not with 0", what=what))
+                raise Hint(t("compare_tokens_pad", what=what))
             for hint, rule in WINDOW_MISTAKES.items():
                 if torch.equal(got, _window(tokens, pad_idx, radius, rule)):
-                    raise Hint(t("{what}: {hint}", what=what, hint=hint))
+                    raise Hint(t("what_hint", what=what, hint=hint))
             _compare(got, expected, what)
 
-    return run_check(t("window mask"), check, t("passed: a band of width 2·radius + 1 around each query, no pads"))
+    return run_check(t("window_mask"), check, t("passed_band_width"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -286,41 +238,19 @@ def check_local_mask(local_mask) -> Result:
             expected = _local(size, window, lambda i, j, w: 0 <= i - j < w)
             got = local_mask(size, window)
             if isinstance(got, torch.Tensor) and got.shape == (size, size):
-                raise Hint(
-                    t(
-                        "{what} has shape {shape}: add the batch and head axes, (1, 1, size, size)",
-                        what=what,
-                        shape=(size, size),
-                    )
-                )
+                raise Hint(t("shape_add_batch", what=what, shape=(size, size)))
             got = as_mask(got, tuple(expected.shape), what)
             if torch.equal(got, expected):
                 continue
             if torch.equal(got, _local(size, window + 1, lambda i, j, w: 0 <= i - j < w)):
-                raise Hint(
-                    t(
-                        "{what} lets each query see {seen} keys: with window={window} a query sees "
-                        "itself and the {before} keys before it",
-                        what=what,
-                        seen=window + 1,
-                        window=window,
-                        before=window - 1,
-                    )
-                )
+                raise Hint(t("lets_each_query", what=what, seen=window + 1, window=window, before=window - 1))
             if torch.equal(got, _local(size, window, lambda i, j, w: abs(i - j) < w)):
-                raise Hint(
-                    t(
-                        "{what} lets a query see keys after it: keep it causal (the lower triangle, torch.tril)",
-                        what=what,
-                    )
-                )
+                raise Hint(t("lets_query_see", what=what))
             if torch.equal(got, _local(size, window, lambda i, j, w: 0 < i - j < w)):
-                raise Hint(t("{what} hides the diagonal: a position may attend to itself", what=what))
+                raise Hint(t("hides_diagonal_position", what=what))
             _compare(got, expected, what)
 
-    return run_check(
-        t("local mask"), check, t("passed: each position sees itself and the window − 1 positions before it")
-    )
+    return run_check(t("local_mask"), check, t("passed_each_position"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -330,46 +260,36 @@ QUESTIONS = {
     "q1": Numeric(
         key="nb01-q1",
         digests=("1300d5beb277c5893e85b0da",),
-        why=lazy_t(
-            "key_padding_mask's True means IGNORE: passed as it is, the mask hides the 3 words and leaves each query "
-            "the 2 pads; pass ~src_mask[:, 0, 0]"
-        ),
+        why=lazy_t("key_padding_masks"),
         mistakes={
-            lazy_t(
-                "that would be right with this course's convention; key_padding_mask's True means 'ignore', so "
-                "the real words are hidden"
-            ): 3,
-            lazy_t("key_padding_mask hides every key marked True; which keys are False here?"): 5,
-            lazy_t("PyTorch fills the True keys with −∞; the False ones, the pads, are still attended to"): 0,
+            lazy_t("would_right_courses"): 3,
+            lazy_t("key_padding_mask"): 5,
+            lazy_t("pytorch_fills_true"): 0,
         },
         rel_tol=0,
-        otherwise=lazy_t("mark which keys are True in src_mask[0, 0, 0], then read True as 'ignore'"),
+        otherwise=lazy_t("mark_keys_true"),
     ),
     "q2": Choice(
         key="nb01-q2",
         digest="8e2ec1838d3ab560ee2da1f3",
         letters="abc",
-        why=lazy_t("key 0 is a real token and no query is before it, so every row, pad rows included, may see it"),
+        why=lazy_t("key_0_real"),
         wrong={
-            "a": lazy_t("row 0 sees key 0, and so does every later row: the causal rule lets row i see keys 0…i"),
-            "c": lazy_t(
-                "the target mask hides pad KEYS, not pad queries: a pad row still sees the real tokens before it"
-            ),
+            "a": lazy_t("row_0_sees"),
+            "c": lazy_t("target_mask_hides"),
         },
     ),
     "q3": Numeric(
         key="nb01-q3",
         digests=("4a44108998794c59750882a9",),
-        why=lazy_t("(64, 1, 1, 40) holds 64 · 40 = 2,560 booleans; broadcasting reuses them for 8 heads × 40 queries"),
+        why=lazy_t("mask_bytes_broadcast"),
         mistakes={
-            lazy_t(
-                "that is the size of the scores (64, 8, 40, 40); the mask stores size-1 axes for heads and queries"
-            ): 64 * 8 * 40 * 40,
-            lazy_t("the head axis has size 1 too: the mask is (64, 1, 1, 40), the same for every head"): 64 * 8 * 40,
-            lazy_t("the query axis has size 1: the padding mask is about keys only, (64, 1, 1, 40)"): 64 * 40 * 40,
+            lazy_t("size_scores_64"): 64 * 8 * 40 * 40,
+            lazy_t("head_axis_size"): 64 * 8 * 40,
+            lazy_t("query_axis_size"): 64 * 40 * 40,
         },
         rel_tol=0,
-        otherwise=lazy_t("count the numbers in a tensor of shape (batch, 1, 1, len)"),
+        otherwise=lazy_t("count_numbers_tensor"),
     ),
 }
 

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from ..i18n import lazy_t, load_catalogue, register, t
+from ..i18n import messages
 from . import (
     Hint,
     Numeric,
@@ -44,7 +44,7 @@ from . import (
 )
 from .guard import TORCH_ATTENTION, answer_digest, no_shortcuts
 
-register("zh", load_catalogue("nb02_attention"))
+t, lazy_t = messages("nb02_attention")
 
 __all__ = [
     "check_attention",
@@ -96,37 +96,17 @@ def _expect_values(got, expected: torch.Tensor, what: str, atol: float = 1e-5, r
                 if got.dtype != expected.dtype:
                     raise Hint(
                         t(
-                            "{what} has dtype {got_dtype}, expected {expected_dtype}: its values agree only to float32 "
-                            "precision (largest difference {gap:.1e}); keep the inputs' dtype all the way (no .float(), "
-                            "no float32 constants or tensors made inside)",
+                            "dtype_expected_values",
                             what=what,
                             got_dtype=got.dtype,
                             expected_dtype=expected.dtype,
                             gap=float(gap.max()),
                         )
                     )
-                raise Hint(
-                    t(
-                        "{what}: the values agree with the expected ones only to float32 precision (largest difference "
-                        "{gap:.1e}, where {dtype} keeps about 16 digits): somewhere inside, your code computes in "
-                        "float32 (a .float(), or a tensor or constant made in float32) and casts back; keep the "
-                        "inputs' dtype all the way",
-                        what=what,
-                        gap=float(gap.max()),
-                        dtype=expected.dtype,
-                    )
-                )
+                raise Hint(t("values_agree_expected", what=what, gap=float(gap.max()), dtype=expected.dtype))
             index = divmod_index(int(gap.nan_to_num(float("inf")).argmax()), expected.shape)
             a, b = mine[tuple(index)].item(), want[tuple(index)].item()
-            raise Hint(
-                t(
-                    "{what} has the right shape but wrong values: at index {index} got {got}, expected {expected}",
-                    what=what,
-                    index=index,
-                    got=_shown(a, b),
-                    expected=_shown(b, a),
-                )
-            )
+            raise Hint(t("right_shape_but", what=what, index=index, got=_shown(a, b), expected=_shown(b, a)))
     expect_tensor(got, expected, what, atol=atol, rtol=rtol)
 
 
@@ -184,14 +164,7 @@ def _missing_biases(what: str, missing) -> None:
     """Raise a Hint when the only parameters missing are biases: a layer built with ``bias=False``."""
     missing = sorted(missing)
     if missing and all(name.endswith("bias") for name in missing):
-        raise Hint(
-            t(
-                "{what}: {missing} are missing, so a layer was built without its bias (bias=False); the paper's "
-                "projections are x W + b, as the package's: keep nn.Linear's default, bias=True",
-                what=what,
-                missing=", ".join(missing),
-            )
-        )
+        raise Hint(t("missing_layer_built", what=what, missing=", ".join(missing)))
 
 
 def _close(got, want, atol=1e-5, rtol=1e-4) -> bool:
@@ -205,21 +178,9 @@ def _close(got, want, atol=1e-5, rtol=1e-4) -> bool:
 def _pair(got, what):
     """(output, weights) as a tuple or a list."""
     if not isinstance(got, (tuple, list)):
-        raise Hint(
-            t(
-                "{what} should return the pair (output, weights); it should be a tuple or a list, got {type}",
-                what=what,
-                type=type(got).__name__,
-            )
-        )
+        raise Hint(t("return_pair_output", what=what, type=type(got).__name__))
     if len(got) != 2:
-        raise Hint(
-            t(
-                "{what} should return the pair (output, weights); it should have 2 items, got {count}",
-                what=what,
-                count=len(got),
-            )
-        )
+        raise Hint(t("return_pair_output_weights", what=what, count=len(got)))
     output, weights = got
     return output, weights
 
@@ -229,19 +190,9 @@ def _check_mask_direction(weights, want_w, kept: int):
     if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape and weights.is_floating_point():
         allowed, hidden = weights[0, ..., :kept], weights[0, ..., kept:]
         if torch.allclose(allowed, torch.zeros_like(allowed), atol=1e-6):
-            raise Hint(
-                t(
-                    "the mask is used the wrong way round: True means 'may attend', so fill the "
-                    "scores where the mask is False (masked_fill(~mask, ...))"
-                )
-            )
+            raise Hint(t("mask_used_wrong"))
         if not torch.allclose(hidden, torch.zeros_like(hidden), atol=1e-6):
-            raise Hint(
-                t(
-                    "with a mask, keys where the mask is False must get weight 0: fill their scores "
-                    "with -inf (or the most negative float) before the softmax, and do not add the mask"
-                )
-            )
+            raise Hint(t("mask_keys_where"))
 
 
 INPUTS = ("query", "key", "value", "mask")
@@ -253,44 +204,30 @@ def _call(attention, what, *args):
     one's inputs; an input the learner's code changed in place is named, and so is a dropout that acted although
     the ``dropout`` argument did not ask for one."""
     copies = [x.clone() if isinstance(x, torch.Tensor) else x for x in args]
-    guard = no_shortcuts(t("scaled dot-product attention"), TORCH_ATTENTION, allow=(DROPOUT_WATCH,))
+    guard = no_shortcuts(t("scaled_dot_product"), TORCH_ATTENTION, allow=(DROPOUT_WATCH,))
     with _DropoutCalls() as calls, guard:
         got = attention(*copies)
     changed = [name for name, x, copy in zip(INPUTS, args, copies)
                if isinstance(x, torch.Tensor) and not torch.equal(x.detach(), copy.detach())]  # fmt: skip
     if changed:
-        raise Hint(
-            t(
-                "your attention changes its input {names} in place: do not modify the inputs (query/key/value): the "
-                "caller still holds them (multi-head attention passes the same tensors again), so compute new "
-                "tensors instead of calling an in-place method (div_, mul_, add_, masked_fill_ …) on them",
-                names=", ".join(changed),
-            )
-        )
+        raise Hint(t("attention_changes_input", names=", ".join(changed)))
     dropout = args[4] if len(args) > 4 else None
     allowed = dropout.p if isinstance(dropout, nn.Dropout) and dropout.training else 0.0
     unasked = [call for call in calls.dropping if call.p != allowed]
     if unasked:
         if dropout is None:
-            why = t("no dropout was given")
+            why = t("no_dropout_given")
         elif not dropout.training:
-            why = t("the dropout given is in eval mode")
+            why = t("dropout_given_eval")
         else:
-            why = t("the dropout given has p={p}", p=dropout.p)
-        _dropout_is_the_arguments_job(t("dropout with p={p}", p=unasked[0].p), why)
+            why = t("dropout_given_p", p=dropout.p)
+        _dropout_is_the_arguments_job(t("dropout_p", p=unasked[0].p), why)
     return _pair(got, what)
 
 
 def _dropout_is_the_arguments_job(done: str, why: str) -> None:
     """Raise the hint for a dropout the caller did not ask for (``done``: what dropped, ``why``: why it may not)."""
-    raise Hint(
-        t(
-            "your attention applies {done} although {why}: dropout is the `dropout` argument's job: apply it only "
-            "when it is given (the module decides its rate and mode), never a dropout of your own",
-            done=done,
-            why=why,
-        )
-    )
+    raise Hint(t("attention_applies_although", done=done, why=why))
 
 
 def _looks_dropped(weights: torch.Tensor, want: torch.Tensor) -> float | None:
@@ -319,34 +256,18 @@ def check_attention(attention) -> Result:
         if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape and weights.is_floating_point():
             scale = _looks_dropped(weights.detach(), want_w)
             if scale is not None:
-                _dropout_is_the_arguments_job(t("a dropout (zeros, the rest × {scale:.3g})", scale=scale),
-                                              t("no dropout was given"))  # fmt: skip
+                _dropout_is_the_arguments_job(t("dropout_zeros_rest", scale=scale),
+                                              t("no_dropout_given"))  # fmt: skip
             scores = q @ k.transpose(-2, -1)
             if _close(weights, scores.softmax(-2)) or _close(weights, (scores / 4).softmax(-2)):
-                raise Hint(
-                    t(
-                        "the softmax runs over the queries (dim=-2): each query's weights, a row over the "
-                        "keys, must sum to 1, so take it over dim=-1"
-                    )
-                )
+                raise Hint(t("softmax_runs_over"))
             sums = weights.sum(-1)
             if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
-                raise Hint(
-                    t(
-                        "the weights of each query (a row, over the keys) should sum to 1: "
-                        "take the softmax over the last dimension, dim=-1"
-                    )
-                )
-            for wrong_scale, name in ((1.0, t("not scaled")), (16.0, t("divided by d_k")), (2.0, t("divided by √d_v")),
-                                      (math.sqrt(5), t("divided by √k_len, the number of keys (key.size(-2))"))):  # fmt: skip
+                raise Hint(t("weights_each_query"))
+            for wrong_scale, name in ((1.0, t("not_scaled")), (16.0, t("divided_d_k")), (2.0, t("divided_d_v")),
+                                      (math.sqrt(5), t("divided_k_len"))):  # fmt: skip
                 if _close(weights, (scores / wrong_scale).softmax(-1)):
-                    raise Hint(
-                        t(
-                            "the scores are {name}: divide Q Kᵀ by √d_k = {root:.0f} (d_k is query.size(-1))",
-                            name=name,
-                            root=math.sqrt(16),
-                        )
-                    )
+                    raise Hint(t("scores_divide_q", name=name, root=math.sqrt(16)))
         _expect_values(weights, want_w, "weights (…, q_len, k_len)")
         _expect_values(out, want_out, "output (…, q_len, d_v)")
 
@@ -355,28 +276,23 @@ def check_attention(attention) -> Result:
         out, weights = _call(attention, "attention(query, key, value, mask)", q, k, v, mask)
         want_out, want_w = package(q, k, v, mask)
         _check_mask_direction(weights, want_w, 3)
-        _expect_values(weights, want_w, t("weights with a mask"))
-        _expect_values(out, want_out, t("output with a mask"))
+        _expect_values(weights, want_w, t("weights_mask"))
+        _expect_values(out, want_out, t("output_mask"))
 
         # a dropout module in eval mode drops nothing: the same numbers as without one
         out, weights = _call(attention, "attention(query, key, value, mask, dropout)", q, k, v, mask, nn.Dropout(0.5).eval())  # fmt: skip
-        _expect_values(weights, want_w, t("weights with a dropout module in eval mode (it drops nothing)"))
-        _expect_values(out, want_out, t("output with a dropout module in eval mode (it drops nothing)"))
+        _expect_values(weights, want_w, t("weights_dropout_module"))
+        _expect_values(out, want_out, t("output_dropout_module"))
 
         # a row with every key masked (a pad query under a window mask, notebook 01): finite, not NaN
         empty = torch.ones(3, 5, dtype=torch.bool)
         empty[1] = False  # query 1 may see no key
         out, weights = _call(attention, "attention(query, key, value, mask)", q, k, v, empty)
         if isinstance(weights, torch.Tensor) and weights.is_floating_point() and torch.isnan(weights).any():
-            raise Hint(
-                t(
-                    "a query whose keys are all masked gets NaN weights: with -inf in every score of a row the "
-                    "softmax divides 0 by 0. Fill with the most negative float, torch.finfo(scores.dtype).min"
-                )
-            )
+            raise Hint(t("query_whose_keys"))
         want_out, want_w = package(q, k, v, empty)
-        _expect_values(weights, want_w, t("weights when a query may see no key"))
-        _expect_values(out, want_out, t("output when a query may see no key"))
+        _expect_values(weights, want_w, t("weights_when_query"))
+        _expect_values(out, want_out, t("output_when_query"))
 
         # a correct float64 version passes at float64 precision: float32 inside shows as a dtype or as lost digits
         q64, k64, v64 = q.double(), k.double(), v.double()
@@ -384,16 +300,9 @@ def check_attention(attention) -> Result:
         want_out, want_w = package(q64, k64, v64, mask)
         for name, got in (("output", out), ("weights", weights)):
             if isinstance(got, torch.Tensor) and got.is_floating_point() and got.dtype != torch.float64:
-                raise Hint(
-                    t(
-                        "with float64 inputs the {name} is {dtype}, expected torch.float64: keep the inputs' dtype "
-                        "(no .float(), no float32 constants or tensors made with torch.tensor(...) inside)",
-                        name=name,
-                        dtype=got.dtype,
-                    )
-                )
-        _expect_values(weights, want_w, t("weights for float64 inputs"), atol=1e-10, rtol=1e-8)
-        _expect_values(out, want_out, t("output for float64 inputs"), atol=1e-10, rtol=1e-8)
+                raise Hint(t("float64_inputs_expected", name=name, dtype=got.dtype))
+        _expect_values(weights, want_w, t("weights_float64_inputs"), atol=1e-10, rtol=1e-8)
+        _expect_values(out, want_out, t("output_float64_inputs"), atol=1e-10, rtol=1e-8)
 
         # dropout on the weights, before weights @ value (the package's place): same seed, same zeros
         dropout = nn.Dropout(0.5).train()
@@ -409,37 +318,28 @@ def check_attention(attention) -> Result:
             scores = (q @ k.transpose(-2, -1) / 4).masked_fill(~mask, torch.finfo(q.dtype).min)
             on_scores = dropout(scores).softmax(-1) @ v
             if _close(out, plain_out):
-                raise Hint(t("the dropout module is not used: apply it to the weights, weights = dropout(weights)"))
+                raise Hint(t("dropout_module_not"))
             if _close(out, on_output):
-                raise Hint(t("dropout is applied to the output; apply it to the weights, before weights @ value"))
+                raise Hint(t("dropout_applied_output"))
             if _close(out, on_scores):
-                raise Hint(t("dropout is applied to the scores, before the softmax; apply it to the weights, after it"))
-        _expect_values(out, want_out, t("output with dropout on the weights"))
+                raise Hint(t("dropout_applied_scores"))
+        _expect_values(out, want_out, t("output_dropout_weights"))
 
         # gradients reach the query, the key and the value, as the package's do
         leaves = [x.clone().requires_grad_() for x in (q, k, v)]
         out, weights = _call(attention, "attention(query, key, value, mask)", *leaves, mask)
         if not isinstance(out, torch.Tensor) or out.grad_fn is None:
-            raise Hint(
-                t(
-                    "no gradient flows through your output: build it from query, key and value with tensor "
-                    "operations (no .detach(), torch.no_grad(), .item() or torch.tensor(...) on the way)"
-                )
-            )
+            raise Hint(t("no_gradient_flows"))
         out.pow(2).sum().backward()
         mine = [x.grad for x in leaves]
         reference = [x.clone().requires_grad_() for x in (q, k, v)]
         package(*reference, mask)[0].pow(2).sum().backward()
         for name, got, want in zip(("query", "key", "value"), mine, (x.grad for x in reference)):
             if got is None:
-                raise Hint(t("no gradient reaches {name}: it must be used with tensor operations", name=name))
-            _expect_values(got, want, t("the gradient with respect to {name}", name=name))
+                raise Hint(t("no_gradient_reaches", name=name))
+            _expect_values(got, want, t("gradient_respect", name=name))
 
-    return run_check(
-        t("scaled dot-product attention"),
-        check,
-        t("passed: softmax(Q Kᵀ / √d_k) V with masking, dropout on the weights and gradients, as the package's"),
-    )
+    return run_check(t("scaled_dot_product"), check, t("passed_softmax_q"))
 
 
 # ---- exercise 1: additive attention ------------------------------------------------------------------
@@ -466,22 +366,11 @@ def check_additive_attention(additive_attention) -> Result:
         features = (query @ W_q)[:, :, None, :] + (key @ W_k)[:, None, :, :]  # (batch, q_len, k_len, d_hidden)
         scores = torch.tanh(features) @ w_v  # (batch, q_len, k_len)
         found = {
-            t(
-                "the tanh is missing: without it the query's part, q W_q · w_v, is the same for every key and "
-                "cancels in the softmax, so every query gets the same weights"
-            ): (features @ w_v).softmax(-1),
-            t("the paper's additive attention uses tanh, not ReLU: w_vᵀ tanh(q W_q + k W_k)"): (
-                features.relu() @ w_v
-            ).softmax(-1),
+            t("tanh_missing_without"): (features @ w_v).softmax(-1),
+            t("papers_additive_attention"): (features.relu() @ w_v).softmax(-1),
         }
-        for name, size in (("d_hidden", w_v.numel()), (t("the key size"), key.size(-1)), (t("the query size"), query.size(-1))):  # fmt: skip
-            found[
-                t(
-                    "the scores are divided by √({name}); additive attention is not scaled: 1/√d_k belongs to "
-                    "dot-product attention, whose scores grow with d_k",
-                    name=name,
-                )
-            ] = (scores / math.sqrt(size)).softmax(-1)
+        for name, size in (("d_hidden", w_v.numel()), (t("key_size"), key.size(-1)), (t("query_size"), query.size(-1))):  # fmt: skip
+            found[t("scores_divided_additive", name=name)] = (scores / math.sqrt(size)).softmax(-1)
         return found
 
     def check():
@@ -492,13 +381,13 @@ def check_additive_attention(additive_attention) -> Result:
         W_q, W_k, w_v = (torch.randn(6, 7, generator=g) * 0.6, torch.randn(5, 7, generator=g) * 0.6,
                          torch.randn(7, generator=g) * 1.5)  # fmt: skip
         want_out, want_w = reference(query, key, value, W_q, W_k, w_v)
-        with no_shortcuts(t("additive attention"), TORCH_ATTENTION):
+        with no_shortcuts(t("additive_attention"), TORCH_ATTENTION):
             got = additive_attention(query, key, value, W_q, W_k, w_v)
         out, weights = _pair(got, "additive_attention(...)")
         if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape and weights.is_floating_point():
             sums = weights.sum(-1)
             if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
-                raise Hint(t("each query's weights (a row, over the keys) should sum to 1: softmax over dim=-1"))
+                raise Hint(t("each_querys_weights"))
             for hint, wrong in variants(query, key, W_q, W_k, w_v).items():
                 if _close(weights, wrong):
                     raise Hint(hint)
@@ -507,20 +396,20 @@ def check_additive_attention(additive_attention) -> Result:
 
         mask = torch.tensor([[True, True, False, False], [True, True, True, True]])[:, None, :]  # (2, 1, 4)
         want_out, want_w = reference(query, key, value, W_q, W_k, w_v, mask)
-        with no_shortcuts(t("additive attention"), TORCH_ATTENTION):
+        with no_shortcuts(t("additive_attention"), TORCH_ATTENTION):
             got = additive_attention(query, key, value, W_q, W_k, w_v, mask)
-        out, weights = _pair(got, t("with a mask, it"))
+        out, weights = _pair(got, t("mask"))
         _check_mask_direction(weights, want_w, 2)
-        _expect_values(weights, want_w, t("weights with a mask"))
-        _expect_values(out, want_out, t("output with a mask"))
+        _expect_values(weights, want_w, t("weights_mask"))
+        _expect_values(out, want_out, t("output_mask"))
 
         args64 = [x.double() for x in (query, key, value, W_q, W_k, w_v)]  # a float64 version passes as well
-        with no_shortcuts(t("additive attention"), TORCH_ATTENTION):
+        with no_shortcuts(t("additive_attention"), TORCH_ATTENTION):
             got = additive_attention(*args64, mask)
         out, weights = _pair(got, "additive_attention(float64 tensors)")
-        _expect_values(out, want_out, t("output for float64 inputs"))
+        _expect_values(out, want_out, t("output_float64_inputs"))
 
-    return run_check(t("additive attention"), check, t("passed: softmax(w_vᵀ tanh(q W_q + k W_k)) V, masked"))
+    return run_check(t("additive_attention"), check, t("passed_softmax_w"))
 
 
 # ---- exercise 2: find the bugs, and show each with an input of your own -------------------------------
@@ -538,30 +427,16 @@ def buggy_attention(query, key, value, mask=None):
 
 _BUG_LINES = "d6e0dd10545f1f810dbb2071"  # answer_digest("nb02-bug-lines", the wrong lines); line 1 is the def
 _RIGHT = {  # answer_digest("nb02-bug-right", n) of each line that is right → why it is right
-    "b50e00590edf26f6d32258e0": lazy_t("line 1 is the signature; it is fine"),
-    "03f5147e824ef35afea3e116": lazy_t(
-        "line 3 is right: einsum '...qd,...kd->...qk' multiplies every query with every key over d, Q Kᵀ"
-    ),
-    "d41fec0be21d1c1baafbe006": lazy_t("line 4 is right: no mask, nothing to hide"),
-    "0011719b882dfec827d55c17": lazy_t(
-        "line 7 is right: exp(s) / Σ exp(s) over the last axis is the softmax over the keys"
-    ),
-    "38a6273ba874eba2c010df43": lazy_t(
-        "line 8 is right: the output is weights @ value, the weights returned as they are"
-    ),
+    "b50e00590edf26f6d32258e0": lazy_t("line_1_signature"),
+    "03f5147e824ef35afea3e116": lazy_t("line_3_right"),
+    "d41fec0be21d1c1baafbe006": lazy_t("line_4_right"),
+    "0011719b882dfec827d55c17": lazy_t("line_7_right"),
+    "38a6273ba874eba2c010df43": lazy_t("line_8_right"),
 }
 _MISSED = {  # answer_digest("nb02-bug-missed", n) of each wrong line → a nudge when it is left out
-    "3824746f5c2e4d179d49aa3b": lazy_t(
-        "one bug is still hidden: which size is d_k? Every test its author ran had d_v = d_k"
-    ),
-    "20ae033c0a09efffd9fbf7c9": lazy_t(
-        "one bug is still hidden: what does this function give a query that may see no key at all "
-        "(notebook 01's pitfall)?"
-    ),
-    "fb15bb0ef1d4de11a512284c": lazy_t(
-        "one bug is still hidden: subtracting the largest score keeps exp() from overflowing, but the "
-        "largest score of what? Try two queries whose scores lie far apart"
-    ),
+    "3824746f5c2e4d179d49aa3b": lazy_t("bug_still_hidden"),
+    "20ae033c0a09efffd9fbf7c9": lazy_t("bug_still_hidden_does"),
+    "fb15bb0ef1d4de11a512284c": lazy_t("bug_still_hidden_subtracting"),
 }
 
 
@@ -571,18 +446,13 @@ def check_bug_lines(bug_lines) -> Result:
 
     def check():
         if bug_lines is ... or bug_lines is None:
-            raise Hint(t("not done yet: set bug_lines to the numbers of the wrong lines, e.g. [1, 5]"))
+            raise Hint(t("not_done_yet"))
         if not isinstance(bug_lines, (list, tuple, set, frozenset)):
-            raise Hint(
-                t(
-                    "bug_lines should be a list (or tuple, or set) of line numbers, got {type}",
-                    type=type(bug_lines).__name__,
-                )
-            )
-        lines = {as_int(n, t("each line number")) for n in bug_lines}
+            raise Hint(t("bug_lines_list", type=type(bug_lines).__name__))
+        lines = {as_int(n, t("each_line_number")) for n in bug_lines}
         outside = sorted(n for n in lines if not 1 <= n <= 8)
         if outside:
-            raise Hint(t("buggy_attention has lines 1–8 (print_numbered shows them), got {outside}", outside=outside))
+            raise Hint(t("buggy_attention_lines", outside=outside))
         if answer_digest("nb02-bug-lines", lines) == _BUG_LINES:
             return
         for n in sorted(lines):
@@ -593,9 +463,9 @@ def check_bug_lines(bug_lines) -> Result:
             hint = _MISSED.get(answer_digest("nb02-bug-missed", n))
             if n not in lines and hint is not None:
                 raise Hint(hint)
-        raise Hint(t("not these lines; run buggy_attention on inputs of your own and compare"))
+        raise Hint(t("not_these_lines"))
 
-    return run_check(t("find the bugs"), check, t("passed: now show each bug with an input of your own"))
+    return run_check(t("find_bugs"), check, t("passed_now_show"))
 
 
 def check_exposing_inputs(cases) -> Result:
@@ -624,55 +494,37 @@ def check_exposing_inputs(cases) -> Result:
             raise NotImplementedError
         exposed = set()
         for i, case in enumerate(as_sequence(cases, None, t("cases"))):
-            items = as_sequence(case, None, t("case {i}", i=i))
+            items = as_sequence(case, None, t("case", i=i))
             if len(items) not in (3, 4):
-                raise Hint(t("case {i} should be (query, key, value) or (query, key, value, mask)", i=i))
+                raise Hint(t("case_query_key", i=i))
             query, key, value, mask = (*items, None)[:4]
             if not all(isinstance(x, torch.Tensor) and x.is_floating_point() for x in (query, key, value)):
-                raise Hint(t("case {i}: query, key and value should be float tensors", i=i))
+                raise Hint(t("case_query_key_value", i=i))
             if not all(torch.isfinite(x).all() for x in (query, key, value)):
-                raise Hint(t("case {i}: your input itself holds inf or NaN; a bug must show on finite numbers", i=i))
+                raise Hint(t("case_input_itself", i=i))
             if mask is not None and (not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool):
-                raise Hint(t("case {i}: the mask should be a boolean tensor, True = may attend", i=i))
+                raise Hint(t("case_mask_boolean", i=i))
             if query.dim() < 2 or query.size(-1) != key.size(-1) or key.size(-2) != value.size(-2):
-                raise Hint(
-                    t(
-                        "case {i} is not an attention input: query (…, q_len, d_k), key (…, k_len, d_k) and "
-                        "value (…, k_len, d_v) must share d_k and k_len",
-                        i=i,
-                    )
-                )
+                raise Hint(t("case_not_attention", i=i))
             try:
                 _, want = package(query, key, value, mask)
             except RuntimeError as error:
-                raise Hint(t("case {i} does not broadcast: {error}", i=i, error=str(error)[:120])) from None
+                raise Hint(t("case_does_not", i=i, error=str(error)[:120])) from None
             _, precise = package(query.double(), key.double(), value.double(), mask)
             if not torch.allclose(want.double(), precise, atol=1e-4, rtol=1e-3):
-                raise Hint(
-                    t(
-                        "case {i} is so extreme that the formula itself loses precision in {dtype}; a bug must "
-                        "show where correct code is still exact (smaller numbers, or float64 tensors)",
-                        i=i,
-                        dtype=query.dtype,
-                    )
-                )
+                raise Hint(t("case_extreme_formula", i=i, dtype=query.dtype))
             # the max's axes are judged on rows with a key allowed: a row with none shows the -inf fill instead
             seen = torch.ones(want.shape[:-1], dtype=torch.bool) if mask is None else mask.expand(want.shape).any(-1)
             shown = {bug for bug in ("scale", "fill") if differs(one_bug(query, key, value, mask, bug), want)}
             if differs(one_bug(query, key, value, mask, "max")[seen], want[seen]):
                 shown.add("max")
             if not shown and not differs(buggy_attention(query, key, value, mask)[1], want):
-                raise Hint(t("case {i}: buggy_attention agrees with the formula on it, so it shows no bug", i=i))
+                raise Hint(t("case_buggy_attention", i=i))
             exposed |= shown
         if len(exposed) < 3:
-            raise Hint(
-                t(
-                    "your cases show {count} of the 3 bugs; find an input for each bug still hidden",
-                    count=len(exposed),
-                )
-            )
+            raise Hint(t("cases_show_3", count=len(exposed)))
 
-    return run_check(t("inputs that show the bugs"), check, t("passed: every bug shows on an input of yours"))
+    return run_check(t("inputs_show_bugs"), check, t("passed_every_bug"))
 
 
 # ---- exercise 3: the memory of the weights -----------------------------------------------------------
@@ -687,19 +539,17 @@ def check_weights_bytes(weights_bytes) -> Result:
             got = as_number(weights_bytes(batch, heads, q_len, k_len, bytes_per_number=size), what)
             numbers = batch * heads * q_len * k_len
             wrong = {
-                numbers: t("counts numbers; multiply by bytes_per_number (4 for float32) for bytes"),
-                numbers * size * 8: t("counts bits; a byte is 8 bits, and float32 takes 4 bytes"),
-                batch * q_len * k_len * size: t("forgets the heads: each head has its own (q_len, k_len) weights"),
-                heads * q_len * k_len * size: t("forgets the batch: each sentence has its own weights"),
-                batch * heads * (q_len + k_len) * size: t(
-                    "adds q_len and k_len: there is one weight per (query, key) pair, q_len × k_len of them"
-                ),
+                numbers: t("counts_numbers_multiply"),
+                numbers * size * 8: t("counts_bits_byte"),
+                batch * q_len * k_len * size: t("forgets_heads_each"),
+                heads * q_len * k_len * size: t("forgets_batch_each"),
+                batch * heads * (q_len + k_len) * size: t("adds_q_len"),
             }
             if got != numbers * size:
-                hint = wrong.get(got) or t("is not batch·heads·q_len·k_len·bytes_per_number")
-                raise Hint(t("{what} = {got:g} {hint}", what=what, got=got, hint=hint))
+                hint = wrong.get(got) or t("not_batch_heads")
+                raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
 
-    return run_check(t("memory of the weights"), check, t("passed: batch · heads · q_len · k_len · bytes_per_number"))
+    return run_check(t("memory_weights"), check, t("passed_batch_heads"))
 
 
 # ---- questions: a number to work out, each ------------------------------------------------------------
@@ -707,65 +557,56 @@ def check_weights_bytes(weights_bytes) -> Result:
 SCALING = Numeric(
     key="nb02-scaling",
     digests=("5040b76fa85fda5991a0fa9a", "95cb42ffe2333994c072a3b6", "5239be52f6d78a6c7c528c66"),
-    why=lazy_t(
-        "each product q_i k_i has variance 2² · 2² = 16, the sum of 256 of them 4,096, so q·k has standard "
-        "deviation 64; divided by √256 = 16 that is 4: the scaling assumes unit-variance entries"
-    ),
+    why=lazy_t("each_product_q"),
     mistakes={
-        lazy_t("that is the unscaled q·k; divide it by √d_k = 16"): 64.0,
-        lazy_t("that is the variance of the scaled score; the question asks for its standard deviation"): 16.0,
-        lazy_t(
-            "the scaling cancels √d_k, not the entries' spread: with standard deviation 2 in q and in k, each "
-            "product has standard deviation 4"
-        ): 1.0,
-        lazy_t("both q and k have standard deviation 2, so each product q_i k_i has standard deviation 2 · 2"): 2.0,
+        lazy_t("unscaled_q_k"): 64.0,
+        lazy_t("variance_scaled_score"): 16.0,
+        lazy_t("scaling_cancels_d"): 1.0,
+        lazy_t("both_q_k"): 2.0,
     },
     rel_tol=1e-2,
-    otherwise=lazy_t("find the variance of one product q_i k_i, then of the sum of d_k of them, then scale"),
+    otherwise=lazy_t("find_variance_product"),
 )
 MASK_SUM = Numeric(
     key="nb02-mask-sum",
     digests=("620181ea02b933b069196477", "695b763eba2ba9b342a59d3f", "38aef1d7e654aac81d6ea845"),
-    why=lazy_t("the real keys get score 1, the pads 0: the pads keep 2 / (2e + 2) = 1 / (e + 1) ≈ 0.269"),
+    why=lazy_t("real_keys_get"),
     mistakes={
-        lazy_t("that is what masked_fill gives; adding True/False adds 1 or 0, never −∞"): 0.0,
-        lazy_t("that is the share of the real keys; the question asks for the pads' total"): math.e / (math.e + 1),
-        lazy_t("adding the mask changes the scores: True adds 1 to the real keys"): 0.5,
-        lazy_t("that is one pad's weight; the question asks for both pads together"): 1 / (2 * math.e + 2),
+        lazy_t("masked_fill_gives"): 0.0,
+        lazy_t("share_real_keys"): math.e / (math.e + 1),
+        lazy_t("adding_mask_changes"): 0.5,
+        lazy_t("pads_weight_question"): 1 / (2 * math.e + 2),
     },
     rel_tol=1e-2,
-    otherwise=lazy_t("add 1 to the scores of the real keys and 0 to the pads, then take the softmax"),
+    otherwise=lazy_t("add_1_scores"),
 )
 SATURATION = Numeric(
     key="nb02-saturation",
     digests=("db5026e80da2a8f689d09276", "fe1785173e382d89aa2ea078", "669d41cf830a4ad6e4c5a39b"),
-    why=lazy_t(
-        "scaled, the scores are +1 and −1: softmax gives 1 / (1 + e⁻²) ≈ 0.881; unscaled (+8, −8) it would be "
-        "1 / (1 + e⁻¹⁶), one-hot for any practical purpose"
-    ),
+    why=lazy_t("saturation_worked"),
     mistakes={
-        lazy_t("that is the unscaled softmax, scores +8 and −8; divide them by √64 = 8 first"): 1 / (1 + math.exp(-16)),
-        lazy_t("the two scores are +1 and −1, two apart: softmax gives 1 / (1 + e^(−2))"): 1 / (1 + math.exp(-1)),
-        lazy_t("the scores differ, so the weights do: the larger score gets more than half"): 0.5,
+        lazy_t("unscaled_softmax_scores"): 1 / (1 + math.exp(-16)),
+        lazy_t("two_scores_1"): 1 / (1 + math.exp(-1)),
+        lazy_t("scores_differ_weights"): 0.5,
     },
     rel_tol=5e-3,
-    otherwise=lazy_t("divide both scores by √d_k, then softmax([s₁, s₂])[0] = 1 / (1 + exp(s₂ − s₁))"),
+    otherwise=lazy_t("divide_both_scores"),
 )
 
 
 @answer_check
 def check_question_scaling(answer) -> Result:
     """q and k entries with standard deviation 2, d_k = 256: the standard deviation of q·k / √d_k."""
-    return check_question(t("question 1 (the scale)"), SCALING, answer)
+    return check_question(t("question_1_scale"), SCALING, answer)
 
 
 @answer_check
 def check_question_mask_sum(answer) -> Result:
     """scores 0, 0, 0, 0; (scores + mask).softmax(-1) with mask [T, T, F, F]: the pads' total weight."""
-    return check_question(t("question 2 (scores + mask)"), MASK_SUM, answer)
+    return check_question(t("question_2_scores"), MASK_SUM, answer)
 
 
 @answer_check
 def check_question_saturation(answer) -> Result:
     """Two keys, scores +8 and −8 before scaling, d_k = 64: the weight of the first key after scaling."""
-    return check_question(t("question 3 (the softmax after scaling)"), SATURATION, answer)
+    return check_question(t("question_3_softmax"), SATURATION, answer)

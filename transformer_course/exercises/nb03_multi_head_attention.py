@@ -20,14 +20,14 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..i18n import lazy_t, load_catalogue, register, t
+from ..i18n import messages
 from . import Choice, Hint, Numeric, Result, as_int, as_shape, check_question, run_check
 from .guard import TORCH_ATTENTION, earlier_fallbacks, no_shortcuts
 from .nb01_masks import _too_big_to_build
 from .nb02_attention import DROPOUT_WATCH, _DropoutCalls, _expect_values, _missing_biases
 from .seal import answer_check
 
-register("zh", load_catalogue("nb03_multi_head_attention"))
+t, lazy_t = messages("nb03_multi_head_attention")
 
 # the learner's multi-head attention calls notebook 02's attention.py: the learner's, or its fallback if skipped
 EARLIER = earlier_fallbacks("03")
@@ -74,71 +74,39 @@ def _slice_of(x, weights: torch.Tensor):
 def _eval_drops_nothing(calls, what: str) -> None:
     """In eval mode no dropout may zero anything, whatever the block's rate."""
     if calls.dropping:
-        raise Hint(
-            t(
-                "{what}: in eval mode your block still drops (a dropout with p={p} in training mode): use "
-                "self.dropout, whose rate is the dropout argument and whose mode follows the module's train() "
-                "and eval(), not a dropout of your own",
-                what=what,
-                p=calls.dropping[0].p,
-            )
-        )
+        raise Hint(t("eval_mode_block", what=what, p=calls.dropping[0].p))
 
 
 def _check_weights_dropout(got, plain, weights, calls, state, package, memory) -> None:
     """The block in training mode, dropout 0.5: the recorded dropout calls act on (slices of) the attention weights at
     the rate 0.5, and the output is W^O · merge(dropped weights @ V) with exactly the zeros they drew."""
-    what = t("cross-attention with dropout 0.5 on the weights (training mode)")
+    what = t("cross_attention_dropout")
     if not calls.dropping:
         if _close(got, plain):
-            raise Hint(
-                t("self.dropout is not used: pass it to your attention function, which applies it to the weights")
-            )
-        raise Hint(
-            t(
-                "{what}: the output changes in training mode, but no dropout ran: apply self.dropout to the attention "
-                "weights (it is the only random part of the block)",
-                what=what,
-            )
-        )
+            raise Hint(t("self_dropout_not"))
+        raise Hint(t("output_changes_training", what=what))
     dropped = torch.zeros_like(weights)
     covered = torch.zeros_like(weights, dtype=torch.bool)
     for call in calls.dropping:
         if call.p != 0.5:
-            raise Hint(
-                t(
-                    "{what}: your dropout uses p={p}; the rate is the block's dropout argument (0.5 here): use "
-                    "self.dropout, not a rate of your own",
-                    what=what,
-                    p=call.p,
-                )
-            )
+            raise Hint(t("dropout_uses_p", what=what, p=call.p))
         found = _slice_of(call.input, weights)
         if found is None:
             if call.input.shape == plain.shape and _close(call.input, plain):
-                raise Hint(t("dropout is applied to the block's output; apply it to the attention weights"))
-            raise Hint(
-                t(
-                    "{what}: dropout is applied to a tensor of shape {shape} that is not the attention weights (batch, "
-                    "heads, q_len, k_len): apply self.dropout to the weights, after the softmax and before weights @ v",
-                    what=what,
-                    shape=tuple(call.input.shape),
-                )
-            )
+                raise Hint(t("dropout_applied_blocks"))
+            raise Hint(t("dropout_applied_tensor", what=what, shape=tuple(call.input.shape)))
         place, heads_first = found
         out = call.output.transpose(0, 1) if heads_first else call.output
         dropped[place] = out.reshape(dropped[place].shape)
         covered[place] = True
     if not covered.all():
-        raise Hint(t("{what}: dropout acts on the weights of some heads or sentences only, not on all", what=what))
+        raise Hint(t("dropout_acts_weights", what=what))
     d_model = memory.size(-1)
     w_v, b_v = state["in_proj.weight"][2 * d_model :], state["in_proj.bias"][2 * d_model :]
     with torch.no_grad():
         v = package.split_heads(F.linear(memory, w_v, b_v))  # (B, h, S, d_k)
         want = F.linear(package.merge_heads(dropped @ v), state["out_proj.weight"], state["out_proj.bias"])
-    _expect_values(
-        got, want, t("{what}, built from the weights your dropout returned (batch, q_len, d_model)", what=what)
-    )
+    _expect_values(got, want, t("built_weights_dropout", what=what))
 
 
 def _attention_file_not_written(error: BaseException) -> bool:
@@ -188,41 +156,20 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
         return F.linear(x, state["out_proj.weight"], state["out_proj.bias"])
 
     mistakes = {
-        "direct_view": t(
-            "the heads are split with one view (batch, heads, len, d_k), which cuts the sequence into "
-            "pieces and mixes positions: view as (batch, len, heads, d_k), then .transpose(1, 2)"
-        ),
-        "merge_no_transpose": t(
-            "the heads are merged in the wrong order: (batch, heads, len, d_k) must go back to "
-            "(batch, len, heads, d_k) with .transpose(1, 2) before the reshape to (batch, len, d_model)"
-        ),
-        "kqv": t(
-            "the rows of in_proj are used in the wrong order: rows 0 … d_model−1 are W^Q, then W^K, then W^V "
-            "(nn.MultiheadAttention's layout)"
-        ),
-        "kv_from_query": t(
-            "keys and values are computed from `query`: in cross-attention they come from the `key` "
-            "and `value` arguments (the encoder's memory)"
-        ),
-        "sqrt_d_model": t(
-            "the scores are divided by √d_model; each head works in d_k = d_model / heads dimensions, "
-            "so divide by √d_k (notebook 02's function does it when it gets (batch, heads, len, d_k) tensors)"
-        ),
-        "sqrt_k_len": t(
-            "the scores are divided by √k_len, the number of keys; divide by √d_k, the size of each head's queries "
-            "and keys (query.size(-1) of the (batch, heads, len, d_k) tensors)"
-        ),
-        "no_bias": t(
-            "the projections leave out their bias: F.linear(x, w) is x W, the paper's projection is x W + b; pass "
-            "each third of self.in_proj.bias with its third of the weight"
-        ),
-        "no_mask": t("the mask is not passed on: keys where it is False must get weight 0"),
-        "no_out_proj": t("the output projection W^O (self.out_proj) is missing after merge_heads"),
+        "direct_view": t("heads_split_view"),
+        "merge_no_transpose": t("heads_merged_wrong"),
+        "kqv": t("rows_proj_used"),
+        "kv_from_query": t("keys_values_computed"),
+        "sqrt_d_model": t("scores_divided_d"),
+        "sqrt_k_len": t("scores_divided_k"),
+        "no_bias": t("projections_leave_out"),
+        "no_mask": t("mask_not_passed"),
+        "no_out_proj": t("output_projection_w"),
     }
 
     def check():
         d_model, heads = 12, 3
-        with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=EARLIER):
+        with no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=EARLIER):
             torch.manual_seed(3)
             mha = MultiHeadAttention(d_model, heads, dropout=0.0).eval()
         names = set(mha.state_dict())
@@ -231,8 +178,7 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
                 _missing_biases("MultiHeadAttention(12, 3)", NAMES - names)
             raise Hint(
                 t(
-                    "the parameters should be named {names} (as the package's, so that weights can be "
-                    "copied by name); missing {missing}, unexpected {unexpected}",
+                    "parameters_named_packages",
                     names=sorted(NAMES),
                     missing=sorted(NAMES - names),
                     unexpected=sorted(names - NAMES),
@@ -246,73 +192,64 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
         tgt, memory = torch.randn(2, 4, d_model, generator=g), torch.randn(2, 6, d_model, generator=g)
 
         # split_heads and merge_heads on their own, with numbers that show which feature lands where
-        with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=EARLIER):
+        with no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=EARLIER):
             split = mha.split_heads(memory)
         if isinstance(split, torch.Tensor) and split.shape == (2, 6, heads, d_model // heads):
-            raise Hint(t("split_heads returns (batch, len, heads, d_k): transpose(1, 2) puts the heads before the positions"))  # fmt: skip
+            raise Hint(t("split_heads_returns"))  # fmt: skip
         if _close(split, memory.reshape(2, heads, 6, d_model // heads)):
-            raise Hint(t("split_heads: {hint}", hint=mistakes["direct_view"]))
-        _expect_values(split, package.split_heads(memory), t("split_heads(x) (batch, heads, len, d_k)"))
+            raise Hint(t("split_heads", hint=mistakes["direct_view"]))
+        _expect_values(split, package.split_heads(memory), t("split_heads_x"))
         heads_out = package.split_heads(memory)  # (2, 3, 6, 4)
-        with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=EARLIER):
+        with no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=EARLIER):
             merged = mha.merge_heads(heads_out)
         if _close(merged, heads_out.reshape(2, 6, d_model)):
-            raise Hint(t("merge_heads: {hint}", hint=mistakes["merge_no_transpose"]))
-        _expect_values(merged, memory, t("merge_heads(split_heads(x)), which should give x back"))
+            raise Hint(t("merge_heads", hint=mistakes["merge_no_transpose"]))
+        _expect_values(merged, memory, t("merge_heads_split"))
 
         src_mask = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], dtype=torch.bool)[:, None, None, :]
         causal = torch.ones(4, 4, dtype=torch.bool).tril()[None, None]  # (1, 1, T, T)
         cases = (
-            (t("self-attention with a padding mask"), memory, None, src_mask),
-            (t("masked self-attention"), tgt, None, causal),
-            (t("cross-attention"), tgt, memory, None),
-            (t("cross-attention with a padding mask"), tgt, memory, src_mask),
+            (t("self_attention_padding"), memory, None, src_mask),
+            (t("masked_self_attention"), tgt, None, causal),
+            (t("cross_attention"), tgt, memory, None),
+            (t("cross_attention_padding"), tgt, memory, src_mask),
         )
         for what, query, kv, mask in cases:
             keys = query if kv is None else kv
             with torch.no_grad():
                 want = package(query, memory=kv, mask=mask)
                 want_w = package.weights
-                with _DropoutCalls() as calls, no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=WATCHED):
+                with _DropoutCalls() as calls, no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=WATCHED):
                     got = mha(query, keys, keys, mask)
             _eval_drops_nothing(calls, what)
             if isinstance(got, torch.Tensor) and got.shape == (*want.shape[:-2], keys.size(1), d_model) != want.shape:
-                raise Hint(
-                    t(
-                        "{what}: the output has one vector per key ({keys} of them), not one per query ({queries}): the "
-                        "queries come from `query` (the decoder's positions), the keys and values from `key` and "
-                        "`value` (the memory)",
-                        what=what,
-                        keys=keys.size(1),
-                        queries=query.size(1),
-                    )
-                )
+                raise Hint(t("output_vector_per", what=what, keys=keys.size(1), queries=query.size(1)))
             if isinstance(got, torch.Tensor) and got.shape == want.shape and not _close(got, want):
                 for mistake, hint in mistakes.items():
                     if _close(got, variant(query, keys, keys, state, heads, mask, mistake)):
-                        raise Hint(t("{what}: {hint}", what=what, hint=hint))
-            _expect_values(got, want, t("{what}: the output (batch, q_len, d_model)", what=what))
+                        raise Hint(t("what_hint", what=what, hint=hint))
+            _expect_values(got, want, t("output_batch_q", what=what))
             kept = getattr(mha, "weights", None)
             if kept is None:
-                raise Hint(t("self.weights is None: keep the last call's weights, self.weights = weights.detach()"))
-            _expect_values(kept, want_w, t("{what}: self.weights (batch, heads, q_len, k_len)", what=what))
+                raise Hint(t("self_weights_none"))
+            _expect_values(kept, want_w, t("self_weights_batch", what=what))
 
         # dropout on the attention weights: the numbers were compared above with dropout off; in training mode the
         # learner's zeros need not be the package's (a loop over heads draws them in another order, and is right),
         # so each dropout call is recorded and must drop the weights at self.dropout's rate, and the output must be
         # the block's formula on the weights those calls returned
-        with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=EARLIER):
+        with no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=EARLIER):
             dropping = MultiHeadAttention(d_model, heads, dropout=0.5)
         dropping.load_state_dict(state)
-        what = t("cross-attention with dropout 0.5 in eval mode")
+        what = t("cross_attention_dropout_0")
         with torch.no_grad():
             plain = package(tgt, memory=memory, mask=src_mask)
             weights = package.weights  # (B, h, T, S), nothing dropped
-            with _DropoutCalls() as calls, no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=WATCHED):
+            with _DropoutCalls() as calls, no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=WATCHED):
                 got = dropping.eval()(tgt, memory, memory, src_mask)
             _eval_drops_nothing(calls, what)
             _expect_values(got, plain, what)
-            with _DropoutCalls() as calls, no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=WATCHED):
+            with _DropoutCalls() as calls, no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=WATCHED):
                 got = dropping.train()(tgt, memory, memory, src_mask)
         _check_weights_dropout(got, plain, weights, calls, state, package, memory)
 
@@ -320,19 +257,13 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
         package.eval()
         mha.zero_grad()
         tgt_leaf, memory_leaf = tgt.clone().requires_grad_(), memory.clone().requires_grad_()
-        with no_shortcuts(t("multi-head attention"), TORCH_ATTENTION, allow=EARLIER):
+        with no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=EARLIER):
             got = mha(tgt_leaf, memory_leaf, memory_leaf, src_mask)
         if not isinstance(got, torch.Tensor) or got.grad_fn is None:
-            raise Hint(t("no gradient flows through your output: do not detach it or compute it under torch.no_grad()"))
+            raise Hint(t("no_gradient_flows"))
         kept = getattr(mha, "weights", None)
         if isinstance(kept, torch.Tensor) and (kept.requires_grad or kept.grad_fn is not None):
-            raise Hint(
-                t(
-                    "self.weights is not detached: it keeps the autograd graph of the whole forward pass alive (memory "
-                    "no one frees, and a tensor that cannot go to numpy for a plot); keep a detached copy, as the "
-                    "docstring says"
-                )
-            )
+            raise Hint(t("self_weights_not"))
         got.pow(2).sum().backward()
         package.zero_grad()
         package(tgt, memory=memory, mask=src_mask).pow(2).sum().backward()
@@ -340,40 +271,26 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
         for name, p in package.named_parameters():
             grad = mine[name].grad
             if grad is None:
-                raise Hint(t("no gradient reaches {name}: use the parameter itself, not a copy of it", name=name))
+                raise Hint(t("no_gradient_reaches", name=name))
             if name == "in_proj.weight" and torch.equal(grad[: 2 * d_model], torch.zeros_like(grad[: 2 * d_model])):
-                raise Hint(
-                    t(
-                        "no gradient reaches W^Q and W^K: the output is built from detached weights; use the "
-                        "weights your attention returns, and keep only self.weights detached"
-                    )
-                )
-            _expect_values(grad, p.grad, t("the gradient of {name}", name=name), atol=1e-4)
+                raise Hint(t("no_gradient_reaches_w"))
+            _expect_values(grad, p.grad, t("gradient", name=name), atol=1e-4)
 
         try:
             MultiHeadAttention(10, 4)
         except Exception:
             return
-        raise Hint(t("MultiHeadAttention(10, 4) should raise an error: d_model=10 is not divisible by heads=4"))
+        raise Hint(t("multiheadattention_10_4"))
 
     def guarded():
         try:
             check()
         except NotImplementedError as error:
             if _attention_file_not_written(error):
-                raise Hint(
-                    t(
-                        "my_transformer/attention.py is not written yet (notebook 02): write it there, or bring "
-                        "in the reference on purpose with tc.learner.use_reference('attention.py')"
-                    )
-                ) from None
+                raise Hint(t("my_transformer_attention")) from None
             raise
 
-    return run_check(
-        "MultiHeadAttention",
-        guarded,
-        t("passed: split, merge, self, masked and cross-attention, kept weights, dropout and gradients"),
-    )
+    return run_check("MultiHeadAttention", guarded, t("passed_split_merge"))
 
 
 # ---- exercise 1: every shape, as a function of the sizes --------------------------------------------------
@@ -393,22 +310,11 @@ def check_predicted_shapes(predicted_shapes) -> Result:
             with _too_big_to_build(what):
                 predicted = predicted_shapes(batch, T, S, d_model, heads)
             if not isinstance(predicted, dict):
-                raise Hint(
-                    t(
-                        "{what} should return a dict such as {{'q': (…), 'k': (…), …}}, got {type}",
-                        what=what,
-                        type=type(predicted).__name__,
-                    )
-                )
+                raise Hint(t("return_dict_such", what=what, type=type(predicted).__name__))
             missing = [name for name in NAMES_OF_SHAPES if name not in predicted]
             if missing:
                 raise Hint(
-                    t(
-                        "{what} has no entry for {missing}; give all of {names}",
-                        what=what,
-                        missing=missing,
-                        names=list(NAMES_OF_SHAPES),
-                    )  # fmt: skip
+                    t("no_entry_give", what=what, missing=missing, names=list(NAMES_OF_SHAPES))  # fmt: skip
                 )
             d_k = d_model // heads
             want = {
@@ -419,29 +325,19 @@ def check_predicted_shapes(predicted_shapes) -> Result:
                 "output": (batch, T, d_model),
             }
             wrong = {
-                ("q", (batch, T, heads, d_k)): t(
-                    "that is before the transpose: split_heads puts the heads before the positions"
-                ),  # fmt: skip
-                ("q", (batch, heads, T, d_model)): t("each head has d_k = d_model / heads features, not d_model"),
-                ("q", (batch, T, d_model)): t("that is before the split: the queries are cut into heads"),
-                ("k", (batch, heads, T, d_k)): t("keys come from the source, the encoder's memory: S positions, not T"),
-                ("k", (batch, S, heads, d_k)): t("that is before the transpose: heads come before positions"),
-                ("weights", (batch, heads, S, T)): t(
-                    "rows are queries (the target, T), columns are keys (the source, S)"
-                ),  # fmt: skip
-                ("weights", (batch, T, S)): t("each head has its own weights: a heads axis after the batch"),
-                ("weights", (batch, heads, T, T)): t(
-                    "cross-attention weights are not square: T queries against S keys"
-                ),  # fmt: skip
-                ("heads_out", (batch, heads, S, d_k)): t(
-                    "there is one output per query (T of them), an average over the S values"
-                ),  # fmt: skip
-                ("heads_out", (batch, heads, T, S)): t("that is the weights; weights @ v has one d_k-vector per query"),
-                ("output", (batch, S, d_model)): t("the block returns one vector per query, the target's T positions"),
-                ("output", (batch, T, d_k)): t("merging the heads and W^O give back d_model features"),
-                ("output", (batch, heads, T, d_k)): t(
-                    "that is before the merge: Concat and W^O give (batch, T, d_model)"
-                ),  # fmt: skip
+                ("q", (batch, T, heads, d_k)): t("before_transpose_split"),  # fmt: skip
+                ("q", (batch, heads, T, d_model)): t("each_head_d"),
+                ("q", (batch, T, d_model)): t("before_split_queries"),
+                ("k", (batch, heads, T, d_k)): t("keys_come_source"),
+                ("k", (batch, S, heads, d_k)): t("before_transpose_heads"),
+                ("weights", (batch, heads, S, T)): t("rows_queries_target"),  # fmt: skip
+                ("weights", (batch, T, S)): t("each_head_own"),
+                ("weights", (batch, heads, T, T)): t("cross_attention_weights"),  # fmt: skip
+                ("heads_out", (batch, heads, S, d_k)): t("output_per_query"),  # fmt: skip
+                ("heads_out", (batch, heads, T, S)): t("weights_weights_v"),
+                ("output", (batch, S, d_model)): t("block_returns_vector"),
+                ("output", (batch, T, d_k)): t("merging_heads_w"),
+                ("output", (batch, heads, T, d_k)): t("before_merge_concat"),  # fmt: skip
             }
             for name in NAMES_OF_SHAPES:
                 entry = f"{what}[{name!r}]"
@@ -452,13 +348,13 @@ def check_predicted_shapes(predicted_shapes) -> Result:
                     continue
                 hint = wrong.get((name, got))
                 if hint is None and len(got) != len(want[name]):
-                    hint = t("it has {got} dimensions; count the axes this tensor has", got=len(got))
+                    hint = t("dimensions_count_axes", got=len(got))
                 if hint is None:
                     axis = next(i for i, (a, b) in enumerate(zip(got, want[name])) if a != b)
-                    hint = t("the number of dimensions is right; axis {axis} is not", axis=axis)
-                raise Hint(t("{what} = {got}: {hint}", what=entry, got=got, hint=hint))
+                    hint = t("number_dimensions_right", axis=axis)
+                raise Hint(t("what_got_hint", what=entry, got=got, hint=hint))
 
-    return run_check(t("predicted shapes"), check, t("passed: every shape, for any sizes"))
+    return run_check(t("predicted_shapes"), check, t("passed_every_shape"))
 
 
 # ---- exercise 2: parameters with free d_k and d_v (a closed form, checked on a size too big to build) ----
@@ -478,26 +374,15 @@ def check_attention_parameter_count(count) -> Result:
             if got == want:
                 continue
             wrong = {
-                4 * d_model * d_model + 4 * d_model: t(
-                    "uses d_model × d_model for every projection; that holds only when heads·d_k = heads·d_v = "
-                    "d_model. W^Q and W^K are d_model × heads·d_k, W^V d_model × heads·d_v"
-                ),
-                want - 2 * qk - v - d_model: t(
-                    "counts the weights only: W^Q and W^K have biases of size heads·d_k, "
-                    "W^V of size heads·d_v, W^O of size d_model"
-                ),
-                want - v * d_model + qk * d_model: t(
-                    "sizes W^O by d_k; it takes the concatenated values, heads·d_v × d_model"
-                ),
-                2 * (d_model * d_k + d_k) + (d_model * d_v + d_v) + (d_v * d_model + d_model): t(
-                    "counts one head: every head has its own "
-                    "W_i^Q, W_i^K, W_i^V, so all heads together are heads·d_k (or heads·d_v) wide"
-                ),
+                4 * d_model * d_model + 4 * d_model: t("uses_d_model"),
+                want - 2 * qk - v - d_model: t("counts_weights_only"),
+                want - v * d_model + qk * d_model: t("sizes_w_o"),
+                2 * (d_model * d_k + d_k) + (d_model * d_v + d_v) + (d_v * d_model + d_model): t("counts_head_every"),
             }
-            hint = wrong.get(got) or t("add up four matrices and four biases")
-            raise Hint(t("{what} = {got}, expected {want}: {hint}", what=what, got=got, want=want, hint=hint))
+            hint = wrong.get(got) or t("add_up_four")
+            raise Hint(t("expected", what=what, got=got, want=want, hint=hint))
 
-    return run_check(t("parameter count"), check, t("passed: heads·d_k and heads·d_v set the widths, not d_model"))
+    return run_check(t("parameter_count"), check, t("passed_heads_d"))
 
 
 # ---- exercise 3: grouped-query attention (a variant) ------------------------------------------------------
@@ -518,32 +403,22 @@ def check_grouped_query_attention(grouped_query_attention) -> Result:
             what = f"grouped_query_attention(query (2, {heads}, 3, 8), key (2, {groups}, 5, 8), value (2, {groups}, 5, 8), mask)"
             share = heads // groups
             want_out, want_w = package(query, key.repeat_interleave(share, 1), value.repeat_interleave(share, 1), mask)
-            with no_shortcuts(t("grouped-query attention"), TORCH_ATTENTION, allow=EARLIER):
+            with no_shortcuts(t("grouped_query_attention"), TORCH_ATTENTION, allow=EARLIER):
                 got = grouped_query_attention(query, key, value, mask)
             if not isinstance(got, (tuple, list)) or len(got) != 2:
-                raise Hint(t("{what} should return the pair (output, weights)", what=what))
+                raise Hint(t("return_pair_output", what=what))
             out, weights = got
             if isinstance(out, torch.Tensor) and out.shape == want_out.shape and not _close(out, want_out):
                 tiled_out, _ = package(query, key.repeat(1, share, 1, 1), value.repeat(1, share, 1, 1), mask)
                 if _close(out, tiled_out):
-                    raise Hint(
-                        t(
-                            "{what}: query head i must use key/value head i // (heads / groups), neighbours "
-                            "sharing one: that is repeat_interleave, not repeat (which cycles through the groups)",
-                            what=what,
-                        )
-                    )
+                    raise Hint(t("query_head_i", what=what))
                 unmasked, _ = package(query, key.repeat_interleave(share, 1), value.repeat_interleave(share, 1))
                 if _close(out, unmasked):
-                    raise Hint(t("{what}: the mask is not used", what=what))
-            _expect_values(weights, want_w, t("{what}: the weights (batch, heads, T, S)", what=what))
-            _expect_values(out, want_out, t("{what}: the output (batch, heads, T, d_k)", what=what))
+                    raise Hint(t("mask_not_used", what=what))
+            _expect_values(weights, want_w, t("weights_batch_heads", what=what))
+            _expect_values(out, want_out, t("output_batch_heads", what=what))
 
-    return run_check(
-        t("grouped-query attention"),
-        check,
-        t("passed: each group of heads/groups query heads shares one key/value head"),
-    )
+    return run_check(t("grouped_query_attention"), check, t("passed_each_group"))
 
 
 # ---- questions: a number to work out and a consequence ---------------------------------------------------------
@@ -551,31 +426,24 @@ def check_grouped_query_attention(grouped_query_attention) -> Result:
 GQA_PARAMETERS = Numeric(
     key="nb03-gqa-params",
     digests=("6879d44aaa039c7b4b4548e7",),
-    why=lazy_t(
-        "W^Q stays d_model × d_model = 262,144; W^K and W^V shrink to d_model × groups·d_k = 512 × 128 = 65,536 "
-        "each: 393,216 in all, against 786,432 with 8 key/value heads"
-    ),
+    why=lazy_t("w_q_stays"),
     mistakes={
-        lazy_t("that is full multi-head attention; with 2 groups W^K and W^V have only 2 heads of d_k = 64"): 3
-        * 512**2,
-        lazy_t("W^Q keeps all 8 heads: only the keys and values are shared"): 3 * 512 * 128,
-        lazy_t("the question asks for W^Q, W^K and W^V only, without W^O and without biases"): 393216 + 512**2,
+        lazy_t("full_multi_head"): 3 * 512**2,
+        lazy_t("w_q_keeps"): 3 * 512 * 128,
+        lazy_t("question_asks_w"): 393216 + 512**2,
     },
     rel_tol=0,
-    otherwise=lazy_t("count d_model × (heads·d_k) for W^Q, and d_model × (groups·d_k) for each of W^K and W^V"),
+    otherwise=lazy_t("count_d_model"),
 )
 CROSS = Choice(
     key="nb03-cross-kv",
     digest="498598b8800b60a966388cb3",
     letters="abcd",
-    why=lazy_t(
-        "its keys and values come from the encoder's memory, which does not change while the sentence is written: "
-        "project once, reuse at every step (notebook 09 caches it)"
-    ),
+    why=lazy_t("keys_values_come"),
     wrong={
-        "a": lazy_t("the memory is the same at every step; only the queries (the new target token) change"),
-        "c": lazy_t("the memory goes through the layer's own W^K and W^V (§3.2.2) before it is attended to: once"),
-        "d": lazy_t("one matrix product projects all source positions at once"),
+        "a": lazy_t("memory_same_every"),
+        "c": lazy_t("memory_goes_through"),
+        "d": lazy_t("matrix_product_projects"),
     },
 )
 
@@ -583,10 +451,10 @@ CROSS = Choice(
 @answer_check
 def check_question_gqa_parameters(answer) -> Result:
     """Grouped-query attention, d_model 512, 8 query heads, 2 key/value heads: weights of W^Q, W^K, W^V."""
-    return check_question(t("question 1 (grouped-query parameters)"), GQA_PARAMETERS, answer)
+    return check_question(t("question_1_grouped"), GQA_PARAMETERS, answer)
 
 
 @answer_check
 def check_question_cross(answer) -> Result:
     """How often must one decoder layer's cross-attention project the memory while translating a sentence?"""
-    return check_question(t("question 2 (cross-attention)"), CROSS, answer)
+    return check_question(t("question_2_cross"), CROSS, answer)

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..i18n import lazy_t, load_catalogue, register, t
+from ..i18n import messages
 from . import (
     Choice,
     Hint,
@@ -39,7 +39,7 @@ from . import check_quiz as _check_quiz
 from .guard import TORCH_NORM, answer_digest, no_shortcuts, watch_shortcuts
 from .nb02_attention import _expect_values
 
-register("zh", load_catalogue("nb04_layernorm_residual"))
+t, lazy_t = messages("nb04_layernorm_residual")
 
 __all__ = [
     "check_layer_norm_module",
@@ -71,31 +71,16 @@ def _layer_norm_variants(x: Tensor, gamma: Tensor, beta: Tensor, eps: float) -> 
     mean, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
     b_mean, b_var = x.mean(0, keepdim=True), x.var(0, unbiased=False, keepdim=True)
     variants = {
-        t(
-            "you normalised over the batch (dim 0), which is BatchNorm; LayerNorm normalises each row over "
-            "its last dimension (dim=-1)"
-        ): gamma * (x - b_mean) / torch.sqrt(b_var + eps) + beta,
-        t(
-            "you used the unbiased variance (divides by n−1); LayerNorm divides by n: x.var(dim=-1, unbiased=False)"
-        ): gamma * (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + eps) + beta,
-        t("ε belongs inside the square root, √(var + ε), not √var + ε: it matters for rows with a tiny spread"): gamma
-        * (x - mean)
-        / (torch.sqrt(var) + eps)
-        + beta,
-        t("the normalised values are right, but γ (gain) and β (bias) are not applied: γ · x̂ + β"): (x - mean)
-        / torch.sqrt(var + eps),
-        t("you divided by the variance; divide by the standard deviation √(var + ε)"): gamma * (x - mean) / (var + eps)
-        + beta,
-        t("you multiplied by γ but did not add β (the bias, self.bias)"): gamma * (x - mean) / torch.sqrt(var + eps),
+        t("normalised_over_batch"): gamma * (x - b_mean) / torch.sqrt(b_var + eps) + beta,
+        t("used_unbiased_variance"): gamma * (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + eps) + beta,
+        t("belongs_inside_square"): gamma * (x - mean) / (torch.sqrt(var) + eps) + beta,
+        t("normalised_values_right"): (x - mean) / torch.sqrt(var + eps),
+        t("divided_variance_divide"): gamma * (x - mean) / (var + eps) + beta,
+        t("multiplied_but_did"): gamma * (x - mean) / torch.sqrt(var + eps),
     }
     if x.dim() >= 2:  # statistics over a whole sentence (or matrix) instead of one position
         s_mean, s_var = x.mean((-2, -1), keepdim=True), x.var((-2, -1), unbiased=False, keepdim=True)
-        variants[
-            t(
-                "you took the mean and variance over the last two dimensions (the whole sentence); LayerNorm "
-                "normalises each position on its own, over dim=-1 only"
-            )
-        ] = gamma * (x - s_mean) / torch.sqrt(s_var + eps) + beta
+        variants[t("took_mean_variance")] = gamma * (x - s_mean) / torch.sqrt(s_var + eps) + beta
     return variants
 
 
@@ -108,75 +93,58 @@ def check_layer_norm_module(LayerNorm) -> Result:  # noqa: N803 (the learner's c
             features = x.size(-1)
             g = torch.Generator().manual_seed(features)
             gamma, beta = torch.rand(features, generator=g) + 0.5, torch.randn(features, generator=g)
-            with no_shortcuts(t("LayerNorm"), TORCH_NORM):
+            with no_shortcuts(t("layernorm"), TORCH_NORM):
                 mine = LayerNorm(features)
             names = set(mine.state_dict())
             if names != {"weight", "bias"}:
-                raise Hint(
-                    t(
-                        "LayerNorm's parameters should be named 'weight' (γ) and 'bias' (β), got {names}",
-                        names=sorted(names),
-                    )
-                )
+                raise Hint(t("layernorms_parameters_named", names=sorted(names)))
             with torch.no_grad():
                 mine.weight.copy_(gamma)
                 mine.bias.copy_(beta)
             x_mine = x.clone().requires_grad_()
-            with no_shortcuts(t("LayerNorm"), TORCH_NORM):
+            with no_shortcuts(t("layernorm"), TORCH_NORM):
                 got = mine(x_mine)
             expected = F.layer_norm(x, (features,), gamma, beta, eps=1e-5)
-            what = t("LayerNorm({features}) on an input of shape {shape}", features=features, shape=tuple(x.shape))
+            what = t("layernorm_input_shape", features=features, shape=tuple(x.shape))
             hint = known_mistake(got.detach() if isinstance(got, Tensor) else got, expected,
                                  _layer_norm_variants(x, gamma, beta, 1e-5))  # fmt: skip
             if hint is not None:
-                raise Hint(t("{what}: {hint}", what=what, hint=hint))
+                raise Hint(t("what_hint", what=what, hint=hint))
             _expect_values(got.detach() if isinstance(got, Tensor) else got, expected, what)
             _check_layer_norm_gradients(mine, x_mine, got, gamma, beta, what)
         x = _inputs()[2]
-        with no_shortcuts(t("LayerNorm"), TORCH_NORM), torch.no_grad():
+        with no_shortcuts(t("layernorm"), TORCH_NORM), torch.no_grad():
             got = LayerNorm(x.size(-1), eps=1e-3)(x)
         expected = F.layer_norm(x, (x.size(-1),), eps=1e-3)
-        _expect_values(got, expected, t("LayerNorm(8, eps=1e-3) (use the eps argument, self.eps, not a fixed 1e-5)"))
+        _expect_values(got, expected, t("layernorm_8_eps"))
 
-    return run_check(
-        "LayerNorm", check, t("equals nn.LayerNorm, values and gradients, also on rows with a tiny spread")
-    )
+    return run_check("LayerNorm", check, t("equals_nn_layernorm"))
 
 
 def _check_layer_norm_gradients(mine: nn.Module, x: Tensor, got: Tensor, gamma, beta, what: str) -> None:
     """The gradients reaching x, γ and β from a weighted sum of the output equal nn.LayerNorm's."""
     weights = torch.linspace(-1, 2, got.numel()).reshape(got.shape)  # so that no gradient is zero by symmetry
     if not got.requires_grad:
-        raise Hint(
-            t(
-                "{what}: no gradient flows back through your output (a detached tensor, .data or torch.no_grad)",
-                what=what,
-            )
-        )
-    with no_shortcuts(t("LayerNorm"), TORCH_NORM):
+        raise Hint(t("no_gradient_flows", what=what))
+    with no_shortcuts(t("layernorm"), TORCH_NORM):
         (got * weights).sum().backward()
     x_ref, g_ref, b_ref = (v.clone().requires_grad_() for v in (x.detach(), gamma, beta))
     (F.layer_norm(x_ref, (x.size(-1),), g_ref, b_ref, 1e-5) * weights).sum().backward()
     for name, grad, want in (
-        (t("the gradient with respect to x"), x.grad, x_ref.grad),
-        (t("the gradient with respect to weight (γ)"), mine.weight.grad, g_ref.grad),
-        (t("the gradient with respect to bias (β)"), mine.bias.grad, b_ref.grad),
+        (t("gradient_respect_x"), x.grad, x_ref.grad),
+        (t("gradient_respect_weight"), mine.weight.grad, g_ref.grad),
+        (t("gradient_respect_bias"), mine.bias.grad, b_ref.grad),
     ):
         if grad is None:
-            raise Hint(t("{what}: {name} is None: use the parameters themselves in forward", what=what, name=name))
-        _expect_values(grad, want, t("{what}: {name}", what=what, name=name), atol=1e-4, rtol=1e-3)
+            raise Hint(t("none_use_parameters", what=what, name=name))
+        _expect_values(grad, want, t("what_name", what=what, name=name), atol=1e-4, rtol=1e-3)
 
 
 DROPOUT_HINTS = {
-    "sum": lazy_t(
-        "dropout is applied to the sum, residual included; the paper drops only the sub-layer's output, "
-        "'before it is added to the sub-layer input' (§5.4)"
-    ),
-    "none": lazy_t("in training mode dropout should zero some of the sub-layer's outputs: apply self.dropout to them"),
-    "after": lazy_t("dropout is applied after the LayerNorm; it belongs on the sub-layer's output, before the +"),
-    "input": lazy_t(
-        "dropout is applied to the sub-layer's input; it belongs on the sub-layer's output: Dropout(Sublayer(…))"
-    ),
+    "sum": lazy_t("dropout_applied_sum"),
+    "none": lazy_t("training_mode_dropout"),
+    "after": lazy_t("dropout_applied_after"),
+    "input": lazy_t("dropout_applied_sub"),
 }
 
 
@@ -216,79 +184,67 @@ def check_residual_connection(ResidualConnection) -> Result:  # noqa: N803 (the 
         for norm_first in (False, True):
             formula = "x + Dropout(Sublayer(LayerNorm(x)))" if norm_first else "LayerNorm(x + Dropout(Sublayer(x)))"
             what = f"ResidualConnection(8, dropout=0.5, norm_first={norm_first})"
-            with no_shortcuts(t("the residual connection and its LayerNorm"), TORCH_NORM):
+            with no_shortcuts(t("residual_connection_layernorm"), TORCH_NORM):
                 block = ResidualConnection(8, 0.5, norm_first=norm_first)
             names = set(block.state_dict())
             if names != {"norm.weight", "norm.bias"}:
-                raise Hint(
-                    t(
-                        "the only parameters should be self.norm's, norm.weight and norm.bias; got {names}",
-                        names=sorted(names),
-                    )
-                )
+                raise Hint(t("only_parameters_self", names=sorted(names)))
             with torch.no_grad():
                 block.norm.weight.uniform_(0.5, 1.5)
                 block.norm.bias.normal_()
                 norm = PackageLayerNorm(8)
                 norm.load_state_dict(block.norm.state_dict())
-                with no_shortcuts(t("the residual connection and its LayerNorm"), TORCH_NORM):
+                with no_shortcuts(t("residual_connection_layernorm"), TORCH_NORM):
                     normed = block.norm(x)
                 if (
                     not isinstance(normed, Tensor)
                     or normed.shape != x.shape
                     or not torch.allclose(normed, norm(x), atol=1e-5)
                 ):
-                    raise Hint(t("self.norm(x) is not LayerNorm(x): make check_layer_norm_module pass first"))
+                    raise Hint(t("self_norm_x"))
                 post, pre = norm(x + sublayer(x)), x + sublayer(norm(x))
                 wrong = {
                     "norm(x + sublayer(x))": post,
                     "x + sublayer(norm(x))": pre,
-                    t("norm(sublayer(x)) (the residual x is missing)"): norm(sublayer(x)),
-                    t("sublayer(norm(x)) (the residual x is missing)"): sublayer(norm(x)),
+                    t("norm_sublayer_x"): norm(sublayer(x)),
+                    t("sublayer_norm_x"): sublayer(norm(x)),
                     "x + norm(sublayer(x))": x + norm(sublayer(x)),
-                    t("norm(x) + sublayer(norm(x)) (the residual carries norm(x), not x)"): norm(x) + sublayer(norm(x)),
+                    t("norm_x_sublayer"): norm(x) + sublayer(norm(x)),
                 }
-                with no_shortcuts(t("the residual connection and its LayerNorm"), TORCH_NORM):
+                with no_shortcuts(t("residual_connection_layernorm"), TORCH_NORM):
                     got = block.eval()(x, sublayer)
                 expected = pre if norm_first else post
                 computed = known_mistake(got, expected, wrong)
                 if computed is not None:
-                    raise Hint(
-                        t(
-                            "{what} in eval mode computed {computed}; it should be {formula}",
-                            what=what,
-                            computed=computed,
-                            formula=formula,
-                        )
-                    )
-                _expect_values(got, expected, t("{what} in eval mode", what=what))
+                    raise Hint(t("eval_mode_computed", what=what, computed=computed, formula=formula))
+                _expect_values(got, expected, t("eval_mode", what=what))
 
                 outcomes = _residual_outcomes(x, sublayer, norm, norm_first)
                 torch.manual_seed(5)
-                with no_shortcuts(t("the residual connection and its LayerNorm"), TORCH_NORM):
+                with no_shortcuts(t("residual_connection_layernorm"), TORCH_NORM):
                     got = block.train()(x, sublayer)
             mistakes = {DROPOUT_HINTS[name]: out for name, out in outcomes.items() if name != "right"}
             hint = known_mistake(got, outcomes["right"], mistakes)
             if hint is not None:
-                raise Hint(t("{what} in training mode: {hint}", what=what, hint=hint))
-            _expect_values(got, outcomes["right"], t("{what} in training mode", what=what))
+                raise Hint(t("training_mode", what=what, hint=hint))
+            _expect_values(got, outcomes["right"], t("training_mode_what", what=what))
             _check_residual_gradient(block.eval(), norm, x, sublayer, norm_first, what)
 
-    return run_check("ResidualConnection", check, t("post-LN and pre-LN right, dropout on the sub-layer's output"))
+    return run_check("ResidualConnection", check, t("post_ln_pre"))
 
 
 def _check_residual_gradient(block, norm, x, sublayer, norm_first: bool, what: str) -> None:
     """The gradient reaching x equals the package formula's: the residual path is there, nothing is detached."""
     x_mine, x_ref = x.clone().requires_grad_(), x.clone().requires_grad_()
-    with no_shortcuts(t("the residual connection and its LayerNorm"), TORCH_NORM):
+    with no_shortcuts(t("residual_connection_layernorm"), TORCH_NORM):
         out = block(x_mine, sublayer)
         if out.requires_grad:
             out.pow(2).sum().backward()
     ref = x_ref + sublayer(norm(x_ref)) if norm_first else norm(x_ref + sublayer(x_ref))
     ref.pow(2).sum().backward()
     if x_mine.grad is None:
-        raise Hint(t("{what}: no gradient reaches x (a detached tensor, .data or torch.no_grad)", what=what))
-    _expect_values(x_mine.grad, x_ref.grad, t("{what}: the gradient with respect to x", what=what), atol=1e-4)
+        raise Hint(t("no_gradient_reaches", what=what))
+    _expect_values(x_mine.grad, x_ref.grad, t("gradient_wrt_x_what", what=what), atol=1e-4)
 
 
 # ---- exercise 1: RMSNorm -----------------------------------------------------------------------------
@@ -298,25 +254,13 @@ def _rms_norm_variants(x: Tensor, gamma: Tensor, eps: float) -> dict[str, Tensor
     mean_square = x.pow(2).mean(-1, keepdim=True)
     mean, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
     return {
-        t("you subtracted the mean, which is LayerNorm; RMSNorm only rescales: x / √(mean(x²) + ε) · γ"): gamma
-        * (x - mean)
-        / torch.sqrt(var + eps),
-        t(
-            "you divided by the standard deviation; RMSNorm divides by the root of the mean of the squares, "
-            "√(mean(x²) + ε), which does not subtract the mean"
-        ): gamma * x / torch.sqrt(var + eps),
-        t(
-            "ε belongs inside the square root, √(mean(x²) + ε), not √mean(x²) + ε: it matters for rows with a tiny "
-            "spread"
-        ): gamma * x / (torch.sqrt(mean_square) + eps),
-        t("you divided by mean(x²) + ε; take its square root"): gamma * x / (mean_square + eps),
-        t("you summed the squares; RMSNorm takes their mean over the last dimension"): gamma
-        * x
-        / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps),
-        t("you normalised over the batch (dim 0); normalise each row over its last dimension (dim=-1)"): gamma
-        * x
-        / torch.sqrt(x.pow(2).mean(0, keepdim=True) + eps),
-        t("the scaling is right but the gain γ is missing: multiply by gamma"): x / torch.sqrt(mean_square + eps),
+        t("subtracted_mean_layernorm"): gamma * (x - mean) / torch.sqrt(var + eps),
+        t("divided_standard_deviation"): gamma * x / torch.sqrt(var + eps),
+        t("belongs_inside_square_root"): gamma * x / (torch.sqrt(mean_square) + eps),
+        t("divided_mean_x"): gamma * x / (mean_square + eps),
+        t("summed_squares_rmsnorm"): gamma * x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps),
+        t("normalised_over_batch_dim"): gamma * x / torch.sqrt(x.pow(2).mean(0, keepdim=True) + eps),
+        t("scaling_right_but"): x / torch.sqrt(mean_square + eps),
     }
 
 
@@ -329,15 +273,15 @@ def check_rms_norm(rms_norm) -> Result:
             features = x.size(-1)
             gamma = torch.rand(features, generator=torch.Generator().manual_seed(features)) + 0.5
             expected = F.rms_norm(x, (features,), gamma, 1e-5)
-            with no_shortcuts(t("RMSNorm"), TORCH_NORM):
+            with no_shortcuts(t("rmsnorm"), TORCH_NORM):
                 got = rms_norm(x.clone(), gamma.clone(), 1e-5)
-            what = t("rms_norm(x, gamma, 1e-5) for x of shape {shape}", shape=tuple(x.shape))
+            what = t("rms_norm_x", shape=tuple(x.shape))
             hint = known_mistake(got, expected, _rms_norm_variants(x, gamma, 1e-5))
             if hint is not None:
-                raise Hint(t("{what}: {hint}", what=what, hint=hint))
+                raise Hint(t("what_hint", what=what, hint=hint))
             _expect_values(got, expected, what)
 
-    return run_check("RMSNorm", check, t("equals F.rms_norm, also on rows with a tiny spread"))
+    return run_check("RMSNorm", check, t("equals_f_rms"))
 
 
 # ---- exercise 2: a LayerNorm that is right on paper and wrong in float32 --------------------------------
@@ -363,13 +307,9 @@ _LINES = 14  # print_numbered(FusedLayerNorm) shows lines 1–14
 _BUG_KEY = "nb04-fused-line"
 _BUG_DIGEST = "cb2dad4f4ef5141b20f11082"  # answer_digest(_BUG_KEY, [the wrong line])
 _WRONG_LINE_HINTS = {  # answer_digest(_BUG_KEY, [line]) → why that line is fine
-    "f038ae26b0ae22cce2394783": lazy_t(
-        "that line computes E[x²] exactly as it says; the trouble is what the next step does with it"
-    ),
-    "2970418a6be6b85d78d6d0fd": lazy_t(
-        "that line is §2's formula with the variance it is given; is that variance right for your counterexample?"
-    ),
-    "cd830e8bf930ce2f7435bbbd": lazy_t("the mean E[x] is exact to float32's precision: the trouble comes later"),
+    "f038ae26b0ae22cce2394783": lazy_t("line_computes_e"),
+    "2970418a6be6b85d78d6d0fd": lazy_t("line_2s_formula"),
+    "cd830e8bf930ce2f7435bbbd": lazy_t("mean_e_x"),
 }
 
 
@@ -379,31 +319,20 @@ def check_counterexample(x) -> Result:
 
     def check() -> None:
         if x is ... or x is None:
-            raise Hint(t("not done yet: set counterexample to a tensor on which FusedLayerNorm is wrong"))
+            raise Hint(t("not_done_yet"))
         if not isinstance(x, Tensor):
-            raise Hint(t("the counterexample should be a torch.Tensor, got {type}", type=type(x).__name__))
+            raise Hint(t("counterexample_torch_tensor", type=type(x).__name__))
         if not x.is_floating_point():
             raise Hint(
-                t("the counterexample has dtype {dtype}: LayerNorm needs a float tensor (e.g. dtype=torch.float32)",
+                t("counterexample_dtype_layernorm",
                   dtype=x.dtype)
             )  # fmt: skip
         if x.dim() == 0 or x.size(-1) < 2:
-            raise Hint(
-                t(
-                    "give at least 2 features in the last dimension (shape (..., features)); got shape {shape}: "
-                    "a single feature normalises to 0 in every LayerNorm",
-                    shape=tuple(x.shape),
-                )
-            )
+            raise Hint(t("give_least_2", shape=tuple(x.shape)))
         if x.numel() > 1_000_000:
-            raise Hint(t("keep the counterexample small (at most 1,000,000 numbers); a few rows are enough"))
+            raise Hint(t("keep_counterexample_small"))
         if not torch.isfinite(x).all():
-            raise Hint(
-                t(
-                    "your input holds NaN or ±inf: every LayerNorm gives NaN for those, so they show no bug; use "
-                    "finite numbers"
-                )
-            )
+            raise Hint(t("input_holds_nan"))
         features = x.size(-1)
         with torch.no_grad():
             got = FusedLayerNorm(features).to(x.dtype)(x.detach())
@@ -414,20 +343,9 @@ def check_counterexample(x) -> Result:
         gap = float((got.double() - want).abs().max())
         if gap > 1e-2:
             return
-        raise Hint(
-            t(
-                "on your input FusedLayerNorm agrees with LayerNorm to {gap:.1e}: rows like that are safe. Think about "
-                "what {dtype} keeps of x² when the values are large and their spread small",
-                gap=gap,
-                dtype=str(x.dtype).replace("torch.", ""),
-            )
-        )
+        raise Hint(t("input_fusedlayernorm_agrees", gap=gap, dtype=str(x.dtype).replace("torch.", "")))
 
-    return run_check(
-        t("a counterexample for FusedLayerNorm"),
-        check,
-        t("FusedLayerNorm is wrong on your input (LayerNorm in float64 is the reference)"),
-    )
+    return run_check(t("counterexample_fusedlayernorm"), check, t("fusedlayernorm_wrong_input"))
 
 
 @answer_check
@@ -436,32 +354,25 @@ def check_bug_line(bug_line) -> Result:
 
     def check() -> None:
         if bug_line is ... or bug_line is None:
-            raise Hint(t("not done yet: set bug_line to the number of the wrong line, e.g. 3"))
+            raise Hint(t("not_done_yet_set"))
         answer = bug_line
         if isinstance(answer, (list, tuple, set, frozenset)):
             if len(answer) != 1:
-                raise Hint(t("one line is wrong: give one number, got {count}", count=len(answer)))
+                raise Hint(t("line_wrong_give", count=len(answer)))
             (answer,) = answer
-        line = as_int(answer, t("the line number"))
+        line = as_int(answer, t("line_number"))
         if not 1 <= line <= _LINES:
-            raise Hint(t("FusedLayerNorm has lines 1–{last} (print_numbered shows them), got {line}", last=_LINES,
+            raise Hint(t("fusedlayernorm_lines_1", last=_LINES,
                          line=line))  # fmt: skip
         digest = answer_digest(_BUG_KEY, [line])
         if digest == _BUG_DIGEST:
             return
         if digest in _WRONG_LINE_HINTS:
             raise Hint(_WRONG_LINE_HINTS[digest])
-        raise Hint(t("line {line} only sets the class up or names things; look where the statistics are computed",
+        raise Hint(t("line_only_sets",
                      line=line))  # fmt: skip
 
-    return run_check(
-        t("the wrong line"),
-        check,
-        t(
-            "right: E[x²] − E[x]² subtracts two large, nearly equal numbers, and float32 keeps only about 7 digits of "
-            "each; compute the variance from x − mean, as x.var(unbiased=False) does"
-        ),
-    )
+    return run_check(t("wrong_line"), check, t("right_e_x"))
 
 
 # ---- exercise 3: LayerNorm parameters, by formula -----------------------------------------------------------
@@ -478,40 +389,26 @@ def check_layer_norm_parameter_count(count) -> Result:
             with watch_shortcuts() as found:
                 answer = count(N, d_model, norm_first)
             if found:
-                raise Hint(
-                    t(
-                        "your count calls {call}: it builds a model and counts it; the exercise asks for a formula "
-                        "(N = 48, d_model = 4096 is too large to build)",
-                        call=found.calls[0],
-                    )
-                )
+                raise Hint(t("count_calls_builds", call=found.calls[0]))
             got = as_int(answer, what)
             per_norm, final = 2 * d_model, (2 if norm_first else 0)
             want = (2 * N + 3 * N + final) * per_norm
             if got == want:
                 continue
             wrong = {
-                want // 2: t("counts γ only: each LayerNorm has a gain γ and a bias β, d_model numbers each"),
-                (4 * N + final) * per_norm: t(
-                    "gives each decoder layer two LayerNorms; it has three sub-layers "
-                    "(self-attention, cross-attention, feed-forward), each in its own Add & Norm"
-                ),
-                (2 * N + final // 2) * per_norm: t("counts the encoder only; the decoder has its LayerNorms too"),
+                want // 2: t("counts_only_each"),
+                (4 * N + final) * per_norm: t("gives_each_decoder"),
+                (2 * N + final // 2) * per_norm: t("counts_encoder_only"),
             }
             if norm_first:
-                wrong[5 * N * per_norm] = t("leaves out the final LayerNorm of each pre-LN stack (section 3)")
-                wrong[(5 * N + 1) * per_norm] = t(
-                    "has one final LayerNorm; each stack, encoder and decoder, ends with one"
-                )
+                wrong[5 * N * per_norm] = t("leaves_out_final")
+                wrong[(5 * N + 1) * per_norm] = t("final_layernorm_each")
             else:
-                wrong[(5 * N + 2) * per_norm] = t(
-                    "adds final LayerNorms to the paper's post-LN model; its last Add & "
-                    "Norm already normalises, so only pre-LN stacks need one"
-                )
-            hint = wrong.get(got) or t("count the Add & Norm boxes first")
-            raise Hint(t("{what} = {got}, expected another number: {hint}", what=what, got=got, hint=hint))
+                wrong[(5 * N + 2) * per_norm] = t("adds_final_layernorms")
+            hint = wrong.get(got) or t("count_add_norm")
+            raise Hint(t("expected_another_number", what=what, got=got, hint=hint))
 
-    return run_check(t("LayerNorm parameters"), check, t("passed: (5N, + 2 for pre-LN) LayerNorms × 2·d_model"))
+    return run_check(t("layernorm_parameters"), check, t("passed_5n_2"))
 
 
 # ---- questions (a number, a letter) -----------------------------------------------------------------------------
@@ -521,43 +418,23 @@ QUESTIONS = {
         key="nb04-q1-sum-of-squares",
         digests=("7a31e5abf36c46fdf82c71bd", "4be9e85892d40f4731febfee", "7e95f0f521464d3d483ca821"),
         rel_tol=1e-4,
-        why=lazy_t(
-            "the output has mean 0 and biased variance 1 over its d features, so Σ y_j² = d · 1 = d (a hair less "
-            "with ε > 0): every LayerNorm output with γ = 1, β = 0 lies on a sphere of radius √d"
-        ),
+        why=lazy_t("output_mean_0"),
         mistakes={
-            lazy_t("511 would be the unbiased variance (n − 1); LayerNorm's variance divides by n = 512"): 511.0,
-            lazy_t(
-                "the output is not a unit vector: the mean of its squares is 1, so their sum over 512 features is 512 "
-                "times that"
-            ): 1.0,
-            lazy_t("that is the length √512 ≈ 22.6; the question asks for the sum of squares, its square"): math.sqrt(
-                512
-            ),
+            lazy_t("unbiased_variance_511"): 511.0,
+            lazy_t("output_not_unit"): 1.0,
+            lazy_t("length_512_22"): math.sqrt(512),
         },
-        otherwise=lazy_t(
-            "y_j = (x_j − μ)/σ: its mean over the features is 0 and its (biased) variance is 1; what does that "
-            "make Σ y_j²?"
-        ),
+        otherwise=lazy_t("y_j_x"),
     ),
     "q2": Choice(
         key="nb04-q2-post-ln-zero",
         digest="10c11d051476c8ac71f866f0",
         letters="abcd",
-        why=lazy_t(
-            "the first Add & Norm gives LayerNorm(x), whose rows already have mean 0 and variance 1; with γ = 1, "
-            "β = 0 the eleven LayerNorms after it change (almost) nothing: LayerNorm(LayerNorm(x)) ≈ LayerNorm(x)"
-        ),
+        why=lazy_t("first_add_norm"),
         wrong={
-            "a": lazy_t(
-                "that is pre-LN without its final LayerNorm; post-LN normalises after every sub-layer, so x "
-                "cannot come out unchanged"
-            ),
-            "c": lazy_t(
-                "LayerNorm does not shrink a vector that is already normalised: it leaves mean 0, variance 1 as "
-                "they are (γ = 1, β = 0)"
-            ),
-            "d": lazy_t("the residual adds x back around each zero sub-layer: x + 0 = x, then LayerNorm(x)"),
+            "a": lazy_t("pre_ln_without"),
+            "c": lazy_t("layernorm_does_not"),
+            "d": lazy_t("residual_adds_x"),
         },
     ),
 }

@@ -23,14 +23,14 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from ..i18n import lazy_t, load_catalogue, register, t
+from ..i18n import messages
 from . import Choice, Hint, Numeric, Result, as_number, known_mistake, run_check
 from . import check_quiz as _check_quiz
 from .guard import no_shortcuts
 from .nb02_attention import _expect_values, _missing_biases, _shown
 from .seal import answer_check
 
-register("zh", load_catalogue("nb05_embeddings_positional_encoding"))
+t, lazy_t = messages("nb05_embeddings_positional_encoding")
 
 __all__ = [
     "QUESTIONS",
@@ -77,44 +77,41 @@ def check_embeddings(Embeddings) -> Result:  # noqa: N803 (the learner's class)
 
     def check() -> None:
         for vocab, d_model in ((10, 8), (50, 64)):
-            with _guarded(t("the embedding")):
+            with _guarded(t("embedding")):
                 module = Embeddings(vocab, d_model)
             names = set(module.state_dict())
             if names != {"lut.weight"}:
-                raise Hint(
-                    t("the only parameter should be self.lut's table, lut.weight; got {names}", names=sorted(names))
-                )
+                raise Hint(t("only_parameter_self", names=sorted(names)))
             tokens = torch.tensor([[4, 7, 7, 2], [5, 9, 3, 0]])  # (2, 4)
-            with _guarded(t("the embedding")):
+            with _guarded(t("embedding")):
                 got = module(tokens)
             table = module.lut.weight.detach()
             looked_up = table[tokens]  # (2, 4, d_model)
-            what = t("Embeddings({vocab}, {d_model}) on token ids of shape (2, 4)", vocab=vocab, d_model=d_model)
+            what = t("embeddings_token_ids", vocab=vocab, d_model=d_model)
             expected = looked_up * math.sqrt(d_model)
             mistakes = {
-                t("the lookup is right but the √d_model factor is missing (§3.4: multiply by √d_model)"): looked_up,
-                t("you divided by √d_model; §3.4 multiplies by it"): looked_up / math.sqrt(d_model),
-                t("you multiplied by d_model; §3.4 multiplies by its square root, √d_model"): looked_up * d_model,
-                t("you multiplied by √vocab; the factor is √d_model, the width of the vectors"): looked_up
-                * math.sqrt(vocab),
+                t("lookup_right_but"): looked_up,
+                t("divided_d_model"): looked_up / math.sqrt(d_model),
+                t("multiplied_d_model"): looked_up * d_model,
+                t("multiplied_vocab_factor"): looked_up * math.sqrt(vocab),
             }
             hint = known_mistake(got.detach() if isinstance(got, Tensor) else got, expected, mistakes)
             if hint is not None:
-                raise Hint(t("{what}: {hint}", what=what, hint=hint))
+                raise Hint(t("what_hint", what=what, hint=hint))
             _expect_values(got.detach() if isinstance(got, Tensor) else got, expected, what)
             module.zero_grad()
-            with _guarded(t("the embedding")):
+            with _guarded(t("embedding")):
                 got.sum().backward()
             counts = torch.bincount(tokens.flatten(), minlength=vocab).double()[:, None]  # how often each id occurs
             if module.lut.weight.grad is None:
-                raise Hint(t("{what}: no gradient reaches lut.weight (a detached tensor or torch.no_grad)", what=what))
+                raise Hint(t("no_gradient_reaches", what=what))
             _expect_values(
                 module.lut.weight.grad,
                 (counts * math.sqrt(d_model)).expand(vocab, d_model).float(),
-                t("{what}: the gradient of lut.weight", what=what),
+                t("gradient_lut_weight", what=what),
             )
 
-    return run_check(t("Embeddings"), check, t("lut(tokens) · √d_model, and the gradient reaches the table"))
+    return run_check(t("embeddings"), check, t("lut_tokens_d"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -128,45 +125,24 @@ def check_sinusoidal_table(sinusoidal_table: Callable[[int, int], Tensor]) -> Re
     def check() -> None:
         for max_len, d_model in ((12, 8), (30, 64), (5, 512)):
             what = f"sinusoidal_table({max_len}, {d_model})"
-            with _guarded(t("the sinusoidal table")):
+            with _guarded(t("sinusoidal_table")):
                 got = sinusoidal_table(max_len, d_model)
             expected = _formula_table(max_len, d_model).float()
             if isinstance(got, Tensor) and tuple(got.shape) == (d_model, max_len) and max_len != d_model:
-                raise Hint(
-                    t(
-                        "{what} has shape {shape}: one row per position, so (max_len, d_model) = {want}",
-                        what=what,
-                        shape=tuple(got.shape),
-                        want=(max_len, d_model),
-                    )
-                )
+                raise Hint(t("shape_row_per", what=what, shape=tuple(got.shape), want=(max_len, d_model)))
             mistakes = {
-                t("sin and cos are swapped: §3.5 puts sin in the even columns 2i and cos in the odd columns 2i + 1"): (
-                    _formula_table(max_len, d_model, swap=True).float()
-                ),
-                t(
-                    "the columns are all sines, then all cosines; §3.5 interleaves them: sin in column 2i, cos in "
-                    "column 2i + 1 (table[:, 0::2] and table[:, 1::2])"
-                ): _formula_table(max_len, d_model, halves=True).float(),
-                t("the exponent is 2i/d_model with 2i the even column index; you used i/d_model"): _formula_table(
-                    max_len, d_model, column=lambda c: c // 2
-                ).float(),
-                t(
-                    "each pair (2i, 2i + 1) shares one frequency, 1/10000^(2i/d_model); you gave every column its own "
-                    "(c/d_model)"
-                ): _formula_table(max_len, d_model, column=lambda c: c).float(),
-                t("the positions start at 0 (the first row is PE(0): sin 0 = 0, cos 0 = 1); yours start at 1"): (
-                    _formula_table(max_len, d_model, first=1).float()
-                ),
+                t("sin_cos_swapped"): (_formula_table(max_len, d_model, swap=True).float()),
+                t("columns_all_sines"): _formula_table(max_len, d_model, halves=True).float(),
+                t("exponent_2i_d"): _formula_table(max_len, d_model, column=lambda c: c // 2).float(),
+                t("each_pair_2i"): _formula_table(max_len, d_model, column=lambda c: c).float(),
+                t("positions_start_0"): (_formula_table(max_len, d_model, first=1).float()),
             }
             hint = known_mistake(got, expected, mistakes, atol=1e-4)
             if hint is not None:
-                raise Hint(t("{what}: {hint}", what=what, hint=hint))
+                raise Hint(t("what_hint", what=what, hint=hint))
             _expect_values(got, expected, what, atol=1e-4)
 
-    return run_check(
-        t("the sinusoidal table"), check, t("sin in the even columns, cos in the odd, pair i at 1/10000^(2i/d_model)")
-    )
+    return run_check(t("sinusoidal_table"), check, t("sin_even_columns"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -174,11 +150,11 @@ def check_sinusoidal_table(sinusoidal_table: Callable[[int, int], Tensor]) -> Re
 
 
 def _positions_output(module, x, start: int, what: str) -> Tensor:
-    with _guarded(t("the positional encoding")):
+    with _guarded(t("positional_encoding")):
         got = module(x, start) if start else module(x)
     if not isinstance(got, Tensor) or got.shape != x.shape:
         shape = tuple(got.shape) if isinstance(got, Tensor) else type(got).__name__
-        raise Hint(t("{what} should have x's shape {want}, got {shape}", what=what, want=tuple(x.shape), shape=shape))
+        raise Hint(t("xs_shape_got", what=what, want=tuple(x.shape), shape=shape))
     return got
 
 
@@ -191,11 +167,7 @@ def check_positional_encoding(PositionalEncoding) -> Result:  # noqa: N803 (the 
         _check_sinusoidal_kind(PositionalEncoding)
         _check_learned_kind(PositionalEncoding)
 
-    return run_check(
-        t("PositionalEncoding"),
-        check,
-        t("both kinds right: the fixed table as a buffer, the learned one as a trained parameter; dropout on the sum"),
-    )
+    return run_check(t("positionalencoding"), check, t("both_kinds_right"))
 
 
 def _check_common(module, table: Tensor, d_model: int, max_len: int, kind: str) -> None:
@@ -203,26 +175,17 @@ def _check_common(module, table: Tensor, d_model: int, max_len: int, kind: str) 
     torch.manual_seed(3)
     for batch, length, start in ((1, 5, 0), (3, 7, 0), (2, 4, 3)):  # batch 1 first: x.size(0) picks one row there
         x = torch.randn(batch, length, d_model)
-        what = t(
-            "{kind} PositionalEncoding on x of shape {shape}, start={start}",
-            kind=kind,
-            shape=(batch, length, d_model),
-            start=start,
-        )
+        what = t("positionalencoding_x_shape", kind=kind, shape=(batch, length, d_model), start=start)
         got = _positions_output(module.eval(), x, start, what).detach()
         want = x + table[start : start + length]
-        mistakes = {t("the positions were not added (the output equals x)"): x}
+        mistakes = {t("positions_not_added"): x}
         if batch == 1 and start == 0:  # table[:x.size(0)] is one row, broadcast to every position
-            mistakes[t("you took the first x.size(0) rows; that is the batch size, the length is x.size(1)")] = (
-                x + table[0]
-            )
+            mistakes[t("took_first_x")] = x + table[0]
         if start:
-            mistakes[t("you used the rows from 0 whatever start is; x holds positions start … start + len − 1")] = (
-                x + table[:length]
-            )
+            mistakes[t("used_rows_0")] = x + table[:length]
         hint = known_mistake(got, want, mistakes)
         if hint is not None:
-            raise Hint(t("{what}: {hint}", what=what, hint=hint))
+            raise Hint(t("what_hint", what=what, hint=hint))
         _expect_values(got, want, what)
     # dropout acts on the sum, once
     x = torch.randn(4, 6, d_model)
@@ -238,33 +201,27 @@ def _check_common(module, table: Tensor, d_model: int, max_len: int, kind: str) 
         outcomes[name] = step().detach()
     module.train()
     torch.manual_seed(7)
-    got = _positions_output(module, x, 0, t("{kind} PositionalEncoding in training mode", kind=kind)).detach()
+    got = _positions_output(module, x, 0, t("positionalencoding_training_mode", kind=kind)).detach()
     module.eval()
     hint = known_mistake(
         got,
         outcomes["right"],
         {
-            t("in training mode nothing was dropped: apply self.dropout to x + the table's rows (§5.4)"): outcomes[
-                "none"
-            ],
-            t("dropout acts on the positions alone; §5.4 drops out the sum of the embeddings and the positions"): (
-                outcomes["table"]
-            ),
-            t("dropout acts on x alone; §5.4 drops out the sum of the embeddings and the positions"): outcomes["x"],
+            t("training_mode_nothing"): outcomes["none"],
+            t("dropout_acts_positions"): (outcomes["table"]),
+            t("dropout_acts_x"): outcomes["x"],
         },
     )
     if hint is not None:
-        raise Hint(t("{kind} PositionalEncoding: {hint}", kind=kind, hint=hint))
-    _expect_values(
-        got, outcomes["right"], t("{kind} PositionalEncoding in training mode (dropout on the sum)", kind=kind)
-    )
+        raise Hint(t("positional_encoding_kind_hint", kind=kind, hint=hint))
+    _expect_values(got, outcomes["right"], t("positionalencoding_training_mode_dropout", kind=kind))
     _check_too_long(module, d_model, max_len, kind)
 
 
 def _check_too_long(module: nn.Module, d_model: int, max_len: int, kind: str) -> None:
     for length, start in ((max_len + 1, 0), (4, max_len - 2)):
         try:
-            with _guarded(t("the positional encoding")):
+            with _guarded(t("positional_encoding")):
                 module(torch.randn(1, length, d_model), start) if start else module(torch.randn(1, length, d_model))
         except ValueError:
             continue
@@ -272,127 +229,62 @@ def _check_too_long(module: nn.Module, d_model: int, max_len: int, kind: str) ->
             raise
         except Exception as error:
             raise Hint(
-                t(
-                    "{kind}: positions up to {end} raised {error_type} from inside PyTorch; check start + len against "
-                    "max_len first and raise a ValueError that names max_len, so the reader knows what to change",
-                    kind=kind,
-                    end=start + length,
-                    error_type=type(error).__name__,
-                )
+                t("positions_up_raised", kind=kind, end=start + length, error_type=type(error).__name__)
             ) from None
-        raise Hint(
-            t(
-                "{kind}: positions up to {end} with max_len={max_len} should raise a ValueError: the table has no "
-                "rows for them (a slice past the end silently returns fewer rows)",
-                kind=kind,
-                end=start + length,
-                max_len=max_len,
-            )
-        )
+        raise Hint(t("positions_up_max", kind=kind, end=start + length, max_len=max_len))
 
 
 def _check_sinusoidal_kind(PositionalEncoding) -> None:  # noqa: N803
     d_model, max_len = 16, 10
-    with _guarded(t("the positional encoding")):
+    with _guarded(t("positional_encoding")):
         module = PositionalEncoding(d_model, 0.5, max_len=max_len)
     table = getattr(module, "table", None)
     if not isinstance(table, Tensor) or tuple(table.shape) != (max_len, d_model):
         shape = tuple(table.shape) if isinstance(table, Tensor) else type(table).__name__
-        raise Hint(
-            t(
-                "PositionalEncoding(16, 0.5, max_len=10) should set self.table of shape (10, 16); got {shape}",
-                shape=shape,
-            )
-        )
+        raise Hint(t("positionalencoding_16_0", shape=shape))
     if isinstance(table, nn.Parameter) or any(p is table for p in module.parameters()):
-        raise Hint(t('kind="sinusoidal": the table is fixed, so a buffer (register_buffer), not an nn.Parameter'))
+        raise Hint(t("kind_sinusoidal_table"))
     if module.state_dict():
-        raise Hint(
-            t(
-                'kind="sinusoidal": the buffer should be registered with persistent=False, so that it is not saved '
-                "(the package's model saves no table); got state_dict keys {keys}",
-                keys=sorted(module.state_dict()),
-            )
-        )
+        raise Hint(t("kind_sinusoidal_buffer", keys=sorted(module.state_dict())))
     if not any(b is table for b in module.buffers()):
-        raise Hint(
-            t('kind="sinusoidal": register the table as a buffer (register_buffer), so that .to(device) moves it')
-        )
+        raise Hint(t("kind_sinusoidal_register"))
     if table.dtype != torch.float32:
-        raise Hint(
-            t(
-                'kind="sinusoidal": the table has dtype {dtype}; build it in float32, the model\'s dtype (x + a '
-                "float64 table is float64, and the next nn.Linear refuses it)",
-                dtype=str(table.dtype).replace("torch.", ""),
-            )
-        )
-    _expect_values(table, _formula_table(max_len, d_model).float(), t("the sinusoidal table in self.table"), atol=1e-4)
+        raise Hint(t("kind_sinusoidal_table_dtype", dtype=str(table.dtype).replace("torch.", "")))
+    _expect_values(table, _formula_table(max_len, d_model).float(), t("sinusoidal_table_self"), atol=1e-4)
     _check_common(module, table.detach(), d_model, max_len, "sinusoidal")
 
 
 def _check_learned_kind(PositionalEncoding) -> None:  # noqa: N803
     d_model, max_len = 64, 512
     torch.manual_seed(11)
-    with _guarded(t("the positional encoding")):
+    with _guarded(t("positional_encoding")):
         module = PositionalEncoding(d_model, 0.5, max_len=max_len, kind="learned")
     table = getattr(module, "table", None)
     if not isinstance(table, nn.Parameter):
         if isinstance(table, Tensor):
-            raise Hint(
-                t(
-                    'kind="learned": self.table is a plain tensor or a buffer, so the optimizer never trains it: wrap '
-                    "it in nn.Parameter(...) (a learned table is a parameter; the sinusoidal one is a buffer)"
-                )
-            )
-        raise Hint(t('kind="learned": set self.table to an nn.Parameter of shape (max_len, d_model)'))
+            raise Hint(t("kind_learned_self"))
+        raise Hint(t("kind_learned_set"))
     if tuple(table.shape) != (max_len, d_model):
-        raise Hint(
-            t(
-                'kind="learned": the table has shape {shape}; one row per position: (max_len, d_model) = {want}',
-                shape=tuple(table.shape),
-                want=(max_len, d_model),
-            )
-        )
+        raise Hint(t("kind_learned_table", shape=tuple(table.shape), want=(max_len, d_model)))
     if set(module.state_dict()) != {"table"}:
-        raise Hint(
-            t(
-                'kind="learned": the saved weights should be exactly {{table}} (the package\'s name), got {keys}',
-                keys=sorted(module.state_dict()),
-            )
-        )
+        raise Hint(t("kind_learned_saved", keys=sorted(module.state_dict())))
     std, mean = float(table.detach().std()), float(table.detach().mean())
     if std == 0:
-        raise Hint(
-            t(
-                'kind="learned": the table starts all equal (std 0); start it from a normal distribution with std '
-                "0.02, torch.randn(max_len, d_model) * 0.02, as the package does"
-            )
-        )
+        raise Hint(t("kind_learned_table_starts"))
     if not (0.019 < std < 0.021 and abs(mean) < 0.002):
-        raise Hint(
-            t(
-                'kind="learned": the table starts with mean {mean:.5f} and std {std:.5f}; the package draws it from a '
-                "normal distribution with mean 0 and std 0.02: torch.randn(max_len, d_model) * 0.02",
-                mean=mean,
-                std=std,
-            )
-        )
+        raise Hint(t("kind_learned_table_starts_mean", mean=mean, std=std))
     with torch.no_grad():
         table.copy_(torch.randn(max_len, d_model))  # known, distinct values, whatever the learner started from
     # the gradient reaches exactly the rows used
     module.eval()
     x = torch.randn(2, 4, d_model, requires_grad=True)
     table.grad = None
-    with _guarded(t("the positional encoding")):
+    with _guarded(t("positional_encoding")):
         module(x, 3).sum().backward()
     if table.grad is None or table.grad[3:7].abs().sum() == 0:
-        raise Hint(
-            t('kind="learned": no gradient reaches the table: use the parameter itself, not table.data or a copy')
-        )
+        raise Hint(t("kind_learned_no"))
     if table.grad[:3].abs().sum() != 0 or table.grad[7:].abs().sum() != 0:
-        raise Hint(
-            t('kind="learned": rows outside start … start + len − 1 got a gradient: add only table[start:start + len]')
-        )
+        raise Hint(t("kind_learned_rows"))
     _check_common(module, table.detach(), d_model, max_len, "learned")
 
 
@@ -406,37 +298,31 @@ def check_feed_forward(PositionwiseFeedForward) -> Result:  # noqa: N803 (the le
 
     def check() -> None:
         d_model, d_ff = 8, 32
-        with _guarded(t("the feed-forward network")):
+        with _guarded(t("feed_forward_network")):
             module = PositionwiseFeedForward(d_model, d_ff, 0.5)
         names = set(module.state_dict())
         want_names = {"w_1.weight", "w_1.bias", "w_2.weight", "w_2.bias"}
         if names != want_names:
             if names < want_names:
                 _missing_biases("PositionwiseFeedForward(8, 32)", want_names - names)
-            raise Hint(t("the parameters should be {want}, got {names}", want=sorted(want_names), names=sorted(names)))
+            raise Hint(t("parameters_got", want=sorted(want_names), names=sorted(names)))
         torch.manual_seed(2)
         x = torch.randn(2, 5, d_model)
         w_1, w_2 = module.w_1, module.w_2
         with torch.no_grad():
-            with _guarded(t("the feed-forward network")):
+            with _guarded(t("feed_forward_network")):
                 got = module.eval()(x)
             expected = w_2(torch.relu(w_1(x)))
             mistakes = {
-                t("the ReLU is missing: FFN(x) = max(0, x W_1 + b_1) W_2 + b_2"): w_2(w_1(x)),
-                t("the ReLU is applied after w_2; it belongs between the two linear layers"): torch.relu(w_2(w_1(x))),
-                t(
-                    "the hidden layer uses GELU (BERT's and GPT's choice); the paper's FFN uses ReLU, "
-                    "max(0, x W_1 + b_1) (§3.3)"
-                ): w_2(nn.functional.gelu(w_1(x))),
-                t(
-                    "the hidden layer uses GELU in its tanh approximation (GPT-2's); the paper's FFN uses ReLU, "
-                    "max(0, x W_1 + b_1) (§3.3)"
-                ): w_2(nn.functional.gelu(w_1(x), approximate="tanh")),
+                t("relu_missing_ffn"): w_2(w_1(x)),
+                t("relu_applied_after"): torch.relu(w_2(w_1(x))),
+                t("hidden_layer_uses"): w_2(nn.functional.gelu(w_1(x))),
+                t("hidden_layer_uses_gelu"): w_2(nn.functional.gelu(w_1(x), approximate="tanh")),
             }
             hint = known_mistake(got, expected, mistakes)
             if hint is not None:
-                raise Hint(t("PositionwiseFeedForward in eval mode: {hint}", hint=hint))
-            _expect_values(got, expected, t("PositionwiseFeedForward(8, 32) in eval mode"))
+                raise Hint(t("positionwisefeedforward_eval_mode", hint=hint))
+            _expect_values(got, expected, t("positionwisefeedforward_8_32"))
             drop = nn.Dropout(0.5)
             outcomes = {}
             for name, step in {
@@ -448,26 +334,22 @@ def check_feed_forward(PositionwiseFeedForward) -> Result:  # noqa: N803 (the le
                 torch.manual_seed(9)
                 outcomes[name] = step()
             torch.manual_seed(9)
-            with _guarded(t("the feed-forward network")):
+            with _guarded(t("feed_forward_network")):
                 got = module.train()(x)
         hint = known_mistake(
             got,
             outcomes["right"],
             {
-                t("in training mode nothing was dropped: apply self.dropout to the hidden layer"): outcomes["none"],
-                t("dropout acts on the output; the FFN's own dropout acts on its hidden layer, before w_2"): outcomes[
-                    "output"
-                ],
-                t("dropout acts on the input; the FFN's own dropout acts on its hidden layer, after the ReLU"): (
-                    outcomes["input"]
-                ),
+                t("training_mode_nothing_dropped"): outcomes["none"],
+                t("dropout_acts_output"): outcomes["output"],
+                t("dropout_acts_input"): (outcomes["input"]),
             },
         )
         if hint is not None:
-            raise Hint(t("PositionwiseFeedForward(8, 32, dropout=0.5) in training mode: {hint}", hint=hint))
-        _expect_values(got, outcomes["right"], t("PositionwiseFeedForward(8, 32, dropout=0.5) in training mode"))
+            raise Hint(t("positionwisefeedforward_8_32_dropout", hint=hint))
+        _expect_values(got, outcomes["right"], t("positionwisefeedforward_8_32_dropout_0"))
 
-    return run_check(t("PositionwiseFeedForward"), check, t("w_2(dropout(relu(w_1(x)))), the same at every position"))
+    return run_check(t("positionwisefeedforward"), check, t("w_2_dropout"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -482,18 +364,11 @@ def _pe_dot_mistakes(k: int, d_model: int) -> dict[str, float]:
     pairs = range(d_model // 2)
     omega = [1 / 10000 ** (2 * i / d_model) for i in pairs]  # ω_i of pair i
     return {
-        t(
-            "you summed sin(ω_i·k); the dot product of two (sin, cos) pairs is sin a sin b + cos a cos b = cos(a − b)"
-        ): sum(math.sin(w * k) for w in omega),
-        t("the frequency of pair i is 1 / 10000^(2i/d_model): the exponent has 2i, the even column index, not i"): sum(
-            math.cos(k / 10000 ** (i / d_model)) for i in pairs
-        ),
-        t("that is the mean over the pairs; a dot product sums them"): sum(math.cos(w * k) for w in omega)
-        / (d_model / 2),
-        t("there are d_model/2 pairs (one frequency per (sin, cos) pair of columns), not d_model frequencies"): sum(
-            math.cos(k / 10000 ** (c / d_model)) for c in range(d_model)
-        ),
-        t("every pair turns at its own speed ω_i; you used one frequency for all of them"): d_model / 2 * math.cos(k),
+        t("summed_sin_i"): sum(math.sin(w * k) for w in omega),
+        t("frequency_pair_i"): sum(math.cos(k / 10000 ** (i / d_model)) for i in pairs),
+        t("mean_over_pairs"): sum(math.cos(w * k) for w in omega) / (d_model / 2),
+        t("d_model_2"): sum(math.cos(k / 10000 ** (c / d_model)) for c in range(d_model)),
+        t("every_pair_turns"): d_model / 2 * math.cos(k),
     }
 
 
@@ -514,7 +389,7 @@ def check_pe_dot(pe_dot: Callable[[int, int], float]) -> Result:
     def check():
         for k, d_model in _SMALL:
             what = f"pe_dot(k={k}, d_model={d_model})"
-            with _guarded(t("the dot product (from the formula, not the table)")):
+            with _guarded(t("dot_product_formula")):
                 answer = pe_dot(k, d_model)
             got = as_number(answer, what)
             want = _two_rows_dot(k, d_model)
@@ -522,48 +397,22 @@ def check_pe_dot(pe_dot: Callable[[int, int], float]) -> Result:
                 continue
             for hint, value in _pe_dot_mistakes(k, d_model).items():
                 if math.isclose(got, value, rel_tol=1e-4, abs_tol=1e-4):
-                    raise Hint(t("{what} = {got:.4f}: {hint}", what=what, got=got, hint=hint))
-            raise Hint(
-                t(
-                    "{what} = {got}, but the table gives PE(10) · PE(10 + {k}) = {want}",
-                    what=what,
-                    got=_shown(got, want),
-                    k=k,
-                    want=_shown(want, got),
-                )
-            )
+                    raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
+            raise Hint(t("but_table_gives", what=what, got=_shown(got, want), k=k, want=_shown(want, got)))
         for k, d_model in _HUGE:
             what = f"pe_dot(k={k:.0e}, d_model={d_model})".replace("e+", "e")
             try:
-                with _guarded(t("the dot product (from the formula, not the table)")):
+                with _guarded(t("dot_product_formula")):
                     answer = pe_dot(k, d_model)
             except (RuntimeError, MemoryError, IndexError, OverflowError) as error:
-                raise Hint(
-                    t(
-                        "{what} raised {error_type}: a table (or a row of it) with {k:.0e} positions cannot be built "
-                        "or indexed; write the dot product as a sum over the d_model/2 pairs, with k in it and no "
-                        "table",
-                        what=what,
-                        error_type=type(error).__name__,
-                        k=k,
-                    )
-                ) from None
+                raise Hint(t("raised_table_row", what=what, error_type=type(error).__name__, k=k)) from None
             got = as_number(answer, what)
             want = _two_rows_dot(k, d_model)
             if math.isclose(got, want, abs_tol=1e-3):
                 continue
-            raise Hint(
-                t(
-                    "{what} = {got}, expected {want}: the small cases pass, so the formula is right; k·ω_i has "
-                    "about 14 digits here and float32 keeps 7: compute in float64 (Python's math, or dtype=torch."
-                    "float64)",
-                    what=what,
-                    got=_shown(got, want),
-                    want=_shown(want, got),
-                )
-            )
+            raise Hint(t("expected_small_cases", what=what, got=_shown(got, want), want=_shown(want, got)))
 
-    return run_check("pe_dot", check, t("Σ_i cos(ω_i·k): it depends on the distance k only, never on pos"))
+    return run_check("pe_dot", check, t("i_cos_i"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -598,43 +447,25 @@ def check_rotary(rotate: Callable[[Tensor], Tensor]) -> Result:
         g = torch.Generator().manual_seed(8)
         for shape in ((1, 6, 8), (2, 9, 16), (3, 5, 64)):
             x = torch.randn(*shape, generator=g)
-            what = t("rotate(x) for x of shape {shape}", shape=shape)
-            with no_shortcuts(t("the rotation"), allow=("transformer_course.layers",)):
+            what = t("rotate_x_x", shape=shape)
+            with no_shortcuts(t("rotation"), allow=("transformer_course.layers",)):
                 got = rotate(x.clone())
             expected = _rotary_reference(x)
             mistakes = {
-                t(
-                    "you rotate the other way: (x_2i, x_2i+1) ↦ (x_2i cos θ − x_2i+1 sin θ, x_2i sin θ + x_2i+1 cos θ) "
-                    "with θ = p·ω_i"
-                ): _rotary_reference(x, sign=-1),
-                t(
-                    "you paired dimension j with j + d_model/2 (the GPT-NeoX layout); this exercise pairs neighbours "
-                    "(2i, 2i + 1), as the sinusoidal table does"
-                ): _rotary_reference(x, halves=True),
-                t("the angle of pair i is p / 10000^(2i/d_model); you used i/d_model in the exponent"): (
-                    _rotary_reference(x, exponent=lambda i: i)
-                ),
-                t("the first position is p = 0 (no rotation); yours starts at p = 1"): _rotary_reference(x, first=1),
-                t(
-                    "each number is scaled by cos θ, but the pair is not mixed: the rotation also adds ∓ sin θ times "
-                    "the other number of the pair"
-                ): _scaled_only(x),
+                t("rotate_other_way"): _rotary_reference(x, sign=-1),
+                t("paired_dimension_j"): _rotary_reference(x, halves=True),
+                t("angle_pair_i"): (_rotary_reference(x, exponent=lambda i: i)),
+                t("first_position_p"): _rotary_reference(x, first=1),
+                t("each_number_scaled"): _scaled_only(x),
             }
             hint = known_mistake(got, expected, mistakes, atol=1e-4)
             if hint is not None:
-                raise Hint(t("{what}: {hint}", what=what, hint=hint))
+                raise Hint(t("what_hint", what=what, hint=hint))
             _expect_values(got, expected, what, atol=1e-4)
             if not torch.equal(got[:, 0], x[:, 0]) and not torch.allclose(got[:, 0], x[:, 0], atol=1e-6):
-                raise Hint(t("{what}: position 0 should come out unchanged (a rotation by angle 0)", what=what))
+                raise Hint(t("position_0_come", what=what))
 
-    return run_check(
-        t("rotary positions"),
-        check,
-        t(
-            "each pair turned by p·ω_i: a query at p and a key at p + k now meet through the rotation by k·ω_i, so "
-            "their dot product depends on the distance k, not on p"
-        ),
-    )
+    return run_check(t("rotary_positions"), check, t("each_pair_turned"))
 
 
 def _scaled_only(x: Tensor) -> Tensor:
@@ -651,70 +482,36 @@ QUESTIONS = {
     "q1": Numeric(
         key="nb05-q1",
         digests=("20c53123eaf1e99d8b170496", "1f408579187844d34eabd0ee", "21e5b581274348497e3772e0"),
-        why=lazy_t(
-            "the last pair is i = 255, so one turn takes 2π · 10000^(510/512) positions: just short of the paper's "
-            "10000 · 2π, which no pair reaches"
-        ),
+        why=lazy_t("last_pair_i"),
         mistakes={
-            lazy_t(
-                "that is the paper's round bound 10000 · 2π; the last pair is i = d_model/2 − 1 = 255, so the exponent "
-                "is 2i/d_model = 510/512, not 1"
-            ): 2 * math.pi * 10000,
-            lazy_t(
-                "that is 1/ω, a number of radians per position turned around: a full turn takes 2π / ω positions"
-            ): 10000 ** (510 / 512),
-            lazy_t("the exponent is 2i/d_model with 2i the EVEN column index: the last pair has 2i = 510, not 511"): 2
-            * math.pi
-            * 10000 ** (511 / 512),
-            lazy_t("with i = 255 the exponent is 2i/d_model = 510/512; you used i/d_model"): 2
-            * math.pi
-            * 10000 ** (255 / 512),
+            lazy_t("papers_round_bound"): 2 * math.pi * 10000,
+            lazy_t("inverse_frequency_radians"): 10000 ** (510 / 512),
+            lazy_t("exponent_2i_d_model"): 2 * math.pi * 10000 ** (511 / 512),
+            lazy_t("i_255_exponent"): 2 * math.pi * 10000 ** (255 / 512),
         },
-        otherwise=lazy_t(
-            "pair i turns by ω_i = 1/10000^(2i/d_model) per position; one full turn (2π) takes 2π/ω_i positions"
-        ),
+        otherwise=lazy_t("pair_i_turns"),
     ),
     "q2": Choice(
         key="nb05-q2-pooled",
         digest="3065c1ffc669bb58a341b265",
         letters="abc",
-        why=lazy_t(
-            "without positions each word's output moves with the word (section 2), and the mean of the same vectors "
-            "in another order is the same mean: the two sentences get one vector"
-        ),
+        why=lazy_t("without_positions_each"),
         wrong={
-            "a": lazy_t(
-                "the outputs are the same vectors, only in another order (section 2's check); a mean does not see "
-                "the order"
-            ),
-            "c": lazy_t(
-                "dropout is off in eval mode and nothing in attention depends on where a word stands: the mean is "
-                "the same up to float rounding, not merely close"
-            ),
+            "a": lazy_t("outputs_same_vectors"),
+            "c": lazy_t("dropout_off_eval"),
         },
     ),
     "q3": Numeric(
         key="nb05-q3-squared-length",
         digests=("c40c343833718758a320b1cd", "b579de4decff46b475976be1", "0689cbe496bf5602aaa1df03"),
-        why=lazy_t(
-            "the word vector's d_model entries have variance (1/d_model) · d_model = 1 each after × √d_model, so its "
-            "squared length is about d_model; the positions add Σ (sin² + cos²) = d_model/2; the cross term averages 0"
-        ),
+        why=lazy_t("word_vectors_d"),
         mistakes={
-            lazy_t("that is the word vector alone; the positional vector adds its own squared length, d_model/2"): 512,
-            lazy_t("that is the positional vector alone; the word vector adds about d_model after × √d_model"): 256,
-            lazy_t(
-                "that leaves out the × √d_model: N(0, 1/d_model) rows have squared length about 1 before it, "
-                "d_model after"
-            ): 257,
-            lazy_t(
-                "every (sin, cos) pair adds sin² + cos² = 1, so the positions add d_model/2 = 256, not d_model"
-            ): 1024,
+            lazy_t("word_vector_alone"): 512,
+            lazy_t("positional_vector_alone"): 256,
+            lazy_t("leaves_out_d"): 257,
+            lazy_t("every_sin_cos"): 1024,
         },
-        otherwise=lazy_t(
-            "add the expected squared lengths: the word vector's (d_model entries of variance 1 after the factor) and "
-            "the positional vector's (d_model/2 pairs of sin² + cos² = 1); the cross term averages 0"
-        ),
+        otherwise=lazy_t("add_expected_squared"),
     ),
 }
 

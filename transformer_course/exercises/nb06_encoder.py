@@ -25,7 +25,7 @@ import torch
 from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
-from ..i18n import lazy_t, load_catalogue, register, t
+from ..i18n import messages
 from ..masks import padding_mask
 from . import Hint, Numeric, Result, as_int, as_mask, run_check, same
 from . import check_quiz as _check_quiz
@@ -33,7 +33,7 @@ from .guard import TORCH_TRANSFORMER, earlier_fallbacks, no_shortcuts
 from .nb02_attention import _expect_values, _missing_biases
 from .seal import answer_check
 
-register("zh", load_catalogue("nb06_encoder"))
+t, lazy_t = messages("nb06_encoder")
 
 __all__ = [
     "QUESTIONS",
@@ -75,7 +75,7 @@ def _randomize(module: nn.Module) -> nn.Module:
 def _load(mine: nn.Module, reference: nn.Module, what: str) -> None:
     """The package's weights into the learner's module (strict): the names must be the package's."""
     if not isinstance(mine, nn.Module):
-        raise Hint(t("{what} should be an nn.Module, got {type}", what=what, type=type(mine).__name__))
+        raise Hint(t("nn_module_got", what=what, type=type(mine).__name__))
     ours, theirs = set(mine.state_dict()), set(reference.state_dict())
     if ours != theirs:
         extra, missing = sorted(ours - theirs), sorted(theirs - ours)
@@ -83,8 +83,7 @@ def _load(mine: nn.Module, reference: nn.Module, what: str) -> None:
             _missing_biases(what, missing)
         raise Hint(
             t(
-                "{what} has other parameter names than the package's (extra: {extra}; missing: {missing}); keep the "
-                "given __init__ and its attribute names",
+                "other_parameter_names",
                 what=what,
                 extra=", ".join(extra[:3]) or "none",
                 missing=", ".join(missing[:3]) or "none",
@@ -93,19 +92,11 @@ def _load(mine: nn.Module, reference: nn.Module, what: str) -> None:
     shared = _shared_tensors(mine) - _shared_tensors(reference)
     if shared:
         names = sorted(min(shared, key=sorted))
-        raise Hint(
-            t(
-                "{what}: {names} are one tensor, so one module serves several places and they share their weights "
-                "(a list that holds one module several times, [module] * 3, or one module assigned twice); build a "
-                "separate one for each place, with a loop or clones",
-                what=what,
-                names=", ".join(names[:3]),
-            )
-        )
+        raise Hint(t("tensor_module_serves", what=what, names=", ".join(names[:3])))
     try:
         mine.load_state_dict(reference.state_dict(), strict=True)
     except RuntimeError as error:
-        raise Hint(t("{what}: the package's weights do not load: {error}", what=what, error=str(error)[:200])) from None
+        raise Hint(t("packages_weights_do", what=what, error=str(error)[:200])) from None
 
 
 def _shared_tensors(module: nn.Module) -> set[frozenset[str]]:
@@ -153,14 +144,7 @@ def _blame_an_earlier_file(error: NotImplementedError, learners, what: str) -> N
     except TypeError:
         return
     if raised_in.name in LEARNER_FILES and raised_in.name != own:
-        raise Hint(
-            t(
-                "{file} is not written yet (a stub there still raises NotImplementedError), and {what} builds on it: "
-                "write it in its notebook, or bring in its reference on purpose with tc.learner.use_reference('{file}')",
-                file=raised_in.name,
-                what=what,
-            )
-        ) from None
+        raise Hint(t("not_written_yet", file=raised_in.name, what=what)) from None
 
 
 def _name_mistake(got: Tensor, want: Tensor, mistakes: dict, what: str) -> None:
@@ -174,7 +158,7 @@ def _name_mistake(got: Tensor, want: Tensor, mistakes: dict, what: str) -> None:
             except RuntimeError:  # a mistake that cannot even run on these shapes
                 continue
             if same(got, value, atol=1e-5):
-                raise Hint(t("{what}: {hint}", what=what, hint=hint))
+                raise Hint(t("what_hint", what=what, hint=hint))
     _expect_values(got, want, what)
 
 
@@ -203,20 +187,8 @@ def _check_dropout(mine: nn.Module, reference: nn.Module, args: tuple, what: str
     with torch.no_grad():
         plain = _guarded(what, mine, *args)
     if same(got, plain, atol=1e-5):
-        raise Hint(
-            t(
-                "{what} drops nothing in training mode: give each sub-layer to its self.sublayer[i] "
-                "(ResidualConnection), which holds the dropout of §5.4",
-                what=what,
-            )
-        )
-    raise Hint(
-        t(
-            "{what}: in training mode the dropout is not where the package puts it — once on each sub-layer's output "
-            "(inside ResidualConnection) and on the embeddings + positions, nowhere else",
-            what=what,
-        )
-    )
+        raise Hint(t("drops_nothing_training", what=what))
+    raise Hint(t("training_mode_dropout", what=what))
 
 
 def _check_gradients(mine: nn.Module, reference: nn.Module, args: tuple, what: str, head: str | None = None):
@@ -225,7 +197,7 @@ def _check_gradients(mine: nn.Module, reference: nn.Module, args: tuple, what: s
     mine.zero_grad(), reference.zero_grad()
     out = _guarded(what, mine, *args)
     if not isinstance(out, Tensor) or not out.requires_grad:
-        raise Hint(t("{what}: the output carries no gradient; remove .detach() / torch.no_grad()", what=what))
+        raise Hint(t("output_carries_no", what=what))
     expected = reference(*args)
     if head is not None:
         out, expected = _guarded(what, getattr(mine, head), out), getattr(reference, head)(expected)
@@ -236,13 +208,7 @@ def _check_gradients(mine: nn.Module, reference: nn.Module, args: tuple, what: s
         if p.grad is None and theirs[name].grad is None:
             continue
         if p.grad is None or theirs[name].grad is None or not same(p.grad, theirs[name].grad, atol=1e-5):
-            raise Hint(
-                t(
-                    "{what}: the gradient of {name} differs from the package's; does every parameter take part, once?",
-                    what=what,
-                    name=name,
-                )
-            )
+            raise Hint(t("gradient_differs_packages", what=what, name=name))
 
 
 def _src_batch(S: int = 5) -> tuple[Tensor, Tensor]:
@@ -270,29 +236,13 @@ def _check_encoder_layer_once(EncoderLayer, norm_first: bool, model, what: str) 
         post.load_state_dict(ref.state_dict())
         attn, ffn, s0, s1 = ref.self_attn, ref.feed_forward, ref.sublayer[0], ref.sublayer[1]
         mistakes = {
-            t("the padding mask does not reach self-attention: pass src_mask to self.self_attn"): lambda: ref(x, None),
-            t(
-                "norm_first is ignored: each sub-layer must go through its self.sublayer[i] "
-                "(ResidualConnection), which knows post-LN from pre-LN"
-            ): lambda: post(x, mask),
-            t("the sub-layers run in the wrong order: self-attention first, then the FFN (§3.1)"): lambda: s1(
-                s0(x, ffn), lambda y: attn(y, mask=mask)
-            ),
-            t("the residual is missing: Add & Norm adds the sub-layer's input back (x + Sublayer(x))"): lambda: s1.norm(
-                ffn(s0.norm(attn(x, mask=mask)))
-            ),
-            t(
-                "the FFN reads the layer's input x, not the output of the self-attention sub-layer: "
-                "feed the first sub-layer's result to the second"
-            ): lambda: s1(x, ffn),
-            t(
-                "both sub-layers go through self.sublayer[0]: each sub-layer has its own Add & Norm, with its own "
-                "LayerNorm, so the FFN goes through self.sublayer[1]"
-            ): lambda: s0(s0(x, lambda y: attn(y, mask=mask)), ffn),
-            t(
-                "both sub-layers go through self.sublayer[1]: each sub-layer has its own Add & Norm, with its own "
-                "LayerNorm, so self-attention goes through self.sublayer[0]"
-            ): lambda: s1(s1(x, lambda y: attn(y, mask=mask)), ffn),
+            t("padding_mask_does"): lambda: ref(x, None),
+            t("norm_first_ignored"): lambda: post(x, mask),
+            t("sub_layers_run"): lambda: s1(s0(x, ffn), lambda y: attn(y, mask=mask)),
+            t("residual_missing_add"): lambda: s1.norm(ffn(s0.norm(attn(x, mask=mask)))),
+            t("ffn_reads_layers"): lambda: s1(x, ffn),
+            t("both_sub_layers"): lambda: s0(s0(x, lambda y: attn(y, mask=mask)), ffn),
+            t("both_sub_layers_go"): lambda: s1(s1(x, lambda y: attn(y, mask=mask)), ffn),
         }
         _name_mistake(got, ref(x, mask), mistakes, name)
     _check_dropout(mine, ref, (x, mask), name)
@@ -305,18 +255,11 @@ def check_encoder_layer(EncoderLayer) -> Result:
 
     def check():
         model = _package()
-        what = t("your encoder layer")
+        what = t("encoder_layer")
         for norm_first in (False, True):
             _check_encoder_layer_once(EncoderLayer, norm_first, model, what)
 
-    return run_check(
-        t("encoder layer"),
-        check,
-        t(
-            "EncoderLayer equals the package's, post-LN and pre-LN: the same outputs, dropout in the same places, "
-            "the same gradients"
-        ),
-    )
+    return run_check(t("encoder_layer_name"), check, t("encoderlayer_equals_packages"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -331,36 +274,18 @@ def _check_encoder_once(Encoder, EncoderLayer, norm_first: bool, model, what: st
     if not isinstance(layers, nn.ModuleList) or len(layers) != 3:
         raise Hint(
             t(
-                "{name} should keep its 3 layers in self.layers, an nn.ModuleList of 3 (clones), got {got}",
+                "keep_3_layers",
                 name=name,
                 got=type(layers).__name__ if not isinstance(layers, nn.ModuleList) else len(layers),
             )
         )
     if _shares_weights(layers):
-        raise Hint(
-            t(
-                "{name}: the 3 layers share their weights — one layer listed 3 times; clones must make "
-                "copy.deepcopy copies, each with its own weights",
-                name=name,
-            )
-        )
+        raise Hint(t("layers_share_weights", name=name))
     has_norm = any(k.startswith("norm.") for k in mine.state_dict())
     if has_norm and not norm_first:
-        raise Hint(
-            t(
-                "{name}: a post-LN stack ends without an extra LayerNorm (its last layer already ends with "
-                "one); final_norm gives nn.Identity() when norm_first is False",
-                name=name,
-            )
-        )
+        raise Hint(t("post_ln_stack", name=name))
     if norm_first and not has_norm:
-        raise Hint(
-            t(
-                "{name}: a pre-LN stack needs one more LayerNorm at the end — its last layer's output is a sum "
-                "that nothing has normalised; final_norm gives LayerNorm(d_model) when norm_first is True",
-                name=name,
-            )
-        )
+        raise Hint(t("pre_ln_stack", name=name))
     ref = model.Encoder(
         [model.EncoderLayer(D_MODEL, HEADS, D_FF, 0.0, norm_first) for _ in range(3)], D_MODEL, norm_first
     )
@@ -379,14 +304,10 @@ def _check_encoder_once(Encoder, EncoderLayer, norm_first: bool, model, what: st
             return y
 
         mistakes = {
-            t("the final LayerNorm is built but not applied: return self.norm(x) after the last layer"): (
-                lambda: layers_only(3)
-            ),
-            t("only one layer runs: loop over all of self.layers"): lambda: ref.norm(layers_only(1)),
-            t("each layer reads the stack's input: feed each layer's output to the next"): lambda: ref.norm(
-                layers_only(3, chain=False)
-            ),
-            t("the mask does not reach the layers: pass src_mask to every layer"): lambda: ref(x, None),
+            t("final_layernorm_built"): (lambda: layers_only(3)),
+            t("only_layer_runs"): lambda: ref.norm(layers_only(1)),
+            t("each_layer_reads"): lambda: ref.norm(layers_only(3, chain=False)),
+            t("mask_does_not"): lambda: ref(x, None),
         }
         _name_mistake(got, ref(x, mask), mistakes, name)
         # padding changes nothing: sentence 0 alone, then with 4 <pad> appended (and its mask)
@@ -395,7 +316,7 @@ def _check_encoder_once(Encoder, EncoderLayer, norm_first: bool, model, what: st
         padded_mask = torch.cat([mask[:1], torch.zeros(1, 1, 1, 4, dtype=torch.bool)], dim=-1)
         with_pads = _guarded(what, mine, padded_x, padded_mask)[:, :5]
         if not same(with_pads, alone, atol=1e-5):
-            raise Hint(t("{name}: appending <pad> changes the real positions' outputs", name=name))
+            raise Hint(t("appending_pad_changes", name=name))
 
 
 def check_encoder(Encoder, EncoderLayer) -> Result:
@@ -405,18 +326,11 @@ def check_encoder(Encoder, EncoderLayer) -> Result:
 
     def check():
         model = _package()
-        what = t("your encoder")
+        what = t("encoder")
         for norm_first in (False, True):
             _check_encoder_once(Encoder, EncoderLayer, norm_first, model, what)
 
-    return run_check(
-        t("encoder"),
-        check,
-        t(
-            "Encoder holds N independent copies, ends with a LayerNorm only when pre-LN, equals the package's, "
-            "and appended <pad> change no real position"
-        ),
-    )
+    return run_check(t("encoder_name"), check, t("encoder_holds_n"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -432,14 +346,7 @@ def _as_table(got, shape: tuple[int, ...], what: str) -> Tensor:
         try:
             got = torch.as_tensor(got.tolist() if hasattr(got, "tolist") else got)
         except (TypeError, ValueError, RuntimeError):
-            raise Hint(
-                t(
-                    "{what} should be a {rows} × {columns} table (a list of lists) of True/False",
-                    what=what,
-                    rows=shape[0],
-                    columns=shape[1],
-                )
-            ) from None
+            raise Hint(t("table_list_lists", what=what, rows=shape[0], columns=shape[1])) from None
     return as_mask(got, shape, what)
 
 
@@ -447,19 +354,10 @@ def _change_mistakes(want: Tensor) -> dict[str, Tensor]:
     pads = SRC == PAD  # (B, S)
     has_pads = pads.any(dim=1, keepdim=True)  # (B, 1): the sentences that have <pad>
     return {
-        t(
-            "the real tokens of sentence 1 change too: without the mask their queries also read the two <pad> keys"
-        ): pads,
-        t(
-            "the <pad> positions of sentence 1 are queries as well: with the mask they read the 3 real keys only, "
-            "without it all 5 keys, so their outputs change too"
-        ): ~pads & has_pads,
-        t(
-            "sentence 0 has no <pad>: its mask allows every key, so leaving it out changes nothing there"
-        ): torch.ones_like(want),
-        t(
-            "leaving the mask out lets every query of sentence 1 read its two <pad> keys: its outputs change"
-        ): torch.zeros_like(want),
+        t("real_tokens_sentence"): pads,
+        t("pad_positions_sentence"): ~pads & has_pads,
+        t("sentence_0_no"): torch.ones_like(want),
+        t("leaving_mask_out"): torch.zeros_like(want),
     }
 
 
@@ -484,18 +382,9 @@ def check_mask_effect(changes) -> Result:
             if torch.equal(got, value):
                 raise Hint(hint)
         wrong = (got != want).nonzero()[0].tolist()
-        raise Hint(
-            t(
-                "sentence {sentence}, position {position}: you said {said}; run both and compare",
-                sentence=wrong[0],
-                position=wrong[1],
-                said=bool(got[tuple(wrong)]),
-            )
-        )
+        raise Hint(t("sentence_position_said", sentence=wrong[0], position=wrong[1], said=bool(got[tuple(wrong)])))
 
-    return run_check(
-        t("mask effect"), check, t("only the sentence that has <pad> changes, at every one of its positions")
-    )
+    return run_check(t("mask_effect"), check, t("only_sentence_pad"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -518,25 +407,11 @@ def check_left_padded_positions(left_padded_positions: Callable[[Tensor, int], T
             what = f"left_padded_positions(src={src.tolist()}, pad={PAD})"
             got = left_padded_positions(src.clone(), PAD)
             if not isinstance(got, Tensor):
-                raise Hint(t("{what} should be a torch.Tensor, got {type}", what=what, type=type(got).__name__))
+                raise Hint(t("torch_tensor_got", what=what, type=type(got).__name__))
             if tuple(got.shape) != tuple(src.shape):
-                raise Hint(
-                    t(
-                        "{what} has shape {got}, expected {expected}: one seat number per token",
-                        what=what,
-                        got=tuple(got.shape),
-                        expected=tuple(src.shape),
-                    )
-                )
+                raise Hint(t("shape_expected_seat", what=what, got=tuple(got.shape), expected=tuple(src.shape)))
             if got.is_floating_point() or got.dtype == torch.bool:
-                raise Hint(
-                    t(
-                        "{what} has dtype {dtype}: seat numbers index the positional table, so return an integer "
-                        "tensor (torch.long)",
-                        what=what,
-                        dtype=got.dtype,
-                    )
-                )
+                raise Hint(t("dtype_seat_numbers", what=what, dtype=got.dtype))
             real = src != PAD  # (B, S)
             S = src.size(1)
             for b in range(src.size(0)):
@@ -546,50 +421,16 @@ def check_left_padded_positions(left_padded_positions: Callable[[Tensor, int], T
                     continue
                 plain = torch.arange(S)[real[b]].tolist()
                 if seats == plain:
-                    raise Hint(
-                        t(
-                            "{what}, sentence {b}: those are the plain seats 0 … S−1; left padding moves every real "
-                            "token one seat per <pad> in front of it, so count real tokens only",
-                            what=what,
-                            b=b,
-                        )
-                    )
+                    raise Hint(t("sentence_those_plain", what=what, b=b))
                 if seats == [s + 1 for s in want]:
-                    raise Hint(
-                        t("{what}, sentence {b}: off by one — the first real token sits at seat 0", what=what, b=b)
-                    )
+                    raise Hint(t("sentence_off_first", what=what, b=b))
                 if seats == want[::-1]:
-                    raise Hint(
-                        t(
-                            "{what}, sentence {b}: counted from the end; the first real token sits at seat 0",
-                            what=what,
-                            b=b,
-                        )
-                    )
-                raise Hint(
-                    t(
-                        "{what}, sentence {b}: the real tokens sit at seats {seats}, expected {want}",
-                        what=what,
-                        b=b,
-                        seats=seats,
-                        want=want,
-                    )
-                )
+                    raise Hint(t("sentence_counted_end", what=what, b=b))
+                raise Hint(t("sentence_real_tokens", what=what, b=b, seats=seats, want=want))
             if bool(((got < 0) | (got >= S)).any()):
-                raise Hint(
-                    t(
-                        "{what}: a seat outside [0, {S}) — at a <pad> too the number indexes the positional table "
-                        "(clamp it, e.g. to 0)",
-                        what=what,
-                        S=S,
-                    )
-                )
+                raise Hint(t("seat_outside_0", what=what, S=S))
 
-    return run_check(
-        t("left-padded positions"),
-        check,
-        t("real tokens are numbered from their sentence's first word, so left or right padding moves no seat"),
-    )
+    return run_check(t("left_padded_positions"), check, t("real_tokens_numbered"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -615,14 +456,7 @@ def _closed_form(function: Callable, args: tuple, what: str):
     with watch:  # the package's layers make tensors too, so this also catches counting the package's model
         got = function(*args)
     if watch.first is not None:
-        raise Hint(
-            t(
-                "{what} calls torch ({call}): a closed form counts with arithmetic on the sizes, without building "
-                "layers or tensors — it must work for sizes no computer could build",
-                what=what,
-                call=watch.first,
-            )
-        )
+        raise Hint(t("calls_torch_closed", what=what, call=watch.first))
     return got
 
 
@@ -647,38 +481,17 @@ def check_encoder_parameter_count(encoder_parameter_count: Callable[[int, int, i
                 continue
             d = d_model
             misses = {
-                expected // N: t("that is one layer; the encoder has N of them"),
-                expected - N * (4 * d + d_ff + d): t("the biases are missing (4 in attention, b_1 and b_2 in the FFN)"),
-                expected - N * 4 * d: t("the two LayerNorms of each layer are missing (γ and β, d_model each)"),
-                expected - N * 2 * d: t(
-                    "each layer has two LayerNorms, each with γ and β (2 · d_model); you counted half"
-                ),
-                expected - N * (d * d + d): t(
-                    "multi-head attention has four d_model × d_model projections: W^Q, W^K, W^V and the output W^O"
-                ),
-                expected - N * (d * d_ff + d_ff): t(
-                    "the FFN has two matrices, W_1 (d_model × d_ff) and W_2 (d_ff × d_model)"
-                ),
+                expected // N: t("layer_encoder_n"),
+                expected - N * (4 * d + d_ff + d): t("biases_missing_4"),
+                expected - N * 4 * d: t("two_layernorms_each"),
+                expected - N * 2 * d: t("each_layer_two"),
+                expected - N * (d * d + d): t("multi_head_attention"),
+                expected - N * (d * d_ff + d_ff): t("ffn_two_matrices"),
             }
-            hint = misses.get(got) or t(
-                "count, per layer: attention 4·d_model² + 4·d_model, FFN 2·d_model·d_ff + d_ff + d_model, "
-                "two LayerNorms 2·2·d_model; then multiply by N"
-            )
-            raise Hint(
-                t(
-                    "{what} returned {got:,}, expected {expected:,}: {hint}",
-                    what=what,
-                    got=got,
-                    expected=expected,
-                    hint=hint,
-                )
-            )
+            hint = misses.get(got) or t("count_per_layer")
+            raise Hint(t("returned_expected", what=what, got=got, expected=expected, hint=hint))
 
-    return run_check(
-        "encoder_parameter_count",
-        check,
-        t("a closed form: right for five sizes, the paper's base encoder and one of 9.7 billion parameters included"),
-    )
+    return run_check("encoder_parameter_count", check, t("closed_form_right"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -688,54 +501,37 @@ QUESTIONS = {
     "q1": Numeric(
         key="nb06-q1b",
         digests=("85b7573b6adf85739d01431d",),
-        why=lazy_t(
-            "the 6 entries are one module, and parameters() lists a shared tensor once: one layer's 3,152,384 "
-            "parameters, and only one layer's worth of weights to train"
-        ),
+        why=lazy_t("entries_one_module"),
         mistakes={
-            lazy_t(
-                "parameters() lists each tensor once, however many entries of the ModuleList hold it: the 6 entries "
-                "are one layer"
-            ): 18914304,
-            lazy_t(
-                "one layer has attention 4·512² + 4·512, the FFN 2·512·2048 + 2048 + 512, and two LayerNorms of "
-                "2·512 each; add the LayerNorms"
-            ): 3150336,
+            lazy_t("parameters_lists_each"): 18914304,
+            lazy_t("layer_attention_4"): 3150336,
         },
         rel_tol=0,
-        otherwise=lazy_t("count one encoder layer of the base model (attention, FFN, two LayerNorms)"),
+        otherwise=lazy_t("count_encoder_layer"),
     ),
     "q2": Numeric(
         key="nb06-q2",
         digests=("0c10046a54f7d9ac8b9f3c69", "e34bebb4c9edb8a3d78cd52c", "2e17b13172e6a2a3592a3beb"),
-        why=lazy_t("each layer reaches w = 5 positions further: 5, 10, 15 ≥ 12 after 3 layers, the O(n/r) path of §4"),
+        why=lazy_t("each_layer_reaches"),
         mistakes={
-            lazy_t("12 / 5 = 2.4: round UP — after 2 layers the influence has reached 10 positions, not 12"): 2,
-            lazy_t("each layer lets information travel w = 5 positions, not 1"): 12,
-            lazy_t("one layer reaches only w = 5 positions away"): 1,
+            lazy_t("receptive_round_up"): 2,
+            lazy_t("each_layer_lets"): 12,
+            lazy_t("layer_reaches_only"): 1,
         },
         rel_tol=1e-9,
-        otherwise=lazy_t("after L layers the output at position 12 can depend on inputs down to 12 − 5·L"),
+        otherwise=lazy_t("after_l_layers"),
     ),
     "q3": Numeric(
         key="nb06-q3b",
         digests=("6321375fa105e0cd58cbd499",),
-        why=lazy_t(
-            "two per layer (after the norm moves in front of each sub-layer), six layers, and one more at the end "
-            "of a pre-LN stack"
-        ),
+        why=lazy_t("two_per_layer"),
         mistakes={
-            lazy_t(
-                "a pre-LN layer's output is x + Sublayer(LayerNorm(x)), a sum nothing normalises: the stack adds one "
-                "more LayerNorm at the end"
-            ): 12,
-            lazy_t("each layer has two: one in front of self-attention, one in front of the FFN"): 7,
-            lazy_t("the final LayerNorm closes the stack, not each layer"): 18,
+            lazy_t("pre_ln_layers"): 12,
+            lazy_t("each_layer_two_front"): 7,
+            lazy_t("final_layernorm_closes"): 18,
         },
         rel_tol=0,
-        otherwise=lazy_t(
-            "count the LayerNorms of one pre-LN encoder layer, then the layers, then the end of the stack"
-        ),
+        otherwise=lazy_t("count_layernorms_pre"),
     ),
 }
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from ..i18n import lazy_t, load_catalogue, register, t
+from ..i18n import messages
 from ..masks import padding_mask, target_mask
 from . import Choice, Hint, Numeric, Result, as_choice, as_int, run_check
 from . import check_quiz as _check_quiz
@@ -65,7 +65,7 @@ def _decoder_pieces(checker):
     return wrapper
 
 
-register("zh", load_catalogue("nb07_decoder"))
+t, lazy_t = messages("nb07_decoder")
 
 __all__ = [
     "QUESTIONS",
@@ -126,43 +126,20 @@ def _check_decoder_layer_once(DecoderLayer, norm_first: bool, S: int, model, wha
             return third(y, ffn)
 
         mistakes = {
-            t(
-                "the masks are swapped: self-attention takes tgt_mask (padding and the future), cross-attention "
-                "src_mask (the source's <pad>)"
-            ): lambda: layer(src_mask, memory, tgt_mask),
-            t(
-                "cross-attention attends over the decoder's own states: its keys and values are the memory, only "
-                "its queries come from x (§3.2.3)"
-            ): lambda: layer(tgt_mask, None, tgt_mask),
-            t("cross-attention attends over the decoder's own states: its keys and values are the memory (§3.2.3)"): (
-                lambda: layer(tgt_mask, None, src_mask)
-            ),
-            t(
-                "cross-attention takes its queries from the memory and its keys and values from the decoder: the "
-                "queries come from x (the decoder's positions, one output each), the keys and values from the "
-                "memory (§3.2.3)"
-            ): lambda: layer(tgt_mask, memory, src_mask, queries=memory),
-            t("the future leaks: self-attention must get tgt_mask (causal and padding)"): lambda: layer(
-                None, memory, src_mask
-            ),
-            t("the source's <pad> are read: cross-attention must get src_mask"): lambda: layer(tgt_mask, memory, None),
-            t("cross-attention comes before self-attention: masked self-attention first, then the memory (§3.1)"): (
-                lambda: layer(tgt_mask, memory, src_mask, order=("cross", "self"))
-            ),
-            t(
-                "norm_first is ignored: each sub-layer must go through its self.sublayer[i] (ResidualConnection), "
-                "which knows post-LN from pre-LN"
-            ): lambda: other(*args),
+            t("masks_swapped_self"): lambda: layer(src_mask, memory, tgt_mask),
+            t("cross_attention_attends"): lambda: layer(tgt_mask, None, tgt_mask),
+            t("cross_attention_attends_over"): (lambda: layer(tgt_mask, None, src_mask)),
+            t("cross_attention_takes"): lambda: layer(tgt_mask, memory, src_mask, queries=memory),
+            t("future_leaks_self"): lambda: layer(None, memory, src_mask),
+            t("sources_pad_read"): lambda: layer(tgt_mask, memory, None),
+            t("cross_attention_comes"): (lambda: layer(tgt_mask, memory, src_mask, order=("cross", "self"))),
+            t("norm_first_ignored"): lambda: other(*args),
         }
         for uses in itertools.product(range(3), repeat=3):
             if len(set(uses)) < 3:  # one residual connection serves two or three sub-layers
-                mistakes[
-                    t(
-                        "the three sub-layers go through {used}: one residual connection serves several "
-                        "sub-layers, but each sub-layer has its own Add & Norm, with its own LayerNorm",
-                        used=", ".join(f"self.sublayer[{i}]" for i in uses),
-                    )
-                ] = functools.partial(layer, tgt_mask, memory, src_mask, uses=uses)
+                mistakes[t("three_sub_layers", used=", ".join(f"self.sublayer[{i}]" for i in uses))] = (
+                    functools.partial(layer, tgt_mask, memory, src_mask, uses=uses)
+                )
         _name_mistake(got, ref(*args), mistakes, name)
     _check_dropout(mine, ref, args, name)
     _check_gradients(mine, ref, args, name)
@@ -176,18 +153,11 @@ def check_decoder_layer(DecoderLayer) -> Result:
 
     def check():
         model = _package()
-        what = t("your decoder layer")
+        what = t("decoder_layer")
         for norm_first, S in ((False, 5), (True, 5), (False, 7)):  # S = T first, so that swapped masks still run
             _check_decoder_layer_once(DecoderLayer, norm_first, S, model, what)
 
-    return run_check(
-        t("decoder layer"),
-        check,
-        t(
-            "DecoderLayer equals the package's, post-LN and pre-LN: masked self-attention, cross-attention on "
-            "the memory, dropout in the same places, the same gradients"
-        ),
-    )
+    return run_check(t("decoder_layer_name"), check, t("decoderlayer_equals_packages"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -200,18 +170,12 @@ def _check_decoder_once(Decoder, DecoderLayer, norm_first: bool, model, what: st
     mine = _guarded(what, Decoder, layer, 3)
     layers = getattr(mine, "layers", None)
     if not isinstance(layers, nn.ModuleList) or len(layers) != 3:
-        raise Hint(t("{name} should keep its 3 layers in self.layers (clones, from notebook 06)", name=name))
+        raise Hint(t("keep_3_layers", name=name))
     if _shares_weights(layers):
-        raise Hint(t("{name}: the 3 layers share their weights; clones must make copies", name=name))
+        raise Hint(t("layers_share_weights", name=name))
     has_norm = any(k.startswith("norm.") for k in mine.state_dict())
     if has_norm != norm_first:
-        raise Hint(
-            t(
-                "{name}: a pre-LN stack ends with one more LayerNorm and a post-LN stack without one: "
-                "self.norm = final_norm(layer.d_model, layer.norm_first)",
-                name=name,
-            )
-        )
+        raise Hint(t("pre_ln_stack", name=name))
     ref = model.Decoder(
         [model.DecoderLayer(D_MODEL, HEADS, D_FF, 0.0, norm_first) for _ in range(3)], D_MODEL, norm_first
     )
@@ -230,17 +194,11 @@ def _check_decoder_once(Decoder, DecoderLayer, norm_first: bool, model, what: st
             return ref.norm(y) if final else y
 
         mistakes = {
-            t("the final LayerNorm is built but not applied: return self.norm(x) after the last layer"): lambda: stack(
-                final=False
-            ),
-            t("only one layer runs: loop over all of self.layers"): lambda: stack(1),
-            t("each layer reads the stack's input: feed each layer's output to the next"): lambda: stack(chain=False),
-            t("every layer reads the same memory, the encoder's output — not the previous layer's output"): lambda: (
-                _chain_as_memory(ref, x, src_mask, tgt_mask)
-            ),
-            t("the masks are swapped on their way to the layers: layer(x, memory, src_mask, tgt_mask)"): lambda: ref(
-                x, memory, tgt_mask, src_mask
-            ),
+            t("final_layernorm_built"): lambda: stack(final=False),
+            t("only_layer_runs"): lambda: stack(1),
+            t("each_layer_reads"): lambda: stack(chain=False),
+            t("every_layer_reads"): lambda: _chain_as_memory(ref, x, src_mask, tgt_mask),
+            t("masks_swapped_their"): lambda: ref(x, memory, tgt_mask, src_mask),
         }
         _name_mistake(got, ref(x, memory, src_mask, tgt_mask), mistakes, name)
 
@@ -260,15 +218,11 @@ def check_decoder(Decoder, DecoderLayer) -> Result:
 
     def check():
         model = _package()
-        what = t("your decoder")
+        what = t("decoder")
         for norm_first in (False, True):
             _check_decoder_once(Decoder, DecoderLayer, norm_first, model, what)
 
-    return run_check(
-        t("decoder"),
-        check,
-        t("Decoder holds N independent copies, reads the memory in every layer and equals the package's"),
-    )
+    return run_check(t("decoder_name"), check, t("decoder_holds_n"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -297,53 +251,24 @@ def _check_model_once(make_model, options: dict, model, what: str) -> None:
     mine = _guarded(what, make_model, src_vocab, 19, **sizes, **options)
     for method in ("encode", "decode", "generator"):
         if not hasattr(mine, method):
-            raise Hint(
-                t("{name} has no {method}: EncoderDecoder needs encode, decode and generator", name=name, method=method)
-            )
+            raise Hint(t("no_encoderdecoder_needs", name=name, method=method))
     ref = model.make_model(src_vocab, 19, **sizes, **options)
     tie = options.get("tie_embeddings", "decoder")
     want_tie = (tie in ("decoder", "all"), tie == "all")
     got_tie = _tying(mine)
     if got_tie[0] != want_tie[0]:
         if want_tie[0]:
-            raise Hint(
-                t(
-                    "{name}: the generator should be the target embedding — one tensor (§3.4): "
-                    "model.generator.proj.weight = model.tgt_embed.lut.weight",
-                    name=name,
-                )
-            )
-        raise Hint(t("{name}: with tie_embeddings='none' the generator keeps a weight of its own", name=name))
+            raise Hint(t("generator_target_embedding", name=name))
+        raise Hint(t("tie_embeddings_none", name=name))
     if got_tie[1] != want_tie[1]:
-        raise Hint(
-            t(
-                "{name}: with tie_embeddings='all' the source embedding is the same tensor too; with any other "
-                "value it is its own",
-                name=name,
-            )
-        )
+        raise Hint(t("tie_embeddings_all", name=name))
     if options.get("norm_first") and not any(k.startswith("encoder.norm.") for k in mine.state_dict()):
-        raise Hint(
-            t("{name}: norm_first does not reach the layers: pass it to EncoderLayer and DecoderLayer", name=name)
-        )
+        raise Hint(t("norm_first_does", name=name))
     if options.get("positional") == "learned" and "src_pos.table" not in dict(mine.named_parameters()):
-        raise Hint(
-            t(
-                "{name}: positional='learned' should give each PositionalEncoding a trained table (a parameter): "
-                "pass positional on as its kind",
-                name=name,
-            )
-        )
+        raise Hint(t("positional_learned_give", name=name))
     not_xavier = [n for n, p in mine.named_parameters() if p.dim() > 1 and not _is_xavier(p.detach())]
     if not_xavier:
-        raise Hint(
-            t(
-                "{name}: {param} does not look Xavier-uniform; start every matrix (p.dim() > 1) with "
-                "nn.init.xavier_uniform_",
-                name=name,
-                param=not_xavier[0],
-            )
-        )
+        raise Hint(t("does_not_look", name=name, param=not_xavier[0]))
     _load(mine, ref, name)
     mine.eval(), ref.eval()
     S = T = 6
@@ -357,10 +282,8 @@ def _check_model_once(make_model, options: dict, model, what: str) -> None:
             got,
             memory,
             {
-                t("encode skips the positions: src_pos(src_embed(src)) goes into the encoder"): lambda: ref.encoder(
-                    ref.src_embed(src), src_mask
-                ),
-                t("encode drops the mask: pass src_mask to the encoder"): lambda: ref.encode(src, None),
+                t("encode_skips_positions"): lambda: ref.encoder(ref.src_embed(src), src_mask),
+                t("encode_drops_mask"): lambda: ref.encode(src, None),
             },
             f"{name}.encode",
         )
@@ -369,13 +292,11 @@ def _check_model_once(make_model, options: dict, model, what: str) -> None:
             got,
             hidden,
             {
-                t("decode skips the positions: tgt_pos(tgt_embed(tgt)) goes into the decoder"): lambda: ref.decoder(
-                    ref.tgt_embed(tgt), memory, src_mask, tgt_mask
-                ),
-                t("decode embeds the target with the source embedding: use tgt_embed"): lambda: ref.decoder(
+                t("decode_skips_positions"): lambda: ref.decoder(ref.tgt_embed(tgt), memory, src_mask, tgt_mask),
+                t("decode_embeds_target"): lambda: ref.decoder(
                     ref.tgt_pos(ref.src_embed(tgt)), memory, src_mask, tgt_mask
                 ),
-                t("decode swaps the masks: decoder(x, memory, src_mask, tgt_mask)"): lambda: ref.decoder(
+                t("decode_swaps_masks"): lambda: ref.decoder(
                     ref.tgt_pos(ref.tgt_embed(tgt)), memory, tgt_mask, src_mask
                 ),
             },
@@ -387,12 +308,8 @@ def _check_model_once(make_model, options: dict, model, what: str) -> None:
             got,
             logits,
             {
-                t("the generator returns logits; log_softmax is left to the search (and the loss does its own)"): (
-                    lambda: logits.log_softmax(dim=-1)
-                ),
-                t("the generator returns logits, not probabilities: leave the softmax out"): lambda: logits.softmax(
-                    dim=-1
-                ),
+                t("generator_returns_logits"): (lambda: logits.log_softmax(dim=-1)),
+                t("generator_returns_logits_not"): lambda: logits.softmax(dim=-1),
             },
             f"{name}.generator",
         )
@@ -401,12 +318,8 @@ def _check_model_once(make_model, options: dict, model, what: str) -> None:
             got,
             hidden,
             {
-                t("forward gives the decoder the target mask as src_mask: decode(memory, src_mask, tgt, tgt_mask)"): (
-                    lambda: ref.decode(ref.encode(src, src_mask), tgt_mask, tgt, tgt_mask)
-                ),
-                t("forward returns logits; it should stop at the decoder's output (apply model.generator after)"): (
-                    lambda: logits
-                ),
+                t("forward_gives_decoder"): (lambda: ref.decode(ref.encode(src, src_mask), tgt_mask, tgt, tgt_mask)),
+                t("forward_returns_logits"): (lambda: logits),
             },
             f"{name}.forward",
         )
@@ -426,7 +339,7 @@ def check_make_model(make_model) -> Result:
 
     def check():
         model = _package()
-        what = t("your model")
+        what = t("model")
         for options in (
             {},
             {"norm_first": True},
@@ -440,21 +353,9 @@ def check_make_model(make_model) -> Result:
         except ValueError:
             pass
         else:
-            raise Hint(
-                t(
-                    "make_model(23, 19, tie_embeddings='all') should raise ValueError (one matrix cannot hold two "
-                    "vocabularies): call check_options first"
-                )
-            )
+            raise Hint(t("make_model_23"))
 
-    return run_check(
-        t("the whole model"),
-        check,
-        t(
-            "make_model builds the package's model — names, tying, Xavier init, outputs, dropout and gradients — "
-            "post-LN and pre-LN, with sinusoidal and learned positions"
-        ),
-    )
+    return run_check(t("whole_model"), check, t("make_model_builds"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -497,13 +398,10 @@ def mystery_models(vocab: int = 20) -> tuple[nn.Module, nn.Module]:
 
 OPTIONS = "abcd"  # a: the future leaks; b: source <pad> is read; c: the source is ignored; d: generator untied
 RULED_OUT = {
-    "a": lazy_t("run section 5's causality test on it: no earlier output moves when a later target token changes"),
-    "b": lazy_t(
-        "append <pad> tokens to the source (with the padding mask): the decoder's outputs stay the same, so "
-        "cross-attention does hide the source <pad>"
-    ),
-    "c": lazy_t("change one word of the source: the decoder's outputs change, so cross-attention does read the memory"),
-    "d": lazy_t("model.generator.proj.weight is model.tgt_embed.lut.weight gives True: the weights are tied"),
+    "a": lazy_t("run_section_5s"),
+    "b": lazy_t("append_pad_tokens"),
+    "c": lazy_t("change_word_source"),
+    "d": lazy_t("model_generator_proj"),
 }
 MYSTERY_DIGESTS = {"model_1": "d7774578982178c115756399", "model_2": "3cfc081e72253c45b1f8dc61"}
 
@@ -517,16 +415,12 @@ def check_mystery(model_1=..., model_2=...) -> Result:
             raise NotImplementedError
         for name, answer in (("model_1", model_1), ("model_2", model_2)):
             if answer is ...:
-                raise Hint(t("{name}: no answer yet", name=name))
+                raise Hint(t("no_answer_yet", name=name))
             letter = as_choice(answer, OPTIONS, name)
             if answer_digest(f"nb07-mystery-{name}", letter) != MYSTERY_DIGESTS[name]:
-                raise Hint(t("{name} is not ({letter}): {hint}", name=name, letter=letter, hint=RULED_OUT[letter]))
+                raise Hint(t("not_letter_hint", name=name, letter=letter, hint=RULED_OUT[letter]))
 
-    return run_check(
-        t("find the bug"),
-        check,
-        t("model 1's self-attention ignores tgt_mask (the future leaks); model 2's cross-attention ignores src_mask"),
-    )
+    return run_check(t("find_bug"), check, t("model_1s_self"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -547,24 +441,17 @@ COUNT_CASES = [  # (src_vocab, tgt_vocab, N, d_model, d_ff, tie_embeddings)
 def _count_mistakes(src_vocab, tgt_vocab, N, d, d_ff, tie, want) -> dict[str, int]:
     shared = {"none": 0, "decoder": tgt_vocab * d, "all": tgt_vocab * d + src_vocab * d}[tie]
     mistakes = {
-        t("the generator has a bias, one number per target word"): want - tgt_vocab,
-        t("each decoder layer has a second attention (cross-attention over the memory) with its own LayerNorm"): want
-        - N * (4 * d * d + 4 * d + 2 * d),
-        t("the decoder layer has three LayerNorms (one per sub-layer), the encoder layer two"): want - N * 2 * d,
-        t("the two positional encodings are fixed tables (buffers), not parameters"): want + 2 * 512 * d,
+        t("generator_bias_number"): want - tgt_vocab,
+        t("each_decoder_layer"): want - N * (4 * d * d + 4 * d + 2 * d),
+        t("decoder_layer_three"): want - N * 2 * d,
+        t("two_positional_encodings"): want + 2 * 512 * d,
     }
     if shared:
-        mistakes[t("with tie_embeddings={tie!r} shared matrices count once; you counted them again", tie=tie)] = (
-            want + shared
-        )
+        mistakes[t("tie_embeddings_shared", tie=tie)] = want + shared
     if tie == "decoder":
-        mistakes[t("'decoder' ties the target embedding and the generator only; the source embedding is its own")] = (
-            want - src_vocab * d
-        )
+        mistakes[t("decoder_ties_target")] = want - src_vocab * d
     if tie == "none":
-        mistakes[t("with 'none' the generator's weight is its own (tgt_vocab × d_model) matrix too")] = (
-            want - tgt_vocab * d
-        )
+        mistakes[t("none_generators_weight")] = want - tgt_vocab * d
     return mistakes
 
 
@@ -588,26 +475,10 @@ def check_parameter_count(parameter_count: Callable[..., int]) -> Result:
                 continue
             for hint, value in _count_mistakes(src_vocab, tgt_vocab, N, d_model, d_ff, tie, want).items():
                 if got == value:
-                    raise Hint(
-                        t("{what} = {got:,}, expected {want:,}: {hint}", what=what, got=got, want=want, hint=hint)
-                    )
-            raise Hint(
-                t(
-                    "{what} = {got:,}, expected {want:,}: layers as in section 6, then the embedding matrices "
-                    "(count a tied one once) and the generator's bias",
-                    what=what,
-                    got=got,
-                    want=want,
-                )
-            )
+                    raise Hint(t("expected", what=what, got=got, want=want, hint=hint))
+            raise Hint(t("expected_layers_section", what=what, got=got, want=want))
 
-    return run_check(
-        "parameter_count",
-        check,
-        t(
-            "a closed form: right with every kind of tying, up to a model of 23 billion parameters no computer here builds"
-        ),
-    )
+    return run_check("parameter_count", check, t("closed_form_right"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -618,56 +489,34 @@ QUESTIONS = {
         key="nb07-q1",
         digest="2284b5d2c3cac6f2016a13ff",
         letters="abcd",
-        why=lazy_t(
-            "log 1 = 0 where attending is allowed and log 0 = −∞ where it is not: the float mask nn.Transformer adds"
-        ),
+        why=lazy_t("float_mask_log"),
         wrong={
-            "a": lazy_t("a float mask is ADDED to the scores: +1 where allowed and +0 where blocked hides nothing"),
-            "b": lazy_t(
-                "a float mask is added: +1 on the blocked (future) keys nudges attention towards them instead of "
-                "hiding them"
-            ),
-            "d": lazy_t(
-                "−1 on the allowed keys and 0 on the blocked ones only shifts scores a little; nothing is hidden"
-            ),
+            "a": lazy_t("float_mask_added"),
+            "b": lazy_t("float_mask_added_1"),
+            "d": lazy_t("float_mask_minus_one"),
         },
     ),
     "q2": Numeric(
         key="nb07-q2b",
         digests=("5f6402df27442df1f54c1b98",),
-        why=lazy_t(
-            "sequence first: dimension 1 (10) is read as the batch and dimension 0 (32) as the positions, so the "
-            "'sentence' of one output holds one vector of each of the 32 real sentences, and attention mixes them"
-        ),
+        why=lazy_t("sequence_first_dimension"),
         mistakes={
-            lazy_t(
-                "1 is what batch_first=True gives; nn.Transformer() defaults to batch_first=False, so dimension 0 "
-                "(your 32 sentences) is read as the positions of one sequence"
-            ): 1,
-            lazy_t(
-                "10 is the number of 'sentences' nn.Transformer sees (dimension 1); one of them is a column of your "
-                "tensor: one vector from each of your 32 sentences"
-            ): 10,
+            lazy_t("batch_first_dimension_1"): 1,
+            lazy_t("batch_dimension_10"): 10,
         },
         rel_tol=0,
-        otherwise=lazy_t("write down which dimension nn.Transformer() reads as the batch and which as the positions"),
+        otherwise=lazy_t("write_down_dimension"),
     ),
     "q3": Numeric(
         key="nb07-q3",
         digests=("0ffe30ac6d315760f301da45", "b3bb67c4d499e390c3c6c3af", "75e0a08d2160b8a4581018cd"),
-        why=lazy_t("decoder input tgt[:-1] = <s> a b c d and labels tgt[1:] = a b c d </s>: 5 positions"),
+        why=lazy_t("decoder_input_tgt"),
         mistakes={
-            lazy_t(
-                "the decoder input drops the last token (</s> is never an input) and the labels drop <s>: one fewer "
-                "than the 6 tokens"
-            ): 6,
-            lazy_t(
-                "one token goes from each end, but of two different copies: input tgt[:-1] and labels tgt[1:] are 5 "
-                "long each"
-            ): 4,
+            lazy_t("decoder_input_drops"): 6,
+            lazy_t("token_goes_each"): 4,
         },
         rel_tol=1e-9,
-        otherwise=lazy_t("write the decoder input and the labels under each other and count the positions"),
+        otherwise=lazy_t("write_decoder_input"),
     ),
 }
 

@@ -20,13 +20,13 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ..i18n import lazy_t, load_catalogue, register, t
+from ..i18n import messages
 from . import Choice, Hint, Numeric, Result, as_int, as_number, as_sequence, expect_tensor, run_check
 from . import check_quiz as _check_quiz
 from .guard import no_shortcuts, number_matches
 from .seal import answer_check
 
-register("zh", load_catalogue("nb09_decoding"))
+t, lazy_t = messages("nb09_decoding")
 
 __all__ = [
     "check_table_design",
@@ -89,58 +89,30 @@ def _as_table(table) -> Tensor:
     if table is ... or table is None:
         raise NotImplementedError
     if not isinstance(table, dict):
-        raise Hint(
-            t(
-                "table_design should be a dict, row word → {{next word: probability}}, got {type}",
-                type=type(table).__name__,
-            )
-        )
+        raise Hint(t("table_design_dict", type=type(table).__name__))
     unknown = sorted(str(row) for row in table if row not in _ROWS)
     if unknown:
-        raise Hint(
-            t(
-                "{unknown} are not rows of the table: the rows are '<s>', 'A', 'B' and 'C' ('</s>' ends the "
-                "sentence and has no row)",
-                unknown=unknown,
-            )
-        )
+        raise Hint(t("not_rows_table", unknown=unknown))
     missing = [row for row in _ROWS if row not in table]
     if missing:
-        raise Hint(
-            t("table_design has no row for {missing}: write one row each for '<s>', 'A', 'B' and 'C'", missing=missing)
-        )
+        raise Hint(t("table_design_no", missing=missing))
     probs = torch.full((len(_WORDS), len(_WORDS)), 1e-12, dtype=torch.float64)  # a word left out: P ≈ 0 (not log 0)
     probs[_EOS, _EOS] = 1.0  # a finished sentence stays finished
     for row in _ROWS:
         nexts = table[row]
         if not isinstance(nexts, dict):
-            raise Hint(
-                t(
-                    "row {row!r} should be a dict, next word → probability, got {type}",
-                    row=row,
-                    type=type(nexts).__name__,
-                )
-            )
+            raise Hint(t("row_dict_next", row=row, type=type(nexts).__name__))
         bad = sorted(str(word) for word in nexts if word not in _NEXT)
         if bad:
-            raise Hint(
-                t("row {row!r}: {bad} are not words; the next word is one of '</s>', 'A', 'B', 'C'", row=row, bad=bad)
-            )
+            raise Hint(t("row_not_words", row=row, bad=bad))
         for word, p in nexts.items():
-            p = as_number(p, t("P({word} | {row})", word=word, row=row))
+            p = as_number(p, t("word_given_row", word=word, row=row))
             if not 0 <= p <= 1:
-                raise Hint(t("P({word} | {row}) = {p:g}: a probability lies between 0 and 1", word=word, row=row, p=p))
+                raise Hint(t("p_probability_lies", word=word, row=row, p=p))
             probs[_WORDS.index(row), _WORDS.index(word)] = max(p, 1e-12)
         total = sum(as_number(p, "p") for p in nexts.values())
         if not math.isclose(total, 1.0, abs_tol=1e-6):
-            raise Hint(
-                t(
-                    "row {row!r} sums to {total:.4f}: each row is a distribution over the next word, its "
-                    "probabilities sum to 1",
-                    row=row,
-                    total=total,
-                )
-            )
+            raise Hint(t("row_sums_each", row=row, total=total))
     return probs
 
 
@@ -185,65 +157,19 @@ def check_table_design(table_design) -> Result:
         ranked = sorted(sentences, key=lambda words: -_log_p(words, probs))
         best = ranked[0]
         if math.isclose(_log_p(ranked[0], probs), _log_p(ranked[1], probs), rel_tol=1e-6, abs_tol=1e-9):
-            raise Hint(
-                t(
-                    "two sentences tie for the most likely, {a} and {b}: make one of them more likely",
-                    a=_show(ranked[0], probs),
-                    b=_show(ranked[1], probs),
-                )
-            )
+            raise Hint(t("two_sentences_tie", a=_show(ranked[0], probs), b=_show(ranked[1], probs)))
         if not greedy or greedy[-1] != "</s>":
-            raise Hint(
-                t(
-                    "greedy decoding writes {sentence} and no '</s>' within {n} tokens: give '</s>' a good chance "
-                    "after some word",
-                    sentence=" ".join(greedy),
-                    n=_MAX_LEN - 1,
-                )
-            )
+            raise Hint(t("greedy_decoding_writes", sentence=" ".join(greedy), n=_MAX_LEN - 1))
         if greedy == best:
-            raise Hint(
-                t(
-                    "greedy decoding already writes the most likely sentence, {sentence}: the word that wins the "
-                    "first step must lead only to unlikely endings",
-                    sentence=_show(best, probs),
-                )
-            )
+            raise Hint(t("greedy_decoding_already", sentence=_show(best, probs)))
         if beam[2] == greedy:
-            raise Hint(
-                t(
-                    "beam search with k = 2 writes what greedy writes, {sentence}: give the word ranked second after "
-                    "<s> a likely ending, so that it overtakes",
-                    sentence=_show(greedy, probs),
-                )
-            )
+            raise Hint(t("beam_search_k", sentence=_show(greedy, probs)))
         if beam[2] == best:
-            raise Hint(
-                t(
-                    "beam search with k = 2 already finds the most likely sentence, {sentence}; for k = 2 to miss it "
-                    "and k = 3 to find it, it can start with the word ranked third after <s>, which k = 2 drops at "
-                    "the first step",
-                    sentence=_show(best, probs),
-                )
-            )
+            raise Hint(t("beam_search_k_2", sentence=_show(best, probs)))
         if beam[3] != best:
-            raise Hint(
-                t(
-                    "beam search with k = 3 writes {got}, not the most likely sentence {best}: the most likely "
-                    "sentence's prefixes must stay among the 3 best at every step",
-                    got=_show(beam[3], probs),
-                    best=_show(best, probs),
-                )
-            )
+            raise Hint(t("beam_search_k_3", got=_show(beam[3], probs), best=_show(best, probs)))
 
-    return run_check(
-        t("table design"),
-        check,
-        t(
-            "passed: greedy, beam search with k = 2 and beam search with k = 3 write three different sentences, "
-            "and only k = 3 finds the most likely one"
-        ),
-    )
+    return run_check(t("table_design"), check, t("passed_greedy_beam"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -267,29 +193,24 @@ def check_top_k_extensions(top_k_extensions) -> Result:
         )[:k]  # every (beam, word) pair, one by one: the k best
         want_scores = torch.tensor([c[0] for c in candidates])
         want_beam, want_word = torch.tensor([c[1] for c in candidates]), torch.tensor([c[2] for c in candidates])
-        with no_shortcuts(t("a beam step")):
+        with no_shortcuts(t("beam_step")):
             got = top_k_extensions(beam_log_probs.clone(), next_log_probs.clone(), k)
-        scores, beam, word = as_sequence(got, 3, t("the result of top_k_extensions, (scores, beam, word),"))
+        scores, beam, word = as_sequence(got, 3, t("result_top_k"))
         if isinstance(scores, Tensor) and scores.shape == (k,):
             plain = next_log_probs.flatten().topk(k).values
             if torch.allclose(scores.float(), plain, atol=1e-5):
-                raise Hint(
-                    t(
-                        "the scores ignore the beams' own log-probabilities: a candidate's score is "
-                        "beam_log_probs[b] + next_log_probs[b, w]"
-                    )
-                )
+                raise Hint(t("scores_ignore_beams"))
         expect_tensor(scores, want_scores, "scores", atol=1e-5)
         if isinstance(beam, Tensor) and isinstance(word, Tensor):
             flat = want_beam * V + want_word
             if torch.equal(beam.long(), flat % k) or torch.equal(word.long(), flat // k):
-                raise Hint(t("the flat index over (k, V) is beam · V + word: beam = index // V, word = index % V"))
+                raise Hint(t("flat_index_over"))
             if torch.equal(beam.long(), want_word) and torch.equal(word.long(), want_beam):
-                raise Hint(t("beam and word are swapped"))
+                raise Hint(t("beam_word_swapped"))
         expect_tensor(beam, want_beam.to(beam.dtype) if isinstance(beam, Tensor) else want_beam, "beam")
         expect_tensor(word, want_word.to(word.dtype) if isinstance(word, Tensor) else want_word, "word")
 
-    return run_check(t("top-k extensions"), check, t("passed: the k best (beam, word) pairs over all beams at once"))
+    return run_check(t("top_k_extensions"), check, t("passed_k_best"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -320,7 +241,7 @@ def check_crossover_alpha(crossover_alpha) -> Result:
         for case in _CROSSOVER_CASES:
             log_p_s, n_s, log_p_l, n_l = case
             what = f"crossover_alpha{case}"
-            with no_shortcuts(t("the crossover"), allow=("transformer_course.decode", "transformer_course.beam")):
+            with no_shortcuts(t("crossover"), allow=("transformer_course.decode", "transformer_course.beam")):
                 answer = crossover_alpha(*case)
             got = as_number(answer, what)
 
@@ -334,37 +255,18 @@ def check_crossover_alpha(crossover_alpha) -> Result:
                 low, high = (low, (low + high) / 2) if _gap(case, (low + high) / 2) >= 0 else ((low + high) / 2, high)
             want = (low + high) / 2
             mistakes = {
-                t("lp(Y) uses 5 + |Y|, not |Y|: the ratio of the penalties is (5 + |Y_long|) / (5 + |Y_short|)"): (
-                    math.log(log_p_l / log_p_s) / math.log(n_l / n_s)
-                ),
-                t(
-                    "the sign is flipped: at α = 0 the short hypothesis wins, so the crossover is a positive α "
-                    "(put log P_long / log P_short over (5 + |Y_long|) / (5 + |Y_short|))"
-                ): -want,
-                t("the scores are quotients, so compare the ratio log P_long / log P_short, not the difference"): (
-                    (log_p_l - log_p_s) / math.log((5 + n_l) / (5 + n_s))
-                ),
+                t("lp_y_uses"): (math.log(log_p_l / log_p_s) / math.log(n_l / n_s)),
+                t("sign_flipped_0"): -want,
+                t("scores_quotients_compare"): ((log_p_l - log_p_s) / math.log((5 + n_l) / (5 + n_s))),
             }
             for hint, value in mistakes.items():
                 if math.isclose(got, value, rel_tol=1e-6):
-                    raise Hint(t("{what} = {got:.4f}: {hint}", what=what, got=got, hint=hint))
+                    raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
             if want > 10 and 0 <= got <= 10:
-                raise Hint(
-                    t(
-                        "{what} = {got:.4f}: here the scores are equal only at α = {want:.4f}, beyond 10; a search over "
-                        "a fixed range misses it, a formula does not",
-                        what=what,
-                        got=got,
-                        want=want,
-                    )
-                )
-            raise Hint(
-                t("{what} = {got:.4f}, but the scores are equal at α = {want:.4f}", what=what, got=got, want=want)
-            )
+                raise Hint(t("here_scores_equal", what=what, got=got, want=want))
+            raise Hint(t("but_scores_equal", what=what, got=got, want=want))
 
-    return run_check(
-        t("crossover α"), check, t("passed: α = ln(log P_long / log P_short) / ln((5 + |Y_long|) / (5 + |Y_short|))")
-    )
+    return run_check(t("crossover_alpha_name"), check, t("passed_ln_log"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -422,44 +324,31 @@ def check_cache_numbers(cache_numbers) -> Result:
             what = (
                 f"cache_numbers(batch={batch}, layers={layers}, heads={heads}, d_k={d_k}, t={read}, src_len={src_len})"
             )
-            with no_shortcuts(t("the count")):
+            with no_shortcuts(t("count")):
                 answer = cache_numbers(*case)
             got = as_int(answer, what)
             if case == _BIG_CACHE_CASE:
                 if not number_matches("nb09-cache-big", got, _BIG_CACHE_DIGESTS, 0):
-                    raise Hint(
-                        t(
-                            "{what} = {got:,}: right on the small models, wrong on this one; it has 48 layers of "
-                            "d_model 4096 and cannot be built: write the count as a formula of the six sizes",
-                            what=what,
-                            got=got,
-                        )
-                    )
+                    raise Hint(t("right_small_models", what=what, got=got))
                 continue
             want = counted(*case)
             if got == want:
                 continue
             per = batch * heads * d_k  # one position of one layer's keys (or values)
             mistakes = {
-                t("the values are missing: each attention keeps its keys AND its values"): want // 2,
-                t("the cross-attention is missing: it keeps the projected memory, src_len positions per layer"): (
-                    2 * layers * per * read
-                ),
-                t("that is one layer: every decoder layer keeps its own cache"): want // layers,
-                t("the self-attention holds t positions after t tokens were read, not t + 1"): (
-                    2 * layers * per * (read + 1 + src_len)
-                ),
-                t("the self-attention holds t positions after t tokens were read (<s> included), not t − 1"): (
-                    2 * layers * per * (read - 1 + src_len)
-                ),
-                t("the cross-attention's length is the source's, src_len, not t"): 2 * layers * per * (2 * read),
+                t("values_missing_each"): want // 2,
+                t("cross_attention_missing"): (2 * layers * per * read),
+                t("layer_every_decoder"): want // layers,
+                t("self_attention_holds"): (2 * layers * per * (read + 1 + src_len)),
+                t("self_attention_holds_t"): (2 * layers * per * (read - 1 + src_len)),
+                t("cross_attentions_length"): 2 * layers * per * (2 * read),
             }
             for hint, value in mistakes.items():
                 if got == value:
-                    raise Hint(t("{what} = {got:,}: {hint}", what=what, got=got, hint=hint))
-            raise Hint(t("{what} = {got:,}; the package's cache holds {want:,} numbers", what=what, got=got, want=want))
+                    raise Hint(t("answer_is_hint_count", what=what, got=got, hint=hint))
+            raise Hint(t("packages_cache_holds", what=what, got=got, want=want))
 
-    return run_check(t("cache numbers"), check, t("passed: 2 · layers · batch · heads · d_k · (t + src_len)"))
+    return run_check(t("cache_numbers"), check, t("passed_2_layers"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -470,48 +359,31 @@ QUESTIONS = {
         key="nb09-q1b",
         digest="967cb5e022017f50461b22b6",
         letters="abc",
-        why=lazy_t(
-            "the memory is the same at every step, so the cross-attention's keys and values stay right; without "
-            "the causal mask a new word changes every earlier position's output, so the self-attention cache goes stale"
-        ),
+        why=lazy_t("memory_same_every"),
         wrong={
-            "a": lazy_t(
-                "without the causal mask, position i reads the words written after it: when a word is added, every "
-                "earlier position's output changes in the first layer, and so the keys and values of every layer above"
-            ),
-            "c": lazy_t(
-                "the cross-attention reads only the encoder's memory, which does not change while the output grows: "
-                "its keys and values stay exactly right"
-            ),
+            "a": lazy_t("without_causal_mask"),
+            "c": lazy_t("cross_attention_reads"),
         },
     ),
     "q2": Numeric(
         key="nb09-q2",
         digests=("d4edfdd175438ad02b17a4c6",),
-        why=lazy_t(
-            "each of the k = 4 prefixes is extended by each of the 6,190 words: 24,760 candidates, one topk over them"
-        ),
+        why=lazy_t("each_k_4"),
         mistakes={
-            lazy_t("that is one prefix's extensions; all k = 4 prefixes are extended"): 6190,
-            lazy_t("the beam keeps k prefixes, but it scores every word after each of them"): 4 * 4,
+            lazy_t("prefixs_extensions_all"): 6190,
+            lazy_t("beam_keeps_k"): 4 * 4,
         },
         rel_tol=0,
-        otherwise=lazy_t("count the (prefix, next word) pairs"),
+        otherwise=lazy_t("count_prefix_next"),
     ),
     "q3": Choice(
         key="nb09-q3b",
         digest="ed741fdbe867387ec5e8b278",
         letters="abc",
-        why=lazy_t(
-            "its log P can only fall, but a longer hypothesis divides it by a larger lp(Y): with α > 0 a lower "
-            "log P can still reach a higher score, so the search must go on"
-        ),
+        why=lazy_t("log_p_can"),
         wrong={
-            "a": lazy_t(
-                "that holds for α = 0 only: with α > 0 the score is log P / lp(Y), and lp(Y) grows with the length, "
-                "so a longer hypothesis with a lower log P can score higher"
-            ),
-            "c": lazy_t("the beam size does not enter: the score of one hypothesis is log P / lp(Y), whatever k is"),
+            "a": lazy_t("holds_0_only"),
+            "c": lazy_t("beam_size_does"),
         },
     ),
 }

@@ -17,13 +17,13 @@ import math
 
 import torch
 
-from ..i18n import lazy_t, load_catalogue, register, t
+from ..i18n import messages
 from . import Choice, Hint, Numeric, Result, as_shape, expect_tensor, run_check
 from . import check_quiz as _check_quiz
 from .guard import no_shortcuts
 from .seal import answer_check
 
-register("zh", load_catalogue("nb10_attention_visualization"))
+t, lazy_t = messages("nb10_attention_visualization")
 
 __all__ = [
     "check_head_entropy",
@@ -63,41 +63,31 @@ def check_head_entropy(head_entropy) -> Result:
         # a one-hot head (entropy 0) and a uniform head (entropy ln k) first: the easiest numbers to reason about
         k = 4
         simple = torch.stack([torch.eye(k), torch.full((k, k), 1 / k)])  # (2, k, k)
-        with no_shortcuts(t("the entropy")):
+        with no_shortcuts(t("entropy")):
             got = head_entropy(simple)
         if isinstance(got, torch.Tensor) and got.shape == (2,) and torch.isnan(got).any():
-            raise Hint(
-                t(
-                    "your entropy is NaN for a head whose weights contain 0: 0 · log 0 must count as 0 "
-                    "(e.g. torch.where(w > 0, w * w.log(), 0) or w * w.clamp_min(1e-30).log())"
-                )
-            )
+            raise Hint(t("entropy_nan_head"))
         expected = torch.tensor([0.0, math.log(k)])
         if (
             isinstance(got, torch.Tensor)
             and got.shape == (2,)
             and torch.allclose(got.double(), expected.double() / math.log(2), atol=1e-4)
         ):
-            raise Hint(
-                t(
-                    "your values are in bits (log2); use the natural log (torch.log), so a uniform row over k keys "
-                    "gives ln k"
-                )
-            )
+            raise Hint(t("values_bits_log2"))
         if (
             isinstance(got, torch.Tensor)
             and got.shape == (2,)
             and torch.allclose(got.double(), expected.double() * k, atol=1e-4)
         ):
-            raise Hint(t("you summed the entropies of the rows; take their mean over the queries (.mean(-1))"))
-        expect_tensor(got, expected, t("head_entropy(one-hot head, uniform head)"))
+            raise Hint(t("summed_entropies_rows"))
+        expect_tensor(got, expected, t("head_entropy_hot"))
         for seed, causal in ((0, False), (1, True)):
             w = _weights(seed, heads=3, q_len=5, k_len=6 if not causal else 5, causal=causal)  # (3, q, k)
-            with no_shortcuts(t("the entropy")):
+            with no_shortcuts(t("entropy")):
                 got = head_entropy(w)
             expected = _entropy_by_hand(w).float()
             if isinstance(got, torch.Tensor) and torch.isnan(got).any():
-                raise Hint(t("NaN: masked keys have weight 0, and 0 · log 0 must count as 0"))
+                raise Hint(t("nan_masked_keys"))
             if isinstance(got, torch.Tensor) and got.shape == (3,):
                 over_queries = -(w * w.clamp_min(1e-30).log()).sum(-2).mean(-1)  # entropy down the columns
                 if (
@@ -105,20 +95,13 @@ def check_head_entropy(head_entropy) -> Result:
                     and torch.allclose(got.float(), over_queries, atol=1e-4)  # any float dtype is fine
                     and not torch.allclose(got.float(), expected, atol=1e-4)
                 ):
-                    raise Hint(
-                        t(
-                            "you summed over the queries (dim -2); each row (one query) is a distribution over keys: "
-                            "sum over dim -1"
-                        )
-                    )
+                    raise Hint(t("summed_over_queries"))
             what = (
-                t("head_entropy(weights {shape}, causal)", shape=tuple(w.shape))
-                if causal
-                else f"head_entropy(weights {tuple(w.shape)})"
+                t("head_entropy_weights", shape=tuple(w.shape)) if causal else f"head_entropy(weights {tuple(w.shape)})"
             )
             expect_tensor(got, expected, what, atol=1e-4)
 
-    return run_check(t("head entropy"), check, t("passed: 0 for a one-hot head, ln k for a uniform one, 0 · log 0 = 0"))
+    return run_check(t("head_entropy"), check, t("passed_0_hot"))
 
 
 def check_rollout(rollout) -> Result:
@@ -140,44 +123,31 @@ def check_rollout(rollout) -> Result:
         with_residual = [0.5 * w.mean(0) + 0.5 * eye for w in layers]  # Ā of each layer, (S, S)
         expected = product(reversed(with_residual))  # Ā_last ··· Ā_first
         copies = [w.clone() for w in layers]  # (outside the watch: a comprehension is a function of this module)
-        with no_shortcuts(t("the rollout")):
+        with no_shortcuts(t("rollout")):
             got = rollout(copies)
         if isinstance(got, torch.Tensor) and got.shape == (3, 5, 5):
-            raise Hint(t("you got one rollout per head: average the heads of each layer first (mean over dim 0)"))
+            raise Hint(t("got_rollout_per"))
         if isinstance(got, torch.Tensor) and got.shape == (5, 5) and got.is_floating_point():
             g64 = got.double()
             mistakes = {
-                t(
-                    "the layers are multiplied in the wrong order: the last layer reads what the layers below made, "
-                    "so R = Ā_last ··· Ā_first (the first layer on the right)"
-                ): product(with_residual),
-                t(
-                    "the residual connection is missing: each layer also passes its input on unchanged, "
-                    "Ā = ½ · A + ½ · I"
-                ): product(reversed([w.mean(0) for w in layers])),
-                t(
-                    "the rows sum to 2^layers, not 1: Ā = ½ · A + ½ · I (A + I, divided by 2, keeps each row a "
-                    "distribution)"
-                ): product(reversed([w.mean(0) + eye for w in layers])),
-                t("that is the maximum over the heads; the rollout averages them (mean over dim 0)"): product(
-                    reversed([0.5 * w.max(0).values + 0.5 * eye for w in layers])
-                ),
-                t("that is the last layer alone; the rollout multiplies the Ā of every layer"): with_residual[-1],
+                t("layers_multiplied_wrong"): product(with_residual),
+                t("residual_connection_missing"): product(reversed([w.mean(0) for w in layers])),
+                t("rows_sum_2"): product(reversed([w.mean(0) + eye for w in layers])),
+                t("maximum_over_heads"): product(reversed([0.5 * w.max(0).values + 0.5 * eye for w in layers])),
+                t("last_layer_alone"): with_residual[-1],
             }
             for hint, value in mistakes.items():
                 if torch.allclose(g64, value.double(), atol=1e-5):
                     raise Hint(hint)
-        expect_tensor(got, expected, t("rollout(3 layers of (3 heads, 5, 5))"))
+        expect_tensor(got, expected, t("rollout_3_layers"))
         layers = [(2.0 * torch.randn(2, 4, 4, generator=g)).softmax(-1) for _ in range(2)]  # another size
         expected = (0.5 * layers[1].mean(0) + 0.5 * torch.eye(4)) @ (0.5 * layers[0].mean(0) + 0.5 * torch.eye(4))
         copies = [w.clone() for w in layers]  # (outside the watch: a comprehension is a function of this module)
-        with no_shortcuts(t("the rollout")):
+        with no_shortcuts(t("rollout")):
             got = rollout(copies)
-        expect_tensor(got, expected, t("rollout(2 layers of (2 heads, 4, 4))"))
+        expect_tensor(got, expected, t("rollout_2_layers"))
 
-    return run_check(
-        t("rollout"), check, t("passed: R = Ā_last ··· Ā_first with Ā = ½ · (mean over heads) + ½ · I, rows sum to 1")
-    )
+    return run_check(t("rollout_name"), check, t("passed_r_last"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -202,19 +172,15 @@ def _captured_shapes() -> dict[str, tuple[int, ...]]:
 def _shape_mistakes(kind: str, want: tuple[int, ...]) -> dict[tuple[int, ...], str]:
     heads, q, k = want
     mistakes = {
-        (1, *want): t("the capture keeps one sentence and drops the batch axis: (heads, q_len, k_len)"),
-        (q, k): t("there is one (q_len, k_len) table per head: (heads, q_len, k_len)"),
-        (heads, k, q): t("rows are queries, columns keys: (heads, q_len, k_len)"),
+        (1, *want): t("capture_keeps_sentence"),
+        (q, k): t("q_len_k"),
+        (heads, k, q): t("rows_queries_columns"),
     }
     if kind in ("decoder", "cross"):
         forgot_bos = (heads, _TGT_LEN, _TGT_LEN if kind == "decoder" else k)
-        mistakes[forgot_bos] = t(
-            "the decoder reads <s> first (the target shifted right, notebook 08): its positions are the "
-            "{symbols} target symbols plus <s>",
-            symbols=_TGT_LEN,
-        )
+        mistakes[forgot_bos] = t("decoder_reads_s", symbols=_TGT_LEN)
     if kind == "decoder":
-        mistakes[(heads, q, _SRC_LEN)] = t("decoder self-attention's keys are target positions too, not source ones")
+        mistakes[(heads, q, _SRC_LEN)] = t("decoder_self_attentions")
     return mistakes
 
 
@@ -232,12 +198,10 @@ def check_capture_shapes(encoder_shape, decoder_shape, cross_shape) -> Result:
             got = as_shape(answer, f"{kind}_shape")
             if got == want[kind]:
                 continue
-            hint = _shape_mistakes(kind, want[kind]).get(got) or t("count the heads, the queries and the keys again")
-            raise Hint(t("{what} = {got}: {hint}", what=f"{kind}_shape", got=got, hint=hint))
+            hint = _shape_mistakes(kind, want[kind]).get(got) or t("count_heads_queries")
+            raise Hint(t("what_got_hint", what=f"{kind}_shape", got=got, hint=hint))
 
-    return run_check(
-        t("captured shapes"), check, t("passed: (heads, q_len, k_len), and the decoder's axis has <s> in front")
-    )
+    return run_check(t("captured_shapes"), check, t("passed_heads_q"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -247,59 +211,36 @@ QUESTIONS = {
     "q1": Numeric(
         key="nb10-q1b",
         digests=("0fdfd732fd020ec4e4c6ab89", "5593807e7fe30e7187b2564b", "11698de952388b02e19c937f"),
-        why=lazy_t(
-            "row i may see only the i + 1 positions up to itself, so a uniform row has entropy ln(i + 1): the mean "
-            "over the 8 rows is (ln 1 + ln 2 + … + ln 8) / 8 = ln(8!) / 8 ≈ 1.326 nats"
-        ),
+        why=lazy_t("row_i_may"),
         mistakes={
-            lazy_t("that is a row over all 8 keys; the causal mask lets row i see only the i + 1 positions up to it"): (
-                2.0794415416798357
-            ),
-            lazy_t("that is the sum over the rows; the head entropy is their mean"): 10.604602902745249,
-            lazy_t("that is in bits (log base 2); the course measures entropy in nats (natural log)"): (
-                1.9124010022984097
-            ),
+            lazy_t("row_over_all"): (2.0794415416798357),
+            lazy_t("sum_over_rows"): 10.604602902745249,
+            lazy_t("bits_log_base"): (1.9124010022984097),
         },
         rel_tol=1e-3,
-        otherwise=lazy_t("row i is uniform over the i + 1 positions it may see: its entropy is ln(i + 1)"),
+        otherwise=lazy_t("row_i_uniform"),
     ),
     "q2": Numeric(
         key="nb10-q2b",
         digests=("3074492de40af711a8045781", "48444ca4f78eb226a1d54dea", "0265bee061beb3e6e7a2367c"),
-        why=lazy_t(
-            "−0.5 ln 0.5 − 7 · (0.5 / 7) ln(0.5 / 7) = 0.5 ln 2 + 0.5 ln 14 = 0.5 ln 28 ≈ 1.666 nats: between 0 "
-            "(one key) and ln 8 ≈ 2.079 (uniform)"
-        ),
+        why=lazy_t("entropy_worked"),
         mistakes={
-            lazy_t("that is in bits (log base 2); the course measures entropy in nats (natural log)"): (
-                2.403677461028802
-            ),
-            lazy_t("that is a uniform row over the 8 keys; this one puts half its weight on one key"): (
-                2.0794415416798357
-            ),
-            lazy_t("the key with weight 0.5 counts too: add its −0.5 ln 0.5"): 1.3195286648076292,
-            lazy_t("the 7 other keys count too: each holds 0.5 / 7"): 0.34657359027997264,
+            lazy_t("bits_log_base"): (2.403677461028802),
+            lazy_t("uniform_row_over"): (2.0794415416798357),
+            lazy_t("key_weight_0"): 1.3195286648076292,
+            lazy_t("other_keys_count"): 0.34657359027997264,
         },
         rel_tol=1e-3,
-        otherwise=lazy_t("use H = −Σ_j w_j ln w_j with w = 0.5 for one key and 0.5 / 7 for each of the 7 others"),
+        otherwise=lazy_t("use_h_j"),
     ),
     "q3": Choice(
         key="nb10-q3b",
         digest="9b23cf6852cb350629d71bf4",
         letters="abc",
-        why=lazy_t(
-            "a sharp pattern shows where one head reads, not that the output depends on it alone: other heads "
-            "(mixed by W^O) and later layers can carry the same information"
-        ),
+        why=lazy_t("sharp_pattern_shows"),
         wrong={
-            "a": lazy_t(
-                "the head does read the mirror position; the experiment only shows that the model does not need it "
-                "alone: other heads can carry the same information"
-            ),
-            "c": lazy_t(
-                "the heatmap is right: it shows the weights the head computed; what it cannot show is whether the "
-                "output depends on them"
-            ),
+            "a": lazy_t("head_does_read"),
+            "c": lazy_t("heatmap_right_shows"),
         },
     ),
 }

@@ -20,13 +20,13 @@ import math
 
 import torch
 
-from ..i18n import lazy_t, load_catalogue, register, t
+from ..i18n import messages
 from . import Choice, Hint, Numeric, Result, as_int, as_number, as_sequence, expect_tensor, run_check
 from . import check_quiz as _check_quiz
 from .guard import no_shortcuts
 from .seal import answer_check
 
-register("zh", load_catalogue("nb11_train_multi30k"))
+t, lazy_t = messages("nb11_train_multi30k")
 
 __all__ = [
     "check_update_average",
@@ -50,12 +50,10 @@ def _run_average(update_average, dicts: list[dict]) -> dict:
     itself, then ``update_average(average, next, count)`` with count = how many are in the new average."""
     average = dicts[0]
     for count, state in enumerate(dicts[1:], start=2):
-        with no_shortcuts(t("the average")):
+        with no_shortcuts(t("average")):
             average = update_average(average, state, count)
         if not isinstance(average, dict):
-            raise Hint(
-                t("update_average should return a dict (name → tensor), got {type}", type=type(average).__name__)
-            )
+            raise Hint(t("update_average_return", type=type(average).__name__))
     return average
 
 
@@ -69,21 +67,9 @@ def check_update_average(update_average) -> Result:
         got = _run_average(update_average, [dict(d) for d in dicts])
         for name in before[0]:
             if not all(torch.equal(d[name], b[name]) for d, b in zip(dicts, before)):
-                raise Hint(
-                    t(
-                        "your code changed an input checkpoint ({name!r}); build new tensors, e.g. "
-                        "average[name] + (state[name] − average[name]) / count",
-                        name=name,
-                    )
-                )
+                raise Hint(t("code_changed_input", name=name))
         if set(got) != set(before[0]):
-            raise Hint(
-                t(
-                    "the average has the keys {got}, expected {expected}: one per parameter",
-                    got=sorted(got),
-                    expected=sorted(before[0]),
-                )
-            )
+            raise Hint(t("average_keys_expected", got=sorted(got), expected=sorted(before[0])))
         for name in before[0]:
             stack = torch.stack([b[name] for b in before])  # (checkpoints, ...)
             expected = stack.mean(0)
@@ -94,35 +80,16 @@ def check_update_average(update_average) -> Result:
                 for b in before[1:]:
                     halves = (halves + b[name]) / 2  # an exponential moving average
                 if torch.allclose(value, halves, atol=1e-6):
-                    raise Hint(
-                        t(
-                            "{name!r}: (average + new) / 2 gives the newest checkpoint half the weight and the first "
-                            "one 1/8; each of the count checkpoints must weigh 1/count",
-                            name=name,
-                        )
-                    )
+                    raise Hint(t("average_new_2", name=name))
                 if torch.allclose(value, stack.sum(0), atol=1e-6):
-                    raise Hint(
-                        t(
-                            "{name!r} is the sum of the checkpoints; the average divides by how many there are",
-                            name=name,
-                        )
-                    )
+                    raise Hint(t("sum_checkpoints_average", name=name))
                 if torch.allclose(value, before[-1][name], atol=1e-6):
-                    raise Hint(t("{name!r} equals the last checkpoint; the older ones must count too", name=name))
+                    raise Hint(t("equals_last_checkpoint", name=name))
                 if torch.allclose(value, stack[1:].mean(0), atol=1e-6):
-                    raise Hint(
-                        t(
-                            "{name!r} lost the first checkpoint: the new one joins count − 1 others, so it weighs "
-                            "1/count, not 1/(count − 1)",
-                            name=name,
-                        )
-                    )
-            expect_tensor(value, expected, t("the average of 4 checkpoints, {name!r}", name=name))
+                    raise Hint(t("lost_first_checkpoint", name=name))
+            expect_tensor(value, expected, t("average_4_checkpoints", name=name))
 
-    return run_check(
-        t("update average"), check, t("passed: average + (new − average) / count, two checkpoints in memory")
-    )
+    return run_check(t("update_average"), check, t("passed_average_new"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -169,12 +136,10 @@ def _bleu_mistakes(correct, total, sys_len: int, ref_len: int) -> dict[str, floa
     geometric = math.exp(sum(math.log(p) for p in precisions) / 4)
     bp = 1.0 if sys_len > ref_len else math.exp(1 - ref_len / sys_len)
     return {
-        t("the precisions are combined by a geometric mean, exp of the mean of their logs, not an arithmetic mean"): (
-            100 * bp * sum(precisions) / 4
-        ),
-        t("the brevity penalty is missing: a short output must pay exp(1 − ref_len / sys_len)"): 100 * geometric,
-        t("BLEU is reported on a 0–100 scale: multiply by 100"): bp * geometric,
-        t("the brevity penalty is upside down: exp(1 − ref_len / sys_len) is below 1 when the output is short"): (
+        t("precisions_combined_geometric"): (100 * bp * sum(precisions) / 4),
+        t("brevity_penalty_missing"): 100 * geometric,
+        t("bleu_reported_0"): bp * geometric,
+        t("brevity_penalty_upside"): (
             100 * geometric * (1.0 if sys_len > ref_len else math.exp(1 - sys_len / ref_len))
         ),
     }
@@ -191,26 +156,21 @@ def check_bleu_from_counts(bleu_from_counts) -> Result:
             counts = (list(correct), tuple(total), sys_len, ref_len)
             with _sacrebleu_watched() as called:
                 try:
-                    with no_shortcuts(t("BLEU")):
+                    with no_shortcuts(t("bleu")):
                         answer = bleu_from_counts(*counts)
                 finally:
                     if called:  # (the watch also names the recorder, a function of this module: say what it recorded)
-                        raise Hint(
-                            t(
-                                "your code calls sacrebleu's BLEU.compute_bleu, sacreBLEU's own BLEU from counts, so "
-                                "this is not counted as yours: write the brevity penalty and the geometric mean yourself"
-                            )
-                        )
+                        raise Hint(t("code_calls_sacrebleus"))
             got = as_number(answer, what)
             want = _sacrebleu_score(correct, total, sys_len, ref_len)
             if math.isclose(got, want, rel_tol=1e-6):
                 continue
             for hint, value in _bleu_mistakes(correct, total, sys_len, ref_len).items():
                 if math.isclose(got, value, rel_tol=1e-6):
-                    raise Hint(t("{what} = {got:.4f}: {hint}", what=what, got=got, hint=hint))
-            raise Hint(t("{what} = {got:.4f}, sacreBLEU says {want:.4f}", what=what, got=got, want=want))
+                    raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
+            raise Hint(t("sacrebleu_says", what=what, got=got, want=want))
 
-    return run_check(t("BLEU from counts"), check, t("passed: equal to sacreBLEU's BLEU"))
+    return run_check(t("bleu_counts"), check, t("passed_equal_sacrebleus"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -239,57 +199,32 @@ def check_length_batches(length_batches) -> Result:
     def check():
         for lengths, max_tokens in _length_cases():
             what = f"length_batches({len(lengths)} lengths, max_tokens={max_tokens})"
-            with no_shortcuts(t("the batching")):
+            with no_shortcuts(t("batching")):
                 answer = length_batches(list(lengths), max_tokens)
-            batches = [as_sequence(b, None, t("batch {i}", i=i)) for i, b in enumerate(as_sequence(answer, None, what))]
-            batches = [[as_int(n, t("an index in batch {i}", i=i)) for n in b] for i, b in enumerate(batches)]
+            batches = [as_sequence(b, None, t("batch", i=i)) for i, b in enumerate(as_sequence(answer, None, what))]
+            batches = [[as_int(n, t("index_batch", i=i)) for n in b] for i, b in enumerate(batches)]
             if any(not b for b in batches):
-                raise Hint(
-                    t(
-                        "{what}: batch {i} is empty; every batch holds at least one sentence",
-                        what=what,
-                        i=next(i for i, b in enumerate(batches) if not b),
-                    )
-                )
+                raise Hint(t("batch_empty_every", what=what, i=next(i for i, b in enumerate(batches) if not b)))
             seen = [n for b in batches for n in b]
             if sorted(seen) == sorted(lengths) and sorted(seen) != list(range(len(lengths))):
-                raise Hint(t("{what}: the batches hold the lengths; return the sentences' indices instead", what=what))
+                raise Hint(t("batches_hold_lengths", what=what))
             outside = sorted({n for n in seen if not 0 <= n < len(lengths)})
             if outside:
                 if sorted(seen) == sorted(lengths):
-                    raise Hint(
-                        t("{what}: the batches hold the lengths; return the sentences' indices instead", what=what)
-                    )
-                raise Hint(
-                    t(
-                        "{what}: {outside} are not sentence indices (0 … {last})",
-                        what=what,
-                        outside=outside[:5],
-                        last=len(lengths) - 1,
-                    )
-                )
+                    raise Hint(t("batches_hold_lengths", what=what))
+                raise Hint(t("not_sentence_indices", what=what, outside=outside[:5], last=len(lengths) - 1))
             if len(seen) != len(set(seen)):
                 twice = sorted({n for n in seen if seen.count(n) > 1})[:5]
-                raise Hint(
-                    t(
-                        "{what}: sentences {twice} are in more than one batch; each goes in exactly one",
-                        what=what,
-                        twice=twice,
-                    )
-                )
+                raise Hint(t("sentences_more_batch", what=what, twice=twice))
             if len(seen) != len(lengths):
                 lost = sorted(set(range(len(lengths))) - set(seen))[:5]
-                raise Hint(
-                    t("{what}: sentences {lost} are in no batch; every sentence goes in one", what=what, lost=lost)
-                )
+                raise Hint(t("sentences_no_batch", what=what, lost=lost))
             for i, b in enumerate(batches):
                 longest = max(lengths[n] for n in b)
                 if len(b) * longest > max_tokens:
                     raise Hint(
                         t(
-                            "{what}: batch {i} has {n} sentences and its longest has {longest} tokens: {size} padded "
-                            "positions, more than max_tokens = {max_tokens}; a batch costs sentences × longest, "
-                            "padding included",
+                            "batch_sentences_longest",
                             what=what,
                             i=i,
                             n=len(b),
@@ -303,38 +238,12 @@ def check_length_batches(length_batches) -> Result:
             fewest = math.ceil(sum(lengths) / max_tokens)
             if padding > _MAX_PADDING:
                 if padding > 0.2:
-                    raise Hint(
-                        t(
-                            "{what}: {padding:.1%} of the positions are padding: sort the sentences by length first, "
-                            "so that each batch holds sentences of about one length",
-                            what=what,
-                            padding=padding,
-                        )
-                    )
-                raise Hint(
-                    t(
-                        "{what}: {padding:.1%} of the positions are padding, more than 10 %: keep sentences of "
-                        "about one length together",
-                        what=what,
-                        padding=padding,
-                    )
-                )
+                    raise Hint(t("positions_padding_sort", what=what, padding=padding))
+                raise Hint(t("positions_padding_more", what=what, padding=padding))
             if len(batches) > fewest * (1 + _MAX_EXTRA_BATCHES):
-                raise Hint(
-                    t(
-                        "{what}: {n} batches where {fewest} could hold every token: fill each batch up to "
-                        "max_tokens (sentences × longest) before starting the next",
-                        what=what,
-                        n=len(batches),
-                        fewest=fewest,
-                    )
-                )
+                raise Hint(t("batches_where_could", what=what, n=len(batches), fewest=fewest))
 
-    return run_check(
-        t("length batches"),
-        check,
-        t("passed: every sentence once, no batch over budget, little padding and nearly full batches"),
-    )
+    return run_check(t("length_batches"), check, t("passed_every_sentence"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -344,50 +253,35 @@ QUESTIONS = {
     "q1": Numeric(
         key="nb11-q1b",
         digests=("d13f9c381d8aa552d3fdf894", "dcaf207a848b8731c69b4dc5", "83de14ba8e751d89fd7603df"),
-        why=lazy_t(
-            "the batch is a 40 × 25 rectangle of 1,000 source positions, 880 of them real: 120 / 1,000 = 0.12 padding"
-        ),
+        why=lazy_t("batch_40_25"),
         mistakes={
-            lazy_t("that is the fraction of real tokens; the padding is the rest"): 0.88,
-            lazy_t("that is the number of padded positions; the fraction divides it by all 1,000 positions"): 120,
-            lazy_t("divide by all positions of the batch (40 · 25 = 1,000), not by the real tokens"): 120 / 880,
+            lazy_t("fraction_real_tokens"): 0.88,
+            lazy_t("number_padded_positions"): 120,
+            lazy_t("divide_all_positions"): 120 / 880,
         },
         rel_tol=1e-3,
-        otherwise=lazy_t("the batch is 40 sentences × its longest source: count its positions, then the padded ones"),
+        otherwise=lazy_t("batch_40_sentences"),
     ),
     "q2": Numeric(
         key="nb11-q2b",
         digests=("67ad01c52392ab2c249214f5",),
-        why=lazy_t(
-            "each of the 4 processes adds the gradients of 2 batches of up to 8,000 tokens before the step, and "
-            "DDP averages the 4 processes' gradients into one step: 4 · 2 · 8,000 = 64,000 tokens"
-        ),
+        why=lazy_t("each_4_processes"),
         mistakes={
-            lazy_t("that is 4 GPUs × one batch; with accumulate = 2 each GPU adds a second batch before the step"): (
-                32000
-            ),
-            lazy_t("that is one GPU with accumulate = 2; the 4 GPUs each take their own batches too"): 16000,
-            lazy_t("that is one GPU's batch; with DDP each of the 4 GPUs processes its own batch in the same step"): (
-                8000
-            ),
+            lazy_t("gpus_times_batch"): (32000),
+            lazy_t("gpu_accumulate_2"): 16000,
+            lazy_t("gpus_batch_ddp"): (8000),
         },
         rel_tol=0,
-        otherwise=lazy_t("count the batches that go into one optimizer step, and the tokens in each"),
+        otherwise=lazy_t("count_batches_go"),
     ),
     "q3": Choice(
         key="nb11-q3b",
         digest="f1d7d708a7302cb372bfa2ed",
         letters="abc",
-        why=lazy_t(
-            "100,000 is above float16's largest number, 65,504: it overflows to inf, and the loss's gradients "
-            "become inf or NaN; bfloat16 has float32's exponent range and keeps it (as 99,840)"
-        ),
+        why=lazy_t("float16_overflow"),
         wrong={
-            "a": lazy_t(
-                "float16 has no number near 100,000: its largest is 65,504 (printed in section 6), and anything "
-                "beyond rounds to inf"
-            ),
-            "c": lazy_t("a float cast does not clamp: a value past the largest float16 rounds to inf, not to 65,504"),
+            "a": lazy_t("float16_no_number"),
+            "c": lazy_t("float_cast_does"),
         },
     ),
 }

@@ -21,9 +21,9 @@ import functools
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..i18n import lazy_t, load_catalogue, register
+from ..i18n import messages
 
-register("zh", load_catalogue("seal"))
+t, lazy_t = messages("seal")
 
 __all__ = [
     "MARKER",
@@ -39,7 +39,7 @@ __all__ = [
 
 MARKER = Path(__file__).with_name("SEALED")  # present in the hub wheel only
 PLACEHOLDER = "sealed:"  # a digest the hub wheel left out: "sealed:0", "sealed:1", …
-SEALED_MESSAGE = lazy_t("noted; whether it is right is checked when your work is graded")
+SEALED_MESSAGE = lazy_t("noted_whether_right")
 
 _sealed: contextvars.ContextVar[bool | None] = contextvars.ContextVar("tc_sealed", default=None)
 _answer_check: contextvars.ContextVar[bool] = contextvars.ContextVar("tc_answer_check", default=False)
