@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.data.multi30k import MIRROR_ENV, multi30k_filename
+from transformer_course.data import MIRROR_ENV, multi30k_filename
 
 REPO = Path(__file__).resolve().parent.parent
 

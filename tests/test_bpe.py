@@ -9,9 +9,9 @@ from collections import Counter
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
+from transformer_course.data import multi30k_filename
 from transformer_course.data.bpe import BPE, WORD_START, count_pairs, learn_bpe, merge_pair, pretokenize
 from transformer_course.data.corpus import read_lines
-from transformer_course.data.multi30k import multi30k_filename
 from transformer_course.data.subword import SubwordTokenizer
 from transformer_course.data.vocab import SPECIALS
 

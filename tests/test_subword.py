@@ -11,8 +11,8 @@ import pytest
 import torch
 from tokenizers import Tokenizer, models
 
+from transformer_course.data import multi30k_filename
 from transformer_course.data.corpus import read_lines
-from transformer_course.data.multi30k import multi30k_filename
 from transformer_course.data.subword import SUBWORD_FORMAT, SubwordTokenizer
 from transformer_course.data.tokenization import tokenize_many
 from transformer_course.data.vocab import BOS, EOS, PAD, SPECIALS, UNK, Vocab, VocabMismatchError

@@ -54,6 +54,9 @@ __all__ = [
     "BeamResult",
     "beam_search",
     "decode_sentences",
+    "output_limit",
+    "source_tokens",
+    "to_text",
     "translate",
 ]
 
@@ -326,6 +329,47 @@ def beam_search(
 # 4. Text in, text out
 
 
+def source_tokens(
+    caller: str, sentences, beam_size, max_len, length_penalty, batch_size, table: int, src_lang: str, tokenizer
+) -> list[list[str]]:
+    """The checks :func:`decode_sentences` and the CTranslate2 engine (``engine.engine_ids``) make before they
+    decode, then each sentence's source tokens (subword pieces with a ``tokenizer``, else spaCy words)."""
+    if isinstance(sentences, str):
+        raise TypeError(f"{caller} expects a list of sentences, got one string; pass [text]")
+    check_beam_size(beam_size)
+    if max_len is not None and (not _is_int(max_len) or max_len < 1):
+        raise ValueError(
+            f"max_len is the most output tokens per sentence and must be a positive integer, got {max_len!r}"
+        )
+    if not _is_int(batch_size) or batch_size < 1:
+        raise ValueError(f"batch_size is the most sentences decoded at once and must be >= 1, got {batch_size!r}")
+    check_length_penalty(length_penalty)  # also with beam_size=1, where it is unused: a bad value is a mistake
+    sentences = check_sentences(sentences)
+    if not sentences:
+        return []
+    tokens = tokenizer.encode_many(sentences) if tokenizer is not None else tokenize_many(sentences, src_lang)
+    for i, words in enumerate(tokens):
+        if len(words) > table:
+            raise ValueError(
+                f"sentence {i} has {len(words)} tokens but the model's positional table holds {table} "
+                f"(config.max_len); split it into shorter sentences, or use a model built with max_len >= {len(words)}"
+            )
+    return tokens
+
+
+def output_limit(src_len: int, max_len: int | None, table: int) -> int:
+    """Output positions for a source of ``src_len`` tokens, ``<s>`` included: ``max_len`` words, or the paper's
+    source length + 50, within the positional table."""
+    return min((max_len if max_len is not None else src_len + 50) + 1, table)  # + 1 for <s>
+
+
+def to_text(decoded: list[tuple[list[str], list[int]]], tgt_vocab, tokenizer=None) -> list[str]:
+    """Output ids back to text: a subword tokenizer gives the exact text, spaCy words are detokenized."""
+    if tokenizer is not None:
+        return [tokenizer.decode(out) for _, out in decoded]
+    return [detokenize(tgt_vocab.decode(out, strip_specials=True)) for _, out in decoded]
+
+
 @torch.no_grad()
 def decode_sentences(
     model: nn.Module,
@@ -346,31 +390,15 @@ def decode_sentences(
     and ``viz.translate_and_capture`` both decode through here, so the attention views show the very
     translation ``translate`` gives.
     """
-    if isinstance(sentences, str):
-        raise TypeError("decode_sentences expects a list of sentences, got one string; pass [text]")
-    check_beam_size(beam_size)
-    if max_len is not None and (not _is_int(max_len) or max_len < 1):
-        raise ValueError(
-            f"max_len is the most output tokens per sentence and must be a positive integer, got {max_len!r}"
-        )
-    if not _is_int(batch_size) or batch_size < 1:
-        raise ValueError(f"batch_size is the most sentences decoded at once and must be >= 1, got {batch_size!r}")
     if length_penalty is None:  # the run's decoding setting (Config.length_penalty); the paper's α for a bare model
         length_penalty = getattr(getattr(model, "config", None), "length_penalty", 0.6)
-    check_length_penalty(length_penalty)  # also with beam_size=1, where it is unused: a bad value is a mistake
-    sentences = check_sentences(sentences)
-    if not sentences:
-        return []
     table = positions_of(model)  # positions the model can encode or decode
+    args = (beam_size, max_len, length_penalty, batch_size, table)
+    tokens = source_tokens("decode_sentences", sentences, *args, src_lang, tokenizer)
+    if not tokens:
+        return []
     device = next(model.parameters()).device
-    tokens = tokenizer.encode_many(sentences) if tokenizer is not None else tokenize_many(sentences, src_lang)
     ids = [src_vocab.encode(words) for words in tokens]
-    for i, sentence_ids in enumerate(ids):
-        if len(sentence_ids) > table:
-            raise ValueError(
-                f"sentence {i} has {len(sentence_ids)} tokens but the model's positional table holds {table} "
-                f"(config.max_len); split it into shorter sentences, or use a model built with max_len >= {len(sentence_ids)}"
-            )
 
     was_training = model.training
     model.eval()
@@ -381,7 +409,7 @@ def decode_sentences(
             by_length.setdefault(len(sentence_ids), []).append(i)
     try:
         for src_len, members in sorted(by_length.items()):
-            limit = min((max_len if max_len is not None else src_len + 50) + 1, table)  # + 1 for <s>
+            limit = output_limit(src_len, max_len, table)
             for start in range(0, len(members), batch_size):
                 chunk = members[start : start + batch_size]
                 src = torch.tensor([ids[i] for i in chunk], dtype=torch.long, device=device)  # (b, src_len)
@@ -433,7 +461,4 @@ def translate(
         model_or_checkpoint, src_vocab, tgt_vocab, tokenizer
     )
     args = (beam_size, max_len, length_penalty, src_lang or own_src_lang, batch_size, resolved.tokenizer)
-    decoded = decode_sentences(model, src_vocab, sentences, *args)
-    if resolved.tokenizer is not None:  # subwords: the exact text back
-        return [resolved.tokenizer.decode(out) for _, out in decoded]
-    return [detokenize(tgt_vocab.decode(out, strip_specials=True)) for _, out in decoded]
+    return to_text(decode_sentences(model, src_vocab, sentences, *args), tgt_vocab, resolved.tokenizer)

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .data import BOS, SubwordTokenizer, Vocab, detokenize, tokenize_many
+from .data import BOS, SubwordTokenizer, Vocab
 
 __all__ = [
     "COURSE_FILE",
@@ -149,34 +149,16 @@ def engine_ids(
     source tokens and the output ids ``<s> w1 … </s>`` (no ``</s>`` when the length limit stopped it; ``[]`` for
     an empty sentence). The same tokenization, the same length limit (source length + 50, within the positional
     table); α goes to CTranslate2's ``length_penalty`` (its normalization: see the module's docstring)."""
-    from .decode import check_beam_size, check_length_penalty, check_sentences
+    from .decode import output_limit, source_tokens
 
-    if isinstance(sentences, str):
-        raise TypeError("engine_ids expects a list of sentences, got one string; pass [text]")
-    check_beam_size(beam_size)
-    if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1):
-        raise ValueError(
-            f"max_len is the most output tokens per sentence and must be a positive integer, got {max_len!r}"
-        )
     length_penalty = engine.length_penalty if length_penalty is None else length_penalty
-    check_length_penalty(length_penalty)
-    sentences = check_sentences(sentences)
-    if engine.tokenizer is not None:
-        tokens = engine.tokenizer.encode_many(sentences) if sentences else []
-    else:
-        tokens = tokenize_many(sentences, engine.src_lang) if sentences else []
-    table = engine.max_len
-    for i, words in enumerate(tokens):
-        if len(words) > table:
-            raise ValueError(
-                f"sentence {i} has {len(words)} tokens but the model's positional table holds {table} "
-                f"(config.max_len); split it into shorter sentences, or use a model built with max_len >= {len(words)}"
-            )
-    outputs: list[list[int]] = [[] for _ in sentences]
+    args = (beam_size, max_len, length_penalty, batch_size, engine.max_len, engine.src_lang, engine.tokenizer)
+    tokens = source_tokens("engine_ids", sentences, *args)
+    outputs: list[list[int]] = [[] for _ in tokens]
     by_limit: dict[int, list[int]] = {}  # the course's limit per source length: generated tokens, </s> included
     for i, words in enumerate(tokens):
         if words:  # empty sentences stay []
-            limit = min((max_len if max_len is not None else len(words) + 50) + 1, table) - 1  # - 1: <s>
+            limit = output_limit(len(words), max_len, engine.max_len) - 1  # generated tokens: - 1 for <s>
             by_limit.setdefault(limit, []).append(i)
     stoi = engine.tgt_vocab.stoi
     for limit, members in sorted(by_limit.items()):
@@ -207,7 +189,7 @@ def translate_with_engine(
     detokenization. ``engine``: a loaded :class:`EngineModel` or the folder ``export-ct2`` wrote."""
     if not isinstance(engine, EngineModel):
         engine = load_engine(engine)
+    from .decode import to_text
+
     decoded = engine_ids(engine, sentences, beam_size, max_len, length_penalty, batch_size)
-    if engine.tokenizer is not None:  # subwords: the exact text back
-        return [engine.tokenizer.decode(out) for _, out in decoded]
-    return [detokenize(engine.tgt_vocab.decode(out, strip_specials=True)) for _, out in decoded]
+    return to_text(decoded, engine.tgt_vocab, engine.tokenizer)

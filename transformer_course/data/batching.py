@@ -71,15 +71,8 @@ class Batch:
         )
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
-        move = lambda t: t.to(device, non_blocking=non_blocking)  # noqa: E731
-        return Batch(
-            move(self.src),
-            move(self.tgt_in),
-            move(self.tgt_out),
-            move(self.src_mask),
-            move(self.tgt_mask),
-            self.n_tokens,
-        )
+        tensors = (self.src, self.tgt_in, self.tgt_out, self.src_mask, self.tgt_mask)
+        return Batch(*(t.to(device, non_blocking=non_blocking) for t in tensors), self.n_tokens)
 
     def __len__(self) -> int:
         return self.src.size(0)

@@ -22,10 +22,10 @@ import torch
 
 from ..config import Config
 from ..files import atomic_write_text
-from .batching import Batch, PairDataset, TokenBatchSampler, collate
+from .batching import Batch, TokenBatchSampler, collate
 from .corpus import sha256_file
 from .download import multi30k_path
-from .multi30k import Multi30k, load_pairs, prepare_multi30k
+from .multi30k import Multi30k, check_limit, encode_split, load_pairs, prepare_multi30k
 from .subword import SubwordTokenizer
 from .toy import toy_pairs, toy_vocab
 from .vocab import Vocab
@@ -211,23 +211,14 @@ def prepare_multi30k_subwords(
     """Multi30k on subwords: :func:`subword_tokenizer` (train split only, or the ``tokenizer`` given) encodes
     every split into pieces of one shared vocabulary (``src_vocab is tgt_vocab``). ``limit``: the first
     ``limit`` pairs of each split. Pairs with an empty side are dropped."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ValueError(f"limit must be a positive number of pairs or None (everything), got limit={limit}")
+    check_limit(limit)
     if tokenizer is None:
         tokenizer = subword_tokenizer(root, vocab_size, min_frequency, limit, src_lang, tgt_lang)
     vocab = tokenizer.vocab()
-    datasets = {}
+    splits = []
     for split in ("train", "val", "test"):
         pairs = [(s, t) for s, t in load_pairs(split, root, src_lang, tgt_lang) if s.strip() and t.strip()][:limit]
         src_text, tgt_text = [s for s, _ in pairs], [t for _, t in pairs]
-        src_pieces, tgt_pieces = tokenizer.encode_many(src_text), tokenizer.encode_many(tgt_text)
-        datasets[split] = PairDataset(
-            [vocab.encode(p) for p in src_pieces],
-            [vocab.encode(p) for p in tgt_pieces],
-            src_text,
-            tgt_text,
-            src_tokens=src_pieces,
-            tgt_tokens=tgt_pieces,
-        )
-    m = Multi30k(datasets["train"], datasets["val"], datasets["test"], vocab, vocab, src_lang, tgt_lang)
-    return m, tokenizer
+        pieces = tokenizer.encode_many(src_text), tokenizer.encode_many(tgt_text)
+        splits.append(encode_split(*pieces, src_text, tgt_text, vocab, vocab))
+    return Multi30k(*splits, vocab, vocab, src_lang, tgt_lang), tokenizer

@@ -20,51 +20,42 @@ from pathlib import Path
 import torch
 
 from .batching import PairDataset, TokenBatchSampler, collate
-from .corpus import check_aligned, read_lines, sha256_file
-from .download import (
-    LANGUAGES,
-    MIRROR_ENV,
-    MULTI30K_SHA256,
-    MULTI30K_SIZES,
-    MULTI30K_URL,
-    SPLITS,
-    ChecksumError,
-    DownloadError,
-    download_multi30k,
-    multi30k_filename,
-    multi30k_path,
-)
+from .corpus import check_aligned, read_lines
+from .download import multi30k_path
 from .tokenization import tokenize_file
 from .vocab import Vocab
 
-__all__ = [
-    "Multi30k",
-    "load_pairs",
-    "prepare_multi30k",
-    # from .download and .corpus, listed here too: getting and reading the raw corpus is part of this topic
-    "LANGUAGES",
-    "MIRROR_ENV",
-    "MULTI30K_SHA256",
-    "MULTI30K_SIZES",
-    "MULTI30K_URL",
-    "SPLITS",
-    "ChecksumError",
-    "DownloadError",
-    "check_aligned",
-    "download_multi30k",
-    "multi30k_filename",
-    "multi30k_path",
-    "read_lines",
-    "sha256_file",
-]
+__all__ = ["Multi30k", "load_pairs", "prepare_multi30k"]  # and the helpers loaders.py shares: check_limit, encode_split
+
+
+def check_limit(limit) -> None:
+    """``limit``: the first ``limit`` pairs of each split (a positive integer), or None for all of them."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be a positive number of pairs or None (everything), got limit={limit}")
+
+
+def check_languages(src_lang: str, tgt_lang: str) -> None:
+    if src_lang == tgt_lang:
+        raise ValueError(f"src_lang and tgt_lang are both {src_lang!r}; translate between two languages")
+
+
+def encode_split(src_tokens, tgt_tokens, src_text, tgt_text, src_vocab: Vocab, tgt_vocab: Vocab) -> PairDataset:
+    """One split as a :class:`PairDataset`: each side's tokens encoded with its vocabulary, the text kept beside."""
+    return PairDataset(
+        [src_vocab.encode(t) for t in src_tokens],
+        [tgt_vocab.encode(t) for t in tgt_tokens],
+        src_text,
+        tgt_text,
+        src_tokens=src_tokens,
+        tgt_tokens=tgt_tokens,
+    )
 
 
 def load_pairs(
     split: str, root: str | os.PathLike = "data", src_lang: str = "de", tgt_lang: str = "en", download: bool = True
 ) -> list[tuple[str, str]]:
     """Raw (source sentence, target sentence) pairs of a Multi30k split: ``train``, ``val`` or ``test``."""
-    if src_lang == tgt_lang:
-        raise ValueError(f"src_lang and tgt_lang are both {src_lang!r}; translate between two languages")
+    check_languages(src_lang, tgt_lang)
     src_path = multi30k_path(split, src_lang, root, download)
     tgt_path = multi30k_path(split, tgt_lang, root, download)
     src_lines, tgt_lines = read_lines(src_path), read_lines(tgt_path)
@@ -129,10 +120,8 @@ def prepare_multi30k(
     reuse the vocabularies of a trained model instead of building new ones. ``shared_vocab``: one vocabulary
     for both languages (for ``tie_embeddings="all"``). Pairs with an empty side are dropped.
     """
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ValueError(f"limit must be a positive number of pairs or None (everything), got limit={limit}")
-    if src_lang == tgt_lang:
-        raise ValueError(f"src_lang and tgt_lang are both {src_lang!r}; translate between two languages")
+    check_limit(limit)
+    check_languages(src_lang, tgt_lang)
     cache_dir = Path(root) / "cache" if cache else None
     texts, tokens = {}, {}
     for split in ("train", "val", "test"):
@@ -151,15 +140,5 @@ def prepare_multi30k(
             src_vocab = tgt_vocab = Vocab.build_shared(src_train, tgt_train, min_freq)
         else:
             src_vocab, tgt_vocab = Vocab.build(src_train, min_freq), Vocab.build(tgt_train, min_freq)
-    datasets = {}
-    for split in ("train", "val", "test"):
-        (src_toks, tgt_toks), (src_text, tgt_text) = tokens[split], texts[split]
-        datasets[split] = PairDataset(
-            [src_vocab.encode(t) for t in src_toks],
-            [tgt_vocab.encode(t) for t in tgt_toks],
-            src_text,
-            tgt_text,
-            src_tokens=src_toks,
-            tgt_tokens=tgt_toks,
-        )
-    return Multi30k(datasets["train"], datasets["val"], datasets["test"], src_vocab, tgt_vocab, src_lang, tgt_lang)
+    splits = [encode_split(*tokens[split], *texts[split], src_vocab, tgt_vocab) for split in ("train", "val", "test")]
+    return Multi30k(*splits, src_vocab, tgt_vocab, src_lang, tgt_lang)

@@ -1,7 +1,7 @@
 """Attention heatmaps and the course's charts (notebook 10; plots for notebooks 01, 05, 08; paper §3.2, Figures 3–5).
 
-Notebooks import ``from transformer_course import viz`` and call ``viz.X``; every name is re-exported here
-from the module that holds it:
+Notebooks import ``from transformer_course import viz`` and call ``viz.X``; each name a notebook calls is
+re-exported here from the module that holds it (the helpers behind them stay there: ``viz.charts.to_matrix``):
 
 - :mod:`.capture` — :func:`capture_attention` keeps every attention weight of one (source, target) pair,
   encoder self / decoder self / cross, per layer, ``(heads, q_len, k_len)`` with the tokens of both axes;
@@ -33,60 +33,34 @@ import importlib.util
 import sys
 
 from .bertviz import bertviz_view, to_bertviz
-from .capture import KIND_TITLES, KINDS, AttentionCapture, capture_attention, check_kind, to_ids, translate_and_capture
-from .charts import (
-    BACKENDS,
-    attention_grid,
-    attention_grid_mpl,
-    attention_heatmap,
-    attention_rows,
-    check_backend,
-    check_tokens,
-    heatmap,
-    heatmap_mpl,
-    label_expr,
-    matrix_rows,
-    plot_head_statistics,
-    to_matrix,
-)
-from .explorer import attention_explorer, explorer_rows, sentence_explorer
+from .capture import KIND_TITLES, KINDS, AttentionCapture, capture_attention, translate_and_capture
+from .charts import attention_grid, attention_heatmap, heatmap, plot_head_statistics
+from .explorer import attention_explorer, sentence_explorer
 from .fonts import chinese_font, find_cjk_font, use_cjk_font
 from .labels import chart_text, loss_plot_labels
-from .offline import charts_to_html, vegalite_version
+from .offline import charts_to_html
 from .plots import plot_lr_schedule, plot_mask, plot_positional_encoding, save_chart
-from .stats import argmax_alignment, as_heads, attention_entropy, diagonal_positions, diagonality, head_statistics
+from .stats import argmax_alignment, attention_entropy, diagonality, head_statistics
 
 __all__ = [
-    "BACKENDS",
     "KINDS",
     "KIND_TITLES",
     "AttentionCapture",
     "argmax_alignment",
-    "as_heads",
     "attention_entropy",
     "attention_explorer",
     "attention_grid",
-    "attention_grid_mpl",
     "attention_heatmap",
-    "attention_rows",
     "bertviz_view",
     "capture_attention",
     "chart_text",
     "charts_to_html",
-    "check_backend",
-    "check_kind",
-    "check_tokens",
     "chinese_font",
-    "diagonal_positions",
     "diagonality",
-    "explorer_rows",
     "find_cjk_font",
     "head_statistics",
     "heatmap",
-    "heatmap_mpl",
-    "label_expr",
     "loss_plot_labels",
-    "matrix_rows",
     "plot_head_statistics",
     "plot_lr_schedule",
     "plot_mask",
@@ -95,11 +69,8 @@ __all__ = [
     "sentence_explorer",
     "setup",
     "to_bertviz",
-    "to_ids",
-    "to_matrix",
     "translate_and_capture",
     "use_cjk_font",
-    "vegalite_version",
 ]
 
 
