@@ -18,8 +18,8 @@ import torch
 from torch import Tensor, nn
 
 from ..checkpoint import resolve_model
-from ..data import BOS, EOS, PAD, detokenize, tokenize
-from ..decode import decode_sentences
+from ..data import BOS, EOS, PAD, tokenize
+from ..decode import decode_sentences, to_text
 from ..masks import padding_mask, target_mask
 
 __all__ = [
@@ -206,8 +206,9 @@ def translate_and_capture(
     ids = ids[: ids.index(EOS)] if EOS in ids else ids  # up to </s>
     ids = [i for i in ids if i != PAD]
     capture = capture_attention(model, words, [BOS, *ids], src_vocab, tgt_vocab, src_lang=src_lang, tgt_lang=tgt_lang)
+    text = to_text([(words, out)], tgt_vocab, tokenizer)[0]  # as decode.translate writes it
     if tokenizer is None:
-        return detokenize(tgt_vocab.decode(out, strip_specials=True)), capture  # as decode.translate writes it
+        return text, capture
     readable = {"src_tokens": tokenizer.display_pieces(capture.src_tokens)}
     readable["tgt_tokens"] = tokenizer.display_pieces(capture.tgt_tokens)  # <s> stays <s>
-    return tokenizer.decode(out), replace(capture, **readable)
+    return text, replace(capture, **readable)
