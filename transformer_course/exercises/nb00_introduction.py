@@ -19,7 +19,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from ..i18n import messages
 from . import Hint, Numeric, Result, as_int, run_check
 from . import check_quiz as _check_quiz
-from .nb01_masks import _too_big_to_build
+from .limits import too_big_to_build
 from .seal import answer_check
 
 t, lazy_t = messages("nb00_introduction")
@@ -71,7 +71,7 @@ def check_attention_layer_macs(attention_layer_macs) -> Result:
     def check():
         for n, d, heads in MAC_CASES:
             what = f"attention_layer_macs(n={n}, d={d}, heads={heads})"
-            with _too_big_to_build(what):
+            with too_big_to_build(what):
                 got = as_int(attention_layer_macs(n, d, heads), what)
             # the sizes too big to build are checked against the count's form, 4·n·d² + 2·n²·d, which the
             # counter confirms on every size it can build

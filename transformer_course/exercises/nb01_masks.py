@@ -12,14 +12,12 @@ Masks: a boolean tensor, True = may attend, or 0/1 numbers of any dtype (1 = may
 
 from __future__ import annotations
 
-import math
-
 import torch
-from torch.overrides import TorchFunctionMode
 
 from ..i18n import messages
 from . import Choice, Hint, Numeric, Result, as_int, as_mask, run_check
 from . import check_quiz as _check_quiz
+from .limits import too_big_to_build
 from .seal import answer_check
 
 t, lazy_t = messages("nb01_masks")
@@ -40,44 +38,6 @@ __all__ = [
 ]
 
 PAD = 0
-
-
-class _TooBig(TorchFunctionMode):
-    """Refuses any tensor of more than ``limit`` numbers (a factory's size, or the broadcast of an operation's
-    tensors) before it is made, so that a learner who builds what an exercise asks to count gets a line that
-    says so instead of a kernel killed for memory."""
-
-    def __init__(self, what: str, limit: int):
-        super().__init__()
-        self.what, self.limit = what, limit
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
-        ints = [int(a) for a in args if isinstance(a, int) and not isinstance(a, bool)]
-        shape = kwargs.get("size") or next((a for a in args if isinstance(a, (tuple, list, torch.Size))), None)
-        numel = 0
-        if name in ("empty", "zeros", "ones", "full", "rand", "randn", "randint", "eye"):
-            dims = list(shape) if shape is not None else ints[-2:] if name == "eye" else ints
-            if name == "randint" and shape is None:
-                dims = []
-            numel = math.prod(int(n) for n in dims) if dims and all(isinstance(n, int) for n in dims) else 0
-        elif name == "arange" and ints:
-            numel = max(abs(n) for n in ints)
-        tensors = [a.shape for a in args if isinstance(a, torch.Tensor)]
-        if tensors:
-            try:
-                numel = max(numel, math.prod(torch.broadcast_shapes(*tensors)))
-            except RuntimeError:
-                pass
-        if numel > self.limit:
-            raise Hint(t("makes_tensor_numbers", what=self.what, numel=numel))
-        return func(*args, **kwargs)
-
-
-def _too_big_to_build(what: str, limit: int = 10**8) -> _TooBig:
-    """``with _too_big_to_build("allowed_pairs(…)"): …``: the block may not make a tensor of over ``limit`` numbers."""
-    return _TooBig(what, limit)
 
 
 # The notebook's toy batch: "the cat sat", "a dog ran very fast", "hello", padded with 0 to length 5.
@@ -121,7 +81,7 @@ def check_allowed_pairs(allowed_pairs) -> Result:
             raise NotImplementedError
         for length, max_len in PAIR_CASES:
             what = f"allowed_pairs(length={length}, max_len={max_len})"
-            with _too_big_to_build(what):
+            with too_big_to_build(what):
                 got = as_int(allowed_pairs(length, max_len), what)
             real, pads = length * (length + 1) // 2, (max_len - length) * length  # rows 0…L−1, then the pad rows
             if got == real + pads:
@@ -261,11 +221,7 @@ QUESTIONS = {
         key="nb01-q1",
         digests=("1300d5beb277c5893e85b0da",),
         why=lazy_t("key_padding_masks"),
-        mistakes={
-            lazy_t("would_right_courses"): 3,
-            lazy_t("key_padding_mask"): 5,
-            lazy_t("pytorch_fills_true"): 0,
-        },
+        mistakes={lazy_t("would_right_courses"): 3, lazy_t("key_padding_mask"): 5, lazy_t("pytorch_fills_true"): 0},
         rel_tol=0,
         otherwise=lazy_t("mark_keys_true"),
     ),
@@ -274,10 +230,7 @@ QUESTIONS = {
         digest="8e2ec1838d3ab560ee2da1f3",
         letters="abc",
         why=lazy_t("key_0_real"),
-        wrong={
-            "a": lazy_t("row_0_sees"),
-            "c": lazy_t("target_mask_hides"),
-        },
+        wrong={"a": lazy_t("row_0_sees"), "c": lazy_t("target_mask_hides")},
     ),
     "q3": Numeric(
         key="nb01-q3",

@@ -11,7 +11,7 @@
 Every reference is computed inside a checker, with the package, outside the learner's code; the learner's code
 runs inside :func:`~transformer_course.exercises.guard.no_shortcuts`, so the package's own attention, a
 checker's helper or ``F.scaled_dot_product_attention`` is named, not counted. Each call gets copies of its inputs
-(an input changed in place is named), and the dropouts it runs are recorded (:class:`_DropoutCalls`): dropout is
+(an input changed in place is named), and the dropouts it runs are recorded (:class:`DropoutCalls`): dropout is
 judged by where it acts, at which rate and in which mode, never by the package's random zeros. Bug lines and numeric
 answers are stored as digests. Numbers may come as Python, numpy or one-element tensor numbers; lists as tuples or
 lists.
@@ -20,12 +20,9 @@ lists.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
-from torch.overrides import TorchFunctionMode
 
 from ..i18n import messages
 from . import (
@@ -37,11 +34,11 @@ from . import (
     as_number,
     as_sequence,
     check_question,
-    divmod_index,
-    expect_tensor,
     print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
     run_check,
 )
+from .compare import close, expect_values
+from .dropout_calls import DROPOUT_WATCH, DropoutCalls
 from .guard import TORCH_ATTENTION, answer_digest, no_shortcuts
 
 t, lazy_t = messages("nb02_attention")
@@ -60,119 +57,6 @@ __all__ = [
     "check_question_mask_sum",
     "check_question_saturation",
 ]
-
-
-# ---- shared by the checkers of notebooks 02–07: values compared with the digits that show a difference, the
-# dropout calls of the learner's code recorded, a layer built without its bias named
-
-
-def _digits(value: float, other: float) -> int:
-    """Significant digits that tell ``value`` from ``other``: 4, or more when they differ only further right."""
-    gap, size = abs(value - other), max(abs(value), abs(other))
-    if not math.isfinite(gap) or gap == 0 or size == 0:
-        return 4
-    return max(4, min(17, math.ceil(math.log10(size / gap)) + 2))
-
-
-def _shown(value: float, other: float) -> str:
-    return f"{value:.{_digits(value, other)}g}"
-
-
-def _expect_values(got, expected: torch.Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
-    """:func:`~transformer_course.exercises.expect_tensor` (type, shape, dtype, values), except that wrong values are
-    printed with as many digits as it takes to see them differ, and a result that agrees with a float64 reference
-    only as far as float32 can (a ``.float()`` inside, a float32 constant) is said to be that, dtypes named."""
-    if (
-        isinstance(got, torch.Tensor)
-        and got.shape == expected.shape
-        and got.is_floating_point()
-        and expected.is_floating_point()
-    ):
-        wider = torch.promote_types(got.dtype, expected.dtype)
-        mine, want = got.detach().to(wider), expected.detach().to(wider)
-        if not torch.allclose(mine, want, atol=atol, rtol=rtol):
-            gap = (mine - want).abs()
-            if expected.dtype == torch.float64 and torch.allclose(mine, want, atol=1e-5, rtol=1e-4):
-                if got.dtype != expected.dtype:
-                    raise Hint(
-                        t(
-                            "dtype_expected_values",
-                            what=what,
-                            got_dtype=got.dtype,
-                            expected_dtype=expected.dtype,
-                            gap=float(gap.max()),
-                        )
-                    )
-                raise Hint(t("values_agree_expected", what=what, gap=float(gap.max()), dtype=expected.dtype))
-            index = divmod_index(int(gap.nan_to_num(float("inf")).argmax()), expected.shape)
-            a, b = mine[tuple(index)].item(), want[tuple(index)].item()
-            raise Hint(t("right_shape_but", what=what, index=index, got=_shown(a, b), expected=_shown(b, a)))
-    expect_tensor(got, expected, what, atol=atol, rtol=rtol)
-
-
-@dataclass
-class _Dropout:
-    """One dropout call: what it got (a copy, taken before the call), what it gave, its rate and its mode."""
-
-    input: torch.Tensor
-    output: torch.Tensor
-    p: float
-    training: bool
-
-    @property
-    def drops(self) -> bool:
-        return self.training and self.p > 0
-
-
-_DROPOUTS = (F.dropout, torch.dropout, torch.dropout_)
-
-
-class _DropoutCalls(TorchFunctionMode):
-    """Records every dropout the code run inside calls (``nn.Dropout``, ``F.dropout``, ``torch.dropout``), whatever
-    draws its mask: a checker can then see where dropout acted, at which rate and in which mode, without asking for
-    the package's random zeros (a loop over heads draws them in another order, and is right)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: list[_Dropout] = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func not in _DROPOUTS:
-            return func(*args, **kwargs)
-        x = args[0] if args else kwargs.get("input")
-        before = x.detach().clone() if isinstance(x, torch.Tensor) else x
-        out = func(*args, **kwargs)
-        rest = dict(zip(("p", "training") if func is F.dropout else ("p", "train"), args[1:]))
-        rest.update(kwargs)
-        p = float(rest.get("p", 0.5))
-        training = bool(rest.get("training", rest.get("train", True)))
-        self.calls.append(_Dropout(before, out.detach() if isinstance(out, torch.Tensor) else out, p, training))
-        return out
-
-    @property
-    def dropping(self) -> list[_Dropout]:
-        """The calls that zeroed something: training mode and a rate above 0."""
-        return [call for call in self.calls if call.drops]
-
-
-# what no_shortcuts must let through: the recorder runs inside the learner's code, but it is the checker's
-DROPOUT_WATCH = f"{__name__}._DropoutCalls"
-
-
-def _missing_biases(what: str, missing) -> None:
-    """Raise a Hint when the only parameters missing are biases: a layer built with ``bias=False``."""
-    missing = sorted(missing)
-    if missing and all(name.endswith("bias") for name in missing):
-        raise Hint(t("missing_layer_built", what=what, missing=", ".join(missing)))
-
-
-def _close(got, want, atol=1e-5, rtol=1e-4) -> bool:
-    """``got`` is a tensor of ``want``'s shape and values, compared at the wider of the two float dtypes."""
-    if not isinstance(got, torch.Tensor) or got.shape != want.shape or not got.is_floating_point():
-        return False
-    wider = torch.promote_types(got.dtype, want.dtype)
-    return bool(torch.allclose(got.to(wider), want.to(wider), atol=atol, rtol=rtol, equal_nan=False))
 
 
 def _pair(got, what):
@@ -205,7 +89,7 @@ def _call(attention, what, *args):
     the ``dropout`` argument did not ask for one."""
     copies = [x.clone() if isinstance(x, torch.Tensor) else x for x in args]
     guard = no_shortcuts(t("scaled_dot_product"), TORCH_ATTENTION, allow=(DROPOUT_WATCH,))
-    with _DropoutCalls() as calls, guard:
+    with DropoutCalls() as calls, guard:
         got = attention(*copies)
     changed = [name for name, x, copy in zip(INPUTS, args, copies)
                if isinstance(x, torch.Tensor) and not torch.equal(x.detach(), copy.detach())]  # fmt: skip
@@ -259,30 +143,30 @@ def check_attention(attention) -> Result:
                 _dropout_is_the_arguments_job(t("dropout_zeros_rest", scale=scale),
                                               t("no_dropout_given"))  # fmt: skip
             scores = q @ k.transpose(-2, -1)
-            if _close(weights, scores.softmax(-2)) or _close(weights, (scores / 4).softmax(-2)):
+            if close(weights, scores.softmax(-2)) or close(weights, (scores / 4).softmax(-2)):
                 raise Hint(t("softmax_runs_over"))
             sums = weights.sum(-1)
             if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
                 raise Hint(t("weights_each_query"))
             for wrong_scale, name in ((1.0, t("not_scaled")), (16.0, t("divided_d_k")), (2.0, t("divided_d_v")),
                                       (math.sqrt(5), t("divided_k_len"))):  # fmt: skip
-                if _close(weights, (scores / wrong_scale).softmax(-1)):
+                if close(weights, (scores / wrong_scale).softmax(-1)):
                     raise Hint(t("scores_divide_q", name=name, root=math.sqrt(16)))
-        _expect_values(weights, want_w, "weights (…, q_len, k_len)")
-        _expect_values(out, want_out, "output (…, q_len, d_v)")
+        expect_values(weights, want_w, "weights (…, q_len, k_len)")
+        expect_values(out, want_out, "output (…, q_len, d_v)")
 
         # sentence 0 may see its first 3 keys; sentence 1 all 5; (batch, 1, 1, k_len) broadcasts over heads and queries
         mask = torch.tensor([[True, True, True, False, False], [True] * 5])[:, None, None, :]
         out, weights = _call(attention, "attention(query, key, value, mask)", q, k, v, mask)
         want_out, want_w = package(q, k, v, mask)
         _check_mask_direction(weights, want_w, 3)
-        _expect_values(weights, want_w, t("weights_mask"))
-        _expect_values(out, want_out, t("output_mask"))
+        expect_values(weights, want_w, t("weights_mask"))
+        expect_values(out, want_out, t("output_mask"))
 
         # a dropout module in eval mode drops nothing: the same numbers as without one
         out, weights = _call(attention, "attention(query, key, value, mask, dropout)", q, k, v, mask, nn.Dropout(0.5).eval())  # fmt: skip
-        _expect_values(weights, want_w, t("weights_dropout_module"))
-        _expect_values(out, want_out, t("output_dropout_module"))
+        expect_values(weights, want_w, t("weights_dropout_module"))
+        expect_values(out, want_out, t("output_dropout_module"))
 
         # a row with every key masked (a pad query under a window mask, notebook 01): finite, not NaN
         empty = torch.ones(3, 5, dtype=torch.bool)
@@ -291,8 +175,8 @@ def check_attention(attention) -> Result:
         if isinstance(weights, torch.Tensor) and weights.is_floating_point() and torch.isnan(weights).any():
             raise Hint(t("query_whose_keys"))
         want_out, want_w = package(q, k, v, empty)
-        _expect_values(weights, want_w, t("weights_when_query"))
-        _expect_values(out, want_out, t("output_when_query"))
+        expect_values(weights, want_w, t("weights_when_query"))
+        expect_values(out, want_out, t("output_when_query"))
 
         # a correct float64 version passes at float64 precision: float32 inside shows as a dtype or as lost digits
         q64, k64, v64 = q.double(), k.double(), v.double()
@@ -301,8 +185,8 @@ def check_attention(attention) -> Result:
         for name, got in (("output", out), ("weights", weights)):
             if isinstance(got, torch.Tensor) and got.is_floating_point() and got.dtype != torch.float64:
                 raise Hint(t("float64_inputs_expected", name=name, dtype=got.dtype))
-        _expect_values(weights, want_w, t("weights_float64_inputs"), atol=1e-10, rtol=1e-8)
-        _expect_values(out, want_out, t("output_float64_inputs"), atol=1e-10, rtol=1e-8)
+        expect_values(weights, want_w, t("weights_float64_inputs"), atol=1e-10, rtol=1e-8)
+        expect_values(out, want_out, t("output_float64_inputs"), atol=1e-10, rtol=1e-8)
 
         # dropout on the weights, before weights @ value (the package's place): same seed, same zeros
         dropout = nn.Dropout(0.5).train()
@@ -317,13 +201,13 @@ def check_attention(attention) -> Result:
             torch.manual_seed(7)
             scores = (q @ k.transpose(-2, -1) / 4).masked_fill(~mask, torch.finfo(q.dtype).min)
             on_scores = dropout(scores).softmax(-1) @ v
-            if _close(out, plain_out):
+            if close(out, plain_out):
                 raise Hint(t("dropout_module_not"))
-            if _close(out, on_output):
+            if close(out, on_output):
                 raise Hint(t("dropout_applied_output"))
-            if _close(out, on_scores):
+            if close(out, on_scores):
                 raise Hint(t("dropout_applied_scores"))
-        _expect_values(out, want_out, t("output_dropout_weights"))
+        expect_values(out, want_out, t("output_dropout_weights"))
 
         # gradients reach the query, the key and the value, as the package's do
         leaves = [x.clone().requires_grad_() for x in (q, k, v)]
@@ -337,7 +221,7 @@ def check_attention(attention) -> Result:
         for name, got, want in zip(("query", "key", "value"), mine, (x.grad for x in reference)):
             if got is None:
                 raise Hint(t("no_gradient_reaches", name=name))
-            _expect_values(got, want, t("gradient_respect", name=name))
+            expect_values(got, want, t("gradient_respect", name=name))
 
     return run_check(t("scaled_dot_product"), check, t("passed_softmax_q"))
 
@@ -389,10 +273,10 @@ def check_additive_attention(additive_attention) -> Result:
             if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
                 raise Hint(t("each_querys_weights"))
             for hint, wrong in variants(query, key, W_q, W_k, w_v).items():
-                if _close(weights, wrong):
+                if close(weights, wrong):
                     raise Hint(hint)
-        _expect_values(weights, want_w, "weights (batch, q_len, k_len)")
-        _expect_values(out, want_out, "output (batch, q_len, d_v)")
+        expect_values(weights, want_w, "weights (batch, q_len, k_len)")
+        expect_values(out, want_out, "output (batch, q_len, d_v)")
 
         mask = torch.tensor([[True, True, False, False], [True, True, True, True]])[:, None, :]  # (2, 1, 4)
         want_out, want_w = reference(query, key, value, W_q, W_k, w_v, mask)
@@ -400,14 +284,14 @@ def check_additive_attention(additive_attention) -> Result:
             got = additive_attention(query, key, value, W_q, W_k, w_v, mask)
         out, weights = _pair(got, t("mask"))
         _check_mask_direction(weights, want_w, 2)
-        _expect_values(weights, want_w, t("weights_mask"))
-        _expect_values(out, want_out, t("output_mask"))
+        expect_values(weights, want_w, t("weights_mask"))
+        expect_values(out, want_out, t("output_mask"))
 
         args64 = [x.double() for x in (query, key, value, W_q, W_k, w_v)]  # a float64 version passes as well
         with no_shortcuts(t("additive_attention"), TORCH_ATTENTION):
             got = additive_attention(*args64, mask)
         out, weights = _pair(got, "additive_attention(float64 tensors)")
-        _expect_values(out, want_out, t("output_float64_inputs"))
+        expect_values(out, want_out, t("output_float64_inputs"))
 
     return run_check(t("additive_attention"), check, t("passed_softmax_w"))
 

@@ -22,9 +22,10 @@ import torch.nn.functional as F
 
 from ..i18n import messages
 from . import Choice, Hint, Numeric, Result, as_int, as_shape, check_question, run_check
+from .compare import close, expect_values, missing_biases
+from .dropout_calls import DROPOUT_WATCH, DropoutCalls
 from .guard import TORCH_ATTENTION, earlier_fallbacks, no_shortcuts
-from .nb01_masks import _too_big_to_build
-from .nb02_attention import DROPOUT_WATCH, _DropoutCalls, _expect_values, _missing_biases
+from .limits import too_big_to_build
 from .seal import answer_check
 
 t, lazy_t = messages("nb03_multi_head_attention")
@@ -47,26 +48,19 @@ __all__ = [
 NAMES = {"in_proj.weight", "in_proj.bias", "out_proj.weight", "out_proj.bias"}
 
 
-def _close(got, want, atol=1e-5) -> bool:
-    if not isinstance(got, torch.Tensor) or got.shape != want.shape or not got.is_floating_point():
-        return False
-    wider = torch.promote_types(got.dtype, want.dtype)
-    return bool(torch.allclose(got.to(wider), want.to(wider), atol=atol, rtol=1e-4))
-
-
 def _slice_of(x, weights: torch.Tensor):
     """Where in ``weights`` (batch, heads, T, S) the tensor ``x`` lies: all of it (in any shape of as many numbers, or
     heads first), one head, one sentence, or one sentence's head; None when it is none of them."""
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         return None
     batch, heads = weights.shape[:2]
-    if x.shape == (heads, batch, *weights.shape[2:]) and _close(x.transpose(0, 1), weights):
+    if x.shape == (heads, batch, *weights.shape[2:]) and close(x.transpose(0, 1), weights):
         return (slice(None), slice(None)), True
     places = [(...,)] + [(slice(None), h) for h in range(heads)] + [(b,) for b in range(batch)]
     places += [(b, h) for b in range(batch) for h in range(heads)]
     for place in places:
         part = weights[place]
-        if x.numel() == part.numel() and _close(x.reshape(part.shape), part):
+        if x.numel() == part.numel() and close(x.reshape(part.shape), part):
             return place, False
     return None
 
@@ -82,7 +76,7 @@ def _check_weights_dropout(got, plain, weights, calls, state, package, memory) -
     the rate 0.5, and the output is W^O · merge(dropped weights @ V) with exactly the zeros they drew."""
     what = t("cross_attention_dropout")
     if not calls.dropping:
-        if _close(got, plain):
+        if close(got, plain):
             raise Hint(t("self_dropout_not"))
         raise Hint(t("output_changes_training", what=what))
     dropped = torch.zeros_like(weights)
@@ -92,7 +86,7 @@ def _check_weights_dropout(got, plain, weights, calls, state, package, memory) -
             raise Hint(t("dropout_uses_p", what=what, p=call.p))
         found = _slice_of(call.input, weights)
         if found is None:
-            if call.input.shape == plain.shape and _close(call.input, plain):
+            if call.input.shape == plain.shape and close(call.input, plain):
                 raise Hint(t("dropout_applied_blocks"))
             raise Hint(t("dropout_applied_tensor", what=what, shape=tuple(call.input.shape)))
         place, heads_first = found
@@ -106,7 +100,7 @@ def _check_weights_dropout(got, plain, weights, calls, state, package, memory) -
     with torch.no_grad():
         v = package.split_heads(F.linear(memory, w_v, b_v))  # (B, h, S, d_k)
         want = F.linear(package.merge_heads(dropped @ v), state["out_proj.weight"], state["out_proj.bias"])
-    _expect_values(got, want, t("built_weights_dropout", what=what))
+    expect_values(got, want, t("built_weights_dropout", what=what))
 
 
 def _attention_file_not_written(error: BaseException) -> bool:
@@ -175,7 +169,7 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
         names = set(mha.state_dict())
         if names != NAMES:
             if not names - NAMES:
-                _missing_biases("MultiHeadAttention(12, 3)", NAMES - names)
+                missing_biases("MultiHeadAttention(12, 3)", NAMES - names)
             raise Hint(
                 t(
                     "parameters_named_packages",
@@ -196,15 +190,15 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
             split = mha.split_heads(memory)
         if isinstance(split, torch.Tensor) and split.shape == (2, 6, heads, d_model // heads):
             raise Hint(t("split_heads_returns"))  # fmt: skip
-        if _close(split, memory.reshape(2, heads, 6, d_model // heads)):
+        if close(split, memory.reshape(2, heads, 6, d_model // heads)):
             raise Hint(t("split_heads", hint=mistakes["direct_view"]))
-        _expect_values(split, package.split_heads(memory), t("split_heads_x"))
+        expect_values(split, package.split_heads(memory), t("split_heads_x"))
         heads_out = package.split_heads(memory)  # (2, 3, 6, 4)
         with no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=EARLIER):
             merged = mha.merge_heads(heads_out)
-        if _close(merged, heads_out.reshape(2, 6, d_model)):
+        if close(merged, heads_out.reshape(2, 6, d_model)):
             raise Hint(t("merge_heads", hint=mistakes["merge_no_transpose"]))
-        _expect_values(merged, memory, t("merge_heads_split"))
+        expect_values(merged, memory, t("merge_heads_split"))
 
         src_mask = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], dtype=torch.bool)[:, None, None, :]
         causal = torch.ones(4, 4, dtype=torch.bool).tril()[None, None]  # (1, 1, T, T)
@@ -217,22 +211,22 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
         for what, query, kv, mask in cases:
             keys = query if kv is None else kv
             with torch.no_grad():
-                want = package(query, memory=kv, mask=mask)
+                want = package(query, kv, kv, mask)
                 want_w = package.weights
-                with _DropoutCalls() as calls, no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=WATCHED):
+                with DropoutCalls() as calls, no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=WATCHED):
                     got = mha(query, keys, keys, mask)
             _eval_drops_nothing(calls, what)
             if isinstance(got, torch.Tensor) and got.shape == (*want.shape[:-2], keys.size(1), d_model) != want.shape:
                 raise Hint(t("output_vector_per", what=what, keys=keys.size(1), queries=query.size(1)))
-            if isinstance(got, torch.Tensor) and got.shape == want.shape and not _close(got, want):
+            if isinstance(got, torch.Tensor) and got.shape == want.shape and not close(got, want):
                 for mistake, hint in mistakes.items():
-                    if _close(got, variant(query, keys, keys, state, heads, mask, mistake)):
+                    if close(got, variant(query, keys, keys, state, heads, mask, mistake)):
                         raise Hint(t("what_hint", what=what, hint=hint))
-            _expect_values(got, want, t("output_batch_q", what=what))
+            expect_values(got, want, t("output_batch_q", what=what))
             kept = getattr(mha, "weights", None)
             if kept is None:
                 raise Hint(t("self_weights_none"))
-            _expect_values(kept, want_w, t("self_weights_batch", what=what))
+            expect_values(kept, want_w, t("self_weights_batch", what=what))
 
         # dropout on the attention weights: the numbers were compared above with dropout off; in training mode the
         # learner's zeros need not be the package's (a loop over heads draws them in another order, and is right),
@@ -243,13 +237,13 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
         dropping.load_state_dict(state)
         what = t("cross_attention_dropout_0")
         with torch.no_grad():
-            plain = package(tgt, memory=memory, mask=src_mask)
+            plain = package(tgt, memory, memory, src_mask)
             weights = package.weights  # (B, h, T, S), nothing dropped
-            with _DropoutCalls() as calls, no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=WATCHED):
+            with DropoutCalls() as calls, no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=WATCHED):
                 got = dropping.eval()(tgt, memory, memory, src_mask)
             _eval_drops_nothing(calls, what)
-            _expect_values(got, plain, what)
-            with _DropoutCalls() as calls, no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=WATCHED):
+            expect_values(got, plain, what)
+            with DropoutCalls() as calls, no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=WATCHED):
                 got = dropping.train()(tgt, memory, memory, src_mask)
         _check_weights_dropout(got, plain, weights, calls, state, package, memory)
 
@@ -266,7 +260,7 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
             raise Hint(t("self_weights_not"))
         got.pow(2).sum().backward()
         package.zero_grad()
-        package(tgt, memory=memory, mask=src_mask).pow(2).sum().backward()
+        package(tgt, memory, memory, src_mask).pow(2).sum().backward()
         mine = dict(mha.named_parameters())
         for name, p in package.named_parameters():
             grad = mine[name].grad
@@ -274,7 +268,7 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
                 raise Hint(t("no_gradient_reaches", name=name))
             if name == "in_proj.weight" and torch.equal(grad[: 2 * d_model], torch.zeros_like(grad[: 2 * d_model])):
                 raise Hint(t("no_gradient_reaches_w"))
-            _expect_values(grad, p.grad, t("gradient", name=name), atol=1e-4)
+            expect_values(grad, p.grad, t("gradient", name=name), atol=1e-4)
 
         try:
             MultiHeadAttention(10, 4)
@@ -307,7 +301,7 @@ def check_predicted_shapes(predicted_shapes) -> Result:
     def check():
         for batch, T, S, d_model, heads in SIZES:
             what = f"predicted_shapes(batch={batch}, T={T}, S={S}, d_model={d_model}, heads={heads})"
-            with _too_big_to_build(what):
+            with too_big_to_build(what):
                 predicted = predicted_shapes(batch, T, S, d_model, heads)
             if not isinstance(predicted, dict):
                 raise Hint(t("return_dict_such", what=what, type=type(predicted).__name__))
@@ -367,7 +361,7 @@ def check_attention_parameter_count(count) -> Result:
         for d_model, heads, d_k, d_v in ((512, 8, 64, 64), (512, 8, 16, 64), (64, 4, 8, 24), (512, 1, 512, 512),
                                          (65536, 64, 2048, 1024)):  # fmt: skip
             what = f"count(d_model={d_model}, heads={heads}, d_k={d_k}, d_v={d_v})"
-            with _too_big_to_build(what):
+            with too_big_to_build(what):
                 got = as_int(count(d_model, heads, d_k, d_v), what)
             qk, v = heads * d_k, heads * d_v
             want = 2 * (d_model * qk + qk) + (d_model * v + v) + (v * d_model + d_model)
@@ -408,15 +402,15 @@ def check_grouped_query_attention(grouped_query_attention) -> Result:
             if not isinstance(got, (tuple, list)) or len(got) != 2:
                 raise Hint(t("return_pair_output", what=what))
             out, weights = got
-            if isinstance(out, torch.Tensor) and out.shape == want_out.shape and not _close(out, want_out):
+            if isinstance(out, torch.Tensor) and out.shape == want_out.shape and not close(out, want_out):
                 tiled_out, _ = package(query, key.repeat(1, share, 1, 1), value.repeat(1, share, 1, 1), mask)
-                if _close(out, tiled_out):
+                if close(out, tiled_out):
                     raise Hint(t("query_head_i", what=what))
                 unmasked, _ = package(query, key.repeat_interleave(share, 1), value.repeat_interleave(share, 1))
-                if _close(out, unmasked):
+                if close(out, unmasked):
                     raise Hint(t("mask_not_used", what=what))
-            _expect_values(weights, want_w, t("weights_batch_heads", what=what))
-            _expect_values(out, want_out, t("output_batch_heads", what=what))
+            expect_values(weights, want_w, t("weights_batch_heads", what=what))
+            expect_values(out, want_out, t("output_batch_heads", what=what))
 
     return run_check(t("grouped_query_attention"), check, t("passed_each_group"))
 

@@ -36,8 +36,8 @@ from . import (
     run_check,
 )
 from . import check_quiz as _check_quiz
+from .compare import expect_values
 from .guard import TORCH_NORM, answer_digest, no_shortcuts, watch_shortcuts
-from .nb02_attention import _expect_values
 
 t, lazy_t = messages("nb04_layernorm_residual")
 
@@ -110,13 +110,13 @@ def check_layer_norm_module(LayerNorm) -> Result:  # noqa: N803 (the learner's c
                                  _layer_norm_variants(x, gamma, beta, 1e-5))  # fmt: skip
             if hint is not None:
                 raise Hint(t("what_hint", what=what, hint=hint))
-            _expect_values(got.detach() if isinstance(got, Tensor) else got, expected, what)
+            expect_values(got.detach() if isinstance(got, Tensor) else got, expected, what)
             _check_layer_norm_gradients(mine, x_mine, got, gamma, beta, what)
         x = _inputs()[2]
         with no_shortcuts(t("layernorm"), TORCH_NORM), torch.no_grad():
             got = LayerNorm(x.size(-1), eps=1e-3)(x)
         expected = F.layer_norm(x, (x.size(-1),), eps=1e-3)
-        _expect_values(got, expected, t("layernorm_8_eps"))
+        expect_values(got, expected, t("layernorm_8_eps"))
 
     return run_check("LayerNorm", check, t("equals_nn_layernorm"))
 
@@ -137,7 +137,7 @@ def _check_layer_norm_gradients(mine: nn.Module, x: Tensor, got: Tensor, gamma, 
     ):
         if grad is None:
             raise Hint(t("none_use_parameters", what=what, name=name))
-        _expect_values(grad, want, t("what_name", what=what, name=name), atol=1e-4, rtol=1e-3)
+        expect_values(grad, want, t("what_name", what=what, name=name), atol=1e-4, rtol=1e-3)
 
 
 DROPOUT_HINTS = {
@@ -217,7 +217,7 @@ def check_residual_connection(ResidualConnection) -> Result:  # noqa: N803 (the 
                 computed = known_mistake(got, expected, wrong)
                 if computed is not None:
                     raise Hint(t("eval_mode_computed", what=what, computed=computed, formula=formula))
-                _expect_values(got, expected, t("eval_mode", what=what))
+                expect_values(got, expected, t("eval_mode", what=what))
 
                 outcomes = _residual_outcomes(x, sublayer, norm, norm_first)
                 torch.manual_seed(5)
@@ -227,7 +227,7 @@ def check_residual_connection(ResidualConnection) -> Result:  # noqa: N803 (the 
             hint = known_mistake(got, outcomes["right"], mistakes)
             if hint is not None:
                 raise Hint(t("training_mode", what=what, hint=hint))
-            _expect_values(got, outcomes["right"], t("training_mode_what", what=what))
+            expect_values(got, outcomes["right"], t("training_mode_what", what=what))
             _check_residual_gradient(block.eval(), norm, x, sublayer, norm_first, what)
 
     return run_check("ResidualConnection", check, t("post_ln_pre"))
@@ -244,7 +244,7 @@ def _check_residual_gradient(block, norm, x, sublayer, norm_first: bool, what: s
     ref.pow(2).sum().backward()
     if x_mine.grad is None:
         raise Hint(t("no_gradient_reaches", what=what))
-    _expect_values(x_mine.grad, x_ref.grad, t("gradient_wrt_x_what", what=what), atol=1e-4)
+    expect_values(x_mine.grad, x_ref.grad, t("gradient_wrt_x_what", what=what), atol=1e-4)
 
 
 # ---- exercise 1: RMSNorm -----------------------------------------------------------------------------
@@ -279,7 +279,7 @@ def check_rms_norm(rms_norm) -> Result:
             hint = known_mistake(got, expected, _rms_norm_variants(x, gamma, 1e-5))
             if hint is not None:
                 raise Hint(t("what_hint", what=what, hint=hint))
-            _expect_values(got, expected, what)
+            expect_values(got, expected, what)
 
     return run_check("RMSNorm", check, t("equals_f_rms"))
 
@@ -431,11 +431,7 @@ QUESTIONS = {
         digest="10c11d051476c8ac71f866f0",
         letters="abcd",
         why=lazy_t("first_add_norm"),
-        wrong={
-            "a": lazy_t("pre_ln_without"),
-            "c": lazy_t("layernorm_does_not"),
-            "d": lazy_t("residual_adds_x"),
-        },
+        wrong={"a": lazy_t("pre_ln_without"), "c": lazy_t("layernorm_does_not"), "d": lazy_t("residual_adds_x")},
     ),
 }
 

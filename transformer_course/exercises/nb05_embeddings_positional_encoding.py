@@ -26,8 +26,8 @@ from torch import Tensor, nn
 from ..i18n import messages
 from . import Choice, Hint, Numeric, Result, as_number, known_mistake, run_check
 from . import check_quiz as _check_quiz
+from .compare import expect_values, missing_biases, shown
 from .guard import no_shortcuts
-from .nb02_attention import _expect_values, _missing_biases, _shown
 from .seal import answer_check
 
 t, lazy_t = messages("nb05_embeddings_positional_encoding")
@@ -98,14 +98,14 @@ def check_embeddings(Embeddings) -> Result:  # noqa: N803 (the learner's class)
             hint = known_mistake(got.detach() if isinstance(got, Tensor) else got, expected, mistakes)
             if hint is not None:
                 raise Hint(t("what_hint", what=what, hint=hint))
-            _expect_values(got.detach() if isinstance(got, Tensor) else got, expected, what)
+            expect_values(got.detach() if isinstance(got, Tensor) else got, expected, what)
             module.zero_grad()
             with _guarded(t("embedding")):
                 got.sum().backward()
             counts = torch.bincount(tokens.flatten(), minlength=vocab).double()[:, None]  # how often each id occurs
             if module.lut.weight.grad is None:
                 raise Hint(t("no_gradient_reaches", what=what))
-            _expect_values(
+            expect_values(
                 module.lut.weight.grad,
                 (counts * math.sqrt(d_model)).expand(vocab, d_model).float(),
                 t("gradient_lut_weight", what=what),
@@ -140,7 +140,7 @@ def check_sinusoidal_table(sinusoidal_table: Callable[[int, int], Tensor]) -> Re
             hint = known_mistake(got, expected, mistakes, atol=1e-4)
             if hint is not None:
                 raise Hint(t("what_hint", what=what, hint=hint))
-            _expect_values(got, expected, what, atol=1e-4)
+            expect_values(got, expected, what, atol=1e-4)
 
     return run_check(t("sinusoidal_table"), check, t("sin_even_columns"))
 
@@ -186,7 +186,7 @@ def _check_common(module, table: Tensor, d_model: int, max_len: int, kind: str) 
         hint = known_mistake(got, want, mistakes)
         if hint is not None:
             raise Hint(t("what_hint", what=what, hint=hint))
-        _expect_values(got, want, what)
+        expect_values(got, want, what)
     # dropout acts on the sum, once
     x = torch.randn(4, 6, d_model)
     drop = nn.Dropout(module.dropout.p)
@@ -214,7 +214,7 @@ def _check_common(module, table: Tensor, d_model: int, max_len: int, kind: str) 
     )
     if hint is not None:
         raise Hint(t("positional_encoding_kind_hint", kind=kind, hint=hint))
-    _expect_values(got, outcomes["right"], t("positionalencoding_training_mode_dropout", kind=kind))
+    expect_values(got, outcomes["right"], t("positionalencoding_training_mode_dropout", kind=kind))
     _check_too_long(module, d_model, max_len, kind)
 
 
@@ -250,7 +250,7 @@ def _check_sinusoidal_kind(PositionalEncoding) -> None:  # noqa: N803
         raise Hint(t("kind_sinusoidal_register"))
     if table.dtype != torch.float32:
         raise Hint(t("kind_sinusoidal_table_dtype", dtype=str(table.dtype).replace("torch.", "")))
-    _expect_values(table, _formula_table(max_len, d_model).float(), t("sinusoidal_table_self"), atol=1e-4)
+    expect_values(table, _formula_table(max_len, d_model).float(), t("sinusoidal_table_self"), atol=1e-4)
     _check_common(module, table.detach(), d_model, max_len, "sinusoidal")
 
 
@@ -304,7 +304,7 @@ def check_feed_forward(PositionwiseFeedForward) -> Result:  # noqa: N803 (the le
         want_names = {"w_1.weight", "w_1.bias", "w_2.weight", "w_2.bias"}
         if names != want_names:
             if names < want_names:
-                _missing_biases("PositionwiseFeedForward(8, 32)", want_names - names)
+                missing_biases("PositionwiseFeedForward(8, 32)", want_names - names)
             raise Hint(t("parameters_got", want=sorted(want_names), names=sorted(names)))
         torch.manual_seed(2)
         x = torch.randn(2, 5, d_model)
@@ -322,7 +322,7 @@ def check_feed_forward(PositionwiseFeedForward) -> Result:  # noqa: N803 (the le
             hint = known_mistake(got, expected, mistakes)
             if hint is not None:
                 raise Hint(t("positionwisefeedforward_eval_mode", hint=hint))
-            _expect_values(got, expected, t("positionwisefeedforward_8_32"))
+            expect_values(got, expected, t("positionwisefeedforward_8_32"))
             drop = nn.Dropout(0.5)
             outcomes = {}
             for name, step in {
@@ -347,7 +347,7 @@ def check_feed_forward(PositionwiseFeedForward) -> Result:  # noqa: N803 (the le
         )
         if hint is not None:
             raise Hint(t("positionwisefeedforward_8_32_dropout", hint=hint))
-        _expect_values(got, outcomes["right"], t("positionwisefeedforward_8_32_dropout_0"))
+        expect_values(got, outcomes["right"], t("positionwisefeedforward_8_32_dropout_0"))
 
     return run_check(t("positionwisefeedforward"), check, t("w_2_dropout"))
 
@@ -398,7 +398,7 @@ def check_pe_dot(pe_dot: Callable[[int, int], float]) -> Result:
             for hint, value in _pe_dot_mistakes(k, d_model).items():
                 if math.isclose(got, value, rel_tol=1e-4, abs_tol=1e-4):
                     raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
-            raise Hint(t("but_table_gives", what=what, got=_shown(got, want), k=k, want=_shown(want, got)))
+            raise Hint(t("but_table_gives", what=what, got=shown(got, want), k=k, want=shown(want, got)))
         for k, d_model in _HUGE:
             what = f"pe_dot(k={k:.0e}, d_model={d_model})".replace("e+", "e")
             try:
@@ -410,7 +410,7 @@ def check_pe_dot(pe_dot: Callable[[int, int], float]) -> Result:
             want = _two_rows_dot(k, d_model)
             if math.isclose(got, want, abs_tol=1e-3):
                 continue
-            raise Hint(t("expected_small_cases", what=what, got=_shown(got, want), want=_shown(want, got)))
+            raise Hint(t("expected_small_cases", what=what, got=shown(got, want), want=shown(want, got)))
 
     return run_check("pe_dot", check, t("i_cos_i"))
 
@@ -461,7 +461,7 @@ def check_rotary(rotate: Callable[[Tensor], Tensor]) -> Result:
             hint = known_mistake(got, expected, mistakes, atol=1e-4)
             if hint is not None:
                 raise Hint(t("what_hint", what=what, hint=hint))
-            _expect_values(got, expected, what, atol=1e-4)
+            expect_values(got, expected, what, atol=1e-4)
             if not torch.equal(got[:, 0], x[:, 0]) and not torch.allclose(got[:, 0], x[:, 0], atol=1e-6):
                 raise Hint(t("position_0_come", what=what))
 
@@ -496,10 +496,7 @@ QUESTIONS = {
         digest="3065c1ffc669bb58a341b265",
         letters="abc",
         why=lazy_t("without_positions_each"),
-        wrong={
-            "a": lazy_t("outputs_same_vectors"),
-            "c": lazy_t("dropout_off_eval"),
-        },
+        wrong={"a": lazy_t("outputs_same_vectors"), "c": lazy_t("dropout_off_eval")},
     ),
     "q3": Numeric(
         key="nb05-q3-squared-length",

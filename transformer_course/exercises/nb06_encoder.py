@@ -17,20 +17,30 @@ answers as nested lists or tuples, a numpy array or a tensor, of booleans or of 
 
 from __future__ import annotations
 
-import contextvars
 import functools
 from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
-from torch.overrides import TorchFunctionMode
 
 from ..i18n import messages
 from ..masks import padding_mask
 from . import Hint, Numeric, Result, as_int, as_mask, run_check, same
 from . import check_quiz as _check_quiz
-from .guard import TORCH_TRANSFORMER, earlier_fallbacks, no_shortcuts
-from .nb02_attention import _expect_values, _missing_biases
+from .guard import earlier_fallbacks
+from .layer_checks import (
+    allowing,
+    check_dropout,
+    check_gradients,
+    closed_form,
+    guarded,
+    load_weights,
+    meta_count,
+    name_mistake,
+    package_model,
+    randomize,
+    shares_weights,
+)
 from .seal import answer_check
 
 t, lazy_t = messages("nb06_encoder")
@@ -49,166 +59,11 @@ PAD = 0
 D_MODEL, HEADS, D_FF = 16, 4, 32
 
 
-# ---------------------------------------------------------------------------------------------------
-# Shared by the build-cell checkers of notebooks 06 and 07: build, copy weights, run guarded, compare
-
-
-def _package():
-    """The package's model module, imported when a check runs (so no attribute of this module is a layer)."""
-    from .. import model
-
-    return model
-
-
-def _randomize(module: nn.Module) -> nn.Module:
-    """Random weights everywhere, γ around 1 and β around 0 but not exactly: a swapped or skipped LayerNorm,
-    a missing bias or a mask on the wrong sub-layer all change the output."""
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            if name.endswith("norm.weight"):
-                p.uniform_(0.5, 1.5)
-            else:
-                p.normal_(0.0, 0.3)
-    return module
-
-
-def _load(mine: nn.Module, reference: nn.Module, what: str) -> None:
-    """The package's weights into the learner's module (strict): the names must be the package's."""
-    if not isinstance(mine, nn.Module):
-        raise Hint(t("nn_module_got", what=what, type=type(mine).__name__))
-    ours, theirs = set(mine.state_dict()), set(reference.state_dict())
-    if ours != theirs:
-        extra, missing = sorted(ours - theirs), sorted(theirs - ours)
-        if not extra:
-            _missing_biases(what, missing)
-        raise Hint(
-            t(
-                "other_parameter_names",
-                what=what,
-                extra=", ".join(extra[:3]) or "none",
-                missing=", ".join(missing[:3]) or "none",
-            )
-        )
-    shared = _shared_tensors(mine) - _shared_tensors(reference)
-    if shared:
-        names = sorted(min(shared, key=sorted))
-        raise Hint(t("tensor_module_serves", what=what, names=", ".join(names[:3])))
-    try:
-        mine.load_state_dict(reference.state_dict(), strict=True)
-    except RuntimeError as error:
-        raise Hint(t("packages_weights_do", what=what, error=str(error)[:200])) from None
-
-
-def _shared_tensors(module: nn.Module) -> set[frozenset[str]]:
-    """The groups of state_dict names that hold one tensor (a tied matrix, or a module listed twice)."""
-    groups: dict[int, set[str]] = {}
-    for name, tensor in module.state_dict(keep_vars=True).items():
-        groups.setdefault(id(tensor), set()).add(name)
-    return {frozenset(names) for names in groups.values() if len(names) > 1}
-
-
 # The pieces of earlier notebooks the learner's file builds on may be the package's (a marked fallback for a file
 # the learner skipped: transformer_course.learner.fill_missing_files); the lesson here is the layer and the stack,
 # so only the package's own layers (transformer_course.model), this notebook's fallbacks and PyTorch's transformer
 # functions count as shortcuts.
 EARLIER_PIECES = (*earlier_fallbacks("06"), "transformer_course.attention", "transformer_course.layers")
-ALLOWED = contextvars.ContextVar("nb06_allowed", default=EARLIER_PIECES)  # notebook 07's checks set their own
-
-
-def _guarded(what: str, learners: Callable, *args, **kwargs):
-    """``learners(*args, **kwargs)``, named as the learner's only if it calls neither the package's layers nor
-    PyTorch's (what it may call: :data:`ALLOWED`). (The learner's callable itself, not a lambda of this module:
-    that would count as the package.)"""
-    try:
-        with no_shortcuts(what, TORCH_TRANSFORMER, allow=ALLOWED.get()):
-            return learners(*args, **kwargs)
-    except NotImplementedError as error:
-        _blame_an_earlier_file(error, learners, what)
-        raise
-
-
-LEARNER_FILES = ("attention.py", "multi_head.py", "norm_residual.py", "embeddings.py", "encoder.py", "decoder.py")
-
-
-def _blame_an_earlier_file(error: NotImplementedError, learners, what: str) -> None:
-    """A stub that raises in another of the learner's files (multi_head.py still blank, say) is not this cell's
-    "not done yet": name that file."""
-    import inspect
-    import traceback
-    from pathlib import Path
-
-    raised_in = Path(traceback.extract_tb(error.__traceback__)[-1].filename)
-    try:
-        code = learners if isinstance(learners, type) or inspect.isroutine(learners) else type(learners)
-        own = Path(inspect.getfile(code)).name
-    except TypeError:
-        return
-    if raised_in.name in LEARNER_FILES and raised_in.name != own:
-        raise Hint(t("not_written_yet", file=raised_in.name, what=what)) from None
-
-
-def _name_mistake(got: Tensor, want: Tensor, mistakes: dict, what: str) -> None:
-    """Compare; when wrong, name the first plausible mistake ``got`` equals (hint → a function computing it)."""
-    if same(got, want, atol=1e-5):
-        return
-    if isinstance(got, Tensor) and got.shape == want.shape:
-        for hint, wrong in mistakes.items():
-            try:
-                value = wrong()
-            except RuntimeError:  # a mistake that cannot even run on these shapes
-                continue
-            if same(got, value, atol=1e-5):
-                raise Hint(t("what_hint", what=what, hint=hint))
-    _expect_values(got, want, what)
-
-
-def _shares_weights(layers) -> bool:
-    """True when two entries of a stack are one module, or hold one tensor."""
-    seen = set()
-    for layer in layers:
-        for p in layer.parameters():
-            if p.data_ptr() in seen:
-                return True
-        seen.update(p.data_ptr() for p in layer.parameters())
-    return False
-
-
-def _check_dropout(mine: nn.Module, reference: nn.Module, args: tuple, what: str):
-    """Train mode, the same seed: the learner's module must drop what the package's drops (same places, same
-    order), and drop something."""
-    mine.train(), reference.train()
-    torch.manual_seed(21)
-    got = _guarded(what, mine, *args)
-    torch.manual_seed(21)
-    want = reference(*args)
-    mine.eval(), reference.eval()
-    if same(got, want, atol=1e-5):
-        return
-    with torch.no_grad():
-        plain = _guarded(what, mine, *args)
-    if same(got, plain, atol=1e-5):
-        raise Hint(t("drops_nothing_training", what=what))
-    raise Hint(t("training_mode_dropout", what=what))
-
-
-def _check_gradients(mine: nn.Module, reference: nn.Module, args: tuple, what: str, head: str | None = None):
-    """The same loss, the same gradient on every parameter (catches a .detach() or a no_grad in the path, and a
-    tied matrix that is two). ``head``: a sub-module applied to the output first (a model's generator)."""
-    mine.zero_grad(), reference.zero_grad()
-    out = _guarded(what, mine, *args)
-    if not isinstance(out, Tensor) or not out.requires_grad:
-        raise Hint(t("output_carries_no", what=what))
-    expected = reference(*args)
-    if head is not None:
-        out, expected = _guarded(what, getattr(mine, head), out), getattr(reference, head)(expected)
-    (out**2).mean().backward()
-    (expected**2).mean().backward()
-    theirs = dict(reference.named_parameters())
-    for name, p in mine.named_parameters():
-        if p.grad is None and theirs[name].grad is None:
-            continue
-        if p.grad is None or theirs[name].grad is None or not same(p.grad, theirs[name].grad, atol=1e-5):
-            raise Hint(t("gradient_differs_packages", what=what, name=name))
 
 
 def _src_batch(S: int = 5) -> tuple[Tensor, Tensor]:
@@ -224,14 +79,14 @@ def _src_batch(S: int = 5) -> tuple[Tensor, Tensor]:
 
 def _check_encoder_layer_once(EncoderLayer, norm_first: bool, model, what: str) -> None:
     name = f"EncoderLayer(16, 4, 32, dropout=0.5, norm_first={norm_first})"
-    mine = _guarded(what, EncoderLayer, D_MODEL, HEADS, D_FF, 0.5, norm_first=norm_first)
-    ref = _randomize(model.EncoderLayer(D_MODEL, HEADS, D_FF, 0.5, norm_first=norm_first))
-    _load(mine, ref, name)
+    mine = guarded(what, EncoderLayer, D_MODEL, HEADS, D_FF, 0.5, norm_first=norm_first)
+    ref = randomize(model.EncoderLayer(D_MODEL, HEADS, D_FF, 0.5, norm_first=norm_first))
+    load_weights(mine, ref, name)
     mine.eval(), ref.eval()
     _, mask = _src_batch()
     x = torch.randn(2, 5, D_MODEL)  # (B, S, d_model)
     with torch.no_grad():
-        got = _guarded(what, mine, x, mask)
+        got = guarded(what, mine, x, mask)
         post = model.EncoderLayer(D_MODEL, HEADS, D_FF, 0.0, norm_first=not norm_first)
         post.load_state_dict(ref.state_dict())
         attn, ffn, s0, s1 = ref.self_attn, ref.feed_forward, ref.sublayer[0], ref.sublayer[1]
@@ -244,17 +99,18 @@ def _check_encoder_layer_once(EncoderLayer, norm_first: bool, model, what: str) 
             t("both_sub_layers"): lambda: s0(s0(x, lambda y: attn(y, mask=mask)), ffn),
             t("both_sub_layers_go"): lambda: s1(s1(x, lambda y: attn(y, mask=mask)), ffn),
         }
-        _name_mistake(got, ref(x, mask), mistakes, name)
-    _check_dropout(mine, ref, (x, mask), name)
-    _check_gradients(mine, ref, (x, mask), name)
+        name_mistake(got, ref(x, mask), mistakes, name)
+    check_dropout(mine, ref, (x, mask), name)
+    check_gradients(mine, ref, (x, mask), name)
 
 
+@allowing(EARLIER_PIECES)
 def check_encoder_layer(EncoderLayer) -> Result:
     """``EncoderLayer(d_model, heads, d_ff, dropout, norm_first=False)`` of my_transformer/encoder.py: the package's
     values (post-LN and pre-LN), its dropout placement and its gradients, with the package's weights loaded."""
 
     def check():
-        model = _package()
+        model = package_model()
         what = t("encoder_layer")
         for norm_first in (False, True):
             _check_encoder_layer_once(EncoderLayer, norm_first, model, what)
@@ -268,8 +124,8 @@ def check_encoder_layer(EncoderLayer) -> Result:
 
 def _check_encoder_once(Encoder, EncoderLayer, norm_first: bool, model, what: str) -> None:
     name = f"Encoder(EncoderLayer(16, 4, 32, 0.0, norm_first={norm_first}), N=3)"
-    layer = _guarded(what, EncoderLayer, D_MODEL, HEADS, D_FF, 0.0, norm_first=norm_first)
-    mine = _guarded(what, Encoder, layer, 3)
+    layer = guarded(what, EncoderLayer, D_MODEL, HEADS, D_FF, 0.0, norm_first=norm_first)
+    mine = guarded(what, Encoder, layer, 3)
     layers = getattr(mine, "layers", None)
     if not isinstance(layers, nn.ModuleList) or len(layers) != 3:
         raise Hint(
@@ -279,23 +135,21 @@ def _check_encoder_once(Encoder, EncoderLayer, norm_first: bool, model, what: st
                 got=type(layers).__name__ if not isinstance(layers, nn.ModuleList) else len(layers),
             )
         )
-    if _shares_weights(layers):
+    if shares_weights(layers):
         raise Hint(t("layers_share_weights", name=name))
     has_norm = any(k.startswith("norm.") for k in mine.state_dict())
     if has_norm and not norm_first:
         raise Hint(t("post_ln_stack", name=name))
     if norm_first and not has_norm:
         raise Hint(t("pre_ln_stack", name=name))
-    ref = model.Encoder(
-        [model.EncoderLayer(D_MODEL, HEADS, D_FF, 0.0, norm_first) for _ in range(3)], D_MODEL, norm_first
-    )
-    _randomize(ref)
-    _load(mine, ref, name)
+    ref = model.Encoder(model.EncoderLayer(D_MODEL, HEADS, D_FF, 0.0, norm_first), 3)
+    randomize(ref)
+    load_weights(mine, ref, name)
     mine.eval(), ref.eval()
     src, mask = _src_batch()
     x = torch.randn(2, 5, D_MODEL)
     with torch.no_grad():
-        got = _guarded(what, mine, x, mask)
+        got = guarded(what, mine, x, mask)
 
         def layers_only(n: int, chain: bool = True) -> Tensor:
             y = x
@@ -309,23 +163,24 @@ def _check_encoder_once(Encoder, EncoderLayer, norm_first: bool, model, what: st
             t("each_layer_reads"): lambda: ref.norm(layers_only(3, chain=False)),
             t("mask_does_not"): lambda: ref(x, None),
         }
-        _name_mistake(got, ref(x, mask), mistakes, name)
+        name_mistake(got, ref(x, mask), mistakes, name)
         # padding changes nothing: sentence 0 alone, then with 4 <pad> appended (and its mask)
-        alone = _guarded(what, mine, x[:1], mask[:1])
+        alone = guarded(what, mine, x[:1], mask[:1])
         padded_x = torch.cat([x[:1], torch.randn(1, 4, D_MODEL)], dim=1)  # (1, 9, d_model)
         padded_mask = torch.cat([mask[:1], torch.zeros(1, 1, 1, 4, dtype=torch.bool)], dim=-1)
-        with_pads = _guarded(what, mine, padded_x, padded_mask)[:, :5]
+        with_pads = guarded(what, mine, padded_x, padded_mask)[:, :5]
         if not same(with_pads, alone, atol=1e-5):
             raise Hint(t("appending_pad_changes", name=name))
 
 
+@allowing(EARLIER_PIECES)
 def check_encoder(Encoder, EncoderLayer) -> Result:
     """``Encoder(layer, N)``: N deep copies of ``layer`` (each its own weights) and, only when the layer is
     pre-LN, one more LayerNorm at the end; equal to the package's ``Encoder`` with the same weights; padding
     changes no real position's output."""
 
     def check():
-        model = _package()
+        model = package_model()
         what = t("encoder")
         for norm_first in (False, True):
             _check_encoder_once(Encoder, EncoderLayer, norm_first, model, what)
@@ -372,7 +227,7 @@ def check_mask_effect(changes) -> Result:
         got = _as_table(changes, tuple(SRC.shape), "changes")
         # measured now, on a fresh model of the notebook's sizes (never stored)
         torch.manual_seed(6)
-        model = _package().make_model(20, 20, N=2, d_model=16, d_ff=32, h=4, dropout=0.0).eval()
+        model = package_model().make_model(20, 20, N=2, d_model=16, d_ff=32, h=4, dropout=0.0).eval()
         with torch.no_grad():
             moved = model.encode(SRC, padding_mask(SRC, PAD)) - model.encode(SRC, None)  # (B, S, d_model)
         want = moved.abs().amax(dim=-1) > 1e-4  # (B, S)
@@ -437,46 +292,16 @@ def check_left_padded_positions(left_padded_positions: Callable[[Tensor, int], T
 # Exercise 3: how many parameters has the encoder? In closed form: no model built, no tensor made
 
 
-class _NoTorch(TorchFunctionMode):
-    """Records the first torch function called inside the block (a closed form needs none)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.first: str | None = None
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        if self.first is None:
-            self.first = getattr(func, "__name__", str(func))
-        return func(*args, **(kwargs or {}))
-
-
-def _closed_form(function: Callable, args: tuple, what: str):
-    """Call the learner's count: it may neither call the package nor build a tensor or a layer."""
-    watch = _NoTorch()
-    with watch:  # the package's layers make tensors too, so this also catches counting the package's model
-        got = function(*args)
-    if watch.first is not None:
-        raise Hint(t("calls_torch_closed", what=what, call=watch.first))
-    return got
-
-
-def _meta_count(build: Callable[[], nn.Module]) -> int:
-    """Parameters of a module built on the meta device (shapes only, no memory), each tied matrix once."""
-    with torch.device("meta"):
-        module = build()
-    return sum(p.numel() for p in module.parameters())
-
-
 def check_encoder_parameter_count(encoder_parameter_count: Callable[[int, int, int], int]) -> Result:
     """``encoder_parameter_count(N, d_model, d_ff)`` = the parameters of N post-LN encoder layers, for sizes up to
     N = 48, d_model = 4096, d_ff = 16384 (about 9.7 billion: 39 GB in float32), with no tensor made."""
 
     def check():
-        model = _package()
+        model = package_model()
         for N, d_model, d_ff in ((1, 8, 16), (2, 16, 48), (6, 512, 2048), (48, 4096, 16384), (13, 1000, 3000)):
             what = f"encoder_parameter_count(N={N}, d_model={d_model}, d_ff={d_ff})"
-            got = as_int(_closed_form(encoder_parameter_count, (N, d_model, d_ff), what), what)
-            expected = N * _meta_count(functools.partial(model.EncoderLayer, d_model, 8, d_ff, 0.0))
+            got = as_int(closed_form(encoder_parameter_count, (N, d_model, d_ff), what), what)
+            expected = N * meta_count(functools.partial(model.EncoderLayer, d_model, 8, d_ff, 0.0))
             if got == expected:
                 continue
             d = d_model
@@ -502,10 +327,7 @@ QUESTIONS = {
         key="nb06-q1b",
         digests=("85b7573b6adf85739d01431d",),
         why=lazy_t("entries_one_module"),
-        mistakes={
-            lazy_t("parameters_lists_each"): 18914304,
-            lazy_t("layer_attention_4"): 3150336,
-        },
+        mistakes={lazy_t("parameters_lists_each"): 18914304, lazy_t("layer_attention_4"): 3150336},
         rel_tol=0,
         otherwise=lazy_t("count_encoder_layer"),
     ),
@@ -513,11 +335,7 @@ QUESTIONS = {
         key="nb06-q2",
         digests=("0c10046a54f7d9ac8b9f3c69", "e34bebb4c9edb8a3d78cd52c", "2e17b13172e6a2a3592a3beb"),
         why=lazy_t("each_layer_reaches"),
-        mistakes={
-            lazy_t("receptive_round_up"): 2,
-            lazy_t("each_layer_lets"): 12,
-            lazy_t("layer_reaches_only"): 1,
-        },
+        mistakes={lazy_t("receptive_round_up"): 2, lazy_t("each_layer_lets"): 12, lazy_t("layer_reaches_only"): 1},
         rel_tol=1e-9,
         otherwise=lazy_t("after_l_layers"),
     ),
@@ -525,11 +343,7 @@ QUESTIONS = {
         key="nb06-q3b",
         digests=("6321375fa105e0cd58cbd499",),
         why=lazy_t("two_per_layer"),
-        mistakes={
-            lazy_t("pre_ln_layers"): 12,
-            lazy_t("each_layer_two_front"): 7,
-            lazy_t("final_layernorm_closes"): 18,
-        },
+        mistakes={lazy_t("pre_ln_layers"): 12, lazy_t("each_layer_two_front"): 7, lazy_t("final_layernorm_closes"): 18},
         rel_tol=0,
         otherwise=lazy_t("count_layernorms_pre"),
     ),

@@ -31,38 +31,24 @@ from ..masks import padding_mask, target_mask
 from . import Choice, Hint, Numeric, Result, as_choice, as_int, run_check
 from . import check_quiz as _check_quiz
 from .guard import answer_digest, earlier_fallbacks
-from .nb06_encoder import ALLOWED as _ALLOWED_06
-from .nb06_encoder import (
-    _check_dropout,
-    _check_gradients,
-    _closed_form,
-    _guarded,
-    _load,
-    _meta_count,
-    _name_mistake,
-    _package,
-    _randomize,
-    _shares_weights,
+from .layer_checks import (
+    allowing,
+    check_dropout,
+    check_gradients,
+    closed_form,
+    guarded,
+    load_weights,
+    meta_count,
+    name_mistake,
+    package_model,
+    randomize,
+    shares_weights,
 )
 from .seal import answer_check
 
 # what a decoder may call besides the learner's code: the earlier files' fallbacks (the encoder's too), the package's
 # attention and layers; the package's model and this notebook's fallbacks (DecoderLayer, make_model …) are shortcuts
 EARLIER_PIECES = (*earlier_fallbacks("07"), "transformer_course.attention", "transformer_course.layers")
-
-
-def _decoder_pieces(checker):
-    """Run ``checker`` with notebook 07's list of what the learner's code may call (nb06's helpers read it)."""
-
-    @functools.wraps(checker)
-    def wrapper(*args, **kwargs):
-        token = _ALLOWED_06.set(EARLIER_PIECES)
-        try:
-            return checker(*args, **kwargs)
-        finally:
-            _ALLOWED_06.reset(token)
-
-    return wrapper
 
 
 t, lazy_t = messages("nb07_decoder")
@@ -98,16 +84,16 @@ def _batch(S: int, T: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
 
 def _check_decoder_layer_once(DecoderLayer, norm_first: bool, S: int, model, what: str) -> None:
     name = f"DecoderLayer(16, 4, 32, dropout=0.5, norm_first={norm_first})"
-    mine = _guarded(what, DecoderLayer, D_MODEL, HEADS, D_FF, 0.5, norm_first=norm_first)
-    ref = _randomize(model.DecoderLayer(D_MODEL, HEADS, D_FF, 0.5, norm_first=norm_first))
-    _load(mine, ref, name)
+    mine = guarded(what, DecoderLayer, D_MODEL, HEADS, D_FF, 0.5, norm_first=norm_first)
+    ref = randomize(model.DecoderLayer(D_MODEL, HEADS, D_FF, 0.5, norm_first=norm_first))
+    load_weights(mine, ref, name)
     mine.eval(), ref.eval()
     T = 5
     _, _, src_mask, tgt_mask = _batch(S, T)
     x, memory = torch.randn(2, T, D_MODEL), torch.randn(2, S, D_MODEL)  # (B, T, d_model), (B, S, d_model)
     args = (x, memory, src_mask, tgt_mask)
     with torch.no_grad():
-        got = _guarded(what, mine, *args)
+        got = guarded(what, mine, *args)
         other = model.DecoderLayer(D_MODEL, HEADS, D_FF, 0.0, norm_first=not norm_first)
         other.load_state_dict(ref.state_dict())
         sa, ca, ffn = ref.self_attn, ref.cross_attn, ref.feed_forward
@@ -140,19 +126,19 @@ def _check_decoder_layer_once(DecoderLayer, norm_first: bool, S: int, model, wha
                 mistakes[t("three_sub_layers", used=", ".join(f"self.sublayer[{i}]" for i in uses))] = (
                     functools.partial(layer, tgt_mask, memory, src_mask, uses=uses)
                 )
-        _name_mistake(got, ref(*args), mistakes, name)
-    _check_dropout(mine, ref, args, name)
-    _check_gradients(mine, ref, args, name)
+        name_mistake(got, ref(*args), mistakes, name)
+    check_dropout(mine, ref, args, name)
+    check_gradients(mine, ref, args, name)
 
 
-@_decoder_pieces
+@allowing(EARLIER_PIECES)
 def check_decoder_layer(DecoderLayer) -> Result:
     """``DecoderLayer(d_model, heads, d_ff, dropout, norm_first=False)`` with ``forward(x, memory, src_mask,
     tgt_mask)``: the package's values (post-LN and pre-LN, source as long as the target and longer), dropout
     placement and gradients, with the package's weights loaded."""
 
     def check():
-        model = _package()
+        model = package_model()
         what = t("decoder_layer")
         for norm_first, S in ((False, 5), (True, 5), (False, 7)):  # S = T first, so that swapped masks still run
             _check_decoder_layer_once(DecoderLayer, norm_first, S, model, what)
@@ -166,26 +152,24 @@ def check_decoder_layer(DecoderLayer) -> Result:
 
 def _check_decoder_once(Decoder, DecoderLayer, norm_first: bool, model, what: str) -> None:
     name = f"Decoder(DecoderLayer(16, 4, 32, 0.0, norm_first={norm_first}), N=3)"
-    layer = _guarded(what, DecoderLayer, D_MODEL, HEADS, D_FF, 0.0, norm_first=norm_first)
-    mine = _guarded(what, Decoder, layer, 3)
+    layer = guarded(what, DecoderLayer, D_MODEL, HEADS, D_FF, 0.0, norm_first=norm_first)
+    mine = guarded(what, Decoder, layer, 3)
     layers = getattr(mine, "layers", None)
     if not isinstance(layers, nn.ModuleList) or len(layers) != 3:
         raise Hint(t("keep_3_layers", name=name))
-    if _shares_weights(layers):
+    if shares_weights(layers):
         raise Hint(t("layers_share_weights", name=name))
     has_norm = any(k.startswith("norm.") for k in mine.state_dict())
     if has_norm != norm_first:
         raise Hint(t("pre_ln_stack", name=name))
-    ref = model.Decoder(
-        [model.DecoderLayer(D_MODEL, HEADS, D_FF, 0.0, norm_first) for _ in range(3)], D_MODEL, norm_first
-    )
-    _randomize(ref)
-    _load(mine, ref, name)
+    ref = model.Decoder(model.DecoderLayer(D_MODEL, HEADS, D_FF, 0.0, norm_first), 3)
+    randomize(ref)
+    load_weights(mine, ref, name)
     mine.eval(), ref.eval()
     _, _, src_mask, tgt_mask = _batch(5, 5)
     x, memory = torch.randn(2, 5, D_MODEL), torch.randn(2, 5, D_MODEL)
     with torch.no_grad():
-        got = _guarded(what, mine, x, memory, src_mask, tgt_mask)
+        got = guarded(what, mine, x, memory, src_mask, tgt_mask)
 
         def stack(n: int = 3, chain: bool = True, kv: Tensor | None = memory, final: bool = True) -> Tensor:
             y = x
@@ -200,7 +184,7 @@ def _check_decoder_once(Decoder, DecoderLayer, norm_first: bool, model, what: st
             t("every_layer_reads"): lambda: _chain_as_memory(ref, x, src_mask, tgt_mask),
             t("masks_swapped_their"): lambda: ref(x, memory, tgt_mask, src_mask),
         }
-        _name_mistake(got, ref(x, memory, src_mask, tgt_mask), mistakes, name)
+        name_mistake(got, ref(x, memory, src_mask, tgt_mask), mistakes, name)
 
 
 def _chain_as_memory(ref, x, src_mask, tgt_mask) -> Tensor:
@@ -211,13 +195,13 @@ def _chain_as_memory(ref, x, src_mask, tgt_mask) -> Tensor:
     return ref.norm(y)
 
 
-@_decoder_pieces
+@allowing(EARLIER_PIECES)
 def check_decoder(Decoder, DecoderLayer) -> Result:
     """``Decoder(layer, N)``: N independent copies, the final LayerNorm only when pre-LN, the memory and both
     masks handed to every layer; equal to the package's ``Decoder`` with the same weights."""
 
     def check():
-        model = _package()
+        model = package_model()
         what = t("decoder")
         for norm_first in (False, True):
             _check_decoder_once(Decoder, DecoderLayer, norm_first, model, what)
@@ -248,7 +232,7 @@ def _check_model_once(make_model, options: dict, model, what: str) -> None:
     src_vocab = 23 if options.get("tie_embeddings") != "all" else 19
     extra = "".join(f", {key}={value!r}" for key, value in options.items())
     name = f"make_model({src_vocab}, 19, N=2, d_model=16, d_ff=32, h=4, dropout=0.5{extra})"
-    mine = _guarded(what, make_model, src_vocab, 19, **sizes, **options)
+    mine = guarded(what, make_model, src_vocab, 19, **sizes, **options)
     for method in ("encode", "decode", "generator"):
         if not hasattr(mine, method):
             raise Hint(t("no_encoderdecoder_needs", name=name, method=method))
@@ -269,7 +253,7 @@ def _check_model_once(make_model, options: dict, model, what: str) -> None:
     not_xavier = [n for n, p in mine.named_parameters() if p.dim() > 1 and not _is_xavier(p.detach())]
     if not_xavier:
         raise Hint(t("does_not_look", name=name, param=not_xavier[0]))
-    _load(mine, ref, name)
+    load_weights(mine, ref, name)
     mine.eval(), ref.eval()
     S = T = 6
     src, tgt, src_mask, tgt_mask = _batch(S, T)
@@ -277,8 +261,8 @@ def _check_model_once(make_model, options: dict, model, what: str) -> None:
     with torch.no_grad():
         memory = ref.encode(src, src_mask)
         hidden = ref.decode(memory, src_mask, tgt, tgt_mask)
-        got = _guarded(what, mine.encode, src, src_mask)
-        _name_mistake(
+        got = guarded(what, mine.encode, src, src_mask)
+        name_mistake(
             got,
             memory,
             {
@@ -287,8 +271,8 @@ def _check_model_once(make_model, options: dict, model, what: str) -> None:
             },
             f"{name}.encode",
         )
-        got = _guarded(what, mine.decode, memory, src_mask, tgt, tgt_mask)
-        _name_mistake(
+        got = guarded(what, mine.decode, memory, src_mask, tgt, tgt_mask)
+        name_mistake(
             got,
             hidden,
             {
@@ -302,9 +286,9 @@ def _check_model_once(make_model, options: dict, model, what: str) -> None:
             },
             f"{name}.decode",
         )
-        got = _guarded(what, mine.generator, hidden)
+        got = guarded(what, mine.generator, hidden)
         logits = ref.generator(hidden)
-        _name_mistake(
+        name_mistake(
             got,
             logits,
             {
@@ -313,8 +297,8 @@ def _check_model_once(make_model, options: dict, model, what: str) -> None:
             },
             f"{name}.generator",
         )
-        got = _guarded(what, mine, src, tgt, src_mask, tgt_mask)
-        _name_mistake(
+        got = guarded(what, mine, src, tgt, src_mask, tgt_mask)
+        name_mistake(
             got,
             hidden,
             {
@@ -325,12 +309,12 @@ def _check_model_once(make_model, options: dict, model, what: str) -> None:
         )
     args = (src, tgt, src_mask, tgt_mask)
     if not options:  # the layers' dropout is checked above; here the embeddings' and positions' once
-        _check_dropout(mine, ref, args, name)
+        check_dropout(mine, ref, args, name)
     if options.get("tie_embeddings") != "none":  # a tied matrix gets the gradients of both its uses
-        _check_gradients(mine, ref, args, name, head="generator")
+        check_gradients(mine, ref, args, name, head="generator")
 
 
-@_decoder_pieces
+@allowing(EARLIER_PIECES)
 def check_make_model(make_model) -> Result:
     """``make_model(src_vocab, tgt_vocab, N, d_model, d_ff, h, dropout, norm_first=False, tie_embeddings="decoder",
     max_len=512, positional="sinusoidal")``: the package's names and tying, Xavier-uniform matrices, the package's
@@ -338,7 +322,7 @@ def check_make_model(make_model) -> Result:
     and its variants (pre-LN, learned positions, no tying, three-way tying)."""
 
     def check():
-        model = _package()
+        model = package_model()
         what = t("model")
         for options in (
             {},
@@ -349,7 +333,7 @@ def check_make_model(make_model) -> Result:
         ):
             _check_model_once(make_model, options, model, what)
         try:
-            _guarded(what, make_model, 23, 19, N=1, d_model=8, d_ff=8, h=2, tie_embeddings="all")
+            guarded(what, make_model, 23, 19, N=1, d_model=8, d_ff=8, h=2, tie_embeddings="all")
         except ValueError:
             pass
         else:
@@ -383,7 +367,7 @@ def mystery_models(vocab: int = 20) -> tuple[nn.Module, nn.Module]:
     for seed, broken in ((1, "self_attn"), (2, "cross_attn")):
         with torch.random.fork_rng(devices=[]):  # the learner's random state is left as it was
             torch.manual_seed(seed)
-            model = _package().make_model(vocab, vocab, N=2, d_model=16, d_ff=32, h=4, dropout=0.0).eval()
+            model = package_model().make_model(vocab, vocab, N=2, d_model=16, d_ff=32, h=4, dropout=0.0).eval()
         for layer in model.decoder.layers:
             for part in ("self_attn", "cross_attn"):
                 attention = getattr(layer, part)
@@ -461,12 +445,12 @@ def check_parameter_count(parameter_count: Callable[..., int]) -> Result:
     23 billion parameters, with no model built and no tensor made."""
 
     def check():
-        model = _package()
+        model = package_model()
         for case in COUNT_CASES:
             src_vocab, tgt_vocab, N, d_model, d_ff, tie = case
             what = f"parameter_count{case}"
-            got = as_int(_closed_form(parameter_count, case, what), what)
-            want = _meta_count(
+            got = as_int(closed_form(parameter_count, case, what), what)
+            want = meta_count(
                 functools.partial(
                     model.make_model, src_vocab, tgt_vocab, N=N, d_model=d_model, d_ff=d_ff, h=4, tie_embeddings=tie
                 )
@@ -490,20 +474,13 @@ QUESTIONS = {
         digest="2284b5d2c3cac6f2016a13ff",
         letters="abcd",
         why=lazy_t("float_mask_log"),
-        wrong={
-            "a": lazy_t("float_mask_added"),
-            "b": lazy_t("float_mask_added_1"),
-            "d": lazy_t("float_mask_minus_one"),
-        },
+        wrong={"a": lazy_t("float_mask_added"), "b": lazy_t("float_mask_added_1"), "d": lazy_t("float_mask_minus_one")},
     ),
     "q2": Numeric(
         key="nb07-q2b",
         digests=("5f6402df27442df1f54c1b98",),
         why=lazy_t("sequence_first_dimension"),
-        mistakes={
-            lazy_t("batch_first_dimension_1"): 1,
-            lazy_t("batch_dimension_10"): 10,
-        },
+        mistakes={lazy_t("batch_first_dimension_1"): 1, lazy_t("batch_dimension_10"): 10},
         rel_tol=0,
         otherwise=lazy_t("write_down_dimension"),
     ),
@@ -511,10 +488,7 @@ QUESTIONS = {
         key="nb07-q3",
         digests=("0ffe30ac6d315760f301da45", "b3bb67c4d499e390c3c6c3af", "75e0a08d2160b8a4581018cd"),
         why=lazy_t("decoder_input_tgt"),
-        mistakes={
-            lazy_t("decoder_input_drops"): 6,
-            lazy_t("token_goes_each"): 4,
-        },
+        mistakes={lazy_t("decoder_input_drops"): 6, lazy_t("token_goes_each"): 4},
         rel_tol=1e-9,
         otherwise=lazy_t("write_decoder_input"),
     ),

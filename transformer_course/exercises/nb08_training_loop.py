@@ -260,22 +260,14 @@ QUESTIONS = {
         digest="ff393e3e8dbd1092972822e0",
         letters="abcd",
         why=lazy_t("peak_lr_factor"),
-        wrong={
-            "a": lazy_t("d_model_power"),
-            "b": lazy_t("b_power_0"),
-            "d": lazy_t("d_factor_d"),
-        },
+        wrong={"a": lazy_t("d_model_power"), "b": lazy_t("b_power_0"), "d": lazy_t("d_factor_d")},
     ),
     "q2": Choice(
         key="nb08-q2",
         digest="184bbf565008765d00de312d",
         letters="abcd",
         why=lazy_t("perplexity_rewards_putting"),
-        wrong={
-            "a": lazy_t("no_bug_needed"),
-            "c": lazy_t("c_other_way"),
-            "d": lazy_t("d_they_measure"),
-        },
+        wrong={"a": lazy_t("no_bug_needed"), "c": lazy_t("c_other_way"), "d": lazy_t("d_they_measure")},
     ),
     "q3": Numeric(
         key="nb08-q3",

@@ -360,19 +360,13 @@ QUESTIONS = {
         digest="967cb5e022017f50461b22b6",
         letters="abc",
         why=lazy_t("memory_same_every"),
-        wrong={
-            "a": lazy_t("without_causal_mask"),
-            "c": lazy_t("cross_attention_reads"),
-        },
+        wrong={"a": lazy_t("without_causal_mask"), "c": lazy_t("cross_attention_reads")},
     ),
     "q2": Numeric(
         key="nb09-q2",
         digests=("d4edfdd175438ad02b17a4c6",),
         why=lazy_t("each_k_4"),
-        mistakes={
-            lazy_t("prefixs_extensions_all"): 6190,
-            lazy_t("beam_keeps_k"): 4 * 4,
-        },
+        mistakes={lazy_t("prefixs_extensions_all"): 6190, lazy_t("beam_keeps_k"): 4 * 4},
         rel_tol=0,
         otherwise=lazy_t("count_prefix_next"),
     ),
@@ -381,10 +375,7 @@ QUESTIONS = {
         digest="ed741fdbe867387ec5e8b278",
         letters="abc",
         why=lazy_t("log_p_can"),
-        wrong={
-            "a": lazy_t("holds_0_only"),
-            "c": lazy_t("beam_size_does"),
-        },
+        wrong={"a": lazy_t("holds_0_only"), "c": lazy_t("beam_size_does")},
     ),
 }
 

@@ -25,13 +25,7 @@ from .seal import answer_check
 
 t, lazy_t = messages("nb10_attention_visualization")
 
-__all__ = [
-    "check_head_entropy",
-    "check_rollout",
-    "check_capture_shapes",
-    "QUESTIONS",
-    "check_quiz",
-]
+__all__ = ["check_head_entropy", "check_rollout", "check_capture_shapes", "QUESTIONS", "check_quiz"]
 
 
 def _weights(seed: int, heads: int, q_len: int, k_len: int, causal: bool = False) -> torch.Tensor:
@@ -171,11 +165,7 @@ def _captured_shapes() -> dict[str, tuple[int, ...]]:
 
 def _shape_mistakes(kind: str, want: tuple[int, ...]) -> dict[tuple[int, ...], str]:
     heads, q, k = want
-    mistakes = {
-        (1, *want): t("capture_keeps_sentence"),
-        (q, k): t("q_len_k"),
-        (heads, k, q): t("rows_queries_columns"),
-    }
+    mistakes = {(1, *want): t("capture_keeps_sentence"), (q, k): t("q_len_k"), (heads, k, q): t("rows_queries_columns")}
     if kind in ("decoder", "cross"):
         forgot_bos = (heads, _TGT_LEN, _TGT_LEN if kind == "decoder" else k)
         mistakes[forgot_bos] = t("decoder_reads_s", symbols=_TGT_LEN)
@@ -238,10 +228,7 @@ QUESTIONS = {
         digest="9b23cf6852cb350629d71bf4",
         letters="abc",
         why=lazy_t("sharp_pattern_shows"),
-        wrong={
-            "a": lazy_t("head_does_read"),
-            "c": lazy_t("heatmap_right_shows"),
-        },
+        wrong={"a": lazy_t("head_does_read"), "c": lazy_t("heatmap_right_shows")},
     ),
 }
 

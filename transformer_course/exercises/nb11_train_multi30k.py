@@ -28,13 +28,7 @@ from .seal import answer_check
 
 t, lazy_t = messages("nb11_train_multi30k")
 
-__all__ = [
-    "check_update_average",
-    "check_bleu_from_counts",
-    "check_length_batches",
-    "QUESTIONS",
-    "check_quiz",
-]
+__all__ = ["check_update_average", "check_bleu_from_counts", "check_length_batches", "QUESTIONS", "check_quiz"]
 
 # ---------------------------------------------------------------------------------------------------
 # Exercise 1: a running average of checkpoints (§6.1 averages the last 5, or 20 for the big models)
@@ -279,10 +273,7 @@ QUESTIONS = {
         digest="f1d7d708a7302cb372bfa2ed",
         letters="abc",
         why=lazy_t("float16_overflow"),
-        wrong={
-            "a": lazy_t("float16_no_number"),
-            "c": lazy_t("float_cast_does"),
-        },
+        wrong={"a": lazy_t("float16_no_number"), "c": lazy_t("float_cast_does")},
     ),
 }
 
