@@ -275,12 +275,7 @@ def tokenizer_entries(tokenizer: SubwordTokenizer | None, src_vocab: Vocab, tgt_
     ``weights_only=True``) and fingerprint. Both vocabularies must be the tokenizer's own (same fingerprint)."""
     if tokenizer is None:
         return {}
-    for side, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
-        if vocab.fingerprint() != tokenizer.vocab().fingerprint():
-            raise VocabMismatchError(
-                f"{side}_vocab (fingerprint {vocab.fingerprint()}) is not the vocabulary of the subword tokenizer "
-                f"({tokenizer.vocab().fingerprint()}); use tokenizer.vocab() for both sides"
-            )
+    tokenizer.check_vocabularies(src_vocab, tgt_vocab)
     return {"tokenizer": tokenizer.to_json(), "tokenizer_fingerprint": tokenizer.fingerprint()}
 
 

@@ -59,12 +59,7 @@ class TrainingData:
         tokenizer: SubwordTokenizer | None = None,
     ):
         if tokenizer is not None:
-            for side, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
-                if vocab.fingerprint() != tokenizer.vocab().fingerprint():
-                    raise ValueError(
-                        f"{side}_vocab (fingerprint {vocab.fingerprint()}) is not the subword tokenizer's vocabulary "
-                        f"({tokenizer.vocab().fingerprint()}); pass tokenizer.vocab() for both sides"
-                    )
+            tokenizer.check_vocabularies(src_vocab, tgt_vocab)
         self.tokenizer = tokenizer
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.src_lang, self.tgt_lang = src_lang, tgt_lang

@@ -219,6 +219,16 @@ class SubwordTokenizer:
         """The shared :class:`Vocab` over the same ids (for both languages and all three tied matrices, §3.4)."""
         return Vocab(self.itos)
 
+    def check_vocabularies(self, src_vocab: Vocab, tgt_vocab: Vocab) -> None:
+        """Both sides must use this tokenizer's own vocabulary (the same fingerprint), or ids would mean other
+        pieces: a :class:`VocabMismatchError` naming the side."""
+        for side, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
+            if vocab.fingerprint() != self.vocab().fingerprint():
+                raise VocabMismatchError(
+                    f"{side}_vocab (fingerprint {vocab.fingerprint()}) is not the vocabulary of the subword tokenizer "
+                    f"({self.vocab().fingerprint()}); use tokenizer.vocab() for both sides"
+                )
+
     def fingerprint(self) -> str:
         """A short hash of the pieces, the merges in order and the pre-tokenizer: equal fingerprints give equal
         encodings (the decoder and specials are the same for every SubwordTokenizer)."""
