@@ -26,7 +26,7 @@ from transformer_course.checkpoint import average_checkpoints, epoch_checkpoints
 from transformer_course.config import get_preset
 from transformer_course.data import multi30k_data
 from transformer_course.evaluate import evaluate_checkpoint
-from transformer_course.train import fit
+from transformer_course.train import RunOptions, fit
 
 
 def parse_override(text: str, config) -> tuple[str, object]:
@@ -63,7 +63,9 @@ def main() -> None:
     data = multi30k_data(config, args.root, progress=False)
     load_before = os.getloadavg()[0]
     result = fit(
-        config, data, args.out, max_minutes=args.minutes, compile=args.compile, progress=False, save_every=10**6
+        config,
+        data,
+        RunOptions(args.out, max_minutes=args.minutes, compile=args.compile, progress=False, save_every=10**6),
     )
     history = json.loads((Path(args.out) / "history.json").read_text())
     train_rows = [row for row in history if row.get("tokens_per_s")]

@@ -24,7 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from transformer_course.config import get_preset  # noqa: E402
-from transformer_course.train import fit, loop, toy_data  # noqa: E402
+from transformer_course.train import RunOptions, fit, loop, toy_data  # noqa: E402
 from transformer_course.train import step as step_module  # noqa: E402
 
 READS = ("item", "tolist", "__bool__", "__int__", "__float__", "__index__")
@@ -89,10 +89,7 @@ def main(argv=None) -> None:
             fit(
                 get_preset("toy-copy"),
                 data,
-                max_steps=args.steps,
-                log_every=args.log_every,
-                device=args.device,
-                progress=False,
+                RunOptions(max_steps=args.steps, log_every=args.log_every, device=args.device, progress=False),
             )
             if args.device.startswith("cuda"):
                 torch.cuda.set_sync_debug_mode("default")

@@ -78,7 +78,7 @@ def web_checkpoints(tmp_path_factory):
     and DIR/bpe.pt instead (copies of what this fixture trained before), to rerun those tests quickly."""
     from transformer_course.config import get_preset
     from transformer_course.data import MIRROR_ENV, multi30k_data
-    from transformer_course.train import fit
+    from transformer_course.train import RunOptions, fit
 
     from helpers import MULTI30K, NO_MULTI30K
 
@@ -106,7 +106,11 @@ def web_checkpoints(tmp_path_factory):
             mp.setenv(MIRROR_ENV, str(mirror))
             for kind, config in recipes.items():
                 out = tmp_path_factory.mktemp(f"web-{kind}")
-                fit(config, multi30k_data(config, root, limit=6000, progress=False), out, max_steps=400, progress=False)
+                fit(
+                    config,
+                    multi30k_data(config, root, limit=6000, progress=False),
+                    RunOptions(out, max_steps=400, progress=False),
+                )
                 checkpoints[kind] = out / "best.pt"
     finally:
         torch.set_num_threads(threads)

@@ -20,6 +20,7 @@ from transformer_course.files import CRASH_AT
 from transformer_course.model import build_model
 from transformer_course.train import (
     CheckpointError,
+    RunOptions,
     average_checkpoints,
     fit,
     load_checkpoint,
@@ -95,10 +96,10 @@ def test_a_failed_write_leaves_the_previous_checkpoint_intact(tmp_path, monkeypa
 
 @pytest.mark.slow
 def test_resume_k_steps_then_k_more_equals_2k_steps_straight(tmp_path):
-    straight = fit(CONFIG, data(), tmp_path / "straight", max_steps=12, progress=False)
-    fit(CONFIG, data(), tmp_path / "split", max_steps=6, progress=False)  # stops mid-epoch at batch 6
+    straight = fit(CONFIG, data(), RunOptions(tmp_path / "straight", max_steps=12, progress=False))
+    fit(CONFIG, data(), RunOptions(tmp_path / "split", max_steps=6, progress=False))  # stops mid-epoch at batch 6
     assert load_checkpoint(tmp_path / "split" / "last.pt").state["batch_in_epoch"] == 6
-    resumed = fit(CONFIG, data(), tmp_path / "split", max_steps=12, resume=True, progress=False)
+    resumed = fit(CONFIG, data(), RunOptions(tmp_path / "split", max_steps=12, resume=True, progress=False))
     assert resumed.step == straight.step == 12
     assert_same_parameters(resumed.model, straight.model)
 
@@ -107,9 +108,9 @@ def test_resume_k_steps_then_k_more_equals_2k_steps_straight(tmp_path):
 def test_resume_across_an_epoch_boundary_with_accumulation_equals_straight(tmp_path):
     config = CONFIG.replace(accumulate=2)
     small = lambda: toy_data(n_train=320, batch_size=32)  # noqa: E731  10 batches = 5 updates per epoch
-    straight = fit(config, small(), tmp_path / "straight", epochs=3, progress=False)
-    fit(config, small(), tmp_path / "split", epochs=3, max_steps=7, progress=False)
-    resumed = fit(config, small(), tmp_path / "split", epochs=3, resume=True, progress=False)
+    straight = fit(config, small(), RunOptions(tmp_path / "straight", epochs=3, progress=False))
+    fit(config, small(), RunOptions(tmp_path / "split", epochs=3, max_steps=7, progress=False))
+    resumed = fit(config, small(), RunOptions(tmp_path / "split", epochs=3, resume=True, progress=False))
     assert resumed.step == straight.step == 15
     assert_same_parameters(resumed.model, straight.model)
 
@@ -118,19 +119,19 @@ def test_resume_across_an_epoch_boundary_with_accumulation_equals_straight(tmp_p
 def test_resume_mid_epoch_before_a_short_accumulation_group_equals_straight(tmp_path):
     config = CONFIG.replace(accumulate=3)
     small = lambda: toy_data(n_train=224, batch_size=32)  # noqa: E731  7 batches: groups of 3, 3 and 1
-    straight = fit(config, small(), tmp_path / "straight", epochs=2, progress=False)
-    fit(config, small(), tmp_path / "split", epochs=2, max_steps=2, progress=False)
+    straight = fit(config, small(), RunOptions(tmp_path / "straight", epochs=2, progress=False))
+    fit(config, small(), RunOptions(tmp_path / "split", epochs=2, max_steps=2, progress=False))
     assert load_checkpoint(tmp_path / "split" / "last.pt").state["batch_in_epoch"] == 6  # the short group next
-    resumed = fit(config, small(), tmp_path / "split", epochs=2, resume=True, progress=False)
+    resumed = fit(config, small(), RunOptions(tmp_path / "split", epochs=2, resume=True, progress=False))
     assert resumed.step == straight.step == 6
     assert_same_parameters(resumed.model, straight.model)
 
 
 @pytest.mark.slow
 def test_resume_refuses_a_different_config(tmp_path):
-    fit(CONFIG, data(), tmp_path, max_steps=2, progress=False)
+    fit(CONFIG, data(), RunOptions(tmp_path, max_steps=2, progress=False))
     with pytest.raises(CheckpointError, match="different config"):
-        fit(CONFIG.replace(warmup=7), data(), tmp_path, max_steps=4, resume=True, progress=False)
+        fit(CONFIG.replace(warmup=7), data(), RunOptions(tmp_path, max_steps=4, resume=True, progress=False))
 
 
 KILLED_RUN = textwrap.dedent("""
@@ -138,9 +139,9 @@ KILLED_RUN = textwrap.dedent("""
     import torch
     torch.set_num_threads(1)  # as in this test process, so that the numbers match bit for bit
     from transformer_course.config import get_preset
-    from transformer_course.train import fit, toy_data
+    from transformer_course.train import RunOptions, fit, toy_data
     config = get_preset("toy-copy").replace(dropout=0.1)
-    fit(config, toy_data(n_train=1600, batch_size=32), sys.argv[1], max_steps=10_000, save_every=3, progress=False)
+    fit(config, toy_data(n_train=1600, batch_size=32), RunOptions(sys.argv[1], max_steps=10_000, save_every=3, progress=False))
 """)
 
 
@@ -155,14 +156,14 @@ def test_resume_after_sigkill_mid_epoch_equals_a_straight_run(tmp_path):
     state = load_checkpoint(run / "last.pt").state
     assert (state["step"], state["batch_in_epoch"]) == (6, 6)  # killed mid-epoch, after the save at step 6
     target = state["step"] + 5
-    resumed = fit(CONFIG, data(), run, max_steps=target, resume=True, progress=False)
-    straight = fit(CONFIG, data(), tmp_path / "straight", max_steps=target, progress=False)
+    resumed = fit(CONFIG, data(), RunOptions(run, max_steps=target, resume=True, progress=False))
+    straight = fit(CONFIG, data(), RunOptions(tmp_path / "straight", max_steps=target, progress=False))
     assert_same_parameters(resumed.model, straight.model)
 
 
 @pytest.mark.slow
 def test_averaging_checkpoints_gives_the_mean_of_their_parameters(tmp_path):
-    fit(CONFIG, toy_data(n_train=320, batch_size=32), tmp_path, epochs=3, progress=False)
+    fit(CONFIG, toy_data(n_train=320, batch_size=32), RunOptions(tmp_path, epochs=3, progress=False))
     paths = train.epoch_checkpoints(tmp_path)
     assert [p.name for p in paths] == ["epoch-001.pt", "epoch-002.pt", "epoch-003.pt"]
     averaged = average_checkpoints(paths[-2:], tmp_path / "avg.pt")

@@ -9,7 +9,7 @@ import torch.multiprocessing as mp
 from transformer_course.config import get_preset
 from transformer_course.data import PAD
 from transformer_course.model import build_model
-from transformer_course.train import LabelSmoothingLoss, fit, load_checkpoint, make_scheduler, toy_data
+from transformer_course.train import LabelSmoothingLoss, RunOptions, fit, load_checkpoint, make_scheduler, toy_data
 
 CONFIG = get_preset("toy-copy")  # dropout 0: the two runs see the same numbers
 STEPS = 3
@@ -47,10 +47,7 @@ def ddp_worker(rank: int, world_size: int, rendezvous: str, out_dir: str) -> Non
     fit(
         CONFIG,
         shard_data(rank, world_size),
-        out_dir,
-        max_steps=STEPS,
-        device="cpu",
-        progress=False,
+        RunOptions(out_dir, max_steps=STEPS, device="cpu", progress=False),
         optimizer_factory=sgd,
     )
     torch.distributed.destroy_process_group()
@@ -126,7 +123,13 @@ def ddp_accumulation_worker(rank: int, world_size: int, rendezvous: str, out_dir
         after_each_step.append({name: value.detach().clone() for name, value in model.state_dict().items()})
 
     data = accumulation_shard(rank, world_size)
-    fit(ACCUMULATING, data, None, epochs=EPOCHS, device="cpu", progress=False, optimizer_factory=sgd, after_step=record)
+    fit(
+        ACCUMULATING,
+        data,
+        RunOptions(epochs=EPOCHS, device="cpu", progress=False),
+        optimizer_factory=sgd,
+        after_step=record,
+    )
     torch.save(after_each_step, os.path.join(out_dir, f"rank{rank}.pt"))
     torch.distributed.destroy_process_group()
 

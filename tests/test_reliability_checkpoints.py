@@ -24,6 +24,7 @@ from transformer_course.files import CRASH_AT, TEMP_SUFFIX
 from transformer_course.model import build_model
 from transformer_course.train import (
     CheckpointError,
+    RunOptions,
     TrainingDiverged,
     average_checkpoints,
     fit,
@@ -76,7 +77,7 @@ def cli_error(capsys, *argv) -> str:
 @pytest.mark.slow
 def test_divergence_names_a_last_good_checkpoint_whose_weights_are_finite(tmp_path):
     with pytest.raises(TrainingDiverged, match=r"last good checkpoint is (\S+last\.pt) \(step (\d+)") as caught:
-        fit(ABSURD, toy_data(n_train=320, batch_size=32), tmp_path, epochs=3, save_every=1, progress=False)
+        fit(ABSURD, toy_data(n_train=320, batch_size=32), RunOptions(tmp_path, epochs=3, save_every=1, progress=False))
     named = Path(str(caught.value).split("last good checkpoint is ")[1].split(" (step")[0])
     assert named == tmp_path / "last.pt" and finite(named)
     assert all(finite(p) for p in tmp_path.glob("*.pt"))  # no file of the run holds NaN
@@ -85,7 +86,7 @@ def test_divergence_names_a_last_good_checkpoint_whose_weights_are_finite(tmp_pa
 def test_a_nan_update_at_the_last_step_of_an_epoch_writes_no_epoch_last_or_best_file(tmp_path):
     # 6 batches: the weights of this run become NaN at the 6th update, the epoch's last (found before the fix)
     with pytest.raises(TrainingDiverged, match="NaN or infinite.*No good checkpoint exists"):
-        fit(ABSURD, toy_data(n_train=192, batch_size=32), tmp_path, epochs=1, progress=False)
+        fit(ABSURD, toy_data(n_train=192, batch_size=32), RunOptions(tmp_path, epochs=1, progress=False))
     assert sorted(p.name for p in tmp_path.glob("*.pt")) == []
 
 
@@ -102,7 +103,7 @@ def test_an_update_that_makes_a_weight_nan_is_caught_at_that_step(tmp_path, monk
 
     monkeypatch.setattr(loop, "optimizer_step", step_that_breaks_at_step_10)
     with pytest.raises(TrainingDiverged, match=r"update of step 10 made the weight '[^']+' NaN.*step 8"):
-        fit(TOY, toy_data(n_train=320, batch_size=32), tmp_path, epochs=2, save_every=4, progress=False)
+        fit(TOY, toy_data(n_train=320, batch_size=32), RunOptions(tmp_path, epochs=2, save_every=4, progress=False))
     assert sorted(p.name for p in tmp_path.glob("*.pt")) == ["last.pt"]  # no epoch-001.pt, no best.pt
     assert load_checkpoint(tmp_path / "last.pt").step == 8 and finite(tmp_path / "last.pt")
 
@@ -110,7 +111,7 @@ def test_an_update_that_makes_a_weight_nan_is_caught_at_that_step(tmp_path, monk
 def test_a_non_finite_validation_loss_stops_the_run_before_the_epoch_files(tmp_path, monkeypatch):
     monkeypatch.setattr(loop, "validation_loss", lambda *args: float("inf"))
     with pytest.raises(TrainingDiverged, match=r"validation loss became inf after step 2.*step 2"):
-        fit(TOY, toy_data(n_train=64, batch_size=32), tmp_path, epochs=1, save_every=2, progress=False)
+        fit(TOY, toy_data(n_train=64, batch_size=32), RunOptions(tmp_path, epochs=1, save_every=2, progress=False))
     assert sorted(p.name for p in tmp_path.glob("*.pt")) == ["last.pt"]  # saved at step 2, before validation
 
 
@@ -154,14 +155,14 @@ def test_the_command_line_refuses_to_translate_with_or_average_a_nan_file_in_one
 
 @pytest.mark.slow
 def test_resume_from_a_last_pt_with_nan_weights_refuses_with_one_line(tmp_path, capsys):
-    fit(TOY, toy_data(), tmp_path, max_steps=2, progress=False)  # the CLI's toy data: toy_data() defaults
+    fit(TOY, toy_data(), RunOptions(tmp_path, max_steps=2, progress=False))  # the CLI's toy data: toy_data() defaults
     state = torch.load(tmp_path / "last.pt", weights_only=True)
     state["model"]["generator.proj.bias"][0] = float("nan")  # as the code before the fix could write it
     state["format"] = "transformer_course/checkpoint-v1"
     del state["checksums"]
     torch.save(state, tmp_path / "last.pt")
     with pytest.raises(CheckpointError, match="last.pt cannot be used: .*holds NaN"):
-        fit(TOY, toy_data(), tmp_path, max_steps=4, resume=True, progress=False)
+        fit(TOY, toy_data(), RunOptions(tmp_path, max_steps=4, resume=True, progress=False))
     err = cli_error(capsys, "train", "--preset", "toy-copy", "--out", str(tmp_path), "--resume", "--no-progress")
     assert "last.pt" in err and "NaN" in err
 
@@ -355,7 +356,7 @@ def test_symlinks_planted_at_predictable_names_are_not_followed(tmp_path):
     names = ["last.pt.tmp", ".last.pt.tmp", "last.pt.part", "last.pt~", "history.json.tmp", ".history.json.tmp"]
     for name in names + ["last.pt", "history.json"]:
         (out / name).symlink_to(victim)
-    fit(TOY, toy_data(n_train=64, batch_size=32), out, epochs=1, save_every=1, progress=False)
+    fit(TOY, toy_data(n_train=64, batch_size=32), RunOptions(out, epochs=1, save_every=1, progress=False))
     assert victim.read_text() == "precious"
     assert not (out / "last.pt").is_symlink() and finite(out / "last.pt")  # replaced, not written through
     assert all((out / name).is_symlink() for name in names)  # left alone
@@ -363,12 +364,12 @@ def test_symlinks_planted_at_predictable_names_are_not_followed(tmp_path):
 
 @pytest.mark.slow
 def test_stale_temporary_files_of_a_killed_run_are_removed_when_the_next_run_starts(tmp_path):
-    fit(TOY, toy_data(n_train=64, batch_size=32), tmp_path, max_steps=1, progress=False)
+    fit(TOY, toy_data(n_train=64, batch_size=32), RunOptions(tmp_path, max_steps=1, progress=False))
     stale = [tmp_path / f".{name}.k3j9x2{TEMP_SUFFIX}" for name in ("last.pt", "epoch-001.pt", "history.json")]
     foreign = tmp_path / f".notes.txt.a8f2{TEMP_SUFFIX}"  # not a file a run writes: left alone
     for p in stale + [foreign]:
         p.write_bytes(b"half")
-    fit(TOY, toy_data(n_train=64, batch_size=32), tmp_path, max_steps=2, resume=True, progress=False)
+    fit(TOY, toy_data(n_train=64, batch_size=32), RunOptions(tmp_path, max_steps=2, resume=True, progress=False))
     assert not any(p.exists() for p in stale) and foreign.exists()
 
 
@@ -387,7 +388,7 @@ def test_a_second_run_on_a_locked_folder_fails_at_once_naming_the_folder_and_the
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(RunLockedError, match=rf"{tmp_path} is in use by another training run \(pid {holder.pid}\)"):
-            fit(TOY, toy_data(n_train=64, batch_size=32), tmp_path, max_steps=1, progress=False)
+            fit(TOY, toy_data(n_train=64, batch_size=32), RunOptions(tmp_path, max_steps=1, progress=False))
         err = cli_error(capsys, "train", "--preset", "toy-copy", "--out", str(tmp_path), "--no-progress")
         assert str(tmp_path) in err and f"pid {holder.pid}" in err
         assert not (tmp_path / "last.pt").exists()
@@ -395,7 +396,7 @@ def test_a_second_run_on_a_locked_folder_fails_at_once_naming_the_folder_and_the
         holder.send_signal(signal.SIGKILL)
         holder.wait()
     # The operating system released the lock of the killed process: the folder can be used again.
-    fit(TOY, toy_data(n_train=64, batch_size=32), tmp_path, max_steps=1, progress=False)
+    fit(TOY, toy_data(n_train=64, batch_size=32), RunOptions(tmp_path, max_steps=1, progress=False))
 
 
 def test_a_symlink_planted_at_the_lock_file_is_refused_not_followed(tmp_path):
@@ -404,7 +405,7 @@ def test_a_symlink_planted_at_the_lock_file_is_refused_not_followed(tmp_path):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / ".lock").symlink_to(victim)
     with pytest.raises(RunLockedError, match=r"lock file .*\.lock .*must be a plain file"):
-        fit(TOY, toy_data(n_train=64, batch_size=32), tmp_path / "run", max_steps=1, progress=False)
+        fit(TOY, toy_data(n_train=64, batch_size=32), RunOptions(tmp_path / "run", max_steps=1, progress=False))
     assert victim.read_text() == "precious"
 
 
@@ -412,12 +413,17 @@ def test_a_symlink_planted_at_the_lock_file_is_refused_not_followed(tmp_path):
 def test_the_lock_is_released_when_a_run_fails_and_held_while_it_runs(tmp_path):
     def second_run(step, model):
         with pytest.raises(RunLockedError, match=f"pid {os.getpid()}"):
-            fit(TOY, toy_data(n_train=64, batch_size=32), tmp_path, max_steps=1, progress=False)
+            fit(TOY, toy_data(n_train=64, batch_size=32), RunOptions(tmp_path, max_steps=1, progress=False))
         raise KeyboardInterrupt  # the first run ends with an exception
 
     with pytest.raises(KeyboardInterrupt):
-        fit(TOY, toy_data(n_train=64, batch_size=32), tmp_path, max_steps=1, progress=False, after_step=second_run)
-    fit(TOY, toy_data(n_train=64, batch_size=32), tmp_path, max_steps=1, progress=False)  # released
+        fit(
+            TOY,
+            toy_data(n_train=64, batch_size=32),
+            RunOptions(tmp_path, max_steps=1, progress=False),
+            after_step=second_run,
+        )
+    fit(TOY, toy_data(n_train=64, batch_size=32), RunOptions(tmp_path, max_steps=1, progress=False))  # released
 
 
 # 7 and the kill -9 guarantee: a run killed at any moment resumes to the same weights and history.
@@ -438,9 +444,11 @@ RUN = dict(epochs=2, save_every=4, log_every=3, progress=False)  # windows of 3 
 
 @pytest.mark.slow
 def test_the_first_loss_logged_after_a_resume_covers_the_same_steps_as_an_uninterrupted_run(tmp_path):
-    straight = fit(CONFIG, small_data(), tmp_path / "straight", **RUN)
-    fit(CONFIG, small_data(), tmp_path / "split", max_steps=4, **RUN)  # stops after step 4, mid-window (4..6)
-    resumed = fit(CONFIG, small_data(), tmp_path / "split", resume=True, **RUN)
+    straight = fit(CONFIG, small_data(), RunOptions(tmp_path / "straight", **RUN))
+    fit(
+        CONFIG, small_data(), RunOptions(tmp_path / "split", max_steps=4, **RUN)
+    )  # stops after step 4, mid-window (4..6)
+    resumed = fit(CONFIG, small_data(), RunOptions(tmp_path / "split", resume=True, **RUN))
     # (the split run also validated when it stopped at step 4: one more validation row)
     assert comparable(resumed.history, True) == comparable(straight.history, True)
 
@@ -450,10 +458,10 @@ KILLED_RUN = textwrap.dedent("""
     import torch
     torch.set_num_threads(1)  # as in the test process, so that the numbers match bit for bit
     from transformer_course.config import get_preset
-    from transformer_course.train import fit, toy_data
+    from transformer_course.train import RunOptions, fit, toy_data
     config = get_preset("toy-copy").replace(dropout=0.1)
-    fit(config, toy_data(n_train=320, batch_size=32), sys.argv[1], epochs=2, save_every=4, log_every=3,
-        progress=False)
+    fit(config, toy_data(n_train=320, batch_size=32),
+        RunOptions(sys.argv[1], epochs=2, save_every=4, log_every=3, progress=False))
 """)
 
 
@@ -463,7 +471,7 @@ def straight_run(tmp_path_factory):
     torch.set_num_threads(1)
     try:
         out = tmp_path_factory.mktemp("straight")
-        return out, fit(CONFIG, small_data(), out, **RUN)
+        return out, fit(CONFIG, small_data(), RunOptions(out, **RUN))
     finally:
         torch.set_num_threads(threads)
 
@@ -488,7 +496,7 @@ def test_a_run_killed_at_any_moment_resumes_bit_identical_to_an_uninterrupted_ru
     assert child.returncode == -signal.SIGKILL, f"the run was not killed at {kill_at}"
     left = list(run.glob(f".*{TEMP_SUFFIX}"))  # the half-done write's temporary file
     assert len(left) == (1 if kill_at.startswith("checkpoint-write") else 0) and (run / ".lock").exists()
-    resumed = fit(CONFIG, small_data(), run, resume=True, **RUN)
+    resumed = fit(CONFIG, small_data(), RunOptions(run, resume=True, **RUN))
     out, straight = straight_run
     assert resumed.step == straight.step == 20
     for name, value in straight.model.state_dict().items():

@@ -18,7 +18,7 @@ from transformer_course.checkpoint import CheckpointError, average_checkpoints, 
 from transformer_course.config import get_preset
 from transformer_course.data import toy_data, toy_vocab
 from transformer_course.model import build_model
-from transformer_course.train import fit
+from transformer_course.train import RunOptions, fit
 from transformer_course.train.state import RUN_FILE, restore_run
 
 TOY = get_preset("toy-copy")
@@ -33,12 +33,12 @@ def cli_error(capsys, *argv) -> str:
 
 
 def short_run(out: Path, **kwargs):
-    return fit(TOY, toy_data(), out, max_steps=2, progress=False, **kwargs)
+    return fit(TOY, toy_data(), RunOptions(out, max_steps=2, progress=False, **kwargs))
 
 
 @pytest.mark.slow
 def test_every_checkpoint_of_a_run_carries_its_run_id_and_data_fingerprint(tmp_path):
-    fit(TOY, toy_data(n_train=64, batch_size=32), tmp_path, epochs=2, save_every=1, progress=False)
+    fit(TOY, toy_data(n_train=64, batch_size=32), RunOptions(tmp_path, epochs=2, save_every=1, progress=False))
     run_id = json.loads((tmp_path / RUN_FILE).read_text())["run_id"]
     states = {p.name: torch.load(p, weights_only=True) for p in sorted(tmp_path.glob("*.pt"))}
     assert sorted(states) == ["best.pt", "epoch-001.pt", "epoch-002.pt", "last.pt"]
@@ -85,7 +85,7 @@ def test_resume_refuses_a_last_pt_copied_from_another_run_and_adopt_takes_it_as_
     short_run(second)
     shutil.copyfile(first / "last.pt", second / "last.pt")
     with pytest.raises(CheckpointError, match="belongs to another run"):
-        fit(TOY, toy_data(), second, max_steps=4, resume=True, progress=False)
+        fit(TOY, toy_data(), RunOptions(second, max_steps=4, resume=True, progress=False))
     err = cli_error(capsys, "train", "--preset", "toy-copy", "--out", second, "--resume", "--no-progress")
     assert "another run" in err and "--adopt" in err
     assert (
@@ -109,7 +109,7 @@ def test_resume_refuses_a_last_pt_copied_from_another_run_and_adopt_takes_it_as_
     first_id = json.loads((first / RUN_FILE).read_text())["run_id"]
     assert folder["adopted_from"] == first_id and folder["run_id"] != first_id and "adopt" not in folder
     assert torch.load(second / "last.pt", weights_only=True)["run_id"] == folder["run_id"]
-    assert fit(TOY, toy_data(), second, max_steps=6, resume=True, progress=False).step == 6  # now its own
+    assert fit(TOY, toy_data(), RunOptions(second, max_steps=6, resume=True, progress=False)).step == 6  # now its own
 
 
 def test_adopt_without_resume_is_one_line(tmp_path, capsys):
@@ -120,7 +120,7 @@ def test_adopt_without_resume_is_one_line(tmp_path, capsys):
 def test_average_refuses_epoch_files_of_two_runs(tmp_path, capsys):
     first, second = tmp_path / "first", tmp_path / "second"
     for out in (first, second):
-        fit(TOY, toy_data(n_train=64, batch_size=32), out, epochs=2, progress=False)
+        fit(TOY, toy_data(n_train=64, batch_size=32), RunOptions(out, epochs=2, progress=False))
     shutil.copyfile(first / "epoch-001.pt", second / "epoch-001.pt")
     with pytest.raises(CheckpointError, match="different training runs"):
         average_checkpoints([second / "epoch-001.pt", second / "epoch-002.pt"])
@@ -159,7 +159,11 @@ def test_resume_applies_every_check_load_checkpoint_applies(tmp_path):
 
 def test_fit_refuses_a_subword_config_with_data_that_has_no_tokenizer(tmp_path):
     with pytest.raises(ValueError, match="tokenizer='bpe' but the data has no subword tokenizer"):
-        fit(TOY.replace(tokenizer="bpe", shared_vocab=True), toy_data(), tmp_path, max_steps=1, progress=False)
+        fit(
+            TOY.replace(tokenizer="bpe", shared_vocab=True),
+            toy_data(),
+            RunOptions(tmp_path, max_steps=1, progress=False),
+        )
     assert not (tmp_path / "last.pt").exists()
 
 

@@ -9,8 +9,17 @@ import pytest
 import torch
 
 from transformer_course.config import get_preset
-from transformer_course.train import fit, load_checkpoint, loop, make_optimizer, make_scheduler, noam_rate, toy_data
-from transformer_course.train.schedule import BudgetSchedule, noam_peak, plan_steps
+from transformer_course.train import (
+    RunOptions,
+    fit,
+    load_checkpoint,
+    loop,
+    make_optimizer,
+    make_scheduler,
+    noam_rate,
+    toy_data,
+)
+from transformer_course.train.schedule import BudgetSchedule, learning_rate, noam_peak, plan_steps
 
 BUDGET = get_preset("toy-copy").replace(schedule="budget", warmup_fraction=0.2)
 
@@ -26,27 +35,39 @@ def test_the_peak_is_the_noam_schedules_peak():
 
 
 def test_before_its_plan_the_schedule_rises_as_the_noam_schedule_does():
-    peak = noam_peak(64, 100)
-    schedule = BudgetSchedule(peak, probe_warmup=100, warmup_fraction=0.1)
+    config = BUDGET.replace(d_model=64, warmup=100, lr_factor=1.0)
+    schedule = BudgetSchedule(config)
+    assert schedule.peak == noam_peak(64, 100)
     for k in range(100):
         assert math.isclose(schedule(k), noam_rate(k + 1, 64, 100), rel_tol=1e-12)
+        assert schedule(k) == learning_rate(k + 1, config)  # no plan yet: the same numbers as without one
 
 
 def test_a_plan_warms_up_linearly_to_the_peak_then_decays_linearly_to_zero_after_the_last_step():
-    schedule = BudgetSchedule(peak=2.0, probe_warmup=50, warmup_fraction=0.1)
+    config = BUDGET.replace(warmup=50, warmup_fraction=0.1)
+    peak = noam_peak(config.d_model, config.warmup, config.lr_factor)
+    schedule = BudgetSchedule(config)
     schedule.plan(100)
     assert (schedule.warmup, schedule.total) == (10, 100)
     rates = rates_of(schedule, 102)  # steps 1 … 102
-    assert rates[:10] == pytest.approx([2.0 * s / 10 for s in range(1, 11)])  # peak at step 10
-    assert max(rates) == rates[9] == 2.0
-    assert rates[10:100] == pytest.approx([2.0 * (101 - s) / 91 for s in range(11, 101)])  # a straight line
+    assert rates[:10] == pytest.approx([peak * s / 10 for s in range(1, 11)])  # peak at step 10
+    assert max(rates) == rates[9] == peak
+    assert rates[10:100] == pytest.approx([peak * (101 - s) / 91 for s in range(11, 101)])  # a straight line
     assert rates[99] > 0 and rates[100] == rates[101] == 0.0  # the last planned update moves; after it, nothing
+    assert rates == [learning_rate(s, config, schedule) for s in range(1, 103)]  # the one function, as plotted
 
 
 def test_a_plan_made_late_never_lowers_the_rate_during_warmup():
-    schedule = BudgetSchedule(peak=1.0, probe_warmup=1000, warmup_fraction=0.1)
+    schedule = BudgetSchedule(BUDGET.replace(warmup=1000, warmup_fraction=0.1))
     schedule.plan(120, done=30)  # 10 % of 120 is 12 steps, but 30 are taken: warm up until step 31
-    assert schedule.warmup == 31 and schedule(30) == 1.0
+    assert schedule.warmup == 31 and schedule(30) == schedule.peak
+
+
+def test_the_saved_plan_holds_plain_numbers_only():
+    """The config stays outside the state LambdaLR saves: last.pt loads with weights_only=True."""
+    scheduler = make_scheduler(make_optimizer(torch.nn.Linear(2, 2)), BUDGET)
+    saved = scheduler.state_dict()["lr_lambdas"][0]
+    assert set(saved) == {"peak", "probe_warmup", "warmup_fraction", "warmup", "total", "budget_seconds", "rate"}
 
 
 @pytest.mark.parametrize(
@@ -92,7 +113,7 @@ def rates_during(run_fit) -> list[float]:
 @pytest.mark.slow
 def test_without_a_time_budget_the_plan_is_the_runs_epochs():
     data = toy_data(n_train=320, batch_size=32)  # 10 batches per epoch
-    rates, result = rates_during(lambda: fit(BUDGET, data, epochs=3, progress=False))
+    rates, result = rates_during(lambda: fit(BUDGET, data, RunOptions(epochs=3, progress=False)))
     peak = noam_peak(BUDGET.d_model, BUDGET.warmup, BUDGET.lr_factor)
     assert result.step == len(rates) == 30
     assert rates[5] == pytest.approx(peak) and max(rates) == pytest.approx(peak)  # warmup: 20 % of 30 steps
@@ -101,7 +122,7 @@ def test_without_a_time_budget_the_plan_is_the_runs_epochs():
 
 def test_max_steps_bounds_the_plan():
     rates, result = rates_during(
-        lambda: fit(BUDGET, toy_data(n_train=320, batch_size=32), max_steps=10, progress=False)
+        lambda: fit(BUDGET, toy_data(n_train=320, batch_size=32), RunOptions(max_steps=10, progress=False))
     )
     peak = noam_peak(BUDGET.d_model, BUDGET.warmup, BUDGET.lr_factor)
     assert result.step == 10 and rates[1] == pytest.approx(peak) and rates[-1] == pytest.approx(peak / 9)
@@ -122,7 +143,7 @@ class FakeClock:
 def test_a_time_budget_is_planned_from_the_measured_step_rate_and_decays_inside_it(monkeypatch):
     monkeypatch.setattr(loop, "time", types.SimpleNamespace(monotonic=FakeClock(0.5).monotonic))  # 2 steps/s
     data = toy_data(n_train=3200, batch_size=32)  # 100 batches per epoch
-    rates, result = rates_during(lambda: fit(BUDGET, data, epochs=5, max_minutes=1.0, progress=False))
+    rates, result = rates_during(lambda: fit(BUDGET, data, RunOptions(epochs=5, max_minutes=1.0, progress=False)))
     # 2 % of 60 s is 1.2 s: measured from the end of step 1 (0.5 s) to the end of step 5 (2.5 s), the first
     # sync point after 1.2 s: 2 steps/s → 5 + 2 × 57.5 = 120 steps in all
     assert result.stopped_by == "max_minutes" and result.step == len(rates) == 120
@@ -150,12 +171,14 @@ def interrupt_at(step: int):
 @pytest.mark.slow
 def test_a_resumed_budget_run_keeps_its_plan_and_ends_like_a_run_that_never_stopped(tmp_path):
     data = toy_data(n_train=320, batch_size=32)
-    straight = fit(BUDGET, data, tmp_path / "a", epochs=2, progress=False)
+    straight = fit(BUDGET, data, RunOptions(tmp_path / "a", epochs=2, progress=False))
     with pytest.raises(Interrupted):  # killed at step 8; last.pt holds step 7
-        fit(BUDGET, data, tmp_path / "b", epochs=2, save_every=7, after_step=interrupt_at(8), progress=False)
+        fit(
+            BUDGET, data, RunOptions(tmp_path / "b", epochs=2, save_every=7, progress=False), after_step=interrupt_at(8)
+        )
     saved = torch.load(tmp_path / "b" / "last.pt", weights_only=True)["scheduler"]["lr_lambdas"][0]
     assert (saved["warmup"], saved["total"]) == (4, 20) and load_checkpoint(tmp_path / "b" / "last.pt").step == 7
-    resumed = fit(BUDGET, data, tmp_path / "b", epochs=2, resume=True, progress=False)
+    resumed = fit(BUDGET, data, RunOptions(tmp_path / "b", epochs=2, resume=True, progress=False))
     assert resumed.step == straight.step == 20
     for (name, a), b in zip(straight.model.state_dict().items(), resumed.model.state_dict().values()):
         torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)
@@ -166,7 +189,7 @@ def test_budget_minutes_plans_for_the_whole_run_when_it_stops_early_on_purpose(m
     monkeypatch.setattr(loop, "time", types.SimpleNamespace(monotonic=FakeClock(0.5).monotonic))  # 2 steps/s
     data = toy_data(n_train=3200, batch_size=32)
     rates, result = rates_during(
-        lambda: fit(BUDGET, data, epochs=5, max_minutes=0.5, budget_minutes=1.0, progress=False)
+        lambda: fit(BUDGET, data, RunOptions(epochs=5, max_minutes=0.5, budget_minutes=1.0, progress=False))
     )
     peak = noam_peak(BUDGET.d_model, BUDGET.warmup, BUDGET.lr_factor)
     assert result.step == 60 and rates[5] == pytest.approx(peak * 6 / 24)  # planned for 120 steps, stopped at 60
@@ -178,11 +201,13 @@ def test_a_run_resumed_with_a_longer_budget_stretches_its_decay_to_the_new_end(t
     clock = FakeClock(0.5)
     monkeypatch.setattr(loop, "time", types.SimpleNamespace(monotonic=clock.monotonic))
     data = toy_data(n_train=3200, batch_size=32)
-    fit(BUDGET, data, tmp_path, epochs=5, max_minutes=0.5, progress=False)  # planned for 60 steps at 2 steps/s
+    fit(
+        BUDGET, data, RunOptions(tmp_path, epochs=5, max_minutes=0.5, progress=False)
+    )  # planned for 60 steps at 2 steps/s
     planned = torch.load(tmp_path / "last.pt", weights_only=True)["scheduler"]["lr_lambdas"][0]
     assert (planned["total"], planned["warmup"], planned["rate"]) == (60, 12, 2.0)
     rates, result = rates_during(
-        lambda: fit(BUDGET, data, tmp_path, epochs=5, max_minutes=1.0, resume=True, progress=False)
+        lambda: fit(BUDGET, data, RunOptions(tmp_path, epochs=5, max_minutes=1.0, resume=True, progress=False))
     )
     peak = noam_peak(BUDGET.d_model, BUDGET.warmup, BUDGET.lr_factor)
     assert result.step == 120 and rates[0] == pytest.approx(peak * (121 - 61) / (121 - 12))  # the same warmup
@@ -202,7 +227,7 @@ class SlowingClock(FakeClock):
 def test_a_machine_that_slows_down_mid_run_still_decays_to_the_end_of_its_minutes(monkeypatch):
     monkeypatch.setattr(loop, "time", types.SimpleNamespace(monotonic=SlowingClock(0.5).monotonic))
     data = toy_data(n_train=3200, batch_size=32)
-    rates, result = rates_during(lambda: fit(BUDGET, data, epochs=5, max_minutes=1.0, progress=False))
+    rates, result = rates_during(lambda: fit(BUDGET, data, RunOptions(epochs=5, max_minutes=1.0, progress=False)))
     peak = noam_peak(BUDGET.d_model, BUDGET.warmup, BUDGET.lr_factor)
     assert result.stopped_by == "max_minutes" and result.step == 80  # 40 steps in 20 s, then 40 in 40 s
     # planned for 120 steps at first; re-planned every 10 steps from the recent rate, it still ends low
@@ -212,7 +237,7 @@ def test_a_machine_that_slows_down_mid_run_still_decays_to_the_end_of_its_minute
 @pytest.mark.slow
 def test_validate_every_validates_after_every_nth_epoch_and_at_the_stop(tmp_path):
     config = get_preset("toy-copy").replace(validate_every=2)
-    result = fit(config, toy_data(n_train=64, batch_size=32), tmp_path, epochs=5, progress=False)
+    result = fit(config, toy_data(n_train=64, batch_size=32), RunOptions(tmp_path, epochs=5, progress=False))
     assert [h["epoch"] for h in result.history if h["val_loss"] is not None] == [2, 4, 5]  # 5: the last epoch
     assert sorted(p.name for p in tmp_path.glob("epoch-*.pt")) == ["epoch-002.pt", "epoch-004.pt", "epoch-005.pt"]
 
@@ -235,12 +260,7 @@ def budget_ddp_worker(rank: int, world_size: int, port: int, out_dir: str) -> No
     fit(
         BUDGET,
         data,
-        None,
-        max_steps=30,
-        budget_minutes=0.05,
-        log_every=5,
-        device="cpu",
-        progress=False,
+        RunOptions(max_steps=30, budget_minutes=0.05, log_every=5, device="cpu", progress=False),
         optimizer_factory=adam,
         after_step=lambda step, model: rates.append(seen["optimizer"].param_groups[0]["lr"]),
     )

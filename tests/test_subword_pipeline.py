@@ -24,7 +24,7 @@ from transformer_course.data import (
 from transformer_course.decode import decode_sentences, translate
 from transformer_course.evaluate import evaluate_checkpoint, sacre_bleu
 from transformer_course.model import build_model
-from transformer_course.train import fit
+from transformer_course.train import RunOptions, fit
 from transformer_course.viz import translate_and_capture
 
 from helpers import MULTI30K, needs_multi30k
@@ -52,7 +52,7 @@ def run(tmp_path_factory):
         mp.setenv(MIRROR_ENV, str(MIRROR))
         config = tiny_config()
         data = multi30k_data(config, root, limit=LIMIT, progress=False)
-        fit(config, data, out, max_steps=4, progress=False)
+        fit(config, data, RunOptions(out, max_steps=4, progress=False))
         yield {"root": root, "out": out, "config": config, "data": data, "mp": mp}
 
 
@@ -269,7 +269,11 @@ def subword_checkpoint(request, tmp_path_factory):
     )
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(MIRROR_ENV, str(MIRROR))
-        fit(config, multi30k_data(config, root, limit=LIMIT, progress=False), out, max_steps=4, progress=False)
+        fit(
+            config,
+            multi30k_data(config, root, limit=LIMIT, progress=False),
+            RunOptions(out, max_steps=4, progress=False),
+        )
     return out / "best.pt"
 
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from transformer_course.config import get_preset
-from transformer_course.train import TrainingDiverged, fit, loop, toy_data
+from transformer_course.train import RunOptions, TrainingDiverged, fit, loop, toy_data
 from transformer_course.train import step as step_module
 
 TOY = get_preset("toy-copy")
@@ -89,7 +89,7 @@ def reads_per_step(monkeypatch, log_every: int, steps: int, **fit_args) -> list[
     monkeypatch.setattr(loop, "optimizer_step", marking_step)
     data = toy_data(n_train=32 * steps, batch_size=32)
     data.train_batches = counter.uncounted_batches(data.train_batches)
-    fit(TOY, data, max_steps=steps, log_every=log_every, **fit_args)
+    fit(TOY, data, RunOptions(max_steps=steps, log_every=log_every, **fit_args))
     counter.on = False
     return [b - a for a, b in zip(marks, marks[1:])]
 
@@ -103,8 +103,8 @@ def test_the_steady_state_step_reads_nothing_back_and_a_log_step_reads_once(monk
 def test_the_sync_free_step_trains_the_same_weights_as_before(monkeypatch):
     """The same run logged every step (a sync each step) and every 8 steps: the same numbers."""
     data = toy_data(n_train=320, batch_size=32)
-    every_step = fit(TOY, data, epochs=1, log_every=1, progress=False)
-    rarely = fit(TOY, data, epochs=1, log_every=8, progress=False)
+    every_step = fit(TOY, data, RunOptions(epochs=1, log_every=1, progress=False))
+    rarely = fit(TOY, data, RunOptions(epochs=1, log_every=8, progress=False))
     for a, b in zip(every_step.model.parameters(), rarely.model.parameters()):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
     losses = [h["loss"] for h in every_step.history if h["loss"] is not None]
@@ -122,7 +122,7 @@ def test_a_nan_loss_between_log_steps_is_named_at_its_step_and_nothing_after_it_
 
     monkeypatch.setattr(loop, "loss_on_batch", loss_that_breaks_at_call_3)
     with pytest.raises(TrainingDiverged, match=r"the loss became inf at step 3 .*No good checkpoint exists"):
-        fit(TOY, toy_data(n_train=640, batch_size=32), tmp_path, log_every=10, save_every=5, progress=False)
+        fit(TOY, toy_data(n_train=640, batch_size=32), RunOptions(tmp_path, log_every=10, save_every=5, progress=False))
     assert list(tmp_path.glob("*.pt")) == []  # found at the save of step 5, before it was written
 
 
@@ -137,7 +137,7 @@ def test_a_bad_token_id_still_gets_its_clear_error_from_fit():
 
     data.train_batches = with_a_bad_id
     with pytest.raises(ValueError, match=r"token ids must lie in \[0, \d+\) .* got values from \d+ to 10000"):
-        fit(TOY, data, max_steps=1, progress=False)
+        fit(TOY, data, RunOptions(max_steps=1, progress=False))
 
 
 def test_embeddings_outside_fit_still_check_every_call():
@@ -171,10 +171,7 @@ def test_on_a_gpu_no_steady_state_step_synchronizes(monkeypatch):
         fit(
             TOY,
             toy_data(n_train=32 * 12, batch_size=32),
-            max_steps=12,
-            log_every=log_every,
-            device="cuda",
-            progress=False,
+            RunOptions(max_steps=12, log_every=log_every, device="cuda", progress=False),
         )
     assert steps["n"] == 12
 

@@ -13,9 +13,11 @@ from transformer_course.config import get_preset
 from transformer_course.data import PAD, collate, toy_pairs
 from transformer_course.train import (
     LabelSmoothingLoss,
+    RunOptions,
     TrainingDiverged,
     fit,
     history,
+    learning_rate,
     load_checkpoint,
     loop,
     make_optimizer,
@@ -137,6 +139,48 @@ def test_scheduler_gives_the_optimizer_the_noam_rate_of_each_update():
         expected = 0.2 * 256**-0.5 * min(k**-0.5, k * 150**-1.5)
         assert seen[k - 1] == pytest.approx(expected)
     assert max(seen) == pytest.approx(1.02e-3, rel=0.01)
+    assert seen == [learning_rate(k, config) for k in range(1, 301)]  # the one function, exactly
+
+
+def test_learning_rate_is_the_papers_formula_for_a_noam_config():
+    config = get_preset("multi30k-cpu-words")
+    for step in (1, 149, 150, 151, 10_000):
+        expected = config.lr_factor * config.d_model**-0.5 * min(step**-0.5, step * config.warmup**-1.5)
+        assert learning_rate(step, config) == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(ValueError, match="counts steps from 1"):
+        learning_rate(0, config)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(max_steps=0), "max_steps must be a positive whole number"),
+        (dict(epochs=2.5), "epochs must be a positive whole number"),
+        (dict(log_every=0), "log_every must be a positive whole number"),
+        (dict(save_every=True), "save_every must be a positive whole number"),
+        (dict(max_minutes=float("nan")), "max_minutes must be a finite number of minutes"),
+        (dict(budget_minutes=-1), "budget_minutes must be a finite number of minutes"),
+        (dict(resume=True), "resume=True needs the out_dir of the run to resume"),
+        (dict(out_dir="runs/x", resume="yes"), "resume must be False, True or 'adopt'"),
+        (dict(progress="no"), "progress must be True or False"),
+        (dict(autocast="bf16"), "autocast must be None"),
+    ],
+)
+def test_run_options_refuse_a_bad_setting_in_one_line_naming_it(options, message):
+    with pytest.raises(ValueError, match=re.escape(message)) as err:
+        RunOptions(**options)
+    assert "\n" not in str(err.value)
+
+
+def test_the_model_config_holds_the_architecture_and_the_run_options_stay_on_config():
+    from dataclasses import fields
+
+    from transformer_course.config import Config
+    from transformer_course.model import ModelConfig
+
+    run_only = {"fast_dropout", "fused_loss"}  # how a step is computed, not what the model is
+    assert not run_only & {f.name for f in fields(ModelConfig)}
+    assert run_only <= {f.name for f in fields(Config)}
 
 
 def test_optimizer_is_adam_with_the_papers_betas_and_epsilon():
@@ -150,15 +194,13 @@ def test_gradient_accumulation_of_two_halves_equals_one_full_batch():
     full = fit(
         TOY,
         toy_data(min_len=6, max_len=6, batch_size=32, n_train=320),
-        max_steps=4,
-        progress=False,
+        RunOptions(max_steps=4, progress=False),
         optimizer_factory=sgd,
     )
     halves = fit(
         TOY.replace(accumulate=2),
         toy_data(min_len=6, max_len=6, batch_size=16, n_train=320),
-        max_steps=4,
-        progress=False,
+        RunOptions(max_steps=4, progress=False),
         optimizer_factory=sgd,
     )
     assert full.step == halves.step == 4
@@ -180,7 +222,7 @@ def test_clipping_limits_the_gradient_norm_of_each_update():
 
 @pytest.mark.slow
 def test_fit_writes_history_json_csv_and_loss_plot(tmp_path):
-    fit(TOY, toy_data(n_train=320, batch_size=32), tmp_path, epochs=2, log_every=5, progress=False)
+    fit(TOY, toy_data(n_train=320, batch_size=32), RunOptions(tmp_path, epochs=2, log_every=5, progress=False))
     history = json.loads((tmp_path / "history.json").read_text())
     val_rows = [h for h in history if h["val_loss"] is not None]
     train_rows = [h for h in history if h["loss"] is not None]
@@ -316,14 +358,14 @@ def test_nan_loss_stops_with_a_clear_message_and_keeps_the_last_good_checkpoint(
 
     monkeypatch.setattr(loop, "loss_on_batch", loss_that_breaks_at_call_5)  # the name fit calls
     with pytest.raises(TrainingDiverged, match=r"loss became nan at step 5.*last good checkpoint.*last\.pt"):
-        fit(TOY, toy_data(n_train=640, batch_size=32), tmp_path, save_every=2, progress=False)
+        fit(TOY, toy_data(n_train=640, batch_size=32), RunOptions(tmp_path, save_every=2, progress=False))
     checkpoint = load_checkpoint(tmp_path / "last.pt")
     assert checkpoint.step == 4
     assert all(torch.isfinite(p).all() for p in checkpoint.model.parameters())
 
 
 def test_max_minutes_stops_the_run_and_says_why():
-    result = fit(TOY, toy_data(n_train=640, batch_size=32), max_minutes=0, progress=False)
+    result = fit(TOY, toy_data(n_train=640, batch_size=32), RunOptions(max_minutes=0, progress=False))
     assert result.stopped_by == "max_minutes" and result.step == 1
 
 
@@ -364,8 +406,7 @@ def test_a_short_last_accumulation_group_steps_with_the_mean_over_its_own_micro_
     fit(
         config,
         data,
-        epochs=1,
-        progress=False,
+        RunOptions(epochs=1, progress=False),
         optimizer_factory=sgd,
         after_step=lambda s, m: after.append({k: v.clone() for k, v in m.state_dict().items()}),
     )
@@ -390,9 +431,9 @@ def test_a_training_step_under_cpu_bfloat16_autocast_follows_the_float32_step():
     # The GPU path (bf16 autocast) rehearsed on the CPU through fit's own step: the same first loss to
     # bf16 precision (8 bits of mantissa: relative error ~ 2^-8 per operation) and the same update direction.
     data = lambda: toy_data(n_train=32, batch_size=32)  # noqa: E731
-    run = dict(max_steps=1, log_every=1, device="cpu", progress=False, optimizer_factory=sgd)
-    float32 = fit(TOY, data(), autocast=False, **run)
-    bfloat16 = fit(TOY, data(), autocast=True, **run)
+    run = dict(max_steps=1, log_every=1, device="cpu", progress=False)
+    float32 = fit(TOY, data(), RunOptions(autocast=False, **run), optimizer_factory=sgd)
+    bfloat16 = fit(TOY, data(), RunOptions(autocast=True, **run), optimizer_factory=sgd)
     assert bfloat16.history[0]["loss"] != float32.history[0]["loss"]  # autocast was on: not the same numbers
     torch.testing.assert_close(bfloat16.history[0]["loss"], float32.history[0]["loss"], rtol=2e-2, atol=0)
 
@@ -422,9 +463,9 @@ def test_loss_on_batch_with_autocast_runs_the_model_in_bfloat16_on_the_cpu():
 def test_a_compiled_training_step_gives_the_eager_loss_and_update():
     # torch.compile (what --compile does on a GPU) on a tiny model: the code the GPU takes runs here first.
     data = lambda: toy_data(n_train=32, batch_size=32)  # noqa: E731
-    run = dict(max_steps=1, log_every=1, device="cpu", progress=False, optimizer_factory=sgd)
-    eager = fit(TOY, data(), **run)
-    compiled = fit(TOY, data(), compile=True, **run)
+    run = dict(max_steps=1, log_every=1, device="cpu", progress=False)
+    eager = fit(TOY, data(), RunOptions(**run), optimizer_factory=sgd)
+    compiled = fit(TOY, data(), RunOptions(compile=True, **run), optimizer_factory=sgd)
     # Fused kernels add in another order: float32 rounding differences only.
     torch.testing.assert_close(compiled.history[0]["loss"], eager.history[0]["loss"], rtol=1e-5, atol=0)
     for name, value in eager.model.state_dict().items():
@@ -440,7 +481,7 @@ def test_fit_leaves_autograd_threads_and_the_matplotlib_backend_as_it_found_them
     figures = plt.get_fignums()  # figures earlier tests left open are not fit's
     try:
         torch.set_num_threads(1)
-        fit(TOY, toy_data(n_train=64, batch_size=32), tmp_path, epochs=1, progress=False)
+        fit(TOY, toy_data(n_train=64, batch_size=32), RunOptions(tmp_path, epochs=1, progress=False))
         assert (tmp_path / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert matplotlib.get_backend() == "svg" and plt.get_fignums() == figures  # no backend switch, no new figure
         assert torch.is_grad_enabled() and torch.get_num_threads() == 1

@@ -142,7 +142,7 @@ def cmd_train(args) -> None:
     import torch
 
     from .data import multi30k_data, toy_data
-    from .train import fit, setup_distributed
+    from .train import RunOptions, fit, setup_distributed
     from .train.allocator import keep_freed_memory
 
     config = apply_overrides(get_preset(args.preset), args.set)  # a bad --set is one line, before any work
@@ -174,9 +174,7 @@ def cmd_train(args) -> None:
             progress=not args.no_progress and dist.is_main,
         )
     try:
-        result = fit(
-            config,
-            data,
+        options = RunOptions(
             out,
             epochs=args.epochs,
             max_minutes=args.max_minutes,
@@ -186,8 +184,8 @@ def cmd_train(args) -> None:
             compile=args.compile,
             save_every=args.save_every or (1000 if on_gpu else 100),  # last.pt of a base model is ~600 MB
             progress=not args.no_progress,
-            dist=dist,
         )
+        result = fit(config, data, options, dist=dist)
     except OSError as err:
         if err.filename is None and err.errno in WRITE_ERRORS:  # training writes only into the run folder
             raise OSError(err.errno, f"{err.strerror} while writing into the run folder {out}/") from err

@@ -2,12 +2,15 @@
 
 - :mod:`.loss` — :class:`LabelSmoothingLoss` (§5.4), the same numbers as
   ``F.cross_entropy(label_smoothing=ε, ignore_index=PAD)``.
-- :mod:`.schedule` — :func:`make_optimizer` (Adam, β1 = 0.9, β2 = 0.98, ε = 1e-9) and the Noam learning
-  rate :func:`noam_rate` as a ``LambdaLR`` (:func:`make_scheduler`) (§5.3).
+- :mod:`.schedule` — :func:`make_optimizer` (Adam, β1 = 0.9, β2 = 0.98, ε = 1e-9) and the learning rate, one
+  function :func:`learning_rate` (the paper's Noam schedule, or the time-budgeted one), which the ``LambdaLR`` of
+  :func:`make_scheduler` follows (§5.3).
 - :mod:`.step` — one optimizer step's parts: :func:`loss_on_batch`, :func:`accumulation_groups`,
   :func:`optimizer_step`, :func:`validation_loss`.
 - :mod:`.loop` — :func:`fit`: the loop with gradient accumulation, clipping, bf16 autocast, optional
   ``torch.compile``, progress, validation, DDP under ``torchrun``, as a few named steps.
+- :mod:`.options` — :class:`RunOptions`: where a run writes, how long it runs, on what (``fit``'s settings
+  beside the config).
 - :mod:`.training` — what ``fit`` trains with (:class:`~.training.Training`, built by ``start_training``)
   and its sync points: the finite-value checks and ``last.pt``.
 - :mod:`.state` — where a run stands (:class:`RunState`) and its checkpoints, so that it resumes exactly.
@@ -42,7 +45,8 @@ from .folder import locked_run_folder
 from .history import plot_history, write_history
 from .loop import FitResult, fit
 from .loss import LabelSmoothingLoss
-from .schedule import make_optimizer, make_scheduler, noam_lambda, noam_rate
+from .options import RunOptions
+from .schedule import learning_rate, make_optimizer, make_scheduler, noam_lambda, noam_rate
 from .state import RunState
 from .step import TrainingDiverged, accumulation_groups, loss_on_batch, optimizer_step, validation_loss
 from .toy import train_toy_model
@@ -51,10 +55,12 @@ __all__ = [  # what train defines; the imports above from checkpoint, config, da
     "Distributed",
     "FitResult",
     "LabelSmoothingLoss",
+    "RunOptions",
     "TrainingDiverged",
     "accumulation_groups",
     "all_reduce_sum",
     "fit",
+    "learning_rate",
     "locked_run_folder",
     "loss_on_batch",
     "make_optimizer",

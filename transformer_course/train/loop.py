@@ -1,15 +1,18 @@
 """The training loop, ``fit`` (notebooks 08 and 11; paper §5).
 
 The loop notebook 08 teaches — forward, loss, backward, optimizer step, schedule step — with what a real
-run adds around it, each step a function named for what it does:
+run adds around it. It reads top to bottom, each part a function named for what it does:
 
-    start_training                 seed, model, optimizer, schedule, resume from last.pt, compile, DDP  (.training)
-    for each epoch: train_epoch
-        for each group of ≤ config.accumulate micro-batches:       one optimizer step
-            accumulate_gradients   forward, loss per target token, backward for each micro-batch (they add up)
-            optimizer_step         clip, optimizer step, schedule step; keep max |weight| on the device
-            on log steps: Training.check reads the kept losses and weights (one sync) · log · last.pt · stop
-        every validate_every epochs: validate_and_save   validation · best.pt, epoch-NNN.pt, last.pt, history
+    fit(config, data, RunOptions(...))
+        start_training             seed, model, optimizer, schedule, resume from last.pt, compile, DDP  (.training)
+        train_epochs               epoch after epoch, until the epochs are done or a limit stops the run
+            train_epoch            for each group of ≤ config.accumulate micro-batches, one optimizer step:
+                accumulate_gradients   forward, loss per target token, backward for each micro-batch (they add up)
+                optimizer_step         clip, update, the next rate (learning_rate, in .schedule)
+                check_update           max |weight| kept on the device; on log steps Training.check reads
+                                       the kept losses and weights (one sync) · then log · last.pt · stop?
+            validate_and_save      every validate_every epochs and at the stop: validation · best.pt,
+                                   epoch-NNN.pt, last.pt, history
 
 Gradient accumulation (as nanoGPT's ``train.py`` does it) makes one update out of several micro-batches,
 so an update can see a larger batch than fits in memory. Under DDP only the last micro-batch of a group
@@ -20,8 +23,8 @@ A run never calls a broken model good: the loss of every micro-batch and the wei
 are checked to be finite, and a NaN or ±inf stops the run with :class:`TrainingDiverged` before anything
 is written (the checks are kept on the device and read in one transfer on log steps, before each save and at
 each epoch end — no step waits for the device otherwise; see :mod:`.step`), naming the last checkpoint that
-is good (written from weights checked finite) or saying that none exists. The run folder is locked while the run writes to it (:mod:`.folder`); a run killed at any
-moment, even by SIGKILL, resumes from ``last.pt`` to the same weights and history as a run that never stopped.
+is good (written from weights checked finite) or saying that none exists. The run folder is locked while the
+run writes to it (:mod:`.folder`); a run killed at any moment, even by SIGKILL, resumes from ``last.pt`` to the same weights and history as a run that never stopped.
 """
 
 from __future__ import annotations
@@ -47,9 +50,10 @@ from ..rng import set_rng_states
 from .distributed import Distributed, broadcast_from_main, setup_distributed
 from .folder import claimed_run_folder
 from .history import LogWindow
+from .options import RunOptions
 from .state import RunState, check_run_inputs, end_epoch
 from .step import accumulation_groups, loss_on_batch, optimizer_step, prepare_batch, validation_loss
-from .training import Training, start_training, training_device
+from .training import Training, resolved_options, start_training
 
 __all__ = ["FitResult", "fit"]
 
@@ -68,36 +72,24 @@ class FitResult:
 def fit(
     config: Config,
     data: TrainingData,
-    out_dir: str | Path | None = None,
+    options: RunOptions | None = None,
     *,
-    epochs: int | None = None,
-    max_minutes: float | None = None,
-    max_steps: int | None = None,
-    budget_minutes: float | None = None,
-    resume: bool = False,
-    overwrite: bool = False,
-    device: str | torch.device | None = None,
-    compile: bool = False,
-    autocast: bool | None = None,
-    save_every: int | None = None,
-    log_every: int = 10,
-    keep_epochs: bool = True,
-    progress: bool = True,
     dist: Distributed | None = None,
     optimizer_factory: Callable[[nn.Module], torch.optim.Optimizer] | None = None,
     after_step: Callable[[int, nn.Module], None] | None = None,
 ) -> FitResult:
-    """Train a model of ``config`` on ``data``.
+    """Train a model of ``config`` on ``data``; ``options`` (:class:`RunOptions`) say where the run writes, how
+    long it runs and on what: ``fit(config, data, RunOptions("runs/toy", max_minutes=5))``.
 
-    Stops after ``epochs`` (default ``config.epochs``), ``max_steps`` optimizer steps or ``max_minutes``
-    of training time (counted over resumes), whichever comes first. With ``out_dir`` it writes
-    ``last.pt`` (every ``save_every`` steps, each epoch end and at the stop), ``epoch-NNN.pt`` (model only,
-    for averaging), ``best.pt`` (lowest validation loss), ``history.json``/``.csv`` and ``loss.png``.
+    It stops after ``options.epochs`` (default ``config.epochs``), ``max_steps`` optimizer steps or
+    ``max_minutes`` of training time (counted over resumes), whichever comes first. With an ``out_dir`` it writes
+    ``last.pt`` (every ``save_every`` steps, each epoch end and at the stop), ``epoch-NNN.pt`` (model only, for
+    averaging), ``best.pt`` (lowest validation loss), ``history.json``/``.csv`` and ``loss.png``.
     ``resume=True`` continues from ``out_dir/last.pt`` exactly where it stopped (only a ``last.pt`` of that
     folder's own run: ``resume="adopt"`` continues one copied from another run as a new run). A folder that
     already holds a run is refused unless ``resume`` or ``overwrite=True`` (which removes the files fit wrote
-    there) is given; the check is made holding the lock. ``out_dir`` is locked
-    while the run writes to it (a second run on it raises :class:`~transformer_course.checkpoint.RunLockedError`).
+    there) is given; the check is made holding the lock. ``out_dir`` is locked while the run writes to it (a
+    second run on it raises :class:`~transformer_course.checkpoint.RunLockedError`).
     A NaN or infinite loss or weight raises :class:`TrainingDiverged` before anything is written; the loss and
     weights are read back from the device only on log steps, before saves and at epoch ends (one sync each;
     every step when ``after_step`` is given, so that the callback never sees weights not checked finite).
@@ -107,77 +99,68 @@ def fit(
     is the time it plans for, for a run stopped early on purpose and resumed (notebook 11's two phases).
     A run resumed with a longer budget stretches its decay to the new end.
 
-    ``autocast``: None runs the forward pass in bfloat16 mixed precision on CUDA and in float32 elsewhere;
-    True or False forces it on or off (True on a CPU rehearses the GPU path). ``optimizer_factory``
-    replaces :func:`~transformer_course.train.make_optimizer` (the paper's Adam), e.g. with plain SGD in a
-    test; ``after_step(step, model)`` is called after every optimizer step with the plain (unwrapped) model.
+    Three hooks, for tests and tools: ``dist`` replaces the process group read from ``torchrun``'s environment
+    (:func:`~transformer_course.train.setup_distributed`); ``optimizer_factory(model)`` replaces
+    :func:`~transformer_course.train.make_optimizer` (the paper's Adam), e.g. with plain SGD;
+    ``after_step(step, model)`` is called after every optimizer step with the plain (unwrapped) model.
     """
     dist = dist or setup_distributed()
-    device = training_device(device, dist)
-    out = Path(out_dir) if out_dir is not None else None
-    if resume and out is None:
-        raise ValueError("resume=True needs the out_dir of the run to resume")
-    writer = out is not None and dist.is_main  # one process writes the files, holding the folder's lock
-    epochs = config.epochs if epochs is None else epochs
-    autocast = device.type == "cuda" if autocast is None else autocast
+    options = resolved_options(options or RunOptions(), config, dist)  # the defaults filled in: device, epochs …
     check_run_inputs(config, data)  # a config that says subwords needs the data's tokenizer
-    # the lock and the check that out holds no run (unless resume / overwrite) are one step (train/folder.py)
-    with claimed_run_folder(out, resume, overwrite) if writer else contextlib.nullcontext():
-        t = start_training(
-            config, data, out, writer, resume, device, dist,
-            compile=compile, optimizer_factory=optimizer_factory, budget_minutes=budget_minutes,
-            epochs=epochs, max_steps=max_steps, max_minutes=max_minutes, autocast=autocast,
-            log_every=log_every, save_every=save_every, keep_epochs=keep_epochs,
-            show_progress=progress and dist.is_main, after_step=after_step,
-        )  # fmt: skip
-        stopped_by = None
-        t.model.train()
-        while t.run.epoch < t.epochs and stopped_by is None:
-            stopped_by = train_epoch(t)
-            if stopped_by is None:  # the epoch ended
-                t.run.epoch, t.run.batch_in_epoch = t.run.epoch + 1, 0
-                if t.run.epoch % config.validate_every and t.run.epoch < t.epochs:
-                    continue  # not an epoch to validate after (config.validate_every): train on
-            validate_and_save(t, epoch_done=stopped_by is None)
+    writer = options.out_dir is not None and dist.is_main  # one process writes the files, holding the folder's lock
+    # the lock and the check that out_dir holds no run (unless resume / overwrite) are one step (train/folder.py)
+    with claimed_run_folder(options.out_dir, options.resume, options.overwrite) if writer else contextlib.nullcontext():
+        t = start_training(config, data, options, dist, writer, optimizer_factory, after_step)
+        stopped_by = train_epochs(t)
         run = t.run
-        return FitResult(
-            unwrap(t.model).eval(), run.history, run.step, run.epoch, out, run.train_seconds, stopped_by or "epochs"
-        )
+        return FitResult(unwrap(t.model).eval(), run.history, run.step, run.epoch, t.out, run.train_seconds, stopped_by)
+
+
+def train_epochs(t: Training) -> str:
+    """Epoch after epoch until ``epochs`` are done or a limit stops the run; validate and save after every
+    ``config.validate_every``-th epoch and at the stop. Returns why the run stopped."""
+    stopped_by = None
+    t.model.train()
+    while t.run.epoch < t.options.epochs and stopped_by is None:
+        stopped_by = train_epoch(t)
+        if stopped_by is None:  # the epoch ended
+            t.run.epoch, t.run.batch_in_epoch = t.run.epoch + 1, 0
+            if t.run.epoch % t.config.validate_every and t.run.epoch < t.options.epochs:
+                continue  # not an epoch to validate after (config.validate_every): train on
+        validate_and_save(t, epoch_done=stopped_by is None)
+    return stopped_by or "epochs"
 
 
 def train_epoch(t: Training) -> str | None:
     """The optimizer steps of one epoch (from where a resumed run stopped). Returns why the run stops
     ("max_steps", "max_minutes") when it stops inside the epoch, else None."""
-    run = t.run
+    run, options = t.run, t.options
     batches = t.data.train_batches(run.epoch, run.batch_in_epoch)
     if t.saved_rng is not None:  # after the sampler has set up this epoch, as in the straight run
         set_rng_states(t.saved_rng)
         t.saved_rng = None
-    bar = _progress(batches, t.data.batches_per_epoch(run.epoch), run, t.epochs, t.show_progress)
+    bar = _progress(batches, t.data.batches_per_epoch(run.epoch), run, options.epochs, options.progress)
     tick = time.monotonic()
     # Groups start at multiples of `accumulate` within the epoch. A run saves only after an optimizer
     # step, so it resumes at a group boundary and forms the same groups as a run that never stopped.
     for group in accumulation_groups(bar, t.accumulate):
-        accumulate_gradients(t, group)
+        accumulate_gradients(t, group)  # forward, loss, backward for each micro-batch: the gradients add up
         crash_point("train-step")  # a test hook (files.crash_point): gradients computed, no update yet
-        optimizer_step(t.model, t.optimizer, t.scheduler, t.config.clip_norm)
+        optimizer_step(t.model, t.optimizer, t.scheduler, t.config.clip_norm)  # clip, update, the next rate
         run.step += 1
-        t.pending.add_weights(run.step, t.model)  # max |weight|, checked finite at the next check()
-        log_step = run.step % t.log_every == 0
-        synced = log_step or t.after_step is not None or t.planner.wants_sync(run)
-        if synced:
-            t.check()  # a sync point: only on log steps (and where a callback or the plan needs one)
+        log_step = run.step % options.log_every == 0
+        synced = check_update(t, log_step)  # max |weight| kept on the device; read back on sync points only
         now = time.monotonic()
         run.train_seconds, tick = run.train_seconds + now - tick, now
-        t.planner.after_step(run, synced, log_step)
+        t.planner.after_step(run, synced, log_step)  # schedule="budget": the run's length from its step rate
         if t.after_step is not None:
             t.after_step(run.step, unwrap(t.model))
         if log_step:
-            _log(run, t.scheduler.get_last_lr()[0], bar if t.show_progress else None)
-        if t.save_every and run.step % t.save_every == 0:
+            _log(run, t.scheduler.get_last_lr()[0], bar if options.progress else None)
+        if options.save_every and run.step % options.save_every == 0:
             t.checkpoint_last()
             tick = time.monotonic()  # saving is not training time
-        stopped_by = _stop_reason(run, t.max_steps, t.max_minutes, t.dist, log_step)
+        stopped_by = _stop_reason(run, options, t.dist, log_step)
         if stopped_by is not None:
             return stopped_by
     return None
@@ -192,7 +175,7 @@ def accumulate_gradients(t: Training, group: list[Batch]) -> None:
         sync = i == len(group) - 1
         with t.model.no_sync() if t.dist.enabled and not sync else contextlib.nullcontext():
             with token_ids_checked():  # prepare_batch checked them: no read-back in the embeddings
-                loss_sum = loss_on_batch(t.model, batch, t.loss_fn, t.autocast)  # summed over target tokens
+                loss_sum = loss_on_batch(t.model, batch, t.loss_fn, t.options.autocast)  # summed over target tokens
             # The update follows the mean over the group of each micro-batch's loss per token. A
             # short last group is divided by its own length, not by `accumulate`: each update is
             # then the same kind of mean and takes a full-size step wherever the epoch ends
@@ -202,18 +185,29 @@ def accumulate_gradients(t: Training, group: list[Batch]) -> None:
         t.run.batch_in_epoch += 1
 
 
+def check_update(t: Training, log_step: bool) -> bool:
+    """Keep the update's largest |weight| on the device; on a sync point — a log step, every step with an
+    ``after_step`` hook, where the budget plan measures — read every pending check back (one transfer) and stop
+    at the first loss or weight that is not finite. Returns whether this step was a sync point."""
+    t.pending.add_weights(t.run.step, t.model)  # max |weight|, checked finite at the next check()
+    synced = log_step or t.after_step is not None or t.planner.wants_sync(t.run)
+    if synced:
+        t.check()  # a sync point: only on log steps (and where a callback or the plan needs one)
+    return synced
+
+
 def validate_and_save(t: Training, epoch_done: bool) -> None:
     """The validation loss (checked finite), the history row, best.pt, epoch-NNN.pt and last.pt."""
     run = t.run
     t.check()  # before validation and the epoch's files: every step of the epoch was finite
-    val_loss = validation_loss(t.model, t.data.val_batches(), t.loss_fn, t.device, t.dist, t.autocast)
+    val_loss = validation_loss(t.model, t.data.val_batches(), t.loss_fn, t.device, t.dist, t.options.autocast)
     if not math.isfinite(val_loss):
         raise t.diverged(f"the validation loss became {val_loss} after step {run.step}")
     lr = t.scheduler.get_last_lr()[0]
     out = t.out if t.writer else None
-    end_epoch(run, val_loss, lr, epoch_done, t.model, t.config, t.data, out, t.keep_epochs)
+    end_epoch(run, val_loss, lr, epoch_done, t.model, t.config, t.data, out, t.options.keep_epochs)
     t.checkpoint_last()
-    if t.show_progress:
+    if t.options.progress:
         print(
             f"epoch {run.history[-1]['epoch']}: step {run.step}, validation loss {val_loss:.4f}, "
             f"{run.train_seconds / 60:.1f} min",
@@ -232,10 +226,9 @@ def _log(run: RunState, lr: float, bar) -> None:
         bar.set_postfix(loss=f"{entry['loss']:.3f}", lr=f"{entry['lr']:.2e}", tok_s=f"{entry['tokens_per_s']:.0f}")
 
 
-def _stop_reason(
-    run: RunState, max_steps: int | None, max_minutes: float | None, dist: Distributed, log_step: bool
-) -> str | None:
+def _stop_reason(run: RunState, options: RunOptions, dist: Distributed, log_step: bool) -> str | None:
     """ "max_steps" or "max_minutes" when the run must stop after this step, else None."""
+    max_steps, max_minutes = options.max_steps, options.max_minutes
     if max_steps is not None and run.step >= max_steps:
         return "max_steps"
     over = max_minutes is not None and run.train_seconds >= 60 * max_minutes

@@ -4,12 +4,14 @@
 the course of training, according to the formula
 lrate = d_model^-0.5 · min(step_num^-0.5, step_num · warmup_steps^-1.5)." (§5.3)
 
-The paper's warmup is counted in steps; a run bounded by minutes does not know its step count in advance.
-``schedule="budget"`` (:class:`BudgetSchedule`) plans it: the run's length in steps comes from its epochs or
+:func:`learning_rate` is the whole schedule in one function: the rate of each update, which the scheduler
+gives the optimizer (:func:`make_scheduler`: a ``LambdaLR`` on an Adam whose base rate is 1.0) and which
+notebook 08 plots. The paper's warmup is counted in steps; a run bounded by minutes does not know its step
+count in advance. ``schedule="budget"`` plans it: the run's length in steps comes from its epochs or
 ``max_steps``, or, with a time budget, from the step rate measured in its first seconds (:func:`plan_steps`);
 the rate then rises linearly for ``warmup_fraction`` of the planned steps to the peak of the config's Noam
 schedule and falls linearly to 0 at the planned end, so a 5-minute GPU run and a 45-minute CPU run both warm
-up, peak and decay inside their budget.
+up, peak and decay inside their budget. The plan is a :class:`BudgetSchedule`, saved in ``last.pt``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ..config import Config
 
 __all__ = [
     "BudgetSchedule",
+    "learning_rate",
     "make_optimizer",
     "make_scheduler",
     "noam_lambda",
@@ -58,19 +61,45 @@ def noam_peak(d_model: int, warmup: int, factor: float = 1.0) -> float:
     return noam_rate(warmup, d_model, warmup, factor)
 
 
-class BudgetSchedule:
-    """The multiplier for ``LambdaLR`` of ``schedule="budget"``: a linear warmup over ``warmup`` steps to
-    ``peak``, then a linear decay that reaches 0 just after step ``total`` (the last planned update still
-    moves), once :meth:`plan` has fixed both; a run that outlives its plan takes no further steps' worth of
-    learning rate (0).
+def learning_rate(step: int, config: Config, plan: BudgetSchedule | None = None) -> float:
+    """The learning rate of update ``step`` (counted from 1) under ``config.schedule``.
 
-    Until then (the first seconds of a time-bounded run, while its step rate is measured) it rises as the
-    Noam schedule does, ``peak · step / probe_warmup``. It is an object, not a lambda, so ``LambdaLR`` saves
-    its plan in ``state_dict()``: a resumed run continues with the plan of the run it continues.
+    "noam", the paper's (§5.3): lr_factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5) — a linear rise
+    for ``warmup`` steps to the peak lr_factor · (d_model · warmup)^-0.5, then a decay as 1/√step.
+    "budget": a linear rise over ``plan.warmup`` steps to the same peak, then a linear fall that reaches 0 just
+    after step ``plan.total`` (the last planned update still moves). ``fit`` makes the plan; until it exists
+    (the first seconds of a time-bounded run, while its step rate is measured) the rate rises as the Noam
+    schedule's does, and stays at its peak.
+    """
+    if config.schedule == "noam":
+        return noam_rate(step, config.d_model, config.warmup, config.lr_factor)
+    if step < 1:
+        raise ValueError(f"the schedule counts steps from 1, got step={step}")
+    peak = noam_peak(config.d_model, config.warmup, config.lr_factor)
+    if plan is None or not plan.planned:
+        return peak * min(1.0, step / config.warmup)
+    if step <= plan.warmup:
+        return peak * step / plan.warmup  # the warmup
+    return peak * max(0.0, (plan.total + 1 - step) / (plan.total + 1 - plan.warmup))  # the decay; 0 after the end
+
+
+class BudgetSchedule:
+    """The plan of a ``schedule="budget"`` run, and its multiplier for ``LambdaLR``: the rate of update
+    ``k + 1`` is ``learning_rate(k + 1, config, plan)``.
+
+    ``warmup`` and ``total`` (the planned steps of warmup and of the whole run) are None until :meth:`plan`
+    fixes them. It is an object, not a lambda, so ``LambdaLR`` saves its ``__dict__`` — the plan — in
+    ``state_dict()``, and a resumed run continues with the plan of the run it continues. The config sits in a
+    slot, outside ``__dict__``: ``last.pt`` keeps the plain numbers, and the config has a field of its own there.
     """
 
-    def __init__(self, peak: float, probe_warmup: int, warmup_fraction: float) -> None:
-        self.peak, self.probe_warmup, self.warmup_fraction = peak, probe_warmup, warmup_fraction
+    __slots__ = ("config", "__dict__")
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        # the config's, kept in the saved state beside the plan
+        self.peak = noam_peak(config.d_model, config.warmup, config.lr_factor)
+        self.probe_warmup, self.warmup_fraction = config.warmup, config.warmup_fraction
         self.warmup: int | None = None  # planned steps of warmup
         self.total: int | None = None  # planned steps of the whole run
         self.budget_seconds: float | None = None  # the time budget planned for (None: planned from steps)
@@ -97,12 +126,7 @@ class BudgetSchedule:
         self.warmup = min(self.warmup, self.total - 1)
 
     def __call__(self, k: int) -> float:
-        step = k + 1  # LambdaLR counts updates from 0; the rate of update k is the schedule's at step k + 1
-        if not self.planned:
-            return self.peak * min(1.0, step / self.probe_warmup)
-        if step <= self.warmup:
-            return self.peak * step / self.warmup
-        return self.peak * max(0.0, (self.total + 1 - step) / (self.total + 1 - self.warmup))  # 0 after the last
+        return learning_rate(k + 1, self.config, self)  # LambdaLR counts updates from 0, the schedule from 1
 
 
 def plan_steps(
@@ -137,9 +161,9 @@ def make_optimizer(model: nn.Module) -> torch.optim.Adam:
 
 
 def make_scheduler(optimizer: torch.optim.Optimizer, config: Config) -> torch.optim.lr_scheduler.LambdaLR:
-    """The schedule of ``config`` as a ``LambdaLR``: the Noam schedule (d_model, warmup, lr_factor), or with
-    ``schedule="budget"`` a :class:`BudgetSchedule` with the same peak (``fit`` plans its length)."""
+    """``config``'s schedule as a ``LambdaLR`` on an optimizer whose base rate is 1.0: after ``k`` updates the
+    rate is :func:`learning_rate` ``(k + 1, config)`` (with ``schedule="budget"``, of the run's
+    :class:`BudgetSchedule`, whose length ``fit`` plans)."""
     if config.schedule == "budget":
-        peak = noam_peak(config.d_model, config.warmup, config.lr_factor)
-        return torch.optim.lr_scheduler.LambdaLR(optimizer, BudgetSchedule(peak, config.warmup, config.warmup_fraction))
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, noam_lambda(config.d_model, config.warmup, config.lr_factor))
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, BudgetSchedule(config))
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: learning_rate(k + 1, config))

@@ -16,6 +16,7 @@ from ..data import toy_data
 from ..model import Transformer
 from .distributed import Distributed
 from .loop import fit
+from .options import RunOptions
 
 __all__ = ["train_toy_model"]
 
@@ -62,5 +63,6 @@ def train_toy_model(
         seed=seed,
     )
     with _torch_threads(1):  # matrices this small: syncing several threads costs more than the arithmetic
-        result = fit(config, data, None, epochs=1, max_steps=steps, progress=progress, device="cpu", dist=Distributed())
+        options = RunOptions(epochs=1, max_steps=steps, device="cpu", progress=progress)
+        result = fit(config, data, options, dist=Distributed())  # one process, whatever torchrun's environment says
     return result.model

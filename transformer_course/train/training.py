@@ -13,7 +13,7 @@ import math
 import os
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -27,11 +27,12 @@ from ..model import build_model
 from .budget import BudgetPlanner
 from .distributed import Distributed
 from .loss import LabelSmoothingLoss
+from .options import RunOptions
 from .schedule import make_optimizer, make_scheduler
 from .state import RunState, restore_run, save_last
 from .step import PendingChecks, TrainingDiverged
 
-__all__ = ["Training", "start_training", "training_device"]
+__all__ = ["Training", "resolved_options", "start_training", "training_device"]
 
 
 @dataclass
@@ -40,6 +41,7 @@ class Training:
 
     config: Config
     data: TrainingData
+    options: RunOptions  # as fit was given them, the defaults filled in (resolved_options)
     model: nn.Module  # compiled and DDP-wrapped where asked; unwrap(model) is the plain Transformer
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LRScheduler
@@ -49,21 +51,18 @@ class Training:
     last_good: tuple[Path, int] | None  # (path, step) of a checkpoint known good: written from finite weights
     pending: PendingChecks  # losses and weight maxima not yet read back from the device
     planner: BudgetPlanner  # the length of a schedule="budget" run
-    device: torch.device
     dist: Distributed
-    out: Path | None
     writer: bool  # this process writes the files (the main one, with an out_dir)
-    # what fit was asked to do
-    epochs: int
     accumulate: int  # micro-batches per optimizer step
-    autocast: bool
-    max_steps: int | None
-    max_minutes: float | None
-    log_every: int
-    save_every: int | None
-    keep_epochs: bool
-    show_progress: bool  # the progress bar and the epoch lines (the main process only)
-    after_step: Callable[[int, nn.Module], None] | None
+    after_step: Callable[[int, nn.Module], None] | None  # a test's hook, called after every optimizer step
+
+    @property
+    def out(self) -> Path | None:
+        return self.options.out_dir
+
+    @property
+    def device(self) -> torch.device:
+        return self.options.device
 
     def diverged(self, what: str) -> TrainingDiverged:
         """The error that stops the run: what went wrong, where, the last good checkpoint, what to change."""
@@ -106,6 +105,20 @@ class Training:
             self.last_good = (self.out / "last.pt", self.run.step)
 
 
+def resolved_options(options: RunOptions, config: Config, dist: Distributed) -> RunOptions:
+    """``options`` with nothing left to choose: the out_dir a Path, the epochs ``config.epochs`` unless given,
+    the device (:func:`training_device`), autocast on CUDA only unless given, progress on the main process only."""
+    device = training_device(options.device, dist)
+    return replace(
+        options,
+        out_dir=Path(options.out_dir) if options.out_dir is not None else None,
+        epochs=config.epochs if options.epochs is None else options.epochs,
+        device=device,
+        autocast=device.type == "cuda" if options.autocast is None else options.autocast,
+        progress=options.progress and dist.is_main,
+    )
+
+
 def training_device(device: str | torch.device | None, dist: Distributed) -> torch.device:
     """``device``, else CUDA when there is one, else the CPU; under DDP each process takes its own GPU."""
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -117,20 +130,15 @@ def training_device(device: str | torch.device | None, dist: Distributed) -> tor
 def start_training(
     config: Config,
     data: TrainingData,
-    out: Path | None,
-    writer: bool,
-    resume: bool | str,
-    device: torch.device,
+    options: RunOptions,
     dist: Distributed,
-    *,
-    compile: bool,
-    optimizer_factory: Callable[[nn.Module], torch.optim.Optimizer] | None,
-    budget_minutes: float | None,
-    **options,
+    writer: bool,
+    optimizer_factory: Callable[[nn.Module], torch.optim.Optimizer] | None = None,
+    after_step: Callable[[int, nn.Module], None] | None = None,
 ) -> Training:
-    """Seed, build the model, its optimizer and schedule, put back ``out/last.pt`` when resuming, compile and
-    wrap for DDP where asked. ``options`` are :class:`Training`'s fields from ``epochs`` on but ``accumulate``,
-    as ``fit`` was given them."""
+    """Seed, build the model, its optimizer and schedule, put back ``out_dir/last.pt`` when resuming, compile
+    and wrap for DDP where asked. ``options``: resolved (:func:`resolved_options`)."""
+    device, out = options.device, options.out_dir
     on_gpu = torch.cuda.get_device_properties(device).total_memory if device.type == "cuda" else None
     check_fits_in_memory(config, len(data.src_vocab), len(data.tgt_vocab), on_gpu)  # before a byte is allocated
     torch.manual_seed(config.seed)
@@ -139,10 +147,10 @@ def start_training(
     optimizer = (optimizer_factory or make_optimizer)(model)
     scheduler = make_scheduler(optimizer, config)
     run, saved_rng, last_good = RunState(), None, None
-    if resume:
+    if options.resume:
         run, saved_rng = restore_run(out / "last.pt", config, data, model, optimizer, scheduler)
         last_good = (out / "last.pt", run.step)  # its checksums matched and its values are finite
-    if compile:
+    if options.compile:
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", "/tmp/torchinductor_cache")
         # Length-bucketed batches change shape at almost every step: dynamic=True compiles one graph with
         # symbolic sizes instead of one per shape (benchmarks/compile_vs_eager.py).
@@ -151,10 +159,10 @@ def start_training(
         model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
     loss_fn = LabelSmoothingLoss(config.label_smoothing, PAD, reduction="sum", fused=config.fused_loss)
     accumulate = max(1, config.accumulate)
-    budget = options["max_minutes"] if budget_minutes is None else budget_minutes
-    planner = BudgetPlanner(scheduler, data, options["epochs"], accumulate, options["max_steps"], budget, dist)
+    budget = options.max_minutes if options.budget_minutes is None else options.budget_minutes
+    planner = BudgetPlanner(scheduler, data, options.epochs, accumulate, options.max_steps, budget, dist)
     return Training(
-        config=config, data=data, model=model, optimizer=optimizer, scheduler=scheduler, loss_fn=loss_fn,
-        run=run, saved_rng=saved_rng, last_good=last_good, pending=PendingChecks(), planner=planner,
-        device=device, dist=dist, out=out, writer=writer, accumulate=accumulate, **options,
+        config=config, data=data, options=options, model=model, optimizer=optimizer, scheduler=scheduler,
+        loss_fn=loss_fn, run=run, saved_rng=saved_rng, last_good=last_good, pending=PendingChecks(),
+        planner=planner, dist=dist, writer=writer, accumulate=accumulate, after_step=after_step,
     )  # fmt: skip
