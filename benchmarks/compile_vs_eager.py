@@ -6,8 +6,8 @@ same stream of batches, each in a fresh process (so no compiled graph is shared)
 - eager;
 - compile: ``torch.compile(model)`` as it was (a new graph per new shape until dynamo marks sizes dynamic);
 - compile, buckets of 8: lengths padded up to multiples of 8 (``collate(..., multiple=8)``): few shapes;
-- compile, dynamic: ``torch.compile(model, dynamic=True)`` (what ``fit(compile=True)`` uses): one graph with
-  symbolic sizes.
+- compile, dynamic: ``torch.compile(model, dynamic=True)`` (what ``fit`` uses with ``RunOptions(compile=True)``):
+  one graph with symbolic sizes.
 
 For each: seconds to the end of the first step (compiling), steps per second over the rest of the stream, the
 graphs dynamo compiled and how often it recompiled. Same batches, same seeds; the stream mimics Multi30k's
