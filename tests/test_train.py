@@ -172,6 +172,15 @@ def test_run_options_refuse_a_bad_setting_in_one_line_naming_it(options, message
     assert "\n" not in str(err.value)
 
 
+def test_fit_given_a_folder_where_its_options_go_says_how_to_write_the_call(tmp_path):
+    with pytest.raises(
+        TypeError,
+        match=r"fit's third argument is a RunOptions, got \w*Path; write fit\(config, data, RunOptions\(out_dir=",
+    ):
+        fit(TOY, toy_data(n_train=32, batch_size=32), tmp_path)
+    assert not any(tmp_path.iterdir())  # refused before anything was written
+
+
 def test_the_model_config_holds_the_architecture_and_the_run_options_stay_on_config():
     from dataclasses import fields
 

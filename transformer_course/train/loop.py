@@ -104,6 +104,11 @@ def fit(
     :func:`~transformer_course.train.make_optimizer` (the paper's Adam), e.g. with plain SGD;
     ``after_step(step, model)`` is called after every optimizer step with the plain (unwrapped) model.
     """
+    if options is not None and not isinstance(options, RunOptions):
+        raise TypeError(
+            f"fit's third argument is a RunOptions, got {type(options).__name__}; "
+            f"write fit(config, data, RunOptions(out_dir={options!r}, …))"
+        )
     dist = dist or setup_distributed()
     options = resolved_options(options or RunOptions(), config, dist)  # the defaults filled in: device, epochs …
     check_run_inputs(config, data)  # a config that says subwords needs the data's tokenizer
