@@ -6,6 +6,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.testing import assert_close
 
+import transformer_course as tc
 from transformer_course.attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
 from transformer_course.masks import padding_mask, subsequent_mask
 
@@ -103,6 +104,7 @@ def test_per_head_weights_equal_nn_multiheadattention_weights():
 @pytest.mark.parametrize("masked", [False, True])
 def test_readable_and_fast_paths_agree(masked):
     fast = MultiHeadAttention(32, 4).eval()
+    fast.keep_weights = False  # as in the models make_model builds: F.scaled_dot_product_attention
     readable = MultiHeadAttention(32, 4, fast=False).eval()
     readable.load_state_dict(fast.state_dict())
     x = torch.randn(2, 6, 32)
@@ -152,3 +154,28 @@ def test_wrong_mask_shape_is_a_clear_error():
 def test_query_of_wrong_width_is_a_clear_error():
     with pytest.raises(ValueError, match="d_model=16"):
         MultiHeadAttention(16, 2)(torch.randn(2, 4, 8))
+
+
+def test_a_module_alone_keeps_its_weights_and_the_models_of_make_model_do_not():
+    """A MultiHeadAttention built alone keeps the weights of its last call, as notebook 03's does (a skipped
+    multi_head.py's fallback is this class); the models make_model builds take the fast kernel instead."""
+    mha = MultiHeadAttention(32, 4).eval()
+    x = torch.randn(2, 6, 32)
+    mha(x, x, x)
+    assert mha.weights.shape == (2, 4, 6, 6)
+    model = tc.make_model(10, 10, N=1, d_model=32, d_ff=64, h=4)
+    assert not any(m.keep_weights for m in model.attention_modules())
+
+
+@pytest.mark.parametrize("call", ["self", "cross", "apart"])
+def test_the_learners_call_with_query_key_and_value_equals_the_fused_path(call):
+    """mha(query, key, value, mask): the readable path (three products, key and value apart) and the fused one
+    (key is value, or all three one tensor) give the same numbers."""
+    mha = MultiHeadAttention(32, 4).eval()
+    x, memory = torch.randn(2, 6, 32), torch.randn(2, 5, 32)
+    if call == "self":
+        assert_close(mha(x, x, x, subsequent_mask(6)), mha(x, mask=subsequent_mask(6)))
+    elif call == "cross":
+        assert_close(mha(x, memory, memory), mha(x, memory))
+    else:  # three tensors: the readable path of the learner's file; the fused one reads key for value too
+        assert_close(mha(x, memory, memory.clone()), mha(x, memory, memory))

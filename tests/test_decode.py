@@ -518,12 +518,12 @@ def test_translate_from_a_checkpoint_uses_its_vocabularies(copy_model, tmp_path)
 def test_a_model_built_from_its_architecture_alone_translates_with_the_papers_length_penalty():
     """A model built from a ModelConfig has no run config: beam search takes α = 0.6 (§6.1, Config's default)."""
     from transformer_course.data import toy_vocab
-    from transformer_course.model import ModelConfig, Transformer
+    from transformer_course.model import ModelConfig, build_model
 
     assert tc.Config().length_penalty == 0.6
 
     torch.manual_seed(0)
-    model = Transformer(ModelConfig(N=1, d_model=16, d_ff=32, h=2, dropout=0.0, max_len=64), 14, 14).eval()
+    model = build_model(ModelConfig(N=1, d_model=16, d_ff=32, h=2, dropout=0.0, max_len=64), 14, 14).eval()
     vocab = toy_vocab(14)
     beam = translate(model, ["4 5 6"], beam_size=2, src_vocab=vocab, tgt_vocab=vocab)
     assert beam == translate(model, ["4 5 6"], beam_size=2, length_penalty=0.6, src_vocab=vocab, tgt_vocab=vocab)

@@ -158,23 +158,27 @@ def test_an_error_inside_the_package_is_not_blamed_on_a_line_of_the_learner(caps
     assert "could not be checked" in result.message or "line" in result.message
 
 
-def test_an_earlier_files_fallback_may_run_the_package_but_the_package_itself_and_this_notebooks_own_may_not():
+def test_an_earlier_files_fallback_may_run_the_package_but_this_notebooks_own_piece_may_not():
     """Notebook 03's multi-head attention calls notebook 02's attention.py: in a class (nbgrader runs each
-    assignment alone) that is the package's, as a marked fallback; it is not the learner's shortcut there."""
-    from transformer_course import attention, fallback
+    assignment alone) that is the package's, as a marked fallback; it is not the learner's shortcut there. The
+    package's own piece of the notebook being checked is."""
+    from transformer_course import attention
     from transformer_course.exercises.guard import earlier_fallbacks
 
     q = torch.randn(1, 2, 3, 4)
     allow = earlier_fallbacks("03")
+    assert allow == ("transformer_course.attention.scaled_dot_product_attention",)
     with watch_shortcuts(TORCH_ATTENTION, allow=allow) as found:
-        fallback.scaled_dot_product_attention(q, q, q)  # runs the package's attention underneath
+        attention.scaled_dot_product_attention(q, q, q)  # notebook 02's piece: the fallback of attention.py
     assert not found, found.calls
-    with watch_shortcuts(TORCH_ATTENTION, allow=allow) as found:
-        attention.scaled_dot_product_attention(q, q, q)
+    with watch_shortcuts(TORCH_ATTENTION) as found:
+        attention.scaled_dot_product_attention(q, q, q)  # in notebook 02 itself: a shortcut
     assert found.calls == ["transformer_course.attention.scaled_dot_product_attention"]
     x = torch.randn(1, 3, 8)
     with watch_shortcuts(TORCH_ATTENTION, allow=allow) as found:
-        fallback.MultiHeadAttention(8, 2)(x, x, x)  # notebook 03's own piece: a shortcut there
-    assert found and found.calls[0].startswith("transformer_course.fallback.MultiHeadAttention")
-    assert "transformer_course.fallback.MultiHeadAttention" in earlier_fallbacks("06")
+        attention.MultiHeadAttention(8, 2)(x, x, x)  # notebook 03's own piece: a shortcut there
+    assert found and found.calls[0].startswith("transformer_course.attention.MultiHeadAttention")
+    assert "transformer_course.attention.MultiHeadAttention" in earlier_fallbacks("06")
     assert not [name for name in earlier_fallbacks("06") if name.endswith(("EncoderLayer", ".Encoder", "clones"))]
+    assert "transformer_course.model.Encoder" in earlier_fallbacks("07")
+    assert not [name for name in earlier_fallbacks("07") if name.endswith(("DecoderLayer", "make_model"))]

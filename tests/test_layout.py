@@ -249,14 +249,15 @@ def test_the_model_reads_only_the_architecture_fields_of_a_run_config():
     from dataclasses import fields
 
     from transformer_course.config import get_preset
-    from transformer_course.model import ModelConfig, Transformer
+    from transformer_course.model import ModelConfig, build_model
 
     run = RecordingConfig(get_preset("multi30k-cpu").replace(positional="learned", N=1, d_model=32, d_ff=64, h=2))
     import torch
 
-    model = Transformer(run, 20, 20)
+    model = build_model(run, 20, 20)
     model.decode(model.encode(torch.randint(4, 20, (1, 5)), None), None, torch.randint(4, 20, (1, 3)), None)
-    assert run.read == {f.name for f in fields(ModelConfig)}  # 11 fields; none of training, data or decoding
+    # 11 fields and the one run option build_model applies (fast_dropout); none of training, data or decoding
+    assert run.read == {f.name for f in fields(ModelConfig)} | {"fast_dropout"}
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ is, a line for each fallback, nothing called "yours" that the learner did not wr
 """
 
 import ast
+import importlib
 import json
 import re
 import shutil
@@ -18,21 +19,23 @@ import torch
 from torch.testing import assert_close
 
 import transformer_course as tc
-from transformer_course import fallback
 from transformer_course.learner import (
     FALLBACK_MARK,
     FILES,
+    NAMES,
     copy_weights,
     describe_provenance,
     fill_missing_files,
     learner_or_package_model,
     load,
     load_learner_model,
+    package_piece,
     provenance,
     reference_folder,
     use_reference,
     writefile_cells,
 )
+from transformer_course.provenance import SOURCES
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 REFERENCES = NOTEBOOKS / "solutions" / "my_transformer"
@@ -214,14 +217,14 @@ def test_learned_positions_are_a_trained_table_with_the_package_name(learner_mak
     assert "src_pos.table" not in learner_make_model(20, 20, **SIZES).state_dict()  # sinusoids: a buffer
 
 
-# ---- the fallback: the package's code with the learner's API ------------------------------------------------
+# ---- the fallback: the package's own code, which has the learner's API ----------------------------------------
 
 
 @pytest.mark.parametrize("options", [{}, {"norm_first": True, "positional": "learned"}], ids=["default", "variants"])
 def test_the_fallback_model_is_the_package_model_with_the_learners_names(learner_make_model, options):
     torch.manual_seed(0)
     package = tc.make_model(20, 20, **SIZES, **options)
-    theirs = fallback.make_model(20, 20, **SIZES, **options)
+    theirs = package_piece("decoder.py", "make_model")(20, 20, **SIZES, **options)  # what a fallback imports
     mine = learner_make_model(20, 20, **SIZES, **options)
     assert list(theirs.state_dict()) == list(mine.state_dict()) == list(package.state_dict())
     copy_weights(package, theirs), copy_weights(package, mine)
@@ -234,11 +237,37 @@ def test_the_fallback_model_is_the_package_model_with_the_learners_names(learner
         assert_close(mine.generator(mine(SRC, TGT, src_mask, tgt_mask)), expected)
 
 
+def test_a_fallback_is_the_package_s_own_piece():
+    assert package_piece("decoder.py", "make_model") is tc.make_model
+    assert package_piece("multi_head.py", "MultiHeadAttention") is tc.MultiHeadAttention
+    assert package_piece("encoder.py", "Encoder") is tc.model.Encoder
+    with pytest.raises(ValueError, match="encoder.py holds clones"):
+        package_piece("encoder.py", "Decoder")
+
+
+@pytest.mark.parametrize("file", list(FILES))
+def test_a_fallback_file_imports_the_names_of_the_learners_file(tmp_path, file):
+    """Each fallback file is a short, readable file that imports the package's pieces of that file."""
+    folder = tmp_path / "my_transformer"
+    fill_missing_files(file, folder=folder)
+    text = (folder / file).read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 10 and FALLBACK_MARK in text
+    module = importlib.import_module(f"transformer_course.{SOURCES[file]}")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        fallback = importlib.import_module(f"my_transformer.{file[:-3]}")
+        assert all(getattr(fallback, name) is getattr(module, name) for name in NAMES[file])
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [n for n in sys.modules if n == "my_transformer" or n.startswith("my_transformer.")]:
+            del sys.modules[name]
+
+
 def test_the_fallback_attention_takes_query_key_and_value_apart(tmp_path):
     """The learner's API: forward(query, key, value, mask); three different inputs, as the reference takes them."""
     write_course(tmp_path / "my_transformer")
     reference = sys.modules["my_transformer.multi_head"].MultiHeadAttention(16, 4)
-    theirs = copy_weights(reference, fallback.MultiHeadAttention(16, 4))
+    theirs = copy_weights(reference, package_piece("multi_head.py", "MultiHeadAttention")(16, 4))
     q, k, v = torch.randn(2, 3, 16), torch.randn(2, 5, 16), torch.randn(2, 5, 16)
     mask = torch.tensor([True, True, True, False, False])[None, None, None, :]
     assert_close(theirs(q, k, v, mask), reference(q, k, v, mask))
@@ -248,11 +277,11 @@ def test_the_fallback_attention_takes_query_key_and_value_apart(tmp_path):
 
 
 def test_the_fallback_encoder_has_the_learners_constructor():
-    layer = fallback.EncoderLayer(16, 4, 32, 0.1, norm_first=True)
-    encoder = fallback.Encoder(layer, 3)
+    layer = tc.model.EncoderLayer(16, 4, 32, 0.1, norm_first=True)
+    encoder = tc.model.Encoder(layer, 3)
     assert len(encoder.layers) == 3 and encoder.layers[0] is not layer and layer.d_model == 16
     assert isinstance(encoder.norm, tc.LayerNorm)  # pre-LN: one more LayerNorm at the end
-    assert isinstance(fallback.Encoder(fallback.EncoderLayer(16, 4, 32, 0.1), 2).norm, torch.nn.Identity)
+    assert isinstance(tc.model.Encoder(tc.model.EncoderLayer(16, 4, 32, 0.1), 2).norm, torch.nn.Identity)
 
 
 # ---- whose code each file is ----------------------------------------------------------------------------------
@@ -265,7 +294,7 @@ def test_provenance_names_each_status(tmp_path):
     (folder / "norm_residual.py").write_text(blank((REFERENCES / "norm_residual.py").read_text()))
     (folder / "embeddings.py").unlink()
     (folder / "encoder.py").write_text(
-        "from transformer_course.fallback import Encoder, EncoderLayer  # the package's, typed by the learner\n"
+        "from transformer_course.model import Encoder, EncoderLayer  # the package's, typed by the learner\n"
     )
     (folder / "decoder.py").write_text(
         "import torch.nn.functional as F\n\ndef f(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)\n"
@@ -389,7 +418,7 @@ def test_load_falls_back_to_the_package_with_one_line(tmp_path, capsys, text, sa
         )
     capsys.readouterr()
     found = load("multi_head.py", "MultiHeadAttention", folder=folder)
-    assert found is fallback.MultiHeadAttention
+    assert found is tc.MultiHeadAttention
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and says in out[0] and "multi_head.py" in out[0]
     assert "the package's MultiHeadAttention (a fallback, not yours)" in out[0]
@@ -420,7 +449,7 @@ def test_fill_missing_files_writes_a_marked_fallback_not_the_reference(tmp_path,
     assert written == ["multi_head.py"]
     assert (folder / "attention.py").read_text(encoding="utf-8") == "# my own attention\n"
     text = (folder / "multi_head.py").read_text(encoding="utf-8")
-    assert FALLBACK_MARK in text and "transformer_course.fallback" in text
+    assert FALLBACK_MARK in text and "from transformer_course.attention import MultiHeadAttention" in text
     assert text != (REFERENCES / "multi_head.py").read_text(encoding="utf-8")
     assert (folder / "__init__.py").exists() and provenance(folder)["multi_head.py"] == "fallback"
     out = capsys.readouterr().out.strip().splitlines()
@@ -529,7 +558,7 @@ def test_a_folder_that_shadows_an_installed_module_is_refused(tmp_path, capsys, 
     assert len(out) == 1 and f"the folder {name}/ has the name of an installed module" in out[0]
     assert "my_transformer" in out[0]
     assert sys.modules.get(name) is before  # the session's own module is untouched
-    assert load("attention.py", "scaled_dot_product_attention", folder=folder) is fallback.scaled_dot_product_attention
+    assert load("attention.py", "scaled_dot_product_attention", folder=folder) is tc.scaled_dot_product_attention
     assert torch.ones(2).sum().item() == 2.0
 
 
@@ -571,7 +600,7 @@ def test_a_model_of_fallback_files_is_not_yours(tmp_path, capsys):
     fill_missing_files(folder=folder)
     capsys.readouterr()
     model = learner_or_package_model(20, 20, folder=folder, **SIZES)
-    assert isinstance(model, fallback.EncoderDecoder)
+    assert isinstance(model, tc.model.EncoderDecoder)  # the package's, built by the fallback's make_model
     out = capsys.readouterr().out.strip().splitlines()
     assert out[-1].startswith("the model is not yours") and "decoder.py (fallback)" in out[-1]
     assert not any("the model is yours" in line for line in out)
@@ -733,7 +762,7 @@ def test_the_learners_lines_are_chinese_in_the_zh_edition(tmp_path, capsys, chin
     write_course(folder)
     (folder / "multi_head.py").unlink()
     capsys.readouterr()
-    assert load("multi_head.py", "MultiHeadAttention", folder=folder) is fallback.MultiHeadAttention
+    assert load("multi_head.py", "MultiHeadAttention", folder=folder) is tc.MultiHeadAttention
     assert capsys.readouterr().out.strip().splitlines() == [
         "my_transformer/multi_head.py 还没有写好（文件不存在）：下面的单元格改用包的 MultiHeadAttention（后备代码，不是你的）；"
         "03_multi_head_attention.ipynb 会写出它"

@@ -287,13 +287,13 @@ def test_the_model_keeps_its_architecture_beside_the_run_config():
 
 
 def test_a_model_config_alone_builds_the_same_model_as_the_run_config():
-    from transformer_course.model import ModelConfig, Transformer
+    from transformer_course.model import ModelConfig, build_model
 
     run = tc.get_preset("toy-copy")
     torch.manual_seed(3)
-    from_run = Transformer(run, 14, 14)
+    from_run = build_model(run, 14, 14)
     torch.manual_seed(3)
-    from_architecture = Transformer(ModelConfig.of(run), 14, 14)
+    from_architecture = build_model(ModelConfig.of(run), 14, 14)
     assert from_architecture.model_config == from_run.model_config
     for (name, a), (_, b) in zip(from_run.state_dict().items(), from_architecture.state_dict().items()):
         assert_close(a, b, rtol=0, atol=0, msg=name)

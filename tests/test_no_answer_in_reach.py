@@ -3,7 +3,8 @@
 For every checker module ``transformer_course/exercises/nbNN_*.py`` this feeds every attribute of the module
 (public and private, module-level, and the values one level down inside its dict, list, tuple and set
 constants), and the package's functions and classes that share a name with what the learner writes in that
-notebook (``transformer_course.<name>``, ``transformer_course.fallback.<name>``), to every ``check_*`` function
+notebook (``transformer_course.<name>``, and the package's own piece of a learner's file, e.g.
+``transformer_course.model.<name>``, what a fallback imports), to every ``check_*`` function
 of the module, in each parameter position (a quiz checker: each of its questions), with the other parameters
 filled with the reference answers from ``notebooks/solutions/nbNN_*.py``. Every such call must fail.
 
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import transformer_course as tc
-from transformer_course import fallback
+from transformer_course import attention, layers, model
 from transformer_course.learner import NAMES
 
 REPO = Path(__file__).resolve().parent.parent
@@ -80,9 +81,9 @@ def candidates(module, number: str) -> list[tuple[str, object]]:
         elif isinstance(value, (list, tuple, set, frozenset)):
             found += [(f"{name}[{i}]", v) for i, v in enumerate(value)]
     for name in sorted(learner_names(number)):
-        for owner, where in ((tc, "transformer_course"), (fallback, "transformer_course.fallback")):
+        for owner in (tc, attention, layers, model):
             if hasattr(owner, name):
-                found.append((f"{where}.{name}", getattr(owner, name)))
+                found.append((f"{owner.__name__}.{name}", getattr(owner, name)))
     return found
 
 

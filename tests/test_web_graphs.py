@@ -143,6 +143,7 @@ def test_cross_attention_reads_a_filled_cache_without_the_memory():
 
 def test_keeping_weights_keeps_them_inside_the_block_only():
     mha = MultiHeadAttention(32, 4).eval()
+    mha.keep_weights = False  # as in every model make_model builds
     x = torch.randn(2, 6, 32)
     with keeping_weights(mha) as modules:
         mha(x)

@@ -7,13 +7,20 @@ Two paths compute the same numbers:
 - the *fast* path calls :func:`torch.nn.functional.scaled_dot_product_attention`, which never
   materialises the weights in its fused kernels.
 
-:class:`MultiHeadAttention` takes the fast path unless it is asked to keep its weights
-(``keep_weights = True``, see :func:`transformer_course.viz.capture_attention`) or built with
-``fast=False``; :func:`keeping_weights` sets that flag for a block of code and restores it. It also
-takes an optional :class:`KVCache` so that a decoder can run one token at a time: self-attention
-appends the new keys/values to the cache, cross-attention computes the encoder's keys/values once and
-reuses them. :class:`FixedLengthCache` is the same cache for an exported graph (notebook 10), whose
-tensors keep one shape from step to step.
+:class:`MultiHeadAttention` is called as notebook 03 writes it, ``mha(query, key, value, mask)``; the package's
+own calls pass ``key`` and ``value`` as the same tensor (``mha(x, x, x, mask)``, ``mha(x, memory, memory, mask)``)
+or leave them out for self-attention (``mha(x, mask=mask)``), and these take :meth:`MultiHeadAttention.attend`,
+beside the readable path: one fused Q/K/V product, the fast kernel unless the module keeps its weights. A module
+keeps them (``keep_weights = True``, the default of a module built alone, as notebook 03's keeps them); the
+models ``make_model`` builds do not, and :func:`keeping_weights` turns it on for a block of code (heatmaps,
+:func:`transformer_course.viz.capture_attention`). It also takes an optional :class:`KVCache` so that a decoder
+can run one token at a time: self-attention appends the new keys/values to the cache, cross-attention computes
+the encoder's keys/values once and reuses them. :class:`FixedLengthCache` is the same cache for an exported graph
+(notebook 10), whose tensors keep one shape from step to step.
+
+The learner's ``my_transformer/attention.py`` and ``multi_head.py`` (notebooks 02, 03) are cut from the regions
+marked ``# learner file:`` here (``python -m course_tools.edition.learner_files sync``): the lines marked
+``package only`` stay out of them.
 """
 
 from __future__ import annotations
@@ -38,25 +45,31 @@ __all__ = [
 ]
 
 
+# learner file: attention.py
 def scaled_dot_product_attention(
     query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None, dropout: nn.Module | None = None
 ) -> tuple[Tensor, Tensor]:
-    """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V, written out.
+    """softmax(Q Kᵀ / √d_k) V.
 
-    query (..., q_len, d_k), key (..., k_len, d_k), value (..., k_len, d_v);
-    mask broadcastable to (..., q_len, k_len), True = may attend.
+    query (..., q_len, d_k), key (..., k_len, d_k), value (..., k_len, d_v); mask boolean, True = may attend,
+    broadcastable to (..., q_len, k_len); dropout an nn.Dropout or None, applied to the weights.
     Returns the output (..., q_len, d_v) and the weights (..., q_len, k_len).
     """
+    # exercise: 1. the scores (..., q_len, k_len): every query against every key, divided by √d_k (d_k = query.size(-1))
+    # exercise: 2. with a mask: where it is False, the most negative float, torch.finfo(scores.dtype).min
+    # exercise: 3. the weights: a softmax over the keys; 4. with a dropout module: apply it to the weights
+    # exercise: 5. return the output weights @ value and the weights
     d_k = query.size(-1)
     scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)  # (..., q_len, k_len)
     if mask is not None:
-        # The most negative finite number, not -inf: a row with every key masked then gets
-        # uniform weights instead of NaN (notebook 01 shows the pitfall).
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)  # most negative float: no NaN rows
     weights = scores.softmax(dim=-1)  # (..., q_len, k_len), each row sums to 1
     if dropout is not None:
-        weights = dropout(weights)
+        weights = dropout(weights)  # zeroes some weights while training (notebook 04)
     return weights @ value, weights  # (..., q_len, d_v), (..., q_len, k_len)
+
+
+# end learner file
 
 
 class KVCache:
@@ -119,68 +132,84 @@ class FixedLengthCache:
         return self.key, self.value
 
 
+# learner file: multi_head.py
 class MultiHeadAttention(nn.Module):
-    """MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
+    """MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)."""
 
-    The h projections of size d_k = d_model / h are stored as one (3·d_model, d_model) matrix,
-    ``in_proj`` (rows: W^Q, then W^K, then W^V), the layout ``nn.MultiheadAttention`` uses too.
-    """
-
+    # learner: def __init__(self, d_model, heads, dropout=0.0):
     def __init__(self, d_model: int, heads: int, dropout: float = 0.0, fast: bool = True) -> None:
         super().__init__()
+        # package only: begin
         if d_model <= 0 or heads <= 0:
             raise ValueError(f"d_model and heads must be positive, got d_model={d_model}, heads={heads}")
-        if d_model % heads != 0:
-            raise ValueError(
-                f"d_model={d_model} is not divisible by heads={heads}; choose d_model as a multiple of "
-                f"heads (e.g. d_model={heads * max(1, round(d_model / heads))})"
-            )
         check_dropout(dropout)
-        self.d_model, self.heads, self.d_k = d_model, heads, d_model // heads
-        self.in_proj = nn.Linear(d_model, 3 * d_model)  # W^Q, W^K, W^V for all heads at once
+        # package only: end
+        if d_model % heads != 0:
+            raise ValueError(f"d_model={d_model} is not divisible by heads={heads}; choose a multiple of heads")
+        self.heads, self.d_k = heads, d_model // heads
+        self.in_proj = nn.Linear(d_model, 3 * d_model)  # rows: W^Q, W^K, W^V of all heads
         self.out_proj = nn.Linear(d_model, d_model)  # W^O
-        self.dropout = nn.Dropout(dropout)
-        self.fast = fast
-        self.keep_weights = False  # set True to store the weights of the next calls in self.weights
-        self.weights: Tensor | None = None  # (batch, heads, q_len, k_len) of the last call
+        self.dropout = nn.Dropout(dropout)  # on the attention weights
+        self.weights = None  # (batch, heads, q_len, k_len) of the last call
+        # package only: begin
+        self.d_model = d_model
+        self.fast = fast  # False: every call takes the readable path
+        self.keep_weights = True  # False (the models make_model builds): the fast path, which keeps no weights
+        # package only: end
 
     def split_heads(self, x: Tensor) -> Tensor:
-        """(batch, len, d_model) → (batch, heads, len, d_k)."""
+        """(batch, len, d_model) → (batch, heads, len, d_k): head i gets features i·d_k … (i+1)·d_k − 1."""
+        # exercise: view as (batch, len, heads, d_k), then put the heads axis before the positions (section 2)
         batch, length, _ = x.shape
-        return x.view(batch, length, self.heads, self.d_k).transpose(1, 2)  # (B, h, L, d_k)
-
-    def split_heads_all(self, qkv: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """(batch, len, 3·d_model) → three (batch, heads, len, d_k) tensors for Q, K, V."""
-        batch, length, _ = qkv.shape
-        qkv = qkv.view(batch, length, 3, self.heads, self.d_k).permute(2, 0, 3, 1, 4)  # (3, B, h, L, d_k)
-        q, k, v = qkv.unbind(0)  # unbind, not qkv[0], qkv[1], qkv[2]: its backward is one stack, not 3 zero-fills
-        return q, k, v
-
-    def memory_keys_values(self, memory: Tensor) -> tuple[Tensor, Tensor]:
-        """Cross-attention's keys and values, projected from the memory (batch, S, d_model): 2 × (batch, heads, S, d_k)."""
-        d = self.d_model
-        kv = F.linear(memory, self.in_proj.weight[d:], self.in_proj.bias[d:])  # (B, S, 2·d_model)
-        k, v = kv.chunk(2, dim=-1)  # 2 × (B, S, d_model)
-        return self.split_heads(k), self.split_heads(v)  # 2 × (B, h, S, d_k)
+        return x.view(batch, length, self.heads, self.d_k).transpose(1, 2)  # (batch, heads, len, d_k)
 
     def merge_heads(self, x: Tensor) -> Tensor:
-        """(batch, heads, len, d_k) → (batch, len, d_model): the Concat of the formula."""
+        """(batch, heads, len, d_k) → (batch, len, heads·d_k): the Concat of the formula."""
+        # exercise: the reverse of split_heads: back to (batch, len, heads, d_k), then one reshape
         batch, _, length, _ = x.shape
-        return x.transpose(1, 2).reshape(batch, length, self.d_model)  # (B, L, d_model)
+        return x.transpose(1, 2).reshape(batch, length, self.heads * self.d_k)  # (batch, len, d_model)
 
+    # learner: def forward(self, query, key, value, mask=None):
     def forward(
-        self, query: Tensor, memory: Tensor | None = None, mask: Tensor | None = None, cache: KVCache | None = None
+        self,
+        query: Tensor,
+        key: Tensor | None = None,
+        value: Tensor | None = None,
+        mask: Tensor | None = None,
+        cache: KVCache | FixedLengthCache | None = None,
     ) -> Tensor:
-        """query (batch, q_len, d_model). ``memory`` (batch, k_len, d_model) gives the keys and values
-        of cross-attention; None means self-attention (keys and values come from ``query``).
-
-        With a ``cache``, self-attention adds this call's keys/values to it (``cache.update``) and attends
-        over all of them; cross-attention projects ``memory`` on the first call only and reuses the result
-        (a cross-attention cache that holds them already, ``from_memory``, needs no ``memory``).
-        Returns (batch, q_len, d_model).
-        """
+        """query (batch, q_len, d_model), key and value (batch, k_len, d_model); mask True = may attend,
+        broadcastable to (batch, heads, q_len, k_len). Keeps the weights in self.weights (detached).
+        Returns (batch, q_len, d_model)."""
+        # exercise: 1. project: Q from query, K from key, V from value, each with its third of self.in_proj
+        # exercise:    (self.in_proj.weight.chunk(3), self.in_proj.bias.chunk(3) and F.linear(x, weight, bias))
+        # exercise: 2. split each into heads; 3. attend with scaled_dot_product_attention(q, k, v, mask, self.dropout)
+        # exercise: 4. keep the weights in self.weights, detached; 5. merge the heads and project with self.out_proj
+        # package only: begin
         if query.dim() != 3 or query.size(-1) != self.d_model:
             raise ValueError(f"query must be (batch, len, d_model={self.d_model}), got shape {tuple(query.shape)}")
+        if value is None or key is value or cache is not None:  # mha(x), mha(x, x, x), mha(x, memory, memory): fused
+            return self.attend(query, None if key is None or key is query else key, mask, cache)
+        # package only: end
+        w_q, w_k, w_v = self.in_proj.weight.chunk(3)  # 3 × (d_model, d_model)
+        b_q, b_k, b_v = self.in_proj.bias.chunk(3)  # 3 × (d_model,)
+        q = self.split_heads(F.linear(query, w_q, b_q))  # (batch, heads, q_len, d_k)
+        k = self.split_heads(F.linear(key, w_k, b_k))  # (batch, heads, k_len, d_k)
+        v = self.split_heads(F.linear(value, w_v, b_v))  # (batch, heads, k_len, d_k)
+        x, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout)  # (batch, heads, q_len, d_k)
+        self.weights = weights.detach()  # (batch, heads, q_len, k_len)
+        return self.out_proj(self.merge_heads(x))  # (batch, q_len, d_model)
+
+    # end learner file
+
+    def attend(
+        self, query: Tensor, memory: Tensor | None, mask: Tensor | None, cache: KVCache | FixedLengthCache | None
+    ) -> Tensor:
+        """The package's path beside the readable one above, the same numbers: self-attention (``memory`` None)
+        projects Q, K and V in one (3·d_model) product, cross-attention K and V from the memory in one; with a
+        ``cache``, self-attention appends this call's keys/values and attends over all of them, cross-attention
+        projects the memory on the first call only (a cache that holds them, ``from_memory``, needs no memory).
+        ``F.scaled_dot_product_attention`` runs unless ``keep_weights`` or ``fast=False`` asks for the weights."""
         d = self.d_model
         if memory is None and not (cache is not None and cache.from_memory):  # self-attention: Q, K, V in one product
             q, k, v = self.split_heads_all(self.in_proj(query))  # 3 × (B, h, T, d_k)
@@ -201,11 +230,26 @@ class MultiHeadAttention(nn.Module):
 
         if self.keep_weights or not self.fast:
             x, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout)  # (B, h, T, d_k)
-            self.weights = weights.detach() if self.keep_weights else None
+            self.weights = weights.detach()  # (B, h, T, k_len)
         else:
             p = self.dropout.p if self.training else 0.0
             x = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, h, T, d_k)
+            self.weights = None
         return self.out_proj(self.merge_heads(x))  # (B, T, d_model)
+
+    def split_heads_all(self, qkv: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """(batch, len, 3·d_model) → three (batch, heads, len, d_k) tensors for Q, K, V."""
+        batch, length, _ = qkv.shape
+        qkv = qkv.view(batch, length, 3, self.heads, self.d_k).permute(2, 0, 3, 1, 4)  # (3, B, h, L, d_k)
+        q, k, v = qkv.unbind(0)  # unbind, not qkv[0], qkv[1], qkv[2]: its backward is one stack, not 3 zero-fills
+        return q, k, v
+
+    def memory_keys_values(self, memory: Tensor) -> tuple[Tensor, Tensor]:
+        """Cross-attention's keys and values, projected from the memory (batch, S, d_model): 2 × (batch, heads, S, d_k)."""
+        d = self.d_model
+        kv = F.linear(memory, self.in_proj.weight[d:], self.in_proj.bias[d:])  # (B, S, 2·d_model)
+        k, v = kv.chunk(2, dim=-1)  # 2 × (B, S, d_model)
+        return self.split_heads(k), self.split_heads(v)  # 2 × (B, h, S, d_k)
 
 
 @contextlib.contextmanager

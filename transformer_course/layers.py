@@ -1,8 +1,12 @@
 """The pieces around attention (notebooks 04 and 05; paper §3.1, §3.3, §3.4, §3.5, §5.4).
 
-LayerNorm written out, the residual connection around every sub-layer (post-LN as in the paper,
-or pre-LN), the position-wise feed-forward network, embeddings scaled by √d_model, and the
-sinusoidal or learned positional encodings.
+LayerNorm written out (``fast=False``) beside PyTorch's fused kernel (the default), the residual connection around
+every sub-layer (post-LN as in the paper, or pre-LN), embeddings scaled by √d_model, the sinusoidal or learned
+positional encodings, and the position-wise feed-forward network.
+
+The learner's ``my_transformer/norm_residual.py`` and ``embeddings.py`` (notebooks 04, 05) are cut from the regions
+marked ``# learner file:`` here (``python -m course_tools.edition.learner_files sync``): the lines marked
+``package only`` stay out of them.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ from torch import Tensor, nn
 from .attention import check_dropout
 
 __all__ = [
-    "layer_norm",
     "LayerNorm",
     "ResidualConnection",
     "PositionwiseFeedForward",
@@ -32,133 +35,171 @@ __all__ = [
 ]
 
 
-def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Tensor:
-    """γ · (x − mean) / √(var + ε) + β over the last dimension, written out (the biased variance)."""
-    mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
-    var = x.var(dim=-1, unbiased=False, keepdim=True)  # (..., 1)
-    return weight * (x - mean) / torch.sqrt(var + eps) + bias  # (..., features)
-
-
+# learner file: norm_residual.py
 class LayerNorm(nn.Module):
-    """LayerNorm(x) = γ · (x − mean) / √(var + ε) + β over the last dimension (Ba et al., 2016).
+    """γ · (x − mean) / √(var + ε) + β over the last dimension (Ba et al., 2016): the numbers of nn.LayerNorm."""
 
-    Same numbers as ``nn.LayerNorm``: the biased variance, ε inside the square root. Two paths, as in
-    attention: :func:`layer_norm` written out (``fast=False``), or PyTorch's fused kernel
-    ``F.layer_norm`` (the default; one pass over the data instead of seven, forward and backward).
-    """
-
+    # learner: def __init__(self, features, eps=1e-5):
     def __init__(self, features: int, eps: float = 1e-5, fast: bool = True) -> None:
         super().__init__()
-        check_positive(features=features)
-        self.eps, self.fast = eps, fast
-        self.weight = nn.Parameter(torch.ones(features))  # γ
-        self.bias = nn.Parameter(torch.zeros(features))  # β
+        check_positive(features=features)  # package only
+        self.eps = eps
+        self.fast = fast  # package only
+        self.weight = nn.Parameter(torch.ones(features))  # γ, (features,)
+        self.bias = nn.Parameter(torch.zeros(features))  # β, (features,)
 
     def forward(self, x: Tensor) -> Tensor:
-        if self.fast:
+        """x (..., features) → (..., features): each position normalised over its own features.
+
+        mean and variance over the last dimension only (keepdim=True keeps them broadcastable), the biased
+        variance (divide by n), ε inside the square root, then the gain self.weight and the bias self.bias."""
+        # exercise: your code here: about 3 lines, with tensor operations (nn.LayerNorm and F.layer_norm do not count)
+        # package only: begin
+        if self.fast:  # PyTorch's fused kernel: one pass over the data instead of seven, forward and backward
             return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)
-        return layer_norm(x, self.weight, self.bias, self.eps)
+        # package only: end
+        mean = x.mean(dim=-1, keepdim=True)  # (..., 1): one mean per position
+        var = x.var(dim=-1, unbiased=False, keepdim=True)  # (..., 1): the biased variance
+        return self.weight * (x - mean) / torch.sqrt(var + self.eps) + self.bias  # (..., features)
 
 
 class ResidualConnection(nn.Module):
-    """A residual connection around one sub-layer, with dropout and LayerNorm.
-
-    post-LN (the paper, §3.1 and §5.4): LayerNorm(x + Dropout(Sublayer(x)))
-    pre-LN  (many later models):        x + Dropout(Sublayer(LayerNorm(x)))
-    """
+    """post-LN (the paper): LayerNorm(x + Dropout(Sublayer(x))); pre-LN: x + Dropout(Sublayer(LayerNorm(x)))."""
 
     def __init__(self, d_model: int, dropout: float, norm_first: bool = False) -> None:
         super().__init__()
-        check_dropout(dropout)
+        check_dropout(dropout)  # package only
         self.norm = LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(dropout)  # on the sub-layer's output only (§5.4)
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+        """x (batch, len, d_model) → (batch, len, d_model); sublayer: a function that keeps that shape.
+
+        norm_first=False (post-LN, the paper): LayerNorm(x + Dropout(Sublayer(x))).
+        norm_first=True (pre-LN): x + Dropout(Sublayer(LayerNorm(x))).
+        Use self.norm and self.dropout; dropout acts on the sub-layer's output only."""
+        # exercise: your code here: both branches, one line each (if self.norm_first: … pre-LN, otherwise post-LN)
         if self.norm_first:
-            return x + self.dropout(sublayer(self.norm(x)))
-        return self.norm(x + self.dropout(sublayer(x)))
+            return x + self.dropout(sublayer(self.norm(x)))  # pre-LN
+        return self.norm(x + self.dropout(sublayer(x)))  # post-LN, the paper
 
 
-class PositionwiseFeedForward(nn.Module):
-    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied to every position alike (§3.3)."""
-
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0) -> None:
-        super().__init__()
-        check_positive(d_model=d_model, d_ff=d_ff)
-        check_dropout(dropout)
-        self.w_1 = nn.Linear(d_model, d_ff)
-        self.w_2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.w_2(self.dropout(self.w_1(x).relu()))  # (B, L, d_model) → (B, L, d_ff) → (B, L, d_model)
+# end learner file
 
 
+# learner file: embeddings.py
 class Embeddings(nn.Module):
     """Token ids → vectors, multiplied by √d_model (§3.4)."""
 
     def __init__(self, vocab: int, d_model: int) -> None:
         super().__init__()
-        check_positive(vocab=vocab, d_model=d_model)
-        self.lut = nn.Embedding(vocab, d_model)
-        self.vocab, self.d_model = vocab, d_model
+        check_positive(vocab=vocab, d_model=d_model)  # package only
+        self.lut = nn.Embedding(vocab, d_model)  # the (vocab, d_model) table
+        self.d_model = d_model
+        self.vocab = vocab  # package only
 
     def forward(self, tokens: Tensor) -> Tensor:
-        check_token_range(tokens, self.vocab)
+        """tokens (batch, len) of ids → (batch, len, d_model): each id's row of self.lut, times √d_model."""
+        # exercise: your code here: one line
+        check_token_range(tokens, self.vocab)  # package only
         return self.lut(tokens) * math.sqrt(self.d_model)  # (B, L) → (B, L, d_model)
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
-    """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)). (max_len, d_model)"""
+    """The (max_len, d_model) table of §3.5: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)) in the even columns,
+    PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)) in the odd columns, for pos = 0 … max_len − 1."""
+    # exercise: your code here: a (max_len, 1) column of positions, a (d_model/2,) row of 2i, their angles by
+    # exercise: broadcasting, then sin into table[:, 0::2] and cos into table[:, 1::2] (about 7 lines, float32)
+    # package only: begin
     check_positive(max_len=max_len, d_model=d_model)
     if d_model % 2:
         raise ValueError(f"sinusoidal positions need an even d_model (sin/cos pairs), got d_model={d_model}")
-    position = torch.arange(max_len, dtype=torch.float32)[:, None]  # (max_len, 1)
-    div_term = torch.exp(
-        torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model)
-    )  # (d_model/2,)
+    # package only: end
+    pos = torch.arange(max_len, dtype=torch.float32)[:, None]  # (max_len, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (d_model/2,): 0, 2, 4, …
+    angle = pos * torch.exp(two_i * (-math.log(10000.0) / d_model))  # pos / 10000^(2i/d_model): (max_len, d_model/2)
     table = torch.zeros(max_len, d_model)
-    table[:, 0::2] = torch.sin(position * div_term)  # (max_len, d_model/2)
-    table[:, 1::2] = torch.cos(position * div_term)
+    table[:, 0::2] = torch.sin(angle)  # even columns: sin
+    table[:, 1::2] = torch.cos(angle)  # odd columns: cos
     return table
 
 
 class PositionalEncoding(nn.Module):
-    """Adds position information to the embeddings, then dropout (§3.5, §5.4).
+    """Adds a (max_len, d_model) table of positions to the embeddings, then dropout (§3.5, §5.4).
 
-    ``kind="sinusoidal"``: the fixed table of the paper; ``kind="learned"``: one trained vector per
-    position (the paper's Table 3, row (E), finds them nearly identical).
-    """
+    kind="sinusoidal": the paper's fixed table; kind="learned": one trained vector per position (Table 3, row E)."""
 
     def __init__(self, d_model: int, dropout: float, max_len: int = 512, kind: str = "sinusoidal") -> None:
         super().__init__()
+        # package only: begin
         check_dropout(dropout)
         check_positive(d_model=d_model, max_len=max_len)
-        self.kind, self.max_len = kind, max_len
-        if kind == "sinusoidal":
-            self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
-        elif kind == "learned":
-            self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
-        else:
+        # package only: end
+        if kind not in ("sinusoidal", "learned"):
             raise ValueError(f"positional kind must be 'sinusoidal' or 'learned', got {kind!r}")
+        self.kind, self.max_len = kind, max_len
         self.dropout = nn.Dropout(dropout)
+        self.make_table(d_model, max_len)  # sets self.table
+
+    def make_table(self, d_model: int, max_len: int) -> None:
+        """Set self.table, of shape (max_len, d_model), named "table" either way (weights copy by name):
+
+        kind="sinusoidal": sinusoidal_table(max_len, d_model) as a buffer, register_buffer(..., persistent=False):
+        it moves with .to(device), is not trained and not saved (it can always be computed again);
+        kind="learned": an nn.Parameter the optimizer trains, drawn from a normal distribution with mean 0 and
+        standard deviation 0.02 (small next to the word vectors)."""
+        # exercise: your code here: one branch per kind (if self.kind == "sinusoidal": …), about 4 lines
+        if self.kind == "sinusoidal":
+            self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
+        else:
+            self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.02)  # (max_len, d_model), trained
 
     def forward(self, x: Tensor, start: int = 0) -> Tensor:
-        """x (batch, len, d_model) holds positions start .. start+len-1 (start > 0 when decoding step by step)."""
+        """x (batch, len, d_model) holds positions start … start + len − 1 (start > 0 when decoding step by step).
+
+        Return Dropout(x + the table's rows for those positions), shape (batch, len, d_model). A sequence that
+        runs past max_len has no rows: raise a ValueError that names max_len."""
+        # exercise: your code here: about 4 lines
         end = start + x.size(1)
         if end > self.max_len:
             raise ValueError(
                 f"sequence of length {end} is longer than the positional table (max_len={self.max_len}); "
                 f"shorten the input or build the model with a larger max_len"
             )
-        return self.dropout(x + self.table[start:end])  # (B, L, d_model)
+        return self.dropout(x + self.table[start:end])  # (B, L, d_model) + (L, d_model)
+
+    # end learner file
 
     def at(self, x: Tensor, position: Tensor) -> Tensor:
         """x (batch, 1, d_model) holds the one position in the (1,) int64 tensor ``position``: a decoding step of an
         exported graph, which takes the position as an input tensor, not as a Python int to slice the table with.
         No length check: the caller keeps ``position`` below ``max_len``."""
         return self.dropout(x + self.table[position])  # (B, 1, d_model) + (1, d_model) → (B, 1, d_model)
+
+
+# learner file: embeddings.py
+class PositionwiseFeedForward(nn.Module):
+    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2 at every position alike (§3.3)."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        # package only: begin
+        check_positive(d_model=d_model, d_ff=d_ff)
+        check_dropout(dropout)
+        # package only: end
+        self.w_1 = nn.Linear(d_model, d_ff)
+        self.w_2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)  # on the hidden layer; 0 by default, as in the paper
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x (batch, len, d_model) → (batch, len, d_model) through a hidden layer of d_ff with ReLU;
+        self.dropout acts on the hidden layer (after the ReLU, before w_2)."""
+        # exercise: your code here: one line
+        return self.w_2(self.dropout(self.w_1(x).relu()))  # (B, L, d_model) → (B, L, d_ff) → (B, L, d_model)
+
+
+# end learner file
 
 
 def check_positive(**sizes: int) -> None:

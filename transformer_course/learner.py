@@ -12,8 +12,11 @@ own ``notebooks/zh/my_transformer/``, as the same cells run in ``notebooks/zh/``
     my_transformer/encoder.py        notebook 06   EncoderLayer, Encoder
     my_transformer/decoder.py        notebook 07   DecoderLayer, Decoder, Generator, EncoderDecoder, make_model
 
-Its parameter names are the package's, so weights copy across with ``load_state_dict(strict=True)``, and
-notebook 08 trains this model beside the package's (same weights in, same losses out).
+Each build cell's scaffold and its reference (``notebooks/solutions/my_transformer/``) are cut from the package's
+own modules (regions marked ``# learner file:``; ``python -m course_tools.edition.learner_files sync``), so the
+learner's classes have the package's constructors, calls and parameter names: weights copy across with
+``load_state_dict(strict=True)``, a skipped file's fallback is simply the package's class, and notebook 08 trains
+this model beside the package's (same weights in, same losses out).
 
 Nothing here writes an answer into the learner's folder behind their back, and nothing calls code "yours" that
 the learner did not write:
@@ -24,8 +27,8 @@ the learner did not write:
   :func:`describe_provenance` prints it as a table;
 - :func:`use_reference` brings in the reference of one file, on purpose, and says so;
 - :func:`load` imports one name from the learner's file, or, when the file is missing, blank or fails to import,
-  returns the package's equivalent (:mod:`transformer_course.fallback`) with one printed line saying so;
-- :func:`fill_missing_files` writes a missing file as a marked fallback that re-exports the package's code;
+  returns the package's own (:func:`~transformer_course.provenance.package_piece`) with one printed line saying so;
+- :func:`fill_missing_files` writes a missing file as a marked fallback that imports the package's own pieces;
 - :func:`load_learner_model` / :func:`learner_or_package_model` build the learner's model, or the package's with a
   printed line saying why, and say per file whose code the model runs;
 - :func:`copy_weights` copies one model's weights into the other and names the first name that does not fit.
@@ -43,7 +46,6 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from . import fallback as _fallback
 from .i18n import t
 from .model import make_model as package_make_model
 from .provenance import (  # whose code each file is (the names of __all__ re-exported: tc.learner is the
@@ -62,6 +64,7 @@ from .provenance import (  # whose code each file is (the names of __all__ re-ex
     import_fresh,
     learner_frame,
     not_written,
+    package_piece,
     provenance,
     reference_folder,
     refusal,
@@ -83,6 +86,7 @@ __all__ = [
     "load",
     "load_learner_model",
     "model_files",
+    "package_piece",
     "provenance",
     "reference_folder",
     "use_reference",
@@ -92,7 +96,8 @@ __all__ = [
 
 def load(file: str, name: str, folder: str | Path = "my_transformer"):
     """``name`` from the learner's ``folder``/``file``, freshly imported. When the file is missing, still the blank
-    scaffold, fails to import or lacks ``name``, the package's equivalent (:mod:`transformer_course.fallback`),
+    scaffold, fails to import or lacks ``name``, the package's own (:func:`package_piece`: the learner's file is cut
+    from it, so it has the same API),
     with one printed line saying so; when the file is not the learner's own (the reference, a fallback, the
     package's code), one printed line saying whose it is."""
     check_file(file)
@@ -104,11 +109,11 @@ def load(file: str, name: str, folder: str | Path = "my_transformer"):
     instead, nb = t("the cells below use the package's {name} (a fallback, not yours)", name=name), FILES[file]
     if status in ("missing", "blank"):
         _say("{why}: {instead}; {notebook} writes it", why=not_written(label, status), instead=instead, notebook=nb)
-        return getattr(_fallback, name)
+        return package_piece(file, name)
     refused = refusal(folder)
     if refused is not None:
         _say("{why}: {instead}", why=refused, instead=instead)
-        return getattr(_fallback, name)
+        return package_piece(file, name)
     try:
         module = import_fresh(folder, Path(file).stem)
     except (Exception, SystemExit) as error:  # the learner's code: one line naming the file and the line
@@ -118,11 +123,11 @@ def load(file: str, name: str, folder: str | Path = "my_transformer"):
             instead=instead,
             notebook=nb,
         )
-        return getattr(_fallback, name)
+        return package_piece(file, name)
     if not hasattr(module, name):
         why = t("{file} has no {name}", file=label, name=name)
         _say("{why}: {instead}; {notebook} writes it", why=why, instead=instead, notebook=nb)
-        return getattr(_fallback, name)
+        return package_piece(file, name)
     if status != "yours":
         _say("{file} is {status}: the cells below use its {name}", file=label, status=STATUSES[status], name=name)
     return getattr(module, name)
@@ -130,8 +135,8 @@ def load(file: str, name: str, folder: str | Path = "my_transformer"):
 
 def fill_missing_files(*files: str, folder: str | Path = "my_transformer") -> list[str]:
     """Make sure ``folder`` holds ``files`` (default: all six), so that a later notebook runs when the learner
-    skipped an earlier one. A missing file is written as a *fallback*: a few lines that re-export the package's
-    code with the learner's API (:mod:`transformer_course.fallback`), marked so that :func:`provenance` calls
+    skipped an earlier one. A missing file is written as a *fallback*: a few lines that import the package's own
+    pieces (the learner's files are cut from them, so they have the same API), marked so that :func:`provenance` calls
     it "fallback", never "yours"; one printed line per file says so. Files that are there (even blank) are left
     as they are. Returns the names written."""
     for file in files:

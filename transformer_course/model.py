@@ -3,14 +3,20 @@
     src → Embeddings + positions → Encoder (N × [self-attention, FFN]) → memory
     tgt → Embeddings + positions → Decoder (N × [masked self-attention, cross-attention, FFN]) → Generator → logits
 
-The model reads only :class:`ModelConfig`, the architecture (nanoGPT's ``GPTConfig``); ``make_model`` builds it
-from sizes, ``build_model`` from a run's ``Config`` (kept as ``model.config``). :class:`DecoderCache`: notebook 09.
+``make_model`` builds an :class:`EncoderDecoder` from its parts, ``Encoder(EncoderLayer(…), N)`` and
+``Decoder(DecoderLayer(…), N)`` among them, exactly as the learner's ``my_transformer/encoder.py`` and
+``decoder.py`` (notebooks 06, 07) do: those files are cut from the regions marked ``# learner file:`` here
+(``python -m course_tools.edition.learner_files sync``), and the lines marked ``package only`` (the key/value
+cache of notebook 09, the input checks, the run's config) stay out of them. The model keeps the run's config
+(``model.config``) and its architecture alone (``model.model_config``, a :class:`ModelConfig`, nanoGPT's
+``GPTConfig``); ``build_model`` builds it from a run's ``Config``. ``Transformer`` is the package's name for it.
 """
 
 from __future__ import annotations
 
+import copy
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 
 from torch import Tensor, nn
 
@@ -28,6 +34,8 @@ from .masks import check_mask, check_token_ids
 
 __all__ = [
     "ModelConfig",
+    "clones",
+    "final_norm",
     "EncoderLayer",
     "Encoder",
     "LayerCache",
@@ -35,7 +43,9 @@ __all__ = [
     "DecoderLayer",
     "Decoder",
     "Generator",
+    "EncoderDecoder",
     "Transformer",
+    "check_options",
     "build_model",
     "make_model",
     "count_parameters",
@@ -67,14 +77,24 @@ class ModelConfig:
         return cls(**{f.name: getattr(config, f.name) for f in fields(cls)})
 
 
+# learner file: encoder.py
+def clones(layer: nn.Module, N: int) -> nn.ModuleList:
+    """N deep copies of ``layer`` in an nn.ModuleList: N layers of one shape, each with its own weights."""
+    # exercise: copy.deepcopy makes a layer with its own weights; an nn.ModuleList registers them as sub-modules
+    return nn.ModuleList([copy.deepcopy(layer) for _ in range(N)])
+
+
+def final_norm(d_model: int, norm_first: bool) -> nn.Module:
+    """What a stack puts after its last layer: a LayerNorm(d_model) for pre-LN (``norm_first=True``); nothing
+    (``nn.Identity()``) for post-LN, whose last layer already ends with one."""
+    # exercise:
+    return LayerNorm(d_model) if norm_first else nn.Identity()
+
+
 class EncoderLayer(nn.Module):
-    """Self-attention, then the feed-forward network, each inside a residual connection.
+    """Self-attention, then the FFN, each inside a residual connection (post-LN, or pre-LN)."""
 
-    ``dropout`` is the paper's P_drop on each sub-layer's output (§5.4); ``attention_dropout`` (on the
-    attention weights) and ``ffn_dropout`` (on the FFN's hidden layer) are not in the paper but in
-    tensor2tensor and ``nn.Transformer``, which use ``dropout`` for both.
-    """
-
+    # learner: def __init__(self, d_model, heads, d_ff, dropout, norm_first=False):
     def __init__(
         self,
         d_model: int,
@@ -86,27 +106,38 @@ class EncoderLayer(nn.Module):
         ffn_dropout: float = 0.0,
     ) -> None:
         super().__init__()
+        # learner: self.self_attn = MultiHeadAttention(d_model, heads)
         self.self_attn = MultiHeadAttention(d_model, heads, attention_dropout)
+        # learner: self.feed_forward = PositionwiseFeedForward(d_model, d_ff)
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, ffn_dropout)
         self.sublayer = nn.ModuleList([ResidualConnection(d_model, dropout, norm_first) for _ in range(2)])
+        self.d_model, self.norm_first = d_model, norm_first
 
     def forward(self, x: Tensor, src_mask: Tensor | None) -> Tensor:
-        x = self.sublayer[0](x, lambda x: self.self_attn(x, mask=src_mask))  # (B, S, d_model)
+        """x (batch, S, d_model), src_mask (batch, 1, 1, S), True = may attend → (batch, S, d_model)."""
+        # exercise: two lines: self.sublayer[i](x, f) runs the sub-layer f inside Add & Norm (your ResidualConnection, 04);
+        # exercise: f must take one argument, so wrap self-attention in a lambda: queries, keys and values are all x
+        x = self.sublayer[0](x, lambda x: self.self_attn(x, x, x, src_mask))  # (B, S, d_model): Q = K = V = x
         return self.sublayer[1](x, self.feed_forward)  # (B, S, d_model)
 
 
 class Encoder(nn.Module):
-    """N identical layers; pre-LN stacks end with one more LayerNorm."""
+    """N copies of one layer, each with its own weights; a pre-LN stack ends with one more LayerNorm."""
 
-    def __init__(self, layers: list[EncoderLayer], d_model: int, norm_first: bool) -> None:
+    def __init__(self, layer: EncoderLayer, N: int) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(layers)
-        self.norm = LayerNorm(d_model) if norm_first else nn.Identity()
+        self.layers = clones(layer, N)
+        self.norm = final_norm(layer.d_model, layer.norm_first)
 
     def forward(self, x: Tensor, src_mask: Tensor | None) -> Tensor:
+        """x (batch, S, d_model), src_mask (batch, 1, 1, S) → memory (batch, S, d_model)."""
+        # exercise: every layer in turn, each reading the output of the one before; then self.norm
         for layer in self.layers:
-            x = layer(x, src_mask)
+            x = layer(x, src_mask)  # (B, S, d_model) → (B, S, d_model)
         return self.norm(x)
+
+
+# end learner file
 
 
 class LayerCache:
@@ -133,13 +164,11 @@ class DecoderCache:
             layer.cross_attn.reorder(index)
 
 
+# learner file: decoder.py
 class DecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention over the encoder output (memory), then the FFN.
+    """Masked self-attention, cross-attention over the memory, then the FFN; each in a residual connection."""
 
-    The dropout arguments mean what they mean in :class:`EncoderLayer`. ``memory`` may be None when the
-    ``cache`` holds cross-attention's keys/values already.
-    """
-
+    # learner: def __init__(self, d_model, heads, d_ff, dropout, norm_first=False):
     def __init__(
         self,
         d_model: int,
@@ -151,11 +180,16 @@ class DecoderLayer(nn.Module):
         ffn_dropout: float = 0.0,
     ) -> None:
         super().__init__()
+        # learner: self.self_attn = MultiHeadAttention(d_model, heads)
         self.self_attn = MultiHeadAttention(d_model, heads, attention_dropout)
+        # learner: self.cross_attn = MultiHeadAttention(d_model, heads)
         self.cross_attn = MultiHeadAttention(d_model, heads, attention_dropout)
+        # learner: self.feed_forward = PositionwiseFeedForward(d_model, d_ff)
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, ffn_dropout)
         self.sublayer = nn.ModuleList([ResidualConnection(d_model, dropout, norm_first) for _ in range(3)])
+        self.d_model, self.norm_first = d_model, norm_first
 
+    # learner: def forward(self, x, memory, src_mask, tgt_mask):
     def forward(
         self,
         x: Tensor,
@@ -164,19 +198,31 @@ class DecoderLayer(nn.Module):
         tgt_mask: Tensor | None,
         cache: LayerCache | None = None,
     ) -> Tensor:
-        self_cache = cache.self_attn if cache is not None else None
-        cross_cache = cache.cross_attn if cache is not None else None
-        x = self.sublayer[0](x, lambda x: self.self_attn(x, mask=tgt_mask, cache=self_cache))  # (B, T, d_model)
-        x = self.sublayer[1](x, lambda x: self.cross_attn(x, memory, mask=src_mask, cache=cross_cache))
+        """x (batch, T, d_model), memory (batch, S, d_model), src_mask (batch, 1, 1, S), tgt_mask (batch, 1, T, T)
+        → (batch, T, d_model)."""
+        # exercise: three sub-layers, each through its self.sublayer[i] (as in your EncoderLayer): which mask goes where,
+        # exercise: and where do the keys and values of cross-attention come from (§3.2.3)?
+        # package only: begin
+        # With a cache (decoding step by step), x holds the new positions only; memory may be None once the
+        # cross-attention cache holds the memory's keys and values.
+        mine, cross = (cache.self_attn, cache.cross_attn) if cache is not None else (None, None)
+        # package only: end
+        # learner: x = self.sublayer[0](x, lambda x: self.self_attn(x, x, x, tgt_mask))  # (B, T, d_model): x and its past
+        x = self.sublayer[0](x, lambda x: self.self_attn(x, x, x, tgt_mask, mine))  # (B, T, d_model): x and its past
+        # learner: x = self.sublayer[1](x, lambda x: self.cross_attn(x, memory, memory, src_mask))  # K, V: the memory
+        x = self.sublayer[1](x, lambda x: self.cross_attn(x, memory, memory, src_mask, cross))  # K, V: the memory
         return self.sublayer[2](x, self.feed_forward)  # (B, T, d_model)
 
 
 class Decoder(nn.Module):
-    def __init__(self, layers: list[DecoderLayer], d_model: int, norm_first: bool) -> None:
-        super().__init__()
-        self.layers = nn.ModuleList(layers)
-        self.norm = LayerNorm(d_model) if norm_first else nn.Identity()
+    """N copies of one decoder layer; a pre-LN stack ends with one more LayerNorm."""
 
+    def __init__(self, layer: DecoderLayer, N: int) -> None:
+        super().__init__()
+        self.layers = clones(layer, N)  # notebook 06's clones
+        self.norm = final_norm(layer.d_model, layer.norm_first)
+
+    # learner: def forward(self, x, memory, src_mask, tgt_mask):
     def forward(
         self,
         x: Tensor,
@@ -185,58 +231,91 @@ class Decoder(nn.Module):
         tgt_mask: Tensor | None,
         cache: DecoderCache | None = None,
     ) -> Tensor:
-        for i, layer in enumerate(self.layers):
-            x = layer(x, memory, src_mask, tgt_mask, cache.layers[i] if cache is not None else None)
+        """x (batch, T, d_model), memory (batch, S, d_model) → (batch, T, d_model)."""
+        # exercise:
+        caches = cache.layers if cache is not None else [None] * len(self.layers)  # package only
+        # learner: for layer in self.layers:
+        for layer, layer_cache in zip(self.layers, caches):
+            # learner: x = layer(x, memory, src_mask, tgt_mask)  # (B, T, d_model) → (B, T, d_model)
+            x = layer(x, memory, src_mask, tgt_mask, layer_cache)  # (B, T, d_model) → (B, T, d_model)
         return self.norm(x)
 
 
 class Generator(nn.Module):
-    """The final linear layer: decoder output → one score (logit) per target word (§3.4). Returns logits: apply
-    ``log_softmax`` for log-probabilities (decoding) or pass them to ``F.cross_entropy`` (training)."""
+    """The final linear layer: one score (logit) per target word; the softmax is left to the loss or the search."""
 
     def __init__(self, d_model: int, vocab: int) -> None:
         super().__init__()
         self.proj = nn.Linear(d_model, vocab)
 
     def forward(self, hidden: Tensor) -> Tensor:
+        """hidden (batch, T, d_model) → logits (batch, T, vocab)."""
+        # exercise:
         return self.proj(hidden)  # (B, T, d_model) → (B, T, vocab)
 
 
-class Transformer(nn.Module):
-    """The encoder-decoder model of Figure 1. ``config``: a :class:`ModelConfig`, or a run's
-    :class:`~transformer_course.config.Config` (kept as ``model.config``; its architecture is ``model.model_config``)."""
+class EncoderDecoder(nn.Module):
+    """Figure 1: embed and encode the source; embed the target and decode it against the memory."""
 
-    def __init__(self, config, src_vocab: int, tgt_vocab: int) -> None:
+    def __init__(
+        self,
+        encoder: Encoder,
+        decoder: Decoder,
+        src_embed: Embeddings,
+        tgt_embed: Embeddings,
+        src_pos: PositionalEncoding,
+        tgt_pos: PositionalEncoding,
+        generator: Generator,
+    ) -> None:
         super().__init__()
-        c = ModelConfig.of(config)
-        check_positive(src_vocab=src_vocab, tgt_vocab=tgt_vocab, N=c.N, d_model=c.d_model, d_ff=c.d_ff, h=c.h)
-        if c.tie_embeddings not in ("none", "decoder", "all"):
-            raise ValueError(f"tie_embeddings must be 'none', 'decoder' or 'all', got {c.tie_embeddings!r}")
-        if c.tie_embeddings == "all" and src_vocab != tgt_vocab:
-            raise ValueError(
-                f"tie_embeddings='all' shares one matrix between both languages, so it needs one shared "
-                f"vocabulary, got src_vocab={src_vocab}, tgt_vocab={tgt_vocab}; build a shared vocabulary "
-                "or use tie_embeddings='decoder'"
-            )
-        self.model_config, self.config = c, config  # the architecture; the run's config (or the same)
-        self.src_vocab_size, self.tgt_vocab_size = src_vocab, tgt_vocab
-        self.src_embed, self.tgt_embed = Embeddings(src_vocab, c.d_model), Embeddings(tgt_vocab, c.d_model)
-        self.src_pos = PositionalEncoding(c.d_model, c.dropout, c.max_len, c.positional)  # each side its own table
-        self.tgt_pos = PositionalEncoding(c.d_model, c.dropout, c.max_len, c.positional)
-        sizes = (c.d_model, c.h, c.d_ff, c.dropout, c.norm_first, c.attention_dropout, c.ffn_dropout)
-        self.encoder = Encoder([EncoderLayer(*sizes) for _ in range(c.N)], c.d_model, c.norm_first)
-        self.decoder = Decoder([DecoderLayer(*sizes) for _ in range(c.N)], c.d_model, c.norm_first)
-        self.generator = Generator(c.d_model, tgt_vocab)
-        # Xavier/Glorot uniform for every matrix, as in the reference implementations, except a learned
-        # positional table, which keeps its own N(0, 0.02²) start (layers.PositionalEncoding).
-        tables = {id(pos.table) for pos in (self.src_pos, self.tgt_pos) if isinstance(pos.table, nn.Parameter)}
-        for p in self.parameters():
-            if p.dim() > 1 and id(p) not in tables:
-                nn.init.xavier_uniform_(p)
-        if c.tie_embeddings in ("decoder", "all"):
-            self.generator.proj.weight = self.tgt_embed.lut.weight  # one (tgt_vocab, d_model) matrix
-        if c.tie_embeddings == "all":
-            self.src_embed.lut.weight = self.tgt_embed.lut.weight
+        self.src_embed, self.tgt_embed = src_embed, tgt_embed
+        self.src_pos, self.tgt_pos = src_pos, tgt_pos
+        self.encoder, self.decoder = encoder, decoder
+        self.generator = generator
+
+    def encode(self, src: Tensor, src_mask: Tensor | None) -> Tensor:
+        """src (batch, S) token ids, src_mask (batch, 1, 1, S) → memory (batch, S, d_model)."""
+        # exercise:
+        # package only: begin
+        check_token_ids(src, "src")  # a 1-D sentence: the decoders' clear error, not a shape error deep inside
+        if src_mask is not None:
+            check_mask(src_mask, src.size(0), 1, src.size(1), "src_mask")
+        # package only: end
+        return self.encoder(self.src_pos(self.src_embed(src)), src_mask)  # (B, S) → (B, S, d_model)
+
+    # learner: def decode(self, memory, src_mask, tgt, tgt_mask):
+    def decode(
+        self,
+        memory: Tensor | None,
+        src_mask: Tensor | None,
+        tgt: Tensor,
+        tgt_mask: Tensor | None,
+        cache: DecoderCache | None = None,
+    ) -> Tensor:
+        """memory (batch, S, d_model), tgt (batch, T) token ids, tgt_mask (batch, 1, T, T) → (batch, T, d_model)."""
+        # exercise:
+        # package only: begin
+        # With a cache, tgt holds only the new tokens (usually one per sentence) at positions len(cache) …; the
+        # positions before are read from the cache, and tgt_mask may be None (a new token sees all before it).
+        check_token_ids(tgt, "tgt")
+        start = len(cache) if cache is not None else 0
+        # package only: end
+        # learner: return self.decoder(self.tgt_pos(self.tgt_embed(tgt)), memory, src_mask, tgt_mask)  # (B, T, d_model)
+        return self.decoder(self.tgt_pos(self.tgt_embed(tgt), start), memory, src_mask, tgt_mask, cache)
+
+    def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None, tgt_mask: Tensor | None) -> Tensor:
+        """Encode, then decode: (batch, T, d_model). Apply ``self.generator`` for logits."""
+        # exercise:
+        return self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask)  # (B, T, d_model)
+
+    # end learner file
+
+    def new_cache(self) -> DecoderCache:
+        """An empty key/value cache for decoding one position at a time (notebook 09)."""
+        return DecoderCache(len(self.decoder.layers))
+
+    def attention_modules(self) -> list[MultiHeadAttention]:
+        return [m for m in self.modules() if isinstance(m, MultiHeadAttention)]
 
     @property
     def src_vocab(self) -> int:  # deprecated in 0.2: an int here, the Vocab itself in Checkpoint.src_vocab
@@ -248,51 +327,24 @@ class Transformer(nn.Module):
         warnings.warn("model.tgt_vocab is deprecated: use model.tgt_vocab_size", DeprecationWarning, stacklevel=2)
         return self.tgt_vocab_size
 
-    def encode(self, src: Tensor, src_mask: Tensor | None) -> Tensor:
-        """src (batch, src_len) token ids → memory (batch, src_len, d_model)."""
-        check_token_ids(src, "src")  # a 1-D sentence: the decoders' clear error, not a shape error deep inside
-        if src_mask is not None:
-            check_mask(src_mask, src.size(0), 1, src.size(1), "src_mask")
-        return self.encoder(self.src_pos(self.src_embed(src)), src_mask)
 
-    def decode(
-        self,
-        memory: Tensor,
-        src_mask: Tensor | None,
-        tgt: Tensor,
-        tgt_mask: Tensor | None,
-        cache: DecoderCache | None = None,
-    ) -> Tensor:
-        """tgt (batch, tgt_len) token ids → decoder output (batch, tgt_len, d_model).
-
-        With a ``cache``, ``tgt`` holds only the new tokens (usually one per sentence); the positions
-        already decoded are read from the cache, and ``tgt_mask`` may be None (a new token may attend to
-        everything before it).
-        """
-        check_token_ids(tgt, "tgt")
-        start = len(cache) if cache is not None else 0
-        x = self.tgt_pos(self.tgt_embed(tgt), start=start)  # (B, T, d_model)
-        return self.decoder(x, memory, src_mask, tgt_mask, cache)
-
-    def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None, tgt_mask: Tensor | None) -> Tensor:
-        """Encode, then decode: (batch, tgt_len, d_model). Apply ``self.generator`` for logits."""
-        return self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask)
-
-    def new_cache(self) -> DecoderCache:
-        return DecoderCache(self.model_config.N)
-
-    def attention_modules(self) -> list[MultiHeadAttention]:
-        return [m for m in self.modules() if isinstance(m, MultiHeadAttention)]
+# The package's name for the model make_model builds: an EncoderDecoder that also carries ``config`` (the run's
+# config), ``model_config`` (its architecture), ``src_vocab_size`` and ``tgt_vocab_size``.
+Transformer = EncoderDecoder
 
 
-def build_model(config, src_vocab: int, tgt_vocab: int) -> Transformer:
-    """The model a run's :class:`~transformer_course.config.Config` describes (``model.config`` is that config),
-    with the run's own choices applied: ``fast_dropout`` draws the dropout masks with :class:`FastDropout`
-    (dropout.py), a run option, not the architecture: the same weights, the same model in eval mode."""
-    model = Transformer(config, src_vocab, tgt_vocab)
-    if getattr(config, "fast_dropout", False):
-        use_fast_dropout(model)
-    return model
+# learner file: decoder.py
+def check_options(src_vocab: int, tgt_vocab: int, tie_embeddings: str, positional: str) -> None:
+    """One clear line for an option make_model cannot build."""
+    if tie_embeddings not in ("none", "decoder", "all"):
+        raise ValueError(f"tie_embeddings must be 'none', 'decoder' or 'all', got {tie_embeddings!r}")
+    if tie_embeddings == "all" and src_vocab != tgt_vocab:
+        raise ValueError(
+            f"tie_embeddings='all' shares one matrix between both languages, so it needs one shared vocabulary, "
+            f"got src_vocab={src_vocab}, tgt_vocab={tgt_vocab}; build a shared vocabulary or use tie_embeddings='decoder'"
+        )
+    if positional not in ("sinusoidal", "learned"):
+        raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
 
 
 def make_model(
@@ -303,18 +355,74 @@ def make_model(
     d_ff: int = 2048,
     h: int = 8,
     dropout: float = 0.1,
-    **options,
+    norm_first: bool = False,
+    tie_embeddings: str = "decoder",
+    max_len: int = 512,
+    positional: str = "sinusoidal",
+    **options,  # package only
 ) -> Transformer:
-    """The Transformer with the paper's base sizes by default.
+    """The whole model; the defaults are the paper's base model (Table 3). ``norm_first=True``: pre-LN
+    (notebook 04); ``positional="learned"``: learned positions (notebook 05); ``tie_embeddings``: "none",
+    "decoder" (target embedding = generator) or "all" (the source embedding too; one vocabulary)."""
+    # exercise: 1. check_options(...) (given above) first
+    # exercise: 2. model = EncoderDecoder(encoder, decoder, src_embed, tgt_embed, src_pos, tgt_pos, generator): your pieces
+    # exercise:    of 04–07, each with the sizes it needs; norm_first goes to every layer, positional to both encodings
+    # exercise: 3. nn.init.xavier_uniform_ on every matrix (p.dim() > 1) of model.parameters()
+    # exercise: 4. tying (§3.4): make the generator's weight the target embedding's (and with "all" the source's too):
+    # exercise:    assign the Parameter itself, so that the two are one tensor
+    # exercise: 5. return model
+    # package only: begin
+    # ``options``: other Config fields, e.g. attention_dropout and ffn_dropout (0 in the paper; nn.Transformer uses
+    # dropout), fast_dropout (dropout.py). The Config checks every value, and checkpoints save it (model.config).
+    from .config import Config
 
-    ``options`` are other :class:`Config` fields: ``norm_first`` (False = post-LN, the paper), ``positional``
-    ("sinusoidal" or "learned"), ``max_len``, ``tie_embeddings`` ("none", "decoder", "all"), ``attention_dropout``
-    and ``ffn_dropout`` (0 in the paper; ``nn.Transformer`` uses ``dropout``), ``fast_dropout`` (dropout.py).
-    """
-    from .config import Config  # the run config it is stored with: checks every value, and checkpoints save it
+    sizes = dict(N=N, d_model=d_model, d_ff=d_ff, h=h, dropout=dropout, norm_first=norm_first, max_len=max_len)
+    config = Config.from_dict(dict(sizes, tie_embeddings=tie_embeddings, positional=positional, **options))
+    check_positive(src_vocab=src_vocab, tgt_vocab=tgt_vocab)
+    extra = dict(attention_dropout=config.attention_dropout, ffn_dropout=config.ffn_dropout)  # not in the paper
+    # package only: end
+    check_options(src_vocab, tgt_vocab, tie_embeddings, positional)
+    model = EncoderDecoder(
+        # learner: Encoder(EncoderLayer(d_model, h, d_ff, dropout, norm_first), N),
+        Encoder(EncoderLayer(d_model, h, d_ff, dropout, norm_first, **extra), N),
+        # learner: Decoder(DecoderLayer(d_model, h, d_ff, dropout, norm_first), N),
+        Decoder(DecoderLayer(d_model, h, d_ff, dropout, norm_first, **extra), N),
+        Embeddings(src_vocab, d_model),
+        Embeddings(tgt_vocab, d_model),
+        PositionalEncoding(d_model, dropout, max_len, positional),
+        PositionalEncoding(d_model, dropout, max_len, positional),
+        Generator(d_model, tgt_vocab),
+    )
+    for p in model.parameters():
+        # learner: if p.dim() > 1:
+        if p.dim() > 1 and p is not model.src_pos.table and p is not model.tgt_pos.table:  # learned: N(0, 0.02²)
+            nn.init.xavier_uniform_(p)  # every matrix; biases, γ and β keep their starting values
+    if tie_embeddings in ("decoder", "all"):
+        model.generator.proj.weight = model.tgt_embed.lut.weight  # one (tgt_vocab, d_model) matrix (§3.4)
+    if tie_embeddings == "all":
+        model.src_embed.lut.weight = model.tgt_embed.lut.weight
+    # package only: begin
+    model.config, model.model_config = config, ModelConfig.of(config)  # the run's config; the architecture alone
+    model.src_vocab_size, model.tgt_vocab_size = src_vocab, tgt_vocab
+    for attention in model.attention_modules():
+        attention.keep_weights = False  # the fast path: attention.keeping_weights turns it on for a block
+    if config.fast_dropout:
+        use_fast_dropout(model)  # a run option, not the architecture: the same weights, the same model in eval mode
+    # package only: end
+    return model
 
-    config = Config.from_dict(dict(N=N, d_model=d_model, d_ff=d_ff, h=h, dropout=dropout, **options))
-    return build_model(config, src_vocab, tgt_vocab)
+
+# end learner file
+
+
+def build_model(config, src_vocab: int, tgt_vocab: int) -> Transformer:
+    """The model a run's :class:`~transformer_course.config.Config` (or a :class:`ModelConfig`) describes, with the
+    run's own choices applied (``fast_dropout``); ``model.config`` is ``config`` itself."""
+    model = make_model(
+        src_vocab, tgt_vocab, **asdict(ModelConfig.of(config)), fast_dropout=getattr(config, "fast_dropout", False)
+    )
+    model.config = config
+    return model
 
 
 def count_parameters(model: nn.Module) -> int:

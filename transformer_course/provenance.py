@@ -5,7 +5,8 @@ Per file, :func:`provenance` says whose code the learner's folder holds: "yours"
 ``notebooks/solutions/my_transformer/<file>``, however it got there), "blank" (a stub still raises
 NotImplementedError), "missing", "package" (it imports the package or calls PyTorch's own implementation of a
 lesson: ``F.scaled_dot_product_attention``, ``nn.LayerNorm``, ``nn.Transformer…``) or "fallback" (written by
-:func:`transformer_course.learner.fill_missing_files`, marked with :data:`FALLBACK_MARK`). :func:`use_reference`
+:func:`transformer_course.learner.fill_missing_files`, marked with :data:`FALLBACK_MARK`: it imports the package's
+own pieces, :func:`package_piece`, from which the learner's files are cut). :func:`use_reference`
 brings a reference in on purpose and says so. A folder whose name shadows an installed module (``torch``) is
 never imported (:func:`refusal`). Every line goes through ``i18n.t`` (中文: ``exercises/zh/learner.json``).
 """
@@ -20,7 +21,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from . import fallback as _fallback
+from . import attention, layers, model
 from .i18n import lazy_t, load_catalogue, register, t
 from .paths import course_root
 
@@ -30,6 +31,7 @@ __all__ = [
     "FALLBACK_MARK",
     "FILES",
     "NAMES",
+    "SOURCES",
     "STATUSES",
     "check_file",
     "describe_provenance",
@@ -41,6 +43,7 @@ __all__ = [
     "import_fresh",
     "learner_frame",
     "not_written",
+    "package_piece",
     "provenance",
     "reference_folder",
     "refusal",
@@ -57,7 +60,22 @@ FILES = {
     "encoder.py": "06_encoder.ipynb",
     "decoder.py": "07_decoder.ipynb",
 }
-NAMES = _fallback.NAMES  # file → the names it holds
+NAMES = {  # file → the names it holds, in the learner's files and in the package
+    "attention.py": ("scaled_dot_product_attention",),
+    "multi_head.py": ("MultiHeadAttention",),
+    "norm_residual.py": ("LayerNorm", "ResidualConnection"),
+    "embeddings.py": ("Embeddings", "sinusoidal_table", "PositionalEncoding", "PositionwiseFeedForward"),
+    "encoder.py": ("clones", "final_norm", "EncoderLayer", "Encoder"),
+    "decoder.py": ("DecoderLayer", "Decoder", "Generator", "EncoderDecoder", "check_options", "make_model"),
+}
+SOURCES = {  # file → the package's module whose regions ("# learner file: <file>") it is cut from
+    "attention.py": "attention",
+    "multi_head.py": "attention",
+    "norm_residual.py": "layers",
+    "embeddings.py": "layers",
+    "encoder.py": "model",
+    "decoder.py": "model",
+}
 MAGIC = "%%writefile"
 FALLBACK_MARK = "# transformer_course fallback: the package's code, not the learner's"
 STATUSES = {  # what each status means, in the language of the moment (lazy_t)
@@ -324,16 +342,27 @@ def learner_frame(error: BaseException, folder: Path, file: str = "decoder.py") 
     return file, "?"
 
 
-def fallback_text(file: str) -> str:
-    """The text of a fallback ``file``: the package's code with the learner's API, marked as such."""
+def package_piece(file: str, name: str):
+    """The package's ``name`` of the learner's ``file`` (``package_piece("encoder.py", "Encoder")`` is
+    ``transformer_course.model.Encoder``): the learner's file is cut from the package, so it has the same API.
+    What a fallback of ``file`` imports."""
     check_file(file)
-    names = ", ".join(NAMES[file])
+    if name not in NAMES[file]:
+        raise ValueError(t("{file} holds {names}, not {name!r}", file=file, names=", ".join(NAMES[file]), name=name))
+    return getattr({"attention": attention, "layers": layers, "model": model}[SOURCES[file]], name)
+
+
+def fallback_text(file: str) -> str:
+    """The text of a fallback ``file``: it imports the package's own pieces (the learner's file is cut from them,
+    so they have its API), marked as such."""
+    check_file(file)
+    names, module = ", ".join(NAMES[file]), f"transformer_course.{SOURCES[file]}"
     return (
         f'"""{file}: a fallback written by transformer_course.learner, not the learner\'s code.\n\n'
-        f"It re-exports the package's {names} (transformer_course.fallback), with the API of\n"
+        f"It imports the package's {names} from {module}, whose API is that of\n"
         f'{FILES[file]}\'s build cell; running that cell writes your own file here instead."""\n\n'
         f"{FALLBACK_MARK}\n"
-        f"from transformer_course.fallback import {names}  # noqa: F401\n"
+        f"from {module} import {names}  # noqa: F401\n"
     )
 
 

@@ -116,8 +116,8 @@ def _qualified(frame, module: str) -> str:
 def watch_shortcuts(torch_functions: Iterable = (), allow: Iterable[str] = ()):
     """Yield a :class:`Shortcuts` that fills while the block runs: package functions entered (outside
     ``allow`` and :data:`ALWAYS_ALLOWED`) and the ``torch_functions`` called. An ``allow`` entry names a module
-    (``transformer_course.masks``) or one function or class of it (``transformer_course.fallback.MultiHeadAttention``);
-    whatever an allowed function calls is allowed too (the fallback of an earlier notebook's file runs the package's
+    (``transformer_course.masks``) or one function or class of it (``transformer_course.attention.MultiHeadAttention``);
+    whatever an allowed function calls is allowed too (the fallback of an earlier notebook's file is the package's
     code: that is not this exercise's shortcut). Restores the previous profile hook. Only the calling thread is
     watched (the learner's code runs in it)."""
     allowed = (*ALWAYS_ALLOWED, *allow)
@@ -151,8 +151,8 @@ def watch_shortcuts(torch_functions: Iterable = (), allow: Iterable[str] = ()):
 
 
 def _owner(frame) -> str | None:
-    """``module.Class`` of the object a method frame runs on (``self``): a class the package defines by subclassing
-    another (``fallback.LayerNorm``) runs its parent's code, but is the subclass."""
+    """``module.Class`` of the object a method frame runs on (``self``): a subclass runs its parent's code, but is
+    the subclass."""
     owner = frame.f_locals.get("self") if frame.f_code.co_argcount else None
     kind = type(owner) if owner is not None else None
     return f"{kind.__module__}.{kind.__qualname__}" if kind is not None else None
@@ -165,16 +165,17 @@ def _allowed(qualified: str, owner: str | None, allowed: Iterable[str]) -> bool:
 
 
 def earlier_fallbacks(notebook: str) -> tuple[str, ...]:
-    """The fallbacks (:mod:`transformer_course.fallback`) of the files written by the notebooks before ``notebook``
-    (``"06"``): what an exercise may call in place of the learner's earlier files. Never this notebook's own."""
-    from .. import fallback
-    from ..provenance import FILES
+    """The package's pieces of the files written by the notebooks before ``notebook`` (``"06"``), e.g.
+    ``transformer_course.attention.MultiHeadAttention``: what a fallback of such a file imports
+    (:func:`transformer_course.provenance.package_piece`), so what an exercise may call in place of the learner's
+    earlier files. Never this notebook's own pieces: calling those is the shortcut the exercise names."""
+    from ..provenance import FILES, NAMES, SOURCES
 
     return tuple(
-        f"transformer_course.fallback.{name}"
+        f"transformer_course.{SOURCES[file]}.{name}"
         for file, writer in FILES.items()
         if writer[:2] < notebook
-        for name in fallback.NAMES[file]
+        for name in NAMES[file]
     )
 
 

@@ -30,7 +30,8 @@ from .seal import answer_check
 
 t, lazy_t = messages("nb03_multi_head_attention")
 
-# the learner's multi-head attention calls notebook 02's attention.py: the learner's, or its fallback if skipped
+# the learner's multi-head attention calls notebook 02's attention.py: the learner's, or if skipped its fallback,
+# the package's scaled_dot_product_attention
 EARLIER = earlier_fallbacks("03")
 WATCHED = (*EARLIER, DROPOUT_WATCH)  # and the checker's dropout recorder runs inside the learner's code
 

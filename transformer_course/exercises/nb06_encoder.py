@@ -61,8 +61,8 @@ D_MODEL, HEADS, D_FF = 16, 4, 32
 
 # The pieces of earlier notebooks the learner's file builds on may be the package's (a marked fallback for a file
 # the learner skipped: transformer_course.learner.fill_missing_files); the lesson here is the layer and the stack,
-# so only the package's own layers (transformer_course.model), this notebook's fallbacks and PyTorch's transformer
-# functions count as shortcuts.
+# so only the package's own layers (transformer_course.model: EncoderLayer, Encoder, clones, final_norm) and
+# PyTorch's transformer functions count as shortcuts.
 EARLIER_PIECES = (*earlier_fallbacks("06"), "transformer_course.attention", "transformer_course.layers")
 
 

@@ -46,8 +46,8 @@ from .layer_checks import (
 )
 from .seal import answer_check
 
-# what a decoder may call besides the learner's code: the earlier files' fallbacks (the encoder's too), the package's
-# attention and layers; the package's model and this notebook's fallbacks (DecoderLayer, make_model …) are shortcuts
+# what a decoder may call besides the learner's code: the earlier files' fallbacks (the package's encoder too), its
+# attention and layers; the package's DecoderLayer, Decoder, Generator, EncoderDecoder, make_model … are shortcuts
 EARLIER_PIECES = (*earlier_fallbacks("07"), "transformer_course.attention", "transformer_course.layers")
 
 
@@ -355,9 +355,9 @@ class _Attention(nn.Module):
         super().__init__()
         self.attention = attention
 
-    def forward(self, query: Tensor, memory: Tensor | None = None, mask: Tensor | None = None, cache=None) -> Tensor:
+    def forward(self, query: Tensor, key=None, value=None, mask: Tensor | None = None, cache=None) -> Tensor:
         keeps_mask = float(self.attention.out_proj.bias.sum()) < 0  # a property of the weights, like any other
-        return self.attention(query, memory, mask if keeps_mask else None, cache)
+        return self.attention(query, key, value, mask if keeps_mask else None, cache)
 
 
 def mystery_models(vocab: int = 20) -> tuple[nn.Module, nn.Module]:

@@ -22,8 +22,8 @@ class DecoderLayer(nn.Module):
     def forward(self, x, memory, src_mask, tgt_mask):
         """x (batch, T, d_model), memory (batch, S, d_model), src_mask (batch, 1, 1, S), tgt_mask (batch, 1, T, T)
         → (batch, T, d_model)."""
-        x = self.sublayer[0](x, lambda x: self.self_attn(x, x, x, tgt_mask))  # (B, T, d_model): itself and the past
-        x = self.sublayer[1](x, lambda x: self.cross_attn(x, memory, memory, src_mask))  # Q from x; K, V from memory
+        x = self.sublayer[0](x, lambda x: self.self_attn(x, x, x, tgt_mask))  # (B, T, d_model): x and its past
+        x = self.sublayer[1](x, lambda x: self.cross_attn(x, memory, memory, src_mask))  # K, V: the memory
         return self.sublayer[2](x, self.feed_forward)  # (B, T, d_model)
 
 
@@ -32,7 +32,7 @@ class Decoder(nn.Module):
 
     def __init__(self, layer, N):
         super().__init__()
-        self.layers = clones(layer, N)  # yours, from notebook 06
+        self.layers = clones(layer, N)  # notebook 06's clones
         self.norm = final_norm(layer.d_model, layer.norm_first)
 
     def forward(self, x, memory, src_mask, tgt_mask):
@@ -82,7 +82,10 @@ def check_options(src_vocab, tgt_vocab, tie_embeddings, positional):
     if tie_embeddings not in ("none", "decoder", "all"):
         raise ValueError(f"tie_embeddings must be 'none', 'decoder' or 'all', got {tie_embeddings!r}")
     if tie_embeddings == "all" and src_vocab != tgt_vocab:
-        raise ValueError(f"tie_embeddings='all' needs one vocabulary, got {src_vocab} and {tgt_vocab} words")
+        raise ValueError(
+            f"tie_embeddings='all' shares one matrix between both languages, so it needs one shared vocabulary, "
+            f"got src_vocab={src_vocab}, tgt_vocab={tgt_vocab}; build a shared vocabulary or use tie_embeddings='decoder'"
+        )
     if positional not in ("sinusoidal", "learned"):
         raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
 

@@ -24,7 +24,7 @@ def sinusoidal_table(max_len, d_model):
     PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)) in the odd columns, for pos = 0 … max_len − 1."""
     pos = torch.arange(max_len, dtype=torch.float32)[:, None]  # (max_len, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (d_model/2,): 0, 2, 4, …
-    angle = pos / 10000 ** (two_i / d_model)  # (max_len, d_model/2) by broadcasting
+    angle = pos * torch.exp(two_i * (-math.log(10000.0) / d_model))  # pos / 10000^(2i/d_model): (max_len, d_model/2)
     table = torch.zeros(max_len, d_model)
     table[:, 0::2] = torch.sin(angle)  # even columns: sin
     table[:, 1::2] = torch.cos(angle)  # odd columns: cos
@@ -63,7 +63,10 @@ class PositionalEncoding(nn.Module):
         runs past max_len has no rows: raise a ValueError that names max_len."""
         end = start + x.size(1)
         if end > self.max_len:
-            raise ValueError(f"a sequence up to position {end} is longer than the table (max_len={self.max_len})")
+            raise ValueError(
+                f"sequence of length {end} is longer than the positional table (max_len={self.max_len}); "
+                f"shorten the input or build the model with a larger max_len"
+            )
         return self.dropout(x + self.table[start:end])  # (B, L, d_model) + (L, d_model)
 
 
@@ -79,4 +82,4 @@ class PositionwiseFeedForward(nn.Module):
     def forward(self, x):
         """x (batch, len, d_model) → (batch, len, d_model) through a hidden layer of d_ff with ReLU;
         self.dropout acts on the hidden layer (after the ReLU, before w_2)."""
-        return self.w_2(self.dropout(torch.relu(self.w_1(x))))  # (B, L, d_model) → (B, L, d_ff) → (B, L, d_model)
+        return self.w_2(self.dropout(self.w_1(x).relu()))  # (B, L, d_model) → (B, L, d_ff) → (B, L, d_model)

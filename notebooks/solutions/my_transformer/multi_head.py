@@ -3,7 +3,7 @@
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import scaled_dot_product_attention  # notebook 02's file
+from .attention import scaled_dot_product_attention  # yours, from notebook 02
 
 
 class MultiHeadAttention(nn.Module):
