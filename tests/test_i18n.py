@@ -45,6 +45,8 @@ PROSE = re.compile(r"[A-Za-z]{2,}'?[a-z]* +[A-Za-z]{2,}")
 NOT_MESSAGES = {
     ("__init__", "{}: hints for letters {} not in {}"): "an authoring error in a checker module's Choice, raised "
     "when the module is imported; never shown to a learner",
+    ("__init__", "questions/{}.json has {}, but digests were given for {}"): "an authoring error in a checker "
+    "module's quiz, raised when the module is imported; never shown to a learner",
 }
 
 
@@ -88,8 +90,20 @@ def template_calls(module: str) -> list[ast.Call]:
 
 
 def templates(module: str) -> set[str]:
-    """The ids (English templates in the guard) a module passes to t() and lazy_t()."""
-    return {call.args[0].value for call in template_calls(module) if call.args and is_text(call.args[0])}
+    """The ids (English templates in the guard) a module passes to t() and lazy_t(), and those its quiz's questions
+    (exercises/questions/<module>.json) name."""
+    called_ids = {call.args[0].value for call in template_calls(module) if call.args and is_text(call.args[0])}
+    return called_ids | question_ids(module)
+
+
+def question_ids(module: str) -> set[str]:
+    path = EXERCISES / "questions" / f"{module}.json"
+    table = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    ids = set()
+    for question in table.values():
+        ids |= {question[field] for field in ("why", "otherwise") if field in question}
+        ids |= set(question.get("mistakes", {})) | set(question.get("wrong", {}).values())
+    return ids
 
 
 def is_text(node: ast.AST) -> bool:
@@ -161,7 +175,15 @@ def test_each_catalogue_is_a_file_of_texts_its_module_loads_and_the_wheel_carrie
         assert loads in (home / f"{owner}.py").read_text(encoding="utf-8"), name
     pyproject = tomllib.loads((EXERCISES.parent.parent / "pyproject.toml").read_text(encoding="utf-8"))
     shipped = pyproject["tool"]["setuptools"]["package-data"]["transformer_course.exercises"]
-    assert {"en/*.json", "zh/*.json"} <= set(shipped)
+    assert {"en/*.json", "zh/*.json", "questions/*.json"} <= set(shipped)
+
+
+def test_every_id_a_question_names_is_a_message_of_its_module():
+    """A quiz's texts are ids of its module's messages; a question file belongs to a module that loads it."""
+    for path in (EXERCISES / "questions").glob("*.json"):
+        assert f'questions(\n    "{path.stem}",' in source(path.stem) or f'questions("{path.stem}"' in source(path.stem)
+        missing = sorted(question_ids(path.stem) - set(english(path.stem)))
+        assert not missing, f"questions/{path.name} names ids exercises/en/{path.name} lacks: {missing}"
 
 
 @pytest.mark.parametrize("module", MODULES)

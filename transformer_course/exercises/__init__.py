@@ -18,11 +18,13 @@ Chinese catalogue of the module (``transformer_course/exercises/zh/<module>.json
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -43,7 +45,6 @@ __all__ = [
     "divmod_index",
     "same",
     "known_mistake",
-    "name_known_mistake",
     "as_number",
     "as_int",
     "as_sequence",
@@ -54,6 +55,8 @@ __all__ = [
     "Numeric",
     "check_question",
     "check_quiz",
+    "questions",
+    "quiz_checker",
     "print_numbered",
     "keep_global_rng",
 ]
@@ -124,15 +127,13 @@ def _told(result: Result) -> Result:
     return result
 
 
-_PACKAGE_DIR = __import__("pathlib").Path(__file__).resolve().parents[1]
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
 def _learner_frame(error: BaseException):
     """The deepest traceback frame outside the ``transformer_course`` package and torch (the learner's line), or None."""
-    import pathlib
-
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
-        path = pathlib.Path(frame.filename)
+        path = Path(frame.filename)
         try:
             path.resolve().relative_to(_PACKAGE_DIR)
             continue
@@ -215,14 +216,6 @@ def known_mistake(got, expected: torch.Tensor, mistakes: dict[str, torch.Tensor]
             if same(got, value, atol):
                 return hint
     return None
-
-
-def name_known_mistake(got, expected: torch.Tensor, mistakes: dict[str, torch.Tensor], atol: float = 1e-5) -> None:
-    """If ``got`` is wrong but equals one of the plausible wrong answers in ``mistakes`` (hint → tensor),
-    raise a Hint with that answer's hint."""
-    hint = known_mistake(got, expected, mistakes, atol)
-    if hint is not None:
-        raise Hint(hint)
 
 
 def as_number(got, what: str) -> float:
@@ -348,6 +341,34 @@ class Numeric:
         return number_matches(self.key, got, self.digests, self.rel_tol)
 
 
+def questions(module: str, texts: Callable[..., LazyText], **digests) -> dict[str, Choice | Numeric]:
+    """A notebook's quiz, ``{name: question}``: the questions are data, ``exercises/questions/<module>.json``, their
+    texts the message ids of the module (``texts``: the module's ``lazy_t``); only their digests are given here, a
+    Choice's one digest or a Numeric's tuple (``questions("nb01_masks", lazy_t, q1=("…",), q2="…")``).
+
+    A question holds ``key`` (the digests' salt), ``why`` (or ``why_formula``, a formula shown as it is) and either
+    ``letters`` and ``wrong`` (letter → hint) or ``mistakes`` (hint → a plausible wrong value, or a list of them),
+    ``rel_tol`` and ``otherwise``."""
+    table = json.loads((Path(__file__).with_name("questions") / f"{module}.json").read_text(encoding="utf-8"))
+    if set(table) != set(digests):
+        raise ValueError(f"questions/{module}.json has {sorted(table)}, but digests were given for {sorted(digests)}")
+    made: dict[str, Choice | Numeric] = {}
+    for name, q in table.items():
+        why = q["why_formula"] if "why_formula" in q else texts(q["why"])
+        if "letters" in q:
+            wrong = {letter: texts(hint) for letter, hint in q["wrong"].items()}
+            made[name] = Choice(q["key"], digests[name], q["letters"], why, wrong)
+            continue
+        mistakes = {
+            texts(hint): value  # one text per value: a hint may name two values
+            for hint, values in q["mistakes"].items()
+            for value in (values if isinstance(values, list) else [values])
+        }
+        otherwise = texts(q["otherwise"]) if "otherwise" in q else Numeric.otherwise
+        made[name] = Numeric(q["key"], tuple(digests[name]), why, mistakes, q.get("rel_tol", 1e-3), otherwise)
+    return made
+
+
 def check_question(name: str, question: Choice | Numeric, answer) -> Result:
     """Check one answer to a ``Choice`` (a letter: 'b', 'B', '(b)') or a ``Numeric`` question (a Python
     or numpy number, or a one-number tensor). ``...`` (the notebook's blank) counts as not done yet."""
@@ -396,3 +417,13 @@ def print_numbered(obj) -> None:
 
     for number, line in enumerate(inspect.getsource(obj).rstrip().splitlines(), start=1):
         print(f"{number:2d}  {line}")
+
+
+def quiz_checker(questions: dict[str, Choice | Numeric]) -> Callable[..., Result]:
+    """A notebook's ``check_quiz(q1=…, q2=…)``: the answers given to ``questions``, checked by :func:`check_quiz`."""
+
+    @answer_check
+    def check_quiz_answers(**answers) -> Result:
+        return check_quiz(questions, answers)
+
+    return check_quiz_answers

@@ -9,7 +9,7 @@ import math
 import torch
 
 from ..i18n import messages
-from . import Hint, divmod_index, expect_tensor
+from . import Hint, divmod_index, expect_tensor, known_mistake
 
 t, lazy_t = messages("compare")
 
@@ -36,10 +36,16 @@ def close(got, want, atol=1e-5, rtol=1e-4) -> bool:
     return bool(torch.allclose(got.to(wider), want.to(wider), atol=atol, rtol=rtol, equal_nan=False))
 
 
-def expect_values(got, expected: torch.Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
+def expect_values(
+    got, expected: torch.Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4, mistakes: dict | None = None
+) -> None:
     """:func:`~transformer_course.exercises.expect_tensor` (type, shape, dtype, values), except that wrong values are
     printed with as many digits as it takes to see them differ, and a result that agrees with a float64 reference
-    only as far as float32 can (a ``.float()`` inside, a float32 constant) is said to be that, dtypes named."""
+    only as far as float32 can (a ``.float()`` inside, a float32 constant) is said to be that, dtypes named. ``mistakes`` (hint → the tensor a plausible slip gives): a result
+    equal to one of them is named by its hint first."""
+    hint = known_mistake(got, expected, mistakes or {}, atol)
+    if hint is not None:
+        raise Hint(t("what_hint", what=what, hint=hint))
     if (
         isinstance(got, torch.Tensor)
         and got.shape == expected.shape

@@ -17,10 +17,8 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from ..i18n import messages
-from . import Hint, Numeric, Result, as_int, run_check
-from . import check_quiz as _check_quiz
+from . import Hint, Result, as_int, questions, quiz_checker, run_check
 from .limits import too_big_to_build
-from .seal import answer_check
 
 t, lazy_t = messages("nb00_introduction")
 
@@ -33,8 +31,7 @@ __all__ = [
     "check_quiz",
 ]
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 1: the multiply-adds of one whole multi-head self-attention layer
+# ---- Exercise 1: the multiply-adds of one whole multi-head self-attention layer -------------------------------------
 
 
 # (n, d, heads): n, d and heads all different, so that each mistake gives its own number
@@ -86,8 +83,7 @@ def check_attention_layer_macs(attention_layer_macs) -> Result:
     return run_check(t("attention_layer_cost"), check, t("passed_4_n"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 2: how many stacked convolutions connect the first and the last position (§4, Table 1)
+# ---- Exercise 2: how many stacked convolutions connect the first and the last position (§4, Table 1) ----------------
 
 
 # contiguous cases first (20, 4) separates n/k (5), rounding down (6) and the answer (7); (11, 3) catches n/(k − 1)
@@ -148,58 +144,23 @@ def check_layers_to_connect(layers_to_connect) -> Result:
     return run_check(t("layers_connect"), check, t("passed_n_1"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Questions
+# ---- Questions ------------------------------------------------------------------------------------------------------
 
-QUESTIONS = {
-    "q1": Numeric(
-        key="nb00-q1",
-        digests=("b76610bab9b1a3a6aabaec5d",),
-        why=lazy_t("pass_per_token"),
-        mistakes={
-            lazy_t("table_1s_o"): 1,
-            lazy_t("end_sentence_token"): 20,
-            lazy_t("pass_runs_all"): 6,
-            lazy_t("pass_runs_all_6"): 126,
-        },
-        rel_tol=0,
-        otherwise=lazy_t("each_pass_decoder"),
+QUESTIONS = questions(
+    "nb00_introduction",
+    lazy_t,
+    q1=("b76610bab9b1a3a6aabaec5d",),
+    q2=("8e45d1bb8b0cc24e2ee8a25d", "5bd3637503e4e6daddcc4075", "420101621dbcdbd7a9cf49f1"),
+    # 12 h × 3,600 s and 100,000 steps × 0.4 s: both readings of §5.2, each within 2 %
+    q3=(
+        "f96c514df195f06ec9c4e9d1",
+        "ee5c877d7e439b9d25603282",
+        "d9c806600d4e33a2e3156afd",
+        "acf10a55abfbe42267306df7",
+        "51767a3659a3b2f3c97ba504",
+        "a69866212b554bec58c00d0b",
     ),
-    "q2": Numeric(
-        key="nb00-q2",
-        digests=("8e45d1bb8b0cc24e2ee8a25d", "5bd3637503e4e6daddcc4075", "420101621dbcdbd7a9cf49f1"),
-        why="n·d² / (n²·d) = d / n = 512 / 12 ≈ 42.7",  # a formula: the same in every language
-        mistakes={lazy_t("upside_down_recurrent"): 12 / 512},
-        rel_tol=1e-2,
-        otherwise=lazy_t("divide_table_1s"),
-    ),
-    "q3": Numeric(
-        key="nb00-q3",
-        # 12 h × 3,600 s and 100,000 steps × 0.4 s: both readings of §5.2, each within 2 %
-        digests=(
-            "f96c514df195f06ec9c4e9d1",
-            "ee5c877d7e439b9d25603282",
-            "d9c806600d4e33a2e3156afd",
-            "acf10a55abfbe42267306df7",
-            "51767a3659a3b2f3c97ba504",
-            "a69866212b554bec58c00d0b",
-        ),
-        why=lazy_t("training_flops_worked"),
-        mistakes={
-            lazy_t("hours_must_become"): 12 * 8 * 9.5e12,
-            lazy_t("all_8_gpus"): 12 * 3600 * 9.5e12,
-            lazy_t("all_8_gpus_ran"): 100_000 * 0.4 * 9.5e12,
-            lazy_t("tflops_10_operations"): 12 * 3600 * 8 * 9.5e9,
-            lazy_t("tflops_10_operations_per"): (100_000 * 0.4 * 8 * 9.5e9),
-            lazy_t("big_model_300"): (300_000 * 1.0 * 8 * 9.5e12),
-        },
-        rel_tol=0.02,
-        otherwise=lazy_t("multiply_training_time"),
-    ),
-}
+)
 
 
-@answer_check
-def check_quiz(**answers) -> Result:
-    """``check_quiz(q1=21, q2=42.7, q3=3.3e18)``: one line per question."""
-    return _check_quiz(QUESTIONS, answers)
+check_quiz = quiz_checker(QUESTIONS)  # one line per question

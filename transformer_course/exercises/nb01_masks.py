@@ -15,10 +15,8 @@ from __future__ import annotations
 import torch
 
 from ..i18n import messages
-from . import Choice, Hint, Numeric, Result, as_int, as_mask, run_check
-from . import check_quiz as _check_quiz
+from . import Hint, Result, as_int, as_mask, questions, quiz_checker, run_check
 from .limits import too_big_to_build
-from .seal import answer_check
 
 t, lazy_t = messages("nb01_masks")
 
@@ -64,8 +62,7 @@ def _compare(got: torch.Tensor, expected: torch.Tensor, what: str) -> None:
         )
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 1 (a closed form): how many (query, key) pairs does a sentence's target mask allow?
+# ---- Exercise 1 (a closed form): how many (query, key) pairs does a sentence's target mask allow? -------------------
 
 # (length, max_len): (4, 9) tells the mistakes apart, then the toy batch's sentences, then masks far too big to build (10¹² booleans)
 PAIR_CASES = [(4, 9), (3, 5), (5, 5), (1, 5), (1, 1), (600_000, 1_000_000), (1_000_000, 1_000_000), (1, 1_000_000)]
@@ -100,8 +97,7 @@ def check_allowed_pairs(allowed_pairs) -> Result:
     return run_check(t("allowed_pairs"), check, t("passed_only_real"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 2: a padding mask from lengths (d2l's valid_lens)
+# ---- Exercise 2: a padding mask from lengths (d2l's valid_lens) -----------------------------------------------------
 
 
 def _from_lengths(lengths: list[int], max_len: int, keep) -> torch.Tensor:
@@ -133,8 +129,7 @@ def check_mask_from_lengths(mask_from_lengths) -> Result:
     return run_check(t("mask_lengths"), check, t("passed_torch_arange"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 3: a centred window for the encoder (§4, restricted self-attention), with padding
+# ---- Exercise 3: a centred window for the encoder (§4, restricted self-attention), with padding ---------------------
 
 
 def _window(tokens: torch.Tensor, pad_idx: int, radius: int, rule) -> torch.Tensor:
@@ -181,8 +176,7 @@ def check_window_mask(window_mask) -> Result:
     return run_check(t("window_mask"), check, t("passed_band_width"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 4: a causal window for the decoder
+# ---- Exercise 4: a causal window for the decoder --------------------------------------------------------------------
 
 
 def _local(size: int, window: int, rule) -> torch.Tensor:
@@ -213,41 +207,15 @@ def check_local_mask(local_mask) -> Result:
     return run_check(t("local_mask"), check, t("passed_each_position"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Questions
+# ---- Questions ------------------------------------------------------------------------------------------------------
 
-QUESTIONS = {
-    "q1": Numeric(
-        key="nb01-q1",
-        digests=("1300d5beb277c5893e85b0da",),
-        why=lazy_t("key_padding_masks"),
-        mistakes={lazy_t("would_right_courses"): 3, lazy_t("key_padding_mask"): 5, lazy_t("pytorch_fills_true"): 0},
-        rel_tol=0,
-        otherwise=lazy_t("mark_keys_true"),
-    ),
-    "q2": Choice(
-        key="nb01-q2",
-        digest="8e2ec1838d3ab560ee2da1f3",
-        letters="abc",
-        why=lazy_t("key_0_real"),
-        wrong={"a": lazy_t("row_0_sees"), "c": lazy_t("target_mask_hides")},
-    ),
-    "q3": Numeric(
-        key="nb01-q3",
-        digests=("4a44108998794c59750882a9",),
-        why=lazy_t("mask_bytes_broadcast"),
-        mistakes={
-            lazy_t("size_scores_64"): 64 * 8 * 40 * 40,
-            lazy_t("head_axis_size"): 64 * 8 * 40,
-            lazy_t("query_axis_size"): 64 * 40 * 40,
-        },
-        rel_tol=0,
-        otherwise=lazy_t("count_numbers_tensor"),
-    ),
-}
+QUESTIONS = questions(
+    "nb01_masks",
+    lazy_t,
+    q1=("1300d5beb277c5893e85b0da",),
+    q2="8e2ec1838d3ab560ee2da1f3",
+    q3=("4a44108998794c59750882a9",),
+)
 
 
-@answer_check
-def check_quiz(**answers) -> Result:
-    """``check_quiz(q1=4, q2="a", q3=123)``: one line per question."""
-    return _check_quiz(QUESTIONS, answers)
+check_quiz = quiz_checker(QUESTIONS)  # one line per question

@@ -17,25 +17,22 @@ root) shows. Answers (bug line, quiz) are stored only as digests.
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..i18n import messages
 from . import (
-    Choice,
     Hint,
-    Numeric,
     Result,
     answer_check,
     as_int,
     known_mistake,
     print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
+    questions,
+    quiz_checker,
     run_check,
 )
-from . import check_quiz as _check_quiz
 from .compare import expect_values
 from .guard import TORCH_NORM, answer_digest, no_shortcuts, watch_shortcuts
 
@@ -106,11 +103,8 @@ def check_layer_norm_module(LayerNorm) -> Result:  # noqa: N803 (the learner's c
                 got = mine(x_mine)
             expected = F.layer_norm(x, (features,), gamma, beta, eps=1e-5)
             what = t("layernorm_input_shape", features=features, shape=tuple(x.shape))
-            hint = known_mistake(got.detach() if isinstance(got, Tensor) else got, expected,
-                                 _layer_norm_variants(x, gamma, beta, 1e-5))  # fmt: skip
-            if hint is not None:
-                raise Hint(t("what_hint", what=what, hint=hint))
-            expect_values(got.detach() if isinstance(got, Tensor) else got, expected, what)
+            values = got.detach() if isinstance(got, Tensor) else got
+            expect_values(values, expected, what, mistakes=_layer_norm_variants(x, gamma, beta, 1e-5))
             _check_layer_norm_gradients(mine, x_mine, got, gamma, beta, what)
         x = _inputs()[2]
         with no_shortcuts(t("layernorm"), TORCH_NORM), torch.no_grad():
@@ -276,10 +270,7 @@ def check_rms_norm(rms_norm) -> Result:
             with no_shortcuts(t("rmsnorm"), TORCH_NORM):
                 got = rms_norm(x.clone(), gamma.clone(), 1e-5)
             what = t("rms_norm_x", shape=tuple(x.shape))
-            hint = known_mistake(got, expected, _rms_norm_variants(x, gamma, 1e-5))
-            if hint is not None:
-                raise Hint(t("what_hint", what=what, hint=hint))
-            expect_values(got, expected, what)
+            expect_values(got, expected, what, mistakes=_rms_norm_variants(x, gamma, 1e-5))
 
     return run_check("RMSNorm", check, t("equals_f_rms"))
 
@@ -413,30 +404,12 @@ def check_layer_norm_parameter_count(count) -> Result:
 
 # ---- questions (a number, a letter) -----------------------------------------------------------------------------
 
-QUESTIONS = {
-    "q1": Numeric(
-        key="nb04-q1-sum-of-squares",
-        digests=("7a31e5abf36c46fdf82c71bd", "4be9e85892d40f4731febfee", "7e95f0f521464d3d483ca821"),
-        rel_tol=1e-4,
-        why=lazy_t("output_mean_0"),
-        mistakes={
-            lazy_t("unbiased_variance_511"): 511.0,
-            lazy_t("output_not_unit"): 1.0,
-            lazy_t("length_512_22"): math.sqrt(512),
-        },
-        otherwise=lazy_t("y_j_x"),
-    ),
-    "q2": Choice(
-        key="nb04-q2-post-ln-zero",
-        digest="10c11d051476c8ac71f866f0",
-        letters="abcd",
-        why=lazy_t("first_add_norm"),
-        wrong={"a": lazy_t("pre_ln_without"), "c": lazy_t("layernorm_does_not"), "d": lazy_t("residual_adds_x")},
-    ),
-}
+QUESTIONS = questions(
+    "nb04_layernorm_residual",
+    lazy_t,
+    q1=("7a31e5abf36c46fdf82c71bd", "4be9e85892d40f4731febfee", "7e95f0f521464d3d483ca821"),
+    q2="10c11d051476c8ac71f866f0",
+)
 
 
-@answer_check
-def check_quiz(**answers) -> Result:
-    """``check_quiz(q1=…, q2="…")``: one line per question."""
-    return _check_quiz(QUESTIONS, answers)
+check_quiz = quiz_checker(QUESTIONS)  # one line per question

@@ -24,11 +24,9 @@ import torch
 from torch import Tensor, nn
 
 from ..i18n import messages
-from . import Choice, Hint, Numeric, Result, as_number, known_mistake, run_check
-from . import check_quiz as _check_quiz
+from . import Hint, Result, as_number, known_mistake, questions, quiz_checker, run_check
 from .compare import expect_values, missing_biases, shown
 from .guard import no_shortcuts
-from .seal import answer_check
 
 t, lazy_t = messages("nb05_embeddings_positional_encoding")
 
@@ -68,8 +66,7 @@ def _guarded(what: str):
     return no_shortcuts(what)  # any call into the package is not the learner's
 
 
-# ---------------------------------------------------------------------------------------------------
-# The build cell: Embeddings
+# ---- The build cell: Embeddings -------------------------------------------------------------------------------------
 
 
 def check_embeddings(Embeddings) -> Result:  # noqa: N803 (the learner's class)
@@ -95,10 +92,7 @@ def check_embeddings(Embeddings) -> Result:  # noqa: N803 (the learner's class)
                 t("multiplied_d_model"): looked_up * d_model,
                 t("multiplied_vocab_factor"): looked_up * math.sqrt(vocab),
             }
-            hint = known_mistake(got.detach() if isinstance(got, Tensor) else got, expected, mistakes)
-            if hint is not None:
-                raise Hint(t("what_hint", what=what, hint=hint))
-            expect_values(got.detach() if isinstance(got, Tensor) else got, expected, what)
+            expect_values(got.detach() if isinstance(got, Tensor) else got, expected, what, mistakes=mistakes)
             module.zero_grad()
             with _guarded(t("embedding")):
                 got.sum().backward()
@@ -114,8 +108,7 @@ def check_embeddings(Embeddings) -> Result:  # noqa: N803 (the learner's class)
     return run_check(t("embeddings"), check, t("lut_tokens_d"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# The build cell: the sinusoidal table
+# ---- The build cell: the sinusoidal table ---------------------------------------------------------------------------
 
 
 def check_sinusoidal_table(sinusoidal_table: Callable[[int, int], Tensor]) -> Result:
@@ -137,16 +130,12 @@ def check_sinusoidal_table(sinusoidal_table: Callable[[int, int], Tensor]) -> Re
                 t("each_pair_2i"): _formula_table(max_len, d_model, column=lambda c: c).float(),
                 t("positions_start_0"): (_formula_table(max_len, d_model, first=1).float()),
             }
-            hint = known_mistake(got, expected, mistakes, atol=1e-4)
-            if hint is not None:
-                raise Hint(t("what_hint", what=what, hint=hint))
-            expect_values(got, expected, what, atol=1e-4)
+            expect_values(got, expected, what, atol=1e-4, mistakes=mistakes)
 
     return run_check(t("sinusoidal_table"), check, t("sin_even_columns"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# The build cell: PositionalEncoding, both kinds
+# ---- The build cell: PositionalEncoding, both kinds -----------------------------------------------------------------
 
 
 def _positions_output(module, x, start: int, what: str) -> Tensor:
@@ -183,10 +172,7 @@ def _check_common(module, table: Tensor, d_model: int, max_len: int, kind: str) 
             mistakes[t("took_first_x")] = x + table[0]
         if start:
             mistakes[t("used_rows_0")] = x + table[:length]
-        hint = known_mistake(got, want, mistakes)
-        if hint is not None:
-            raise Hint(t("what_hint", what=what, hint=hint))
-        expect_values(got, want, what)
+        expect_values(got, want, what, mistakes=mistakes)
     # dropout acts on the sum, once
     x = torch.randn(4, 6, d_model)
     drop = nn.Dropout(module.dropout.p)
@@ -288,8 +274,7 @@ def _check_learned_kind(PositionalEncoding) -> None:  # noqa: N803
     _check_common(module, table.detach(), d_model, max_len, "learned")
 
 
-# ---------------------------------------------------------------------------------------------------
-# The build cell: the position-wise feed-forward network
+# ---- The build cell: the position-wise feed-forward network ---------------------------------------------------------
 
 
 def check_feed_forward(PositionwiseFeedForward) -> Result:  # noqa: N803 (the learner's class)
@@ -352,8 +337,7 @@ def check_feed_forward(PositionwiseFeedForward) -> Result:  # noqa: N803 (the le
     return run_check(t("positionwisefeedforward"), check, t("w_2_dropout"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 1: the dot product of two positions' encodings depends only on their distance k, without the table
+# ---- Exercise 1: the dot product of two positions' encodings depends only on their distance k, without the table ----
 
 # (k, d_model): small ones first (their mistakes are named), then two whose table could never be built
 _SMALL = ((0, 8), (1, 8), (3, 8), (10, 64), (50, 64), (7, 512))
@@ -415,8 +399,7 @@ def check_pe_dot(pe_dot: Callable[[int, int], float]) -> Result:
     return run_check("pe_dot", check, t("i_cos_i"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 2: rotary positions, a variant (Su et al., 2021)
+# ---- Exercise 2: rotary positions, a variant (Su et al., 2021) ------------------------------------------------------
 
 
 def _rotary_reference(x: Tensor, sign: float = 1.0, first: int = 0, exponent=None, halves: bool = False) -> Tensor:
@@ -458,10 +441,7 @@ def check_rotary(rotate: Callable[[Tensor], Tensor]) -> Result:
                 t("first_position_p"): _rotary_reference(x, first=1),
                 t("each_number_scaled"): _scaled_only(x),
             }
-            hint = known_mistake(got, expected, mistakes, atol=1e-4)
-            if hint is not None:
-                raise Hint(t("what_hint", what=what, hint=hint))
-            expect_values(got, expected, what, atol=1e-4)
+            expect_values(got, expected, what, atol=1e-4, mistakes=mistakes)
             if not torch.equal(got[:, 0], x[:, 0]) and not torch.allclose(got[:, 0], x[:, 0], atol=1e-6):
                 raise Hint(t("position_0_come", what=what))
 
@@ -475,45 +455,15 @@ def _scaled_only(x: Tensor) -> Tensor:
     return (x.double() * torch.cos(angle).repeat_interleave(2, dim=-1)).float()
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 3: questions
+# ---- Exercise 3: questions ------------------------------------------------------------------------------------------
 
-QUESTIONS = {
-    "q1": Numeric(
-        key="nb05-q1",
-        digests=("20c53123eaf1e99d8b170496", "1f408579187844d34eabd0ee", "21e5b581274348497e3772e0"),
-        why=lazy_t("last_pair_i"),
-        mistakes={
-            lazy_t("papers_round_bound"): 2 * math.pi * 10000,
-            lazy_t("inverse_frequency_radians"): 10000 ** (510 / 512),
-            lazy_t("exponent_2i_d_model"): 2 * math.pi * 10000 ** (511 / 512),
-            lazy_t("i_255_exponent"): 2 * math.pi * 10000 ** (255 / 512),
-        },
-        otherwise=lazy_t("pair_i_turns"),
-    ),
-    "q2": Choice(
-        key="nb05-q2-pooled",
-        digest="3065c1ffc669bb58a341b265",
-        letters="abc",
-        why=lazy_t("without_positions_each"),
-        wrong={"a": lazy_t("outputs_same_vectors"), "c": lazy_t("dropout_off_eval")},
-    ),
-    "q3": Numeric(
-        key="nb05-q3-squared-length",
-        digests=("c40c343833718758a320b1cd", "b579de4decff46b475976be1", "0689cbe496bf5602aaa1df03"),
-        why=lazy_t("word_vectors_d"),
-        mistakes={
-            lazy_t("word_vector_alone"): 512,
-            lazy_t("positional_vector_alone"): 256,
-            lazy_t("leaves_out_d"): 257,
-            lazy_t("every_sin_cos"): 1024,
-        },
-        otherwise=lazy_t("add_expected_squared"),
-    ),
-}
+QUESTIONS = questions(
+    "nb05_embeddings_positional_encoding",
+    lazy_t,
+    q1=("20c53123eaf1e99d8b170496", "1f408579187844d34eabd0ee", "21e5b581274348497e3772e0"),
+    q2="3065c1ffc669bb58a341b265",
+    q3=("c40c343833718758a320b1cd", "b579de4decff46b475976be1", "0689cbe496bf5602aaa1df03"),
+)
 
 
-@answer_check
-def check_quiz(**answers) -> Result:
-    """``check_quiz(q1=…, q2="…", q3=…)``: one line per question."""
-    return _check_quiz(QUESTIONS, answers)
+check_quiz = quiz_checker(QUESTIONS)  # one line per question

@@ -25,8 +25,7 @@ from torch import Tensor, nn
 
 from ..i18n import messages
 from ..masks import padding_mask
-from . import Hint, Numeric, Result, as_int, as_mask, run_check, same
-from . import check_quiz as _check_quiz
+from . import Hint, Result, as_int, as_mask, questions, quiz_checker, run_check, same
 from .guard import earlier_fallbacks
 from .layer_checks import (
     allowing,
@@ -73,8 +72,7 @@ def _src_batch(S: int = 5) -> tuple[Tensor, Tensor]:
     return src, padding_mask(src, PAD)
 
 
-# ---------------------------------------------------------------------------------------------------
-# The build cell: EncoderLayer
+# ---- The build cell: EncoderLayer -----------------------------------------------------------------------------------
 
 
 def _check_encoder_layer_once(EncoderLayer, norm_first: bool, model, what: str) -> None:
@@ -118,8 +116,7 @@ def check_encoder_layer(EncoderLayer) -> Result:
     return run_check(t("encoder_layer_name"), check, t("encoderlayer_equals_packages"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# The build cell: the stack
+# ---- The build cell: the stack --------------------------------------------------------------------------------------
 
 
 def _check_encoder_once(Encoder, EncoderLayer, norm_first: bool, model, what: str) -> None:
@@ -188,8 +185,7 @@ def check_encoder(Encoder, EncoderLayer) -> Result:
     return run_check(t("encoder_name"), check, t("encoder_holds_n"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 1: predict which outputs change when the padding mask is left out
+# ---- Exercise 1: predict which outputs change when the padding mask is left out -------------------------------------
 
 # the notebook's batch: sentence 0 has five real tokens, sentence 1 three real tokens and two <pad>
 SRC = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, PAD, PAD]])
@@ -242,8 +238,7 @@ def check_mask_effect(changes) -> Result:
     return run_check(t("mask_effect"), check, t("only_sentence_pad"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 2: seat numbers that left padding does not move (a variant of §3.5's positions)
+# ---- Exercise 2: seat numbers that left padding does not move (a variant of §3.5's positions) -----------------------
 
 LEFT_CASES = (  # (batch, S) token ids: right-padded, left-padded, mixed, no padding
     torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, PAD, PAD]]),
@@ -288,8 +283,7 @@ def check_left_padded_positions(left_padded_positions: Callable[[Tensor, int], T
     return run_check(t("left_padded_positions"), check, t("real_tokens_numbered"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 3: how many parameters has the encoder? In closed form: no model built, no tensor made
+# ---- Exercise 3: how many parameters has the encoder? In closed form: no model built, no tensor made ----------------
 
 
 def check_encoder_parameter_count(encoder_parameter_count: Callable[[int, int, int], int]) -> Result:
@@ -319,38 +313,15 @@ def check_encoder_parameter_count(encoder_parameter_count: Callable[[int, int, i
     return run_check("encoder_parameter_count", check, t("closed_form_right"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Questions
+# ---- Questions ------------------------------------------------------------------------------------------------------
 
-QUESTIONS = {
-    "q1": Numeric(
-        key="nb06-q1b",
-        digests=("85b7573b6adf85739d01431d",),
-        why=lazy_t("entries_one_module"),
-        mistakes={lazy_t("parameters_lists_each"): 18914304, lazy_t("layer_attention_4"): 3150336},
-        rel_tol=0,
-        otherwise=lazy_t("count_encoder_layer"),
-    ),
-    "q2": Numeric(
-        key="nb06-q2",
-        digests=("0c10046a54f7d9ac8b9f3c69", "e34bebb4c9edb8a3d78cd52c", "2e17b13172e6a2a3592a3beb"),
-        why=lazy_t("each_layer_reaches"),
-        mistakes={lazy_t("receptive_round_up"): 2, lazy_t("each_layer_lets"): 12, lazy_t("layer_reaches_only"): 1},
-        rel_tol=1e-9,
-        otherwise=lazy_t("after_l_layers"),
-    ),
-    "q3": Numeric(
-        key="nb06-q3b",
-        digests=("6321375fa105e0cd58cbd499",),
-        why=lazy_t("two_per_layer"),
-        mistakes={lazy_t("pre_ln_layers"): 12, lazy_t("each_layer_two_front"): 7, lazy_t("final_layernorm_closes"): 18},
-        rel_tol=0,
-        otherwise=lazy_t("count_layernorms_pre"),
-    ),
-}
+QUESTIONS = questions(
+    "nb06_encoder",
+    lazy_t,
+    q1=("85b7573b6adf85739d01431d",),
+    q2=("0c10046a54f7d9ac8b9f3c69", "e34bebb4c9edb8a3d78cd52c", "2e17b13172e6a2a3592a3beb"),
+    q3=("6321375fa105e0cd58cbd499",),
+)
 
 
-@answer_check
-def check_quiz(**answers) -> Result:
-    """``check_quiz(q1=..., q2=..., q3=...)``: one line per question."""
-    return _check_quiz(QUESTIONS, answers)
+check_quiz = quiz_checker(QUESTIONS)  # one line per question

@@ -28,8 +28,7 @@ from torch import Tensor, nn
 
 from ..i18n import messages
 from ..masks import padding_mask, target_mask
-from . import Choice, Hint, Numeric, Result, as_choice, as_int, run_check
-from . import check_quiz as _check_quiz
+from . import Hint, Result, as_choice, as_int, questions, quiz_checker, run_check
 from .guard import answer_digest, earlier_fallbacks
 from .layer_checks import (
     allowing,
@@ -78,8 +77,7 @@ def _batch(S: int, T: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     return src, tgt, padding_mask(src, PAD), target_mask(tgt, PAD)
 
 
-# ---------------------------------------------------------------------------------------------------
-# The build cell: DecoderLayer
+# ---- The build cell: DecoderLayer -----------------------------------------------------------------------------------
 
 
 def _check_decoder_layer_once(DecoderLayer, norm_first: bool, S: int, model, what: str) -> None:
@@ -146,8 +144,7 @@ def check_decoder_layer(DecoderLayer) -> Result:
     return run_check(t("decoder_layer_name"), check, t("decoderlayer_equals_packages"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# The build cell: the decoder stack
+# ---- The build cell: the decoder stack ------------------------------------------------------------------------------
 
 
 def _check_decoder_once(Decoder, DecoderLayer, norm_first: bool, model, what: str) -> None:
@@ -209,8 +206,7 @@ def check_decoder(Decoder, DecoderLayer) -> Result:
     return run_check(t("decoder_name"), check, t("decoder_holds_n"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# The build cell: Generator, EncoderDecoder and make_model, checked through make_model
+# ---- The build cell: Generator, EncoderDecoder and make_model, checked through make_model ---------------------------
 
 
 def _is_xavier(p: Tensor) -> bool:
@@ -342,8 +338,7 @@ def check_make_model(make_model) -> Result:
     return run_check(t("whole_model"), check, t("make_model_builds"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 1: find the bug. Two small models, each with one thing wrong inside its decoder layers.
+# ---- Exercise 1: find the bug. Two small models, each with one thing wrong inside its decoder layers. ---------------
 
 
 class _Attention(nn.Module):
@@ -407,8 +402,7 @@ def check_mystery(model_1=..., model_2=...) -> Result:
     return run_check(t("find_bug"), check, t("model_1s_self"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 2: the parameters of the whole model, for each kind of tying, in closed form
+# ---- Exercise 2: the parameters of the whole model, for each kind of tying, in closed form --------------------------
 
 COUNT_CASES = [  # (src_vocab, tgt_vocab, N, d_model, d_ff, tie_embeddings)
     (50, 30, 2, 16, 24, "decoder"),
@@ -465,37 +459,15 @@ def check_parameter_count(parameter_count: Callable[..., int]) -> Result:
     return run_check("parameter_count", check, t("closed_form_right"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Questions: nn.Transformer as a PyTorch user meets it (section 8)
+# ---- Questions: nn.Transformer as a PyTorch user meets it (section 8) -----------------------------------------------
 
-QUESTIONS = {
-    "q1": Choice(
-        key="nb07-q1",
-        digest="2284b5d2c3cac6f2016a13ff",
-        letters="abcd",
-        why=lazy_t("float_mask_log"),
-        wrong={"a": lazy_t("float_mask_added"), "b": lazy_t("float_mask_added_1"), "d": lazy_t("float_mask_minus_one")},
-    ),
-    "q2": Numeric(
-        key="nb07-q2b",
-        digests=("5f6402df27442df1f54c1b98",),
-        why=lazy_t("sequence_first_dimension"),
-        mistakes={lazy_t("batch_first_dimension_1"): 1, lazy_t("batch_dimension_10"): 10},
-        rel_tol=0,
-        otherwise=lazy_t("write_down_dimension"),
-    ),
-    "q3": Numeric(
-        key="nb07-q3",
-        digests=("0ffe30ac6d315760f301da45", "b3bb67c4d499e390c3c6c3af", "75e0a08d2160b8a4581018cd"),
-        why=lazy_t("decoder_input_tgt"),
-        mistakes={lazy_t("decoder_input_drops"): 6, lazy_t("token_goes_each"): 4},
-        rel_tol=1e-9,
-        otherwise=lazy_t("write_decoder_input"),
-    ),
-}
+QUESTIONS = questions(
+    "nb07_decoder",
+    lazy_t,
+    q1="2284b5d2c3cac6f2016a13ff",
+    q2=("5f6402df27442df1f54c1b98",),
+    q3=("0ffe30ac6d315760f301da45", "b3bb67c4d499e390c3c6c3af", "75e0a08d2160b8a4581018cd"),
+)
 
 
-@answer_check
-def check_quiz(**answers) -> Result:
-    """``check_quiz(q1="c", q2="b", q3=5)``: one line per question."""
-    return _check_quiz(QUESTIONS, answers)
+check_quiz = quiz_checker(QUESTIONS)  # one line per question

@@ -21,8 +21,18 @@ import torch.nn.functional as F
 from ..config import get_preset
 from ..data import EOS, collate
 from ..i18n import messages
-from . import Choice, Hint, Numeric, Result, answer_check, as_int, as_number, as_shape, run_check
-from . import check_quiz as _check_quiz
+from . import (
+    Hint,
+    Numeric,
+    Result,
+    answer_check,
+    as_int,
+    as_number,
+    as_shape,
+    questions,
+    quiz_checker,
+    run_check,
+)
 from .guard import no_shortcuts
 
 t, lazy_t = messages("nb08_training_loop")
@@ -254,37 +264,13 @@ def check_peak(peak_step, peak_rate) -> Result:
 
 # ---- questions (letters: 'c', 'C', '(c)' all work; numbers in any numeric form) ----------------------------
 
-QUESTIONS = {
-    "q1": Choice(
-        key="nb08-q1",
-        digest="ff393e3e8dbd1092972822e0",
-        letters="abcd",
-        why=lazy_t("peak_lr_factor"),
-        wrong={"a": lazy_t("d_model_power"), "b": lazy_t("b_power_0"), "d": lazy_t("d_factor_d")},
-    ),
-    "q2": Choice(
-        key="nb08-q2",
-        digest="184bbf565008765d00de312d",
-        letters="abcd",
-        why=lazy_t("perplexity_rewards_putting"),
-        wrong={"a": lazy_t("no_bug_needed"), "c": lazy_t("c_other_way"), "d": lazy_t("d_they_measure")},
-    ),
-    "q3": Numeric(
-        key="nb08-q3",
-        digests=("2c8057eb8910d6b5121f9f83", "4ffee57695fc9a4b36b0dcb1", "c2d4ec1767a0580b10b8ec26"),
-        why=lazy_t("about_25_000"),
-        mistakes={
-            lazy_t("counts_source_target"): 50_000 * 100_000,
-            lazy_t("warmup_not_steps"): 25_000 * 4_000,
-            lazy_t("batch_multiply_number"): 25_000,
-        },
-        rel_tol=0.02,
-        otherwise=lazy_t("multiply_target_tokens"),
-    ),
-}
+QUESTIONS = questions(
+    "nb08_training_loop",
+    lazy_t,
+    q1="ff393e3e8dbd1092972822e0",
+    q2="184bbf565008765d00de312d",
+    q3=("2c8057eb8910d6b5121f9f83", "4ffee57695fc9a4b36b0dcb1", "c2d4ec1767a0580b10b8ec26"),
+)
 
 
-@answer_check
-def check_quiz(**answers) -> Result:
-    """``check_quiz(q1="c", q2="b", q3=2.5e9)``: one line per question."""
-    return _check_quiz(QUESTIONS, answers)
+check_quiz = quiz_checker(QUESTIONS)  # one line per question

@@ -21,8 +21,17 @@ import torch
 from torch import Tensor, nn
 
 from ..i18n import messages
-from . import Choice, Hint, Numeric, Result, as_int, as_number, as_sequence, expect_tensor, run_check
-from . import check_quiz as _check_quiz
+from . import (
+    Hint,
+    Result,
+    as_int,
+    as_number,
+    as_sequence,
+    expect_tensor,
+    questions,
+    quiz_checker,
+    run_check,
+)
 from .guard import no_shortcuts, number_matches
 from .seal import answer_check
 
@@ -172,8 +181,7 @@ def check_table_design(table_design) -> Result:
     return run_check(t("table_design"), check, t("passed_greedy_beam"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 2: one batched beam step
+# ---- Exercise 2: one batched beam step ------------------------------------------------------------------------------
 
 
 def check_top_k_extensions(top_k_extensions) -> Result:
@@ -213,8 +221,7 @@ def check_top_k_extensions(top_k_extensions) -> Result:
     return run_check(t("top_k_extensions"), check, t("passed_k_best"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 3: the α at which the length penalty changes the winner
+# ---- Exercise 3: the α at which the length penalty changes the winner -----------------------------------------------
 
 # (log P short, |Y| short, log P long, |Y| long): the long one is less likely as a whole, better per word.
 # The last pair's scores meet only beyond α = 10, where a search over a fixed range [0, 10] stops.
@@ -269,8 +276,7 @@ def check_crossover_alpha(crossover_alpha) -> Result:
     return run_check(t("crossover_alpha_name"), check, t("passed_ln_log"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 4: how many numbers the key/value cache holds
+# ---- Exercise 4: how many numbers the key/value cache holds ---------------------------------------------------------
 
 
 def _numbers_in(obj, seen=None) -> int:
@@ -351,36 +357,15 @@ def check_cache_numbers(cache_numbers) -> Result:
     return run_check(t("cache_numbers"), check, t("passed_2_layers"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Questions
+# ---- Questions ------------------------------------------------------------------------------------------------------
 
-QUESTIONS = {
-    "q1": Choice(
-        key="nb09-q1b",
-        digest="967cb5e022017f50461b22b6",
-        letters="abc",
-        why=lazy_t("memory_same_every"),
-        wrong={"a": lazy_t("without_causal_mask"), "c": lazy_t("cross_attention_reads")},
-    ),
-    "q2": Numeric(
-        key="nb09-q2",
-        digests=("d4edfdd175438ad02b17a4c6",),
-        why=lazy_t("each_k_4"),
-        mistakes={lazy_t("prefixs_extensions_all"): 6190, lazy_t("beam_keeps_k"): 4 * 4},
-        rel_tol=0,
-        otherwise=lazy_t("count_prefix_next"),
-    ),
-    "q3": Choice(
-        key="nb09-q3b",
-        digest="ed741fdbe867387ec5e8b278",
-        letters="abc",
-        why=lazy_t("log_p_can"),
-        wrong={"a": lazy_t("holds_0_only"), "c": lazy_t("beam_size_does")},
-    ),
-}
+QUESTIONS = questions(
+    "nb09_decoding",
+    lazy_t,
+    q1="967cb5e022017f50461b22b6",
+    q2=("d4edfdd175438ad02b17a4c6",),
+    q3="ed741fdbe867387ec5e8b278",
+)
 
 
-@answer_check
-def check_quiz(**answers) -> Result:
-    """``check_quiz(q1="b", q2=123, q3="a")``: one line per question."""
-    return _check_quiz(QUESTIONS, answers)
+check_quiz = quiz_checker(QUESTIONS)  # one line per question

@@ -18,8 +18,7 @@ import math
 import torch
 
 from ..i18n import messages
-from . import Choice, Hint, Numeric, Result, as_shape, expect_tensor, run_check
-from . import check_quiz as _check_quiz
+from . import Hint, Result, as_shape, expect_tensor, questions, quiz_checker, run_check
 from .guard import no_shortcuts
 from .seal import answer_check
 
@@ -144,8 +143,7 @@ def check_rollout(rollout) -> Result:
     return run_check(t("rollout_name"), check, t("passed_r_last"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 1 (predict): the shapes viz.capture_attention returns
+# ---- Exercise 1 (predict): the shapes viz.capture_attention returns -------------------------------------------------
 
 # The notebook's question: the toy model (2 layers, 4 heads) on a source of 6 symbols and a target of 4.
 _LAYERS, _HEADS, _SRC_LEN, _TGT_LEN = 2, 4, 6, 4
@@ -194,46 +192,15 @@ def check_capture_shapes(encoder_shape, decoder_shape, cross_shape) -> Result:
     return run_check(t("captured_shapes"), check, t("passed_heads_q"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Questions
+# ---- Questions ------------------------------------------------------------------------------------------------------
 
-QUESTIONS = {
-    "q1": Numeric(
-        key="nb10-q1b",
-        digests=("0fdfd732fd020ec4e4c6ab89", "5593807e7fe30e7187b2564b", "11698de952388b02e19c937f"),
-        why=lazy_t("row_i_may"),
-        mistakes={
-            lazy_t("row_over_all"): (2.0794415416798357),
-            lazy_t("sum_over_rows"): 10.604602902745249,
-            lazy_t("bits_log_base"): (1.9124010022984097),
-        },
-        rel_tol=1e-3,
-        otherwise=lazy_t("row_i_uniform"),
-    ),
-    "q2": Numeric(
-        key="nb10-q2b",
-        digests=("3074492de40af711a8045781", "48444ca4f78eb226a1d54dea", "0265bee061beb3e6e7a2367c"),
-        why=lazy_t("entropy_worked"),
-        mistakes={
-            lazy_t("bits_log_base"): (2.403677461028802),
-            lazy_t("uniform_row_over"): (2.0794415416798357),
-            lazy_t("key_weight_0"): 1.3195286648076292,
-            lazy_t("other_keys_count"): 0.34657359027997264,
-        },
-        rel_tol=1e-3,
-        otherwise=lazy_t("use_h_j"),
-    ),
-    "q3": Choice(
-        key="nb10-q3b",
-        digest="9b23cf6852cb350629d71bf4",
-        letters="abc",
-        why=lazy_t("sharp_pattern_shows"),
-        wrong={"a": lazy_t("head_does_read"), "c": lazy_t("heatmap_right_shows")},
-    ),
-}
+QUESTIONS = questions(
+    "nb10_attention_visualization",
+    lazy_t,
+    q1=("0fdfd732fd020ec4e4c6ab89", "5593807e7fe30e7187b2564b", "11698de952388b02e19c937f"),
+    q2=("3074492de40af711a8045781", "48444ca4f78eb226a1d54dea", "0265bee061beb3e6e7a2367c"),
+    q3="9b23cf6852cb350629d71bf4",
+)
 
 
-@answer_check
-def check_quiz(**answers) -> Result:
-    """``check_quiz(q1="a", q2=1.23, q3="b")``: one line per question."""
-    return _check_quiz(QUESTIONS, answers)
+check_quiz = quiz_checker(QUESTIONS)  # one line per question

@@ -21,17 +21,24 @@ import math
 import torch
 
 from ..i18n import messages
-from . import Choice, Hint, Numeric, Result, as_int, as_number, as_sequence, expect_tensor, run_check
-from . import check_quiz as _check_quiz
+from . import (
+    Hint,
+    Result,
+    as_int,
+    as_number,
+    as_sequence,
+    expect_tensor,
+    questions,
+    quiz_checker,
+    run_check,
+)
 from .guard import no_shortcuts
-from .seal import answer_check
 
 t, lazy_t = messages("nb11_train_multi30k")
 
 __all__ = ["check_update_average", "check_bleu_from_counts", "check_length_batches", "QUESTIONS", "check_quiz"]
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 1: a running average of checkpoints (§6.1 averages the last 5, or 20 for the big models)
+# ---- Exercise 1: a running average of checkpoints (§6.1 averages the last 5, or 20 for the big models) --------------
 
 
 def _state_dicts(n: int = 4) -> list[dict]:
@@ -86,8 +93,7 @@ def check_update_average(update_average) -> Result:
     return run_check(t("update_average"), check, t("passed_average_new"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 2: BLEU from its parts
+# ---- Exercise 2: BLEU from its parts --------------------------------------------------------------------------------
 
 
 def _sacrebleu_score(correct, total, sys_len: int, ref_len: int) -> float:
@@ -167,8 +173,7 @@ def check_bleu_from_counts(bleu_from_counts) -> Result:
     return run_check(t("bleu_counts"), check, t("passed_equal_sacrebleus"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exercise 3: batches by length (§5.1: "Sentence pairs were batched together by approximate sequence length")
+# ---- Exercise 3: batches by length (§5.1: "Sentence pairs were batched together by approximate sequence length") ----
 
 _MAX_PADDING = 0.10  # at most 10 % of the positions may be padding, over all batches (sorted: 2–6 %; random: ~40 %)
 _MAX_EXTRA_BATCHES = 0.15  # at most 15 % more batches than the fewest possible, ⌈Σ lengths / max_tokens⌉
@@ -240,45 +245,15 @@ def check_length_batches(length_batches) -> Result:
     return run_check(t("length_batches"), check, t("passed_every_sentence"))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Questions
+# ---- Questions ------------------------------------------------------------------------------------------------------
 
-QUESTIONS = {
-    "q1": Numeric(
-        key="nb11-q1b",
-        digests=("d13f9c381d8aa552d3fdf894", "dcaf207a848b8731c69b4dc5", "83de14ba8e751d89fd7603df"),
-        why=lazy_t("batch_40_25"),
-        mistakes={
-            lazy_t("fraction_real_tokens"): 0.88,
-            lazy_t("number_padded_positions"): 120,
-            lazy_t("divide_all_positions"): 120 / 880,
-        },
-        rel_tol=1e-3,
-        otherwise=lazy_t("batch_40_sentences"),
-    ),
-    "q2": Numeric(
-        key="nb11-q2b",
-        digests=("67ad01c52392ab2c249214f5",),
-        why=lazy_t("each_4_processes"),
-        mistakes={
-            lazy_t("gpus_times_batch"): (32000),
-            lazy_t("gpu_accumulate_2"): 16000,
-            lazy_t("gpus_batch_ddp"): (8000),
-        },
-        rel_tol=0,
-        otherwise=lazy_t("count_batches_go"),
-    ),
-    "q3": Choice(
-        key="nb11-q3b",
-        digest="f1d7d708a7302cb372bfa2ed",
-        letters="abc",
-        why=lazy_t("float16_overflow"),
-        wrong={"a": lazy_t("float16_no_number"), "c": lazy_t("float_cast_does")},
-    ),
-}
+QUESTIONS = questions(
+    "nb11_train_multi30k",
+    lazy_t,
+    q1=("d13f9c381d8aa552d3fdf894", "dcaf207a848b8731c69b4dc5", "83de14ba8e751d89fd7603df"),
+    q2=("67ad01c52392ab2c249214f5",),
+    q3="f1d7d708a7302cb372bfa2ed",
+)
 
 
-@answer_check
-def check_quiz(**answers) -> Result:
-    """``check_quiz(q1="b", q2=1000, q3="a")``: one line per question."""
-    return _check_quiz(QUESTIONS, answers)
+check_quiz = quiz_checker(QUESTIONS)  # one line per question
