@@ -83,8 +83,10 @@ def test_captured_weights_equal_the_written_out_formula():
     inputs = {}
 
     def keep_inputs(name):
-        def hook(module, args, kwargs):
-            inputs[name] = (args[0], args[1] if len(args) > 1 else None, kwargs.get("mask"))
+        def hook(module, args, kwargs):  # forward(query, key=None, value=None, mask=None, cache=None)
+            call = inspect.signature(module.forward).bind(*args, **kwargs).arguments
+            query, key = call["query"], call.get("key")
+            inputs[name] = (query, None if key is None or key is query else key, call.get("mask"))
 
         return hook
 

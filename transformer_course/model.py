@@ -18,6 +18,7 @@ import copy
 import warnings
 from dataclasses import asdict, dataclass, fields
 
+import torch
 from torch import Tensor, nn
 
 from .attention import KVCache, MultiHeadAttention
@@ -47,6 +48,7 @@ __all__ = [
     "Transformer",
     "check_options",
     "build_model",
+    "first_draws",
     "make_model",
     "count_parameters",
 ]
@@ -380,6 +382,7 @@ def make_model(
     config = Config.from_dict(dict(sizes, tie_embeddings=tie_embeddings, positional=positional, **options))
     check_positive(src_vocab=src_vocab, tgt_vocab=tgt_vocab)
     extra = dict(attention_dropout=config.attention_dropout, ffn_dropout=config.ffn_dropout)  # not in the paper
+    seed_state = torch.random.get_rng_state()  # first_draws starts again from here
     # package only: end
     check_options(src_vocab, tgt_vocab, tie_embeddings, positional)
     model = EncoderDecoder(
@@ -393,6 +396,7 @@ def make_model(
         PositionalEncoding(d_model, dropout, max_len, positional),
         Generator(d_model, tgt_vocab),
     )
+    first_draws(model, seed_state)  # package only
     for p in model.parameters():
         # learner: if p.dim() > 1:
         if p.dim() > 1 and p is not model.src_pos.table and p is not model.tgt_pos.table:  # learned: N(0, 0.02²)
@@ -413,6 +417,23 @@ def make_model(
 
 
 # end learner file
+
+
+def first_draws(model: EncoderDecoder, seed_state: Tensor) -> None:
+    """Draw every part's starting values again from ``seed_state`` on, in the order of a model whose stacks build
+    their N layers one by one (the package did so up to 0.2): a seed gives the model it gave then, so the runs in
+    docs/results.md replay from their seeds. The Xavier draws of make_model follow these."""
+    torch.random.set_rng_state(seed_state)
+    with torch.no_grad():
+        model.src_embed.lut.reset_parameters()  # N(0, 1)
+        model.tgt_embed.lut.reset_parameters()
+        for pos in (model.src_pos, model.tgt_pos):
+            if isinstance(pos.table, nn.Parameter):  # a learned table: N(0, 0.02²)
+                pos.table.copy_(torch.randn(pos.table.shape) * 0.02)
+        for layer in (*model.encoder.layers, *model.decoder.layers):
+            for linear in (m for m in layer.modules() if isinstance(m, nn.Linear)):  # attention, then the FFN
+                linear.reset_parameters()
+        model.generator.proj.reset_parameters()
 
 
 def build_model(config, src_vocab: int, tgt_vocab: int) -> Transformer:
