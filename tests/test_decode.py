@@ -20,6 +20,7 @@ from transformer_course.decode import (
     beam_search,
     gnmt_length_penalty,
     greedy_decode,
+    output_limit,
     score_sequences,
     translate,
 )
@@ -527,3 +528,9 @@ def test_a_model_built_from_its_architecture_alone_translates_with_the_papers_le
     vocab = toy_vocab(14)
     beam = translate(model, ["4 5 6"], beam_size=2, src_vocab=vocab, tgt_vocab=vocab)
     assert beam == translate(model, ["4 5 6"], beam_size=2, length_penalty=0.6, src_vocab=vocab, tgt_vocab=vocab)
+
+
+def test_the_output_limit_is_the_papers_source_length_plus_50_within_the_positional_table():
+    assert output_limit(7, None, 5000) == 7 + 50 + 1  # §6.1: input length + 50 words, and <s>
+    assert output_limit(7, 10, 5000) == 10 + 1  # max_len words, and <s>
+    assert output_limit(7, None, 40) == 40  # never past the positions the model holds

@@ -94,6 +94,14 @@ def test_json_round_trip_and_fingerprint_on_a_tiny_corpus():
         SubwordTokenizer.from_json(json.dumps(tampered))
 
 
+def test_both_sides_must_use_the_tokenizers_own_vocabulary():
+    tokenizer = small_tokenizer()
+    tokenizer.check_vocabularies(tokenizer.vocab(), tokenizer.vocab())  # one shared vocabulary: accepted
+    other = small_tokenizer(50).vocab()
+    with pytest.raises(VocabMismatchError, match="tgt_vocab .* is not the vocabulary of the subword tokenizer"):
+        tokenizer.check_vocabularies(tokenizer.vocab(), other)
+
+
 def test_the_json_travels_inside_a_weights_only_checkpoint():
     tokenizer = small_tokenizer()
     buffer = io.BytesIO()
