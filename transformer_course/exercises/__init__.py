@@ -10,9 +10,9 @@ It never shows a bare traceback.
     from transformer_course.exercises import nb01_masks as ex
     ex.check_local_mask(local_mask)   # prints "✅ ..." or "❌ ... hint"
 
-Every message goes through :func:`transformer_course.i18n.t` (or ``lazy_t`` for a text written at import):
-an English template with ``{named}`` fields, shown in English or, after ``set_language("zh")``, from the
-Chinese catalogue of the module (``transformer_course/exercises/zh/<module>.json``).
+Every message is data: an id of the module's catalogues (``exercises/en/<module>.json`` and its translation in
+``exercises/zh/``), shown by the module's own ``t`` or ``lazy_t`` (:func:`transformer_course.i18n.messages`);
+``exercises/README.md`` says where each text lives and how to add one.
 """
 
 from __future__ import annotations

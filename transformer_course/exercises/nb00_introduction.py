@@ -4,8 +4,6 @@ from transformer_course.exercises import nb00_introduction as ex
 ex.check_attention_layer_macs(attention_layer_macs)   # estimate the cost of a whole attention layer
 ex.check_layers_to_connect(layers_to_connect)         # path length of stacked convolutions (§4)
 ex.check_quiz(q1=..., q2=..., q3=...)                  # three short questions
-
-Numbers may be given as a Python int or float, a numpy scalar or a one-number tensor.
 """
 
 from __future__ import annotations

@@ -8,13 +8,8 @@
     ex.check_weights_bytes(weights_bytes)              # exercise 3: estimate the memory of the weights
     ex.check_question_scaling(…), ex.check_question_mask_sum(…), ex.check_question_saturation(…)
 
-Every reference is computed inside a checker, with the package, outside the learner's code; the learner's code
-runs inside :func:`~transformer_course.exercises.guard.no_shortcuts`, so the package's own attention, a
-checker's helper or ``F.scaled_dot_product_attention`` is named, not counted. Each call gets copies of its inputs
-(an input changed in place is named), and the dropouts it runs are recorded (:class:`DropoutCalls`): dropout is
-judged by where it acts, at which rate and in which mode, never by the package's random zeros. Bug lines and numeric
-answers are stored as digests. Numbers may come as Python, numpy or one-element tensor numbers; lists as tuples or
-lists.
+Each call of the learner's code gets copies of its inputs (an input changed in place is named) and has its dropout
+calls recorded (:mod:`.dropout_calls`).
 """
 
 from __future__ import annotations
@@ -27,7 +22,6 @@ from torch import nn
 from ..i18n import messages
 from . import (
     Hint,
-    Numeric,
     Result,
     answer_check,
     as_int,
@@ -35,6 +29,7 @@ from . import (
     as_sequence,
     check_question,
     print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
+    questions,
     run_check,
 )
 from .compare import close, expect_values
@@ -438,44 +433,14 @@ def check_weights_bytes(weights_bytes) -> Result:
 
 # ---- questions: a number to work out, each ------------------------------------------------------------
 
-SCALING = Numeric(
-    key="nb02-scaling",
-    digests=("5040b76fa85fda5991a0fa9a", "95cb42ffe2333994c072a3b6", "5239be52f6d78a6c7c528c66"),
-    why=lazy_t("each_product_q"),
-    mistakes={
-        lazy_t("unscaled_q_k"): 64.0,
-        lazy_t("variance_scaled_score"): 16.0,
-        lazy_t("scaling_cancels_d"): 1.0,
-        lazy_t("both_q_k"): 2.0,
-    },
-    rel_tol=1e-2,
-    otherwise=lazy_t("find_variance_product"),
+QUESTIONS = questions(
+    "nb02_attention",
+    lazy_t,
+    scaling=("5040b76fa85fda5991a0fa9a", "95cb42ffe2333994c072a3b6", "5239be52f6d78a6c7c528c66"),
+    mask_sum=("620181ea02b933b069196477", "695b763eba2ba9b342a59d3f", "38aef1d7e654aac81d6ea845"),
+    saturation=("db5026e80da2a8f689d09276", "fe1785173e382d89aa2ea078", "669d41cf830a4ad6e4c5a39b"),
 )
-MASK_SUM = Numeric(
-    key="nb02-mask-sum",
-    digests=("620181ea02b933b069196477", "695b763eba2ba9b342a59d3f", "38aef1d7e654aac81d6ea845"),
-    why=lazy_t("real_keys_get"),
-    mistakes={
-        lazy_t("masked_fill_gives"): 0.0,
-        lazy_t("share_real_keys"): math.e / (math.e + 1),
-        lazy_t("adding_mask_changes"): 0.5,
-        lazy_t("pads_weight_question"): 1 / (2 * math.e + 2),
-    },
-    rel_tol=1e-2,
-    otherwise=lazy_t("add_1_scores"),
-)
-SATURATION = Numeric(
-    key="nb02-saturation",
-    digests=("db5026e80da2a8f689d09276", "fe1785173e382d89aa2ea078", "669d41cf830a4ad6e4c5a39b"),
-    why=lazy_t("saturation_worked"),
-    mistakes={
-        lazy_t("unscaled_softmax_scores"): 1 / (1 + math.exp(-16)),
-        lazy_t("two_scores_1"): 1 / (1 + math.exp(-1)),
-        lazy_t("scores_differ_weights"): 0.5,
-    },
-    rel_tol=5e-3,
-    otherwise=lazy_t("divide_both_scores"),
-)
+SCALING, MASK_SUM, SATURATION = QUESTIONS["scaling"], QUESTIONS["mask_sum"], QUESTIONS["saturation"]
 
 
 @answer_check

@@ -7,10 +7,7 @@
     ex.check_grouped_query_attention(grouped_query_attention)  # exercise 3: a variant, grouped-query attention
     ex.check_question_gqa_parameters(…), ex.check_question_cross(…)
 
-References are computed inside each checker with the package, outside the learner's code, which runs inside
-:func:`~transformer_course.exercises.guard.no_shortcuts` (the package's attention or PyTorch's is named, not
-counted). Closed forms are checked on sizes too large to build. Answers of the questions are stored as digests.
-Shapes may come as tuples, lists or torch.Size; numbers as Python, numpy or one-element tensor numbers.
+Closed forms are checked on sizes too large to build (:mod:`.limits`).
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from ..i18n import messages
-from . import Choice, Hint, Numeric, Result, as_int, as_shape, check_question, run_check
+from . import Hint, Result, as_int, as_shape, check_question, questions, run_check
 from .compare import close, expect_values, missing_biases
 from .dropout_calls import DROPOUT_WATCH, DropoutCalls
 from .guard import TORCH_ATTENTION, earlier_fallbacks, no_shortcuts
@@ -418,29 +415,13 @@ def check_grouped_query_attention(grouped_query_attention) -> Result:
 
 # ---- questions: a number to work out and a consequence ---------------------------------------------------------
 
-GQA_PARAMETERS = Numeric(
-    key="nb03-gqa-params",
-    digests=("6879d44aaa039c7b4b4548e7",),
-    why=lazy_t("w_q_stays"),
-    mistakes={
-        lazy_t("full_multi_head"): 3 * 512**2,
-        lazy_t("w_q_keeps"): 3 * 512 * 128,
-        lazy_t("question_asks_w"): 393216 + 512**2,
-    },
-    rel_tol=0,
-    otherwise=lazy_t("count_d_model"),
+QUESTIONS = questions(
+    "nb03_multi_head_attention",
+    lazy_t,
+    gqa_parameters=("6879d44aaa039c7b4b4548e7",),
+    cross="498598b8800b60a966388cb3",
 )
-CROSS = Choice(
-    key="nb03-cross-kv",
-    digest="498598b8800b60a966388cb3",
-    letters="abcd",
-    why=lazy_t("keys_values_come"),
-    wrong={
-        "a": lazy_t("memory_same_every"),
-        "c": lazy_t("memory_goes_through"),
-        "d": lazy_t("matrix_product_projects"),
-    },
-)
+GQA_PARAMETERS, CROSS = QUESTIONS["gqa_parameters"], QUESTIONS["cross"]
 
 
 @answer_check

@@ -9,10 +9,8 @@
     ex.check_layer_norm_parameter_count(count)          # exercise 3: LayerNorm parameters of a model, by formula
     ex.check_quiz(q1=…, q2=…)
 
-The learner's LayerNorm, ResidualConnection and rms_norm run inside :func:`~.guard.no_shortcuts`: PyTorch's own
-normalisations (``F.layer_norm``, ``nn.LayerNorm``, ``F.rms_norm`` …) and the package's ``LayerNorm`` are named
-as not the learner's. Every check includes inputs with a tiny spread, where ε's place (inside or outside the square
-root) shows. Answers (bug line, quiz) are stored only as digests.
+PyTorch's own normalisations and the package's ``LayerNorm`` are shortcuts. Every check includes inputs with a tiny
+spread, where ε's place (inside or outside the square root) shows.
 """
 
 from __future__ import annotations

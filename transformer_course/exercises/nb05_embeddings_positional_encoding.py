@@ -9,10 +9,7 @@
     ex.check_rotary(rotate)                              # exercise 2: a variant, rotary positions
     ex.check_quiz(q1=…, q2=…, q3=…)                       # exercise 3: three questions
 
-The learner's code runs inside :func:`~.guard.no_shortcuts`: a call into the package (``tc.sinusoidal_table``,
-``tc.PositionalEncoding`` …) is named as not the learner's. Expected values are computed inside each check, from
-the formulas with Python's ``math`` or from the package outside the guarded block; quiz answers are digests.
-Numbers may be given as a Python int or float, a numpy scalar or a one-number tensor.
+Expected values come from the formulas, with Python's ``math``, or from the package outside the guarded block.
 """
 
 from __future__ import annotations

@@ -8,11 +8,8 @@ ex.check_left_padded_positions(left_padded_positions)   # a variant: seat number
 ex.check_encoder_parameter_count(encoder_parameter_count)   # estimate the cost, in closed form
 ex.check_quiz(q1=q1, q2=q2, q3=q3)                  # three short questions
 
-The build-cell checkers run your classes inside :func:`~transformer_course.exercises.guard.no_shortcuts`: an
-encoder layer that hands its work to the package's or to ``nn.TransformerEncoderLayer`` is named, not counted.
-Every expected value is computed when a checker runs, with the package, outside that guard; nothing in this
-module holds an answer. Numbers may be given as a Python int or float or a numpy scalar; tables of yes/no
-answers as nested lists or tuples, a numpy array or a tensor, of booleans or of 0/1.
+The build cells are checked with :mod:`.layer_checks`. Tables of yes/no answers may be nested lists or tuples, a
+numpy array or a tensor, of booleans or of 0/1.
 """
 
 from __future__ import annotations

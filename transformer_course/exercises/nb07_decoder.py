@@ -10,10 +10,7 @@ ex.check_mystery(model_1=bug_in_model_1, model_2=bug_in_model_2)   # the letter 
 ex.check_parameter_count(parameter_count)            # estimate the cost, in closed form, with each kind of tying
 ex.check_quiz(q1=q1, q2=q2, q3=q3)                   # nn.Transformer as a PyTorch user meets it
 
-The build-cell checkers run your code inside :func:`~transformer_course.exercises.guard.no_shortcuts` (a decoder
-that hands its work to the package or to ``nn.TransformerDecoderLayer`` is named, not counted) and compute what
-they expect with the package when they run. Letters may be given as 'b', 'B' or '(b)'; numbers as a Python int or
-float or a numpy scalar.
+The build cells are checked with :mod:`.layer_checks`. Letters may be given as 'b', 'B' or '(b)'.
 """
 
 from __future__ import annotations

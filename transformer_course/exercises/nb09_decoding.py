@@ -6,10 +6,6 @@ ex.check_top_k_extensions(top_k_extensions)  # one batched beam step
 ex.check_crossover_alpha(crossover_alpha)    # where the length penalty changes the winner
 ex.check_cache_numbers(cache_numbers)        # the memory of the key/value cache, as a closed form
 ex.check_quiz(q1=..., q2=..., q3=...)
-
-Numbers may be a Python int or float, a numpy scalar or a one-number tensor; lists may be lists or tuples.
-The learner's functions run inside :func:`~transformer_course.exercises.guard.no_shortcuts`: a function that
-hands the work to the package (this module included) is named as such, not counted as the learner's.
 """
 
 from __future__ import annotations

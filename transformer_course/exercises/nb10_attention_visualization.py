@@ -6,9 +6,7 @@ ex.check_head_entropy(head_entropy)
 ex.check_rollout(rollout)                     # attention rollout through the encoder layers
 ex.check_quiz(q1=..., q2=..., q3=...)
 
-Shapes may be tuples, lists or torch.Size; numbers a Python or numpy number or a one-number tensor.
-The learner's functions run inside :func:`~transformer_course.exercises.guard.no_shortcuts`: calling the
-package's own statistics (``viz.stats.attention_entropy`` …) is named as such, not counted as the learner's.
+Calling the package's own statistics (``viz.stats.attention_entropy`` …) is a shortcut.
 """
 
 from __future__ import annotations

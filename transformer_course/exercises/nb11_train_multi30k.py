@@ -7,9 +7,7 @@ ex.check_bleu_from_counts(bleu_from_counts)      # BLEU from its n-gram counts a
 ex.check_length_batches(length_batches)          # batches by length, as the paper's §5.1
 ex.check_quiz(q1=..., q2=..., q3=...)
 
-Numbers may be a Python int or float, a numpy scalar or a one-number tensor; lists may be lists or tuples.
-The learner's functions run inside :func:`~transformer_course.exercises.guard.no_shortcuts`: handing the work to
-the package (``data.TokenBatchSampler``, this module) or to sacreBLEU's own BLEU is named, not counted as theirs.
+Handing the work to the package (``data.TokenBatchSampler``) or to sacreBLEU's own BLEU is a shortcut.
 """
 
 from __future__ import annotations
