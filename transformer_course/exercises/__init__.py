@@ -280,7 +280,7 @@ def as_mask(got, expected_shape: tuple[int, ...], what: str) -> torch.Tensor:
     if got.dtype == torch.bool:
         return got
     if got.is_floating_point() and torch.isinf(got).any():
-        raise FormHint(t("additive_mask_0", what=what))
+        raise FormHint(t("additive_mask_not_boolean", what=what))
     if not bool(((got == 0) | (got == 1)).all()):
         raise FormHint(t("holds_values_other", what=what))
     return got != 0

@@ -78,7 +78,7 @@ def check_attention_layer_macs(attention_layer_macs) -> Result:
                     raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
             raise Hint(t("pytorchs_flopcountermode_counts", what=what, got=got, want=want))
 
-    return run_check(t("attention_layer_cost"), check, t("passed_4_n"))
+    return run_check(t("attention_layer_cost"), check, t("passed_macs_formula"))
 
 
 # ---- Exercise 2: how many stacked convolutions connect the first and the last position (§4, Table 1) ----------------
@@ -108,7 +108,7 @@ def _conv_mistakes(n: int, k: int, dilated: bool) -> dict[str, int]:
     return {
         t("n_k_rounded"): math.ceil(n / k),
         t("layer_short_round"): (n - 1) // (k - 1),
-        t("n_k_1"): math.ceil(n / (k - 1)),
+        t("counted_steps_not_distance"): math.ceil(n / (k - 1)),
     }
 
 
@@ -139,7 +139,7 @@ def check_layers_to_connect(layers_to_connect) -> Result:
                     raise Hint(t("answer_is_hint", what=what, got=got, hint=hint))
             raise Hint(t("stacking_layers_needs", what=what, got=got, want=want))
 
-    return run_check(t("layers_connect"), check, t("passed_n_1"))
+    return run_check(t("layers_connect"), check, t("passed_layers_formula"))
 
 
 # ---- Questions ------------------------------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ def _real(tokens: torch.Tensor, pad_idx: int) -> list[list[bool]]:
 def _compare(got: torch.Tensor, expected: torch.Tensor, what: str) -> None:
     if not torch.equal(got, expected):
         if torch.equal(got, ~expected):
-            raise Hint(t("inverted_true_1", what=what))
+            raise Hint(t("mask_inverted", what=what))
         index = (got != expected).nonzero()[0].tolist()
         raise Hint(
             t(

@@ -218,7 +218,7 @@ def check_attention(attention) -> Result:
                 raise Hint(t("no_gradient_reaches", name=name))
             expect_values(got, want, t("gradient_respect", name=name))
 
-    return run_check(t("scaled_dot_product"), check, t("passed_softmax_q"))
+    return run_check(t("scaled_dot_product"), check, t("passed_attention"))
 
 
 # ---- exercise 1: additive attention ------------------------------------------------------------------
@@ -288,7 +288,7 @@ def check_additive_attention(additive_attention) -> Result:
         out, weights = _pair(got, "additive_attention(float64 tensors)")
         expect_values(out, want_out, t("output_float64_inputs"))
 
-    return run_check(t("additive_attention"), check, t("passed_softmax_w"))
+    return run_check(t("additive_attention"), check, t("passed_additive_attention"))
 
 
 # ---- exercise 2: find the bugs, and show each with an input of your own -------------------------------
@@ -401,7 +401,7 @@ def check_exposing_inputs(cases) -> Result:
                 raise Hint(t("case_buggy_attention", i=i))
             exposed |= shown
         if len(exposed) < 3:
-            raise Hint(t("cases_show_3", count=len(exposed)))
+            raise Hint(t("cases_show_some_bugs", count=len(exposed)))
 
     return run_check(t("inputs_show_bugs"), check, t("passed_every_bug"))
 

@@ -220,7 +220,7 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
                 for mistake, hint in mistakes.items():
                     if close(got, variant(query, keys, keys, state, heads, mask, mistake)):
                         raise Hint(t("what_hint", what=what, hint=hint))
-            expect_values(got, want, t("output_batch_q", what=what))
+            expect_values(got, want, t("output_shape_what", what=what))
             kept = getattr(mha, "weights", None)
             if kept is None:
                 raise Hint(t("self_weights_none"))
@@ -374,7 +374,7 @@ def check_attention_parameter_count(count) -> Result:
             hint = wrong.get(got) or t("add_up_four")
             raise Hint(t("expected", what=what, got=got, want=want, hint=hint))
 
-    return run_check(t("parameter_count"), check, t("passed_heads_d"))
+    return run_check(t("parameter_count"), check, t("passed_parameter_count"))
 
 
 # ---- exercise 3: grouped-query attention (a variant) ------------------------------------------------------
@@ -403,7 +403,7 @@ def check_grouped_query_attention(grouped_query_attention) -> Result:
             if isinstance(out, torch.Tensor) and out.shape == want_out.shape and not close(out, want_out):
                 tiled_out, _ = package(query, key.repeat(1, share, 1, 1), value.repeat(1, share, 1, 1), mask)
                 if close(out, tiled_out):
-                    raise Hint(t("query_head_i", what=what))
+                    raise Hint(t("query_head_uses_group", what=what))
                 unmasked, _ = package(query, key.repeat_interleave(share, 1), value.repeat_interleave(share, 1))
                 if close(out, unmasked):
                     raise Hint(t("mask_not_used", what=what))

@@ -193,7 +193,7 @@ def check_residual_connection(ResidualConnection) -> Result:  # noqa: N803 (the 
                     or normed.shape != x.shape
                     or not torch.allclose(normed, norm(x), atol=1e-5)
                 ):
-                    raise Hint(t("self_norm_x"))
+                    raise Hint(t("norm_is_not_layernorm"))
                 post, pre = norm(x + sublayer(x)), x + sublayer(norm(x))
                 wrong = {
                     "norm(x + sublayer(x))": post,
@@ -361,7 +361,7 @@ def check_bug_line(bug_line) -> Result:
         raise Hint(t("line_only_sets",
                      line=line))  # fmt: skip
 
-    return run_check(t("wrong_line"), check, t("right_e_x"))
+    return run_check(t("wrong_line"), check, t("right_cancellation"))
 
 
 # ---- exercise 3: LayerNorm parameters, by formula -----------------------------------------------------------
@@ -397,7 +397,7 @@ def check_layer_norm_parameter_count(count) -> Result:
             hint = wrong.get(got) or t("count_add_norm")
             raise Hint(t("expected_another_number", what=what, got=got, hint=hint))
 
-    return run_check(t("layernorm_parameters"), check, t("passed_5n_2"))
+    return run_check(t("layernorm_parameters"), check, t("passed_layernorm_count"))
 
 
 # ---- questions (a number, a letter) -----------------------------------------------------------------------------

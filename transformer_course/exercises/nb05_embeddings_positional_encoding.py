@@ -102,7 +102,7 @@ def check_embeddings(Embeddings) -> Result:  # noqa: N803 (the learner's class)
                 t("gradient_lut_weight", what=what),
             )
 
-    return run_check(t("embeddings"), check, t("lut_tokens_d"))
+    return run_check(t("embeddings"), check, t("embeddings_passed"))
 
 
 # ---- The build cell: the sinusoidal table ---------------------------------------------------------------------------
@@ -304,7 +304,7 @@ def check_feed_forward(PositionwiseFeedForward) -> Result:  # noqa: N803 (the le
             hint = known_mistake(got, expected, mistakes)
             if hint is not None:
                 raise Hint(t("positionwisefeedforward_eval_mode", hint=hint))
-            expect_values(got, expected, t("positionwisefeedforward_8_32"))
+            expect_values(got, expected, t("feed_forward_eval_what"))
             drop = nn.Dropout(0.5)
             outcomes = {}
             for name, step in {
@@ -331,7 +331,7 @@ def check_feed_forward(PositionwiseFeedForward) -> Result:  # noqa: N803 (the le
             raise Hint(t("positionwisefeedforward_8_32_dropout", hint=hint))
         expect_values(got, outcomes["right"], t("positionwisefeedforward_8_32_dropout_0"))
 
-    return run_check(t("positionwisefeedforward"), check, t("w_2_dropout"))
+    return run_check(t("positionwisefeedforward"), check, t("feed_forward_passed"))
 
 
 # ---- Exercise 1: the dot product of two positions' encodings depends only on their distance k, without the table ----
@@ -348,7 +348,7 @@ def _pe_dot_mistakes(k: int, d_model: int) -> dict[str, float]:
         t("summed_sin_i"): sum(math.sin(w * k) for w in omega),
         t("frequency_pair_i"): sum(math.cos(k / 10000 ** (i / d_model)) for i in pairs),
         t("mean_over_pairs"): sum(math.cos(w * k) for w in omega) / (d_model / 2),
-        t("d_model_2"): sum(math.cos(k / 10000 ** (c / d_model)) for c in range(d_model)),
+        t("pairs_not_columns"): sum(math.cos(k / 10000 ** (c / d_model)) for c in range(d_model)),
         t("every_pair_turns"): d_model / 2 * math.cos(k),
     }
 
@@ -393,7 +393,7 @@ def check_pe_dot(pe_dot: Callable[[int, int], float]) -> Result:
                 continue
             raise Hint(t("expected_small_cases", what=what, got=shown(got, want), want=shown(want, got)))
 
-    return run_check("pe_dot", check, t("i_cos_i"))
+    return run_check("pe_dot", check, t("pe_dot_passed"))
 
 
 # ---- Exercise 2: rotary positions, a variant (Su et al., 2021) ------------------------------------------------------

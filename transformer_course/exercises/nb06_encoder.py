@@ -297,8 +297,8 @@ def check_encoder_parameter_count(encoder_parameter_count: Callable[[int, int, i
                 continue
             d = d_model
             misses = {
-                expected // N: t("layer_encoder_n"),
-                expected - N * (4 * d + d_ff + d): t("biases_missing_4"),
+                expected // N: t("one_layer_not_n"),
+                expected - N * (4 * d + d_ff + d): t("biases_missing"),
                 expected - N * 4 * d: t("two_layernorms_each"),
                 expected - N * 2 * d: t("each_layer_two"),
                 expected - N * (d * d + d): t("multi_head_attention"),

@@ -197,14 +197,14 @@ def check_loss_floor(loss_floor) -> Result:
         why=t("minimum_p_q", floor=floor),
         mistakes={
             t("loss_floor_zero"): 0.0,
-            t("ln_v_let"): FLOOR_EPS * math.log(FLOOR_V),
-            t("log_q_y"): -math.log(1 - FLOOR_EPS + FLOOR_EPS / FLOOR_V),
+            t("floor_not_eps_ln_v"): FLOOR_EPS * math.log(FLOOR_V),
+            t("floor_not_minus_log_q"): -math.log(1 - FLOOR_EPS + FLOOR_EPS / FLOOR_V),
             t("bits_log_base"): floor / math.log(2),
             t("spreads_over_v"): smoothed_target_entropy(FLOOR_EPS, FLOOR_V, FLOOR_V - 1),
             t("v_10_demos"): smoothed_target_entropy(FLOOR_EPS, 10),
         },
         rel_tol=2e-3,
-        otherwise=t("loss_q_log"),
+        otherwise=t("floor_how_to_compute"),
     )
 
     def check():

@@ -168,11 +168,11 @@ def check_table_design(table_design) -> Result:
         if greedy == best:
             raise Hint(t("greedy_decoding_already", sentence=_show(best, probs)))
         if beam[2] == greedy:
-            raise Hint(t("beam_search_k", sentence=_show(greedy, probs)))
+            raise Hint(t("beam_k2_equals_greedy", sentence=_show(greedy, probs)))
         if beam[2] == best:
-            raise Hint(t("beam_search_k_2", sentence=_show(best, probs)))
+            raise Hint(t("beam_k2_finds_best", sentence=_show(best, probs)))
         if beam[3] != best:
-            raise Hint(t("beam_search_k_3", got=_show(beam[3], probs), best=_show(best, probs)))
+            raise Hint(t("beam_k3_misses_best", got=_show(beam[3], probs), best=_show(best, probs)))
 
     return run_check(t("table_design"), check, t("passed_greedy_beam"))
 
@@ -350,7 +350,7 @@ def check_cache_numbers(cache_numbers) -> Result:
                     raise Hint(t("answer_is_hint_count", what=what, got=got, hint=hint))
             raise Hint(t("packages_cache_holds", what=what, got=got, want=want))
 
-    return run_check(t("cache_numbers"), check, t("passed_2_layers"))
+    return run_check(t("cache_numbers"), check, t("passed_cache_formula"))
 
 
 # ---- Questions ------------------------------------------------------------------------------------------------------

@@ -92,7 +92,7 @@ def check_head_entropy(head_entropy) -> Result:
             )
             expect_tensor(got, expected, what, atol=1e-4)
 
-    return run_check(t("head_entropy"), check, t("passed_0_hot"))
+    return run_check(t("head_entropy"), check, t("passed_head_entropy"))
 
 
 def check_rollout(rollout) -> Result:
@@ -138,7 +138,7 @@ def check_rollout(rollout) -> Result:
             got = rollout(copies)
         expect_tensor(got, expected, t("rollout_2_layers"))
 
-    return run_check(t("rollout_name"), check, t("passed_r_last"))
+    return run_check(t("rollout_name"), check, t("passed_rollout"))
 
 
 # ---- Exercise 1 (predict): the shapes viz.capture_attention returns -------------------------------------------------
@@ -161,7 +161,11 @@ def _captured_shapes() -> dict[str, tuple[int, ...]]:
 
 def _shape_mistakes(kind: str, want: tuple[int, ...]) -> dict[tuple[int, ...], str]:
     heads, q, k = want
-    mistakes = {(1, *want): t("capture_keeps_sentence"), (q, k): t("q_len_k"), (heads, k, q): t("rows_queries_columns")}
+    mistakes = {
+        (1, *want): t("capture_keeps_sentence"),
+        (q, k): t("one_table_per_head"),
+        (heads, k, q): t("rows_queries_columns"),
+    }
     if kind in ("decoder", "cross"):
         forgot_bos = (heads, _TGT_LEN, _TGT_LEN if kind == "decoder" else k)
         mistakes[forgot_bos] = t("decoder_reads_s", symbols=_TGT_LEN)
@@ -187,7 +191,7 @@ def check_capture_shapes(encoder_shape, decoder_shape, cross_shape) -> Result:
             hint = _shape_mistakes(kind, want[kind]).get(got) or t("count_heads_queries")
             raise Hint(t("what_got_hint", what=f"{kind}_shape", got=got, hint=hint))
 
-    return run_check(t("captured_shapes"), check, t("passed_heads_q"))
+    return run_check(t("captured_shapes"), check, t("passed_capture_shapes"))
 
 
 # ---- Questions ------------------------------------------------------------------------------------------------------
