@@ -1,18 +1,27 @@
-"""The exported page's size and speed: page bytes, load time and time per sentence in headless Chromium.
+"""The exported page, int8 against fp32: its size, load time, time per translation in headless Chromium, and how
+many translations differ from Python's fp32 greedy ones, with the BLEU change.
 
-    python benchmarks/web_page.py [--checkpoint PATH] [--sentences 20]
+    python benchmarks/web_page.py [--checkpoint PATH] [--sentences 1000] [--json-dir DIR]
+
+One row per precision: page MiB, model ready (seconds after navigation), the first translation (ms, run by the page
+when it opens), the median of the later ones (ms), translations that differ from ``translate(checkpoint, …,
+beam_size=1)`` in Python, and sacreBLEU of the page's translations minus Python's on test2016.
 
 Without ``--checkpoint`` the model is the ``multi30k-cpu`` preset (joint BPE 8,000 learned on the train split,
-3 + 3 layers, d_model 256, 8 heads: 9.6M parameters) with random weights, saved as a checkpoint and exported: its
-size and load time are the real model's; a random model seldom says </s>, so its sentences all run to the length
-limit (source length + 50 steps), the slowest case. With a trained checkpoint the sentences stop at </s>.
-Timings on a shared machine measure the neighbours too: the script prints the load average beside them.
+3 + 3 layers, d_model 256, 8 heads: 9.6M parameters) with random weights: its size and load time are the real
+model's; a random model seldom says </s>, so its sentences all run to the length limit (source length + 50
+steps), the slowest case, and its BLEU means nothing. With a trained checkpoint the sentences stop at </s>.
+``--json-dir`` writes one ``evaluate --json``-like file per precision (and python-fp32.json) for
+``python -m transformer_course results add-eval``. Timings on a shared machine measure the neighbours too: the
+script prints the load average beside them.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -24,7 +33,15 @@ from course_tools.web.chromium import Chromium
 from transformer_course.checkpoint import save_checkpoint
 from transformer_course.config import get_preset
 from transformer_course.data import load_pairs, subword_tokenizer
+from transformer_course.decode import translate
+from transformer_course.evaluate import sacre_bleu, tokenized_bleu
 from transformer_course.model import build_model, count_parameters
+
+TRANSLATE_ALL = """(async () => {
+  const out = [];
+  for (const s of %s) { const r = await tcPage.translate(s); out.push({text: r.text, ms: r.ms}); }
+  return out;
+})()"""
 
 
 def random_checkpoint(path: Path, root: str) -> Path:
@@ -37,40 +54,70 @@ def random_checkpoint(path: Path, root: str) -> Path:
     return save_checkpoint(path, model, config, vocab, vocab, tokenizer=tokenizer)
 
 
+def measure_page(index: Path, sentences: list[str]) -> dict:
+    """Open the page from file://, wait for its first translation, then translate ``sentences`` in it."""
+    with Chromium() as browser:
+        browser.open(index)
+        first = browser.evaluate("tcPage.ready.then(r => r.ms)")
+        timings = browser.evaluate("tcPage.timings")
+        start = time.perf_counter()
+        results = browser.evaluate(TRANSLATE_ALL % json.dumps(sentences, ensure_ascii=False))
+        seconds = time.perf_counter() - start
+        assert browser.console == [], browser.console
+    return {
+        "mib": index.stat().st_size / 2**20,
+        "ready_s": timings["load_ms"] / 1000,
+        "first_ms": first,
+        "later_ms": statistics.median(r["ms"] for r in results),
+        "texts": [r["text"] for r in results],
+        "seconds": seconds,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", help="a trained checkpoint (default: the multi30k-cpu preset, random)")
-    parser.add_argument("--sentences", type=int, default=20, help="test2016 sentences to translate (default: 20)")
+    parser.add_argument("--sentences", type=int, default=1000, help="test2016 sentences to translate (default: all)")
     parser.add_argument("--root", default="data", help="data folder (default: data)")
+    parser.add_argument("--json-dir", help="write int8.json, fp32.json and python-fp32.json here (for add-eval)")
     args = parser.parse_args()
+    pairs = load_pairs("test", args.root)[: args.sentences]
+    sources, references = [de for de, _ in pairs], [en for _, en in pairs]
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint = Path(args.checkpoint) if args.checkpoint else random_checkpoint(Path(tmp) / "random.pt", args.root)
         start = time.perf_counter()
-        index = export_web(checkpoint, Path(tmp) / "page")
-        print(f"export: {time.perf_counter() - start:.0f} s")
-        sizes = {p.name: p.stat().st_size for p in index.parent.iterdir() if p.is_file()}
-        print("files:", ", ".join(f"{name} {size / 2**20:.1f} MiB" for name, size in sorted(sizes.items())))
-        sentences = [de for de, _ in load_pairs("test", args.root)[: args.sentences]]
-        with Chromium() as browser:
-            start = time.perf_counter()
-            browser.open(index)
-            browser.evaluate("tcPage.ready")
-            timings = browser.evaluate("tcPage.timings")
-            print(
-                f"load: {time.perf_counter() - start:.1f} s from navigation to the first translation; model ready "
-                f"{timings['load_ms'] / 1000:.1f} s after navigation (runtime + graphs {timings['runtime_ms'] / 1000:.1f} s)"
-            )
-            results = [
-                browser.evaluate(f"tcPage.translate({s!r}).then(r => ({{ms: r.ms, steps: r.steps}}))")
-                for s in sentences
-            ]
-        ms = sorted(r["ms"] for r in results)
-        steps = sum(r["steps"] for r in results)
+        python = translate(checkpoint, sources, beam_size=1)
+        runs = {"python-fp32": {"texts": python, "seconds": time.perf_counter() - start}}
+        for precision in ("int8", "fp32"):
+            index = export_web(checkpoint, Path(tmp) / precision, precision=precision)
+            runs[precision] = measure_page(index, sources)
+    base = sacre_bleu(python, references)[0].score
+    print(f"{len(sources)} test2016 sentences; Python fp32 greedy: sacreBLEU {base:.2f}")
+    print(
+        "precision | page MiB | model ready (s after navigation) | first translation (ms) | later (median ms) "
+        "| translations changed | sacreBLEU change"
+    )
+    for precision in ("int8", "fp32"):
+        r = runs[precision]
+        changed = sum(a != b for a, b in zip(r["texts"], python))
+        bleu = sacre_bleu(r["texts"], references)[0].score
         print(
-            f"{len(results)} sentences: median {ms[len(ms) // 2]:.0f} ms, max {ms[-1]:.0f} ms per sentence; "
-            f"{sum(ms) / steps:.1f} ms per decoder step ({steps / len(results):.1f} steps per sentence)"
+            f"{precision} | {r['mib']:.1f} | {r['ready_s']:.2f} | {r['first_ms']:.0f} | {r['later_ms']:.0f} "
+            f"| {changed} of {len(sources)} | {bleu - base:+.2f}"
         )
-        print("load average:", " ".join(f"{x:.1f}" for x in os.getloadavg()))
+    print("load average:", " ".join(f"{x:.1f}" for x in os.getloadavg()))
+    if args.json_dir:
+        Path(args.json_dir).mkdir(parents=True, exist_ok=True)
+        for name, r in runs.items():
+            score, signature = sacre_bleu(r["texts"], references)
+            record = {
+                "bleu": score.score,
+                "tokenized_bleu": tokenized_bleu(r["texts"], references).score,
+                "signature": signature,
+                "hypotheses": r["texts"],
+                "seconds": r["seconds"],
+            }
+            (Path(args.json_dir) / f"{name}.json").write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -120,14 +120,14 @@ def web_checkpoints(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def web_exports(web_checkpoints, tmp_path_factory):
-    """Both checkpoints exported for the browser: the word model with the command line, the BPE one with
-    ``export_web``."""
+    """Both checkpoints exported for the browser in fp32 (PyTorch's numbers, which the tests compare token for
+    token): the word model with the command line, the BPE one with ``export_web``."""
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnxscript")
     from course_tools.web import export_web
     from transformer_course.cli import main
 
     folders = {kind: tmp_path_factory.mktemp(f"web-page-{kind}") for kind in ("words", "bpe")}
-    assert main(["export-web", str(web_checkpoints["words"]), str(folders["words"])]) == 0
-    export_web(web_checkpoints["bpe"], folders["bpe"])
+    assert main(["export-web", str(web_checkpoints["words"]), str(folders["words"]), "--precision", "fp32"]) == 0
+    export_web(web_checkpoints["bpe"], folders["bpe"], precision="fp32")
     return folders

@@ -272,3 +272,61 @@ def test_the_edition_exports_the_courses_checkpoint_into_explore(web_checkpoints
     index = course_page(tmp_path / "html", "zh", checkpoint=web_checkpoints["bpe"])
     assert index == tmp_path / "html" / "explore" / "index.html"
     assert '<html lang="zh-CN">' in index.read_text(encoding="utf-8")
+
+
+# ---- the default export: int8 weights ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def int8_export(web_checkpoints, tmp_path_factory):
+    from course_tools.web import export_web
+
+    folder = tmp_path_factory.mktemp("web-int8")
+    export_web(web_checkpoints["bpe"], folder)  # the default precision
+    return folder
+
+
+@pytest.mark.slow  # exports ONNX graphs
+def test_the_default_export_stores_every_weight_matrix_once_as_int8(int8_export, web_exports):
+    import onnx
+    from onnx import numpy_helper
+
+    manifest = json.loads((int8_export / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["precision"] == "int8"
+    assert json.loads((web_exports["bpe"] / "manifest.json").read_text(encoding="utf-8"))["precision"] == "fp32"
+    for name in ("encoder.onnx", "decoder_step.onnx"):
+        graph = onnx.load(int8_export / name).graph
+        arrays = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+        matrices = {n: a for n, a in arrays.items() if a.ndim == 2 and a.size >= 64 * 64}
+        fp32 = [n for n, a in matrices.items() if a.dtype == np.float32]
+        assert all("pos" in n or n.startswith("val_") for n in fp32), f"{name}: weights left in fp32: {fp32}"
+        assert len(fp32) <= 1, f"{name}: only the positional table stays fp32, found {fp32}"
+        assert not [n for n in matrices if n.endswith("generator.proj.weight_quantized")], "the tied matrix twice"
+        int8 = (int8_export / name).stat().st_size
+        assert int8 < 0.4 * (web_exports["bpe"] / name).stat().st_size, f"{name}: {int8} bytes"
+
+
+@pytest.mark.slow  # exports ONNX graphs
+def test_int8_graphs_stay_close_to_pytorch_and_greedy_mostly_agrees(int8_export, web_checkpoints):
+    """Quantization moves every number a little: the log-probabilities by well under 0.5, and the greedy loop
+    keeps most translations (benchmarks/web_page.py counts them on test2016: docs/results.md)."""
+    checkpoint = load_checkpoint(web_checkpoints["bpe"])
+    int8 = {"checkpoint": checkpoint, "encoder": session(int8_export / "encoder.onnx")}
+    int8["step"] = session(int8_export / "decoder_step.onnx")
+    test = [de for de, _ in load_pairs("test", web_checkpoints["root"])][:SENTENCES]
+    model, same, worst = checkpoint.model.eval(), 0, 0.0
+    for src_ids in source_ids(checkpoint, test):
+        src = torch.tensor([src_ids])
+        limit = min(len(src_ids) + 51, model.config.max_len)
+        with torch.no_grad():
+            expected = greedy_decode(model, src, padding_mask(src, PAD), limit, BOS, EOS, return_result=True)
+        tokens = expected.tokens[0].tolist()
+        read = tokens[: tokens.index(EOS)] if EOS in tokens else tokens
+        _, steps = run_steps(int8, src_ids, read, limit)
+        for step, logits in zip(steps, expected.logits[0]):
+            worst = max(worst, float(np.abs(step["logits"][0] - logits.numpy()).max()))
+        chosen = [int(s["log_probs"][0].argmax()) for s in steps]  # along PyTorch's path (teacher forcing)
+        generated = [t for t in tokens[1:] if t != PAD]
+        same += chosen[: len(generated)] == generated
+    assert worst < 0.5, f"int8 logits differ from PyTorch's by {worst:.3f}"
+    assert same >= 0.7 * SENTENCES, f"int8 greedy agrees with PyTorch on {same} of {SENTENCES} sentences"

@@ -4,7 +4,7 @@
 
 writes into ``OUT``:
 
-- ``encoder.onnx`` and ``decoder_step.onnx``: :class:`~course_tools.web.graphs.EncoderForWeb` and
+- ``encoder.onnx`` and ``decoder_step.onnx`` (int8 weights unless ``precision="fp32"``): :class:`~course_tools.web.graphs.EncoderForWeb` and
   :class:`~course_tools.web.graphs.DecoderStepForWeb`, exported with ``torch.onnx.export(dynamo=True)``
   (the exporter torch recommends since 2.9; the graphs are plain tensors in and out, so nothing needs the older
   TorchScript exporter), weights inside the file (no ``.onnx.data`` beside it), the source length and the cache
@@ -16,7 +16,10 @@ writes into ``OUT``:
 - ``index.html``: the page (:func:`~course_tools.web.page.build_page`), all of the above inside it.
 
 Before writing the page the export checks itself: onnxruntime (Python) runs both graphs on one sentence and must
-give PyTorch's numbers (tests/test_web_export.py checks 100 test sentences).
+give PyTorch's numbers (tests/test_web_export.py checks 100 test sentences). Then, by default
+(``precision="int8"``, ``--precision int8``), :func:`quantize_graphs` stores every weight matrix as int8: a page
+about a third the size that loads faster and changes a few translations (docs/results.md counts them);
+``--precision fp32`` keeps the checked graphs as they are.
 
 ``OUT`` is claimed as every folder-writing command claims its folder (:func:`course_tools.folders.claim_folder`,
 before the checkpoint is read): a new or empty folder, or one ``export-web`` wrote before (its ``.tc-written.json``
@@ -54,16 +57,20 @@ __all__ = [
     "COURSE_CHECKPOINT",
     "FILES",
     "FORMAT",
+    "PRECISIONS",
     "check_graphs",
     "course_page",
     "export_graphs",
     "export_web",
+    "graph_difference",
+    "quantize_graphs",
 ]
 
 FORMAT = "course_tools/web-v1"
 COMMAND = "export-web"  # the name its manifest records
 FILES = ("encoder.onnx", "decoder_step.onnx", "tokenizer.json", "manifest.json", "index.html")  # what it writes in OUT
 CHECK_TOLERANCE = 1e-4  # onnxruntime against PyTorch, fp32 (measured differences are ~1e-6)
+PRECISIONS = ("int8", "fp32")  # the graphs' weights in the page: int8 (the default, a quarter of the bytes) or fp32
 
 
 def _example_inputs(model, src_len: int = 5, cache_len: int = 8):
@@ -165,7 +172,100 @@ def check_graphs(model, encoder_path: str | Path, step_path: str | Path, src_ids
     return worst
 
 
-def manifest_for(checkpoint: Checkpoint, files: dict[str, bytes], check: float) -> dict:
+def quantize_graphs(paths: tuple[Path, Path], out: str | Path) -> tuple[Path, Path]:
+    """The two fp32 graphs with int8 weights, in ``out`` under the same names.
+
+    Three passes: onnxruntime's pre-processing (``quant_pre_process``: constant folding, so that a weight the
+    graph slices or transposes at run time, the packed query/key/value projection of cross-attention, becomes a
+    plain matrix), its dynamic quantization (``quantize_dynamic``: every MatMul's and Gather's weight stored as
+    int8 with one fp32 scale; activations are quantized to uint8 at run time), then :func:`_share_tied_weight`
+    (the target embedding, tied to the output layer, is kept once). A quarter of the fp32 bytes; the
+    translations it changes are counted in docs/results.md."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    quantized = out / paths[0].name, out / paths[1].name
+    logger = logging.getLogger()  # the quantizer logs "please run pre-processing" to the root logger
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        for fp32, int8 in zip(paths, quantized):
+            folded = out / f"folded-{fp32.name}"
+            quant_pre_process(fp32, folded, skip_symbolic_shape=True)
+            quantize_dynamic(folded, int8, weight_type=QuantType.QInt8)
+            onnx.save(_share_tied_weight(onnx.load(int8)), int8)
+    finally:
+        logger.setLevel(level)
+    return quantized
+
+
+def _share_tied_weight(model):
+    """Keep a tied embedding once. The quantizer stores a matrix that a Gather (the embedding) and a MatMul (the
+    output layer, through its transpose) both read twice: (vocab, d_model) uint8 for the Gather and
+    (d_model, vocab) int8 for the MatMul. The Gather is rewritten to read the MatMul's copy: a column of it,
+    dequantized with its scale, then transposed back, which is the same row quantized with the other scale."""
+    from onnx import helper
+
+    graph = model.graph
+    inits = {i.name: i for i in graph.initializer}
+    ranks = {i.name: len(i.type.tensor_type.shape.dim) for i in graph.input}
+    for gather in [n for n in graph.node if n.op_type == "Gather" and n.input[0].endswith("_quantized")]:
+        weight = gather.input[0].removesuffix("_quantized")
+        shared, indices = f"{weight}_Transposed", gather.input[1]
+        users = [n for n in graph.node if gather.output[0] in n.input]
+        if (
+            f"{shared}_quantized" not in inits
+            or indices not in ranks
+            or [u.op_type for u in users] != ["DequantizeLinear"]
+        ):
+            continue
+        dequantize = users[0]
+        columns, values = f"{gather.output[0]}_columns", f"{gather.output[0]}_columns_fp32"
+        rank = ranks[indices]
+        gather.input[0] = f"{shared}_quantized"  # (d_model, vocab) int8
+        gather.output[0] = columns
+        del gather.attribute[:]
+        gather.attribute.append(helper.make_attribute("axis", 1))  # (d_model, *indices)
+        output = dequantize.output[0]
+        dequantize.input[:] = [columns, f"{shared}_scale", f"{shared}_zero_point"]
+        dequantize.output[0] = values
+        at = list(graph.node).index(dequantize) + 1
+        perm = [*range(1, rank + 1), 0]  # (d_model, *indices) → (*indices, d_model)
+        graph.node.insert(at, helper.make_node("Transpose", [values], [output], perm=perm, name=f"{output}_rows"))
+        for unused in (f"{weight}_quantized", f"{weight}_scale", f"{weight}_zero_point"):
+            graph.initializer.remove(inits[unused])
+    return model
+
+
+def graph_difference(model, encoder_path: str | Path, step_path: str | Path, src_ids: list[int]) -> float:
+    """The largest difference of the graphs' log-probabilities from PyTorch's over the first three steps of
+    ``src_ids`` (what an int8 graph's manifest records: quantization moves every output a little)."""
+    import onnxruntime
+
+    encoder = onnxruntime.InferenceSession(str(encoder_path), providers=["CPUExecutionProvider"])
+    step = onnxruntime.InferenceSession(str(step_path), providers=["CPUExecutionProvider"])
+    src = torch.tensor([src_ids])
+    c = model.config
+    with torch.no_grad():
+        cross = EncoderForWeb(model)(src)[2:]
+        got = encoder.run(ENCODER_OUTPUTS, {"src": src.numpy()})[2:]
+        keys = torch.zeros(c.N, 1, c.h, 4, c.d_model // c.h)
+        values, got_keys, got_values = keys.clone(), keys.numpy(), keys.numpy()
+        worst = 0.0
+        for position, token in enumerate([BOS, 4, 5]):
+            common = (torch.tensor([[token]]), torch.tensor([position]))
+            want = DecoderStepForWeb(model)(*common, keys, values, *cross)
+            feed = [a.numpy() for a in common] + [got_keys, got_values, *got]
+            have = step.run(STEP_OUTPUTS, dict(zip(STEP_INPUTS, feed)))
+            worst = max(worst, float((torch.from_numpy(have[1]) - want[1]).abs().max()))
+            keys, values, got_keys, got_values = want[2], want[3], have[2], have[3]
+    return worst
+
+
+def manifest_for(checkpoint: Checkpoint, files: dict[str, bytes], check: float, precision: str = "fp32") -> dict:
     import onnxscript
 
     model, c = checkpoint.model, checkpoint.config
@@ -218,6 +318,7 @@ def manifest_for(checkpoint: Checkpoint, files: dict[str, bytes], check: float) 
         "d_k": c.d_model // c.h,
         "max_len": c.max_len,
         "specials": {"pad": PAD, "unk": UNK, "bos": BOS, "eos": EOS},
+        "precision": precision,
         "decoding": "greedy; at most source length + 50 tokens after <s>, and at most max_len positions in all",
         "graphs": {"encoder": "encoder.onnx", "decoder_step": "decoder_step.onnx", **shapes},
         "made_with": {
@@ -225,17 +326,21 @@ def manifest_for(checkpoint: Checkpoint, files: dict[str, bytes], check: float) 
             "torch": torch.__version__,
             "onnxscript": onnxscript.__version__,
             "onnxruntime_web": ORT_VERSION,
-            "largest_difference_from_pytorch": check,
+            "largest_difference_from_pytorch": check,  # fp32: every output; int8: the log-probabilities
         },
         "files": {name: {"bytes": len(b), "sha256": hashlib.sha256(b).hexdigest()} for name, b in files.items()},
     }
 
 
-def export_web(checkpoint: str | Path | Checkpoint, out: str | Path, language: str = "en") -> Path:
+def export_web(
+    checkpoint: str | Path | Checkpoint, out: str | Path, language: str = "en", precision: str = "int8"
+) -> Path:
     """Export ``checkpoint`` (a path or a loaded :class:`~transformer_course.checkpoint.Checkpoint`) for the
     browser into the folder ``out``; returns the path of ``out/index.html``. ``language``: the page's labels,
-    ``"en"`` or ``"zh"``. ``out`` must be a new or empty folder, or one this command exported into before (see
-    the module's docstring); anything else is refused before any work."""
+    ``"en"`` or ``"zh"``. ``precision``: ``"int8"`` (weights quantized by :func:`quantize_graphs`: a page a
+    third the size, that starts and translates faster, and changes a few translations) or ``"fp32"`` (the
+    graphs give PyTorch's numbers). ``out`` must be a new or empty folder, or one this command exported into
+    before (see the module's docstring); anything else is refused before any work."""
     from transformer_course.i18n import LANGUAGES
 
     missing = [name for name in ("onnx", "onnxscript", "onnxruntime") if importlib.util.find_spec(name) is None]
@@ -243,6 +348,8 @@ def export_web(checkpoint: str | Path | Checkpoint, out: str | Path, language: s
         raise ValueError(f"exporting for the browser needs {', '.join(missing)}: pip install 'transformer_course[web]'")
     if language not in LANGUAGES:
         raise ValueError(f"--language must be one of {list(LANGUAGES)} (English or 中文), got {language!r}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"--precision must be one of {list(PRECISIONS)}, got {precision!r}")
     source = checkpoint.path if isinstance(checkpoint, Checkpoint) else Path(checkpoint)
     written = claim_folder(out, COMMAND, protected=[source])  # before any work: '', '.', a repository, a stranger's
     out = Path(out)
@@ -256,7 +363,10 @@ def export_web(checkpoint: str | Path | Checkpoint, out: str | Path, language: s
             src_ids = checkpoint.tokenizer.encode_ids("Ein Hund läuft durch den Schnee.")
         else:
             src_ids = checkpoint.src_vocab.encode(["Ein", "Hund", "läuft", "durch", "den", "Schnee", "."])
-        check = check_graphs(model, encoder_path, step_path, src_ids)
+        check = check_graphs(model, encoder_path, step_path, src_ids)  # fp32: PyTorch's numbers, or an error
+        if precision == "int8":
+            encoder_path, step_path = quantize_graphs((encoder_path, step_path), Path(tmp) / "int8")
+            check = graph_difference(model, encoder_path, step_path, src_ids)
         encoder, decoder_step = encoder_path.read_bytes(), step_path.read_bytes()
         crash_point(COMMAND)  # a test hook (files.crash_point): the graphs made and checked, nothing yet in OUT
     tokenizer = tokenizer_spec(checkpoint)
@@ -265,7 +375,7 @@ def export_web(checkpoint: str | Path | Checkpoint, out: str | Path, language: s
         "decoder_step.onnx": decoder_step,
         "tokenizer.json": json.dumps(tokenizer, ensure_ascii=False).encode("utf-8"),
     }
-    manifest = manifest_for(checkpoint, contents, check)
+    manifest = manifest_for(checkpoint, contents, check, precision)
     contents["manifest.json"] = json.dumps(manifest, ensure_ascii=False, indent=1).encode("utf-8")
     contents["index.html"] = build_page(manifest, tokenizer, encoder, decoder_step, language).encode("utf-8")
     replace_owned_files(out, COMMAND, written, contents)

@@ -32,8 +32,8 @@
     var glue = new Blob([$("tc-ort-glue").textContent], {type: "text/javascript"});
     ort.env.wasm.wasmPaths = {mjs: URL.createObjectURL(glue)};  // a blob: URL: Chromium imports no file:// module
     var options = {executionProviders: ["wasm"], graphOptimizationLevel: "all"};
-    encoder = await ort.InferenceSession.create(base64Bytes("tc-encoder"), options);
-    step = await ort.InferenceSession.create(base64Bytes("tc-decoder-step"), options);
+    encoder = await ort.InferenceSession.create(await gunzip(base64Bytes("tc-encoder")), options);
+    step = await ort.InferenceSession.create(await gunzip(base64Bytes("tc-decoder-step")), options);
     page.timings.runtime_ms = performance.now() - start;
     page.timings.load_ms = performance.now();  // since the navigation started
   }
