@@ -90,7 +90,7 @@ def test_the_marks_cut_what_they_say():
         # learner: return x * 2  # (B, L, d_model)
         return x * 2 if cache is None else cache.add(x)
 '''
-    solution = lf._cut("x.py", region, as_scaffold=False)
+    solution = lf.cut_region(region, as_scaffold=False)
     assert (
         solution
         == '''class Piece(nn.Module):
@@ -102,7 +102,7 @@ def test_the_marks_cut_what_they_say():
         """x (batch, len, d_model)."""
         return x * 2  # (B, L, d_model)'''
     )
-    scaffold = lf._cut("x.py", region, as_scaffold=True)
+    scaffold = lf.cut_region(region, as_scaffold=True)
     assert scaffold.endswith('''        """x (batch, len, d_model)."""
         # one line
         #    (two, indented)
@@ -123,7 +123,7 @@ def test_a_drifted_build_cell_or_solution_is_named_and_sync_writes_it_again(tmp_
 
     path = notebooks / "zh" / FILES["norm_residual.py"]
     notebook = json.loads(path.read_text(encoding="utf-8"))
-    cell = lf._build_cell(notebook, "norm_residual.py")
+    cell = lf.build_cell(notebook, "norm_residual.py")
     cell["source"] = "".join(cell["source"]).replace("about 3 lines", "about 4 lines")
     path.write_text(json.dumps(notebook, ensure_ascii=False, indent=1), encoding="utf-8")
     (notebooks / "solutions" / "my_transformer" / "encoder.py").write_text("# edited by hand\n", encoding="utf-8")

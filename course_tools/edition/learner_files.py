@@ -34,7 +34,19 @@ from pathlib import Path
 
 from transformer_course.provenance import FILES, SOURCES
 
-__all__ = ["HEADERS", "check", "differences", "learner_file", "main", "regions", "scaffold", "solution", "sync"]
+__all__ = [
+    "HEADERS",
+    "build_cell",
+    "check",
+    "cut_region",
+    "differences",
+    "learner_file",
+    "main",
+    "regions",
+    "scaffold",
+    "solution",
+    "sync",
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "transformer_course"
@@ -185,7 +197,9 @@ def _plain_signatures(text: str) -> str:
     return "\n".join(lines)
 
 
-def _cut(file: str, region: str, as_scaffold: bool) -> str:
+def cut_region(region: str, as_scaffold: bool) -> str:
+    """One region of the package as the learner's file has it: the scaffold (hints, ``raise NotImplementedError``)
+    or the solution."""
     text = _plain_signatures("\n".join(_learners_lines(region)))
     lines = text.splitlines()
     if as_scaffold:
@@ -212,7 +226,7 @@ def learner_file(file: str, as_scaffold: bool) -> str:
     found = regions(file)
     if not found:
         raise ValueError(f"no region '# learner file: {file}' in transformer_course/{SOURCES[file]}.py")
-    body = "\n\n\n".join(_cut(file, region, as_scaffold) for region in found)
+    body = "\n\n\n".join(cut_region(region, as_scaffold) for region in found)
     return f"{HEADERS[file]}\n\n\n{body}\n"
 
 
@@ -230,7 +244,8 @@ def _notebooks(file: str) -> list[Path]:
     return [NOTEBOOKS / FILES[file], NOTEBOOKS / "zh" / FILES[file]]
 
 
-def _build_cell(notebook: dict, file: str) -> dict | None:
+def build_cell(notebook: dict, file: str) -> dict | None:
+    """The cell of ``notebook`` (its JSON) whose first line is ``%%writefile my_transformer/<file>``, or None."""
     for cell in notebook["cells"]:
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         if cell["cell_type"] == "code" and source.partition("\n")[0].strip() == f"%%writefile my_transformer/{file}":
@@ -250,7 +265,7 @@ def differences() -> list[str]:
         if not path.is_file() or path.read_text(encoding="utf-8") != solution(file):
             found.append(f"{path.relative_to(ROOT)}: not the package's regions of {file}")
         for path in _notebooks(file):
-            cell = _build_cell(json.loads(path.read_text(encoding="utf-8")), file) if path.is_file() else None
+            cell = build_cell(json.loads(path.read_text(encoding="utf-8")), file) if path.is_file() else None
             if cell is None:
                 found.append(f"{path.relative_to(ROOT)}: no build cell %%writefile my_transformer/{file}")
             elif "".join(cell["source"]).rstrip() != _cell_text(file):
@@ -269,7 +284,7 @@ def sync() -> list[str]:
             changed.append(str(path.relative_to(ROOT)))
         for path in _notebooks(file):
             notebook = json.loads(path.read_text(encoding="utf-8"))
-            cell = _build_cell(notebook, file)
+            cell = build_cell(notebook, file)
             if cell is None:
                 raise ValueError(f"{path.relative_to(ROOT)} has no build cell %%writefile my_transformer/{file}")
             if "".join(cell["source"]).rstrip() != _cell_text(file):
@@ -280,6 +295,7 @@ def sync() -> list[str]:
 
 
 def check() -> list[str]:
+    """What ``check`` prints: :func:`differences`."""
     return differences()
 
 
