@@ -41,8 +41,8 @@ def expect_values(
 ) -> None:
     """:func:`~transformer_course.exercises.expect_tensor` (type, shape, dtype, values), except that wrong values are
     printed with as many digits as it takes to see them differ, and a result that agrees with a float64 reference
-    only as far as float32 can (a ``.float()`` inside, a float32 constant) is said to be that, dtypes named. ``mistakes`` (hint → the tensor a plausible slip gives): a result
-    equal to one of them is named by its hint first."""
+    only as far as float32 can (a ``.float()`` inside, a float32 constant) is said to be that, dtypes named.
+    ``mistakes`` (hint → the tensor a plausible slip gives): a result equal to one of them is named by its hint."""
     hint = known_mistake(got, expected, mistakes or {}, atol)
     if hint is not None:
         raise Hint(t("what_hint", what=what, hint=hint))
@@ -60,17 +60,17 @@ def expect_values(
                 if got.dtype != expected.dtype:
                     raise Hint(
                         t(
-                            "dtype_expected_values",
+                            "float32_inside_dtype",
                             what=what,
                             got_dtype=got.dtype,
                             expected_dtype=expected.dtype,
                             gap=float(gap.max()),
                         )
                     )
-                raise Hint(t("values_agree_expected", what=what, gap=float(gap.max()), dtype=expected.dtype))
+                raise Hint(t("float32_inside", what=what, gap=float(gap.max()), dtype=expected.dtype))
             index = divmod_index(int(gap.nan_to_num(float("inf")).argmax()), expected.shape)
             a, b = mine[tuple(index)].item(), want[tuple(index)].item()
-            raise Hint(t("right_shape_but", what=what, index=index, got=shown(a, b), expected=shown(b, a)))
+            raise Hint(t("wrong_values_at", what=what, index=index, got=shown(a, b), expected=shown(b, a)))
     expect_tensor(got, expected, what, atol=atol, rtol=rtol)
 
 
@@ -78,4 +78,4 @@ def missing_biases(what: str, missing) -> None:
     """Raise a Hint when the only parameters missing are biases: a layer built with ``bias=False``."""
     missing = sorted(missing)
     if missing and all(name.endswith("bias") for name in missing):
-        raise Hint(t("missing_layer_built", what=what, missing=", ".join(missing)))
+        raise Hint(t("built_without_bias", what=what, missing=", ".join(missing)))

@@ -80,7 +80,7 @@ def randomize(module: nn.Module) -> nn.Module:
 def load_weights(mine: nn.Module, reference: nn.Module, what: str) -> None:
     """The package's weights into the learner's module (strict): the names must be the package's."""
     if not isinstance(mine, nn.Module):
-        raise Hint(t("nn_module_got", what=what, type=type(mine).__name__))
+        raise Hint(t("not_a_module", what=what, type=type(mine).__name__))
     ours, theirs = set(mine.state_dict()), set(reference.state_dict())
     if ours != theirs:
         extra, missing = sorted(ours - theirs), sorted(theirs - ours)
@@ -88,7 +88,7 @@ def load_weights(mine: nn.Module, reference: nn.Module, what: str) -> None:
             missing_biases(what, missing)
         raise Hint(
             t(
-                "other_parameter_names",
+                "parameter_names_differ",
                 what=what,
                 extra=", ".join(extra[:3]) or "none",
                 missing=", ".join(missing[:3]) or "none",
@@ -97,11 +97,11 @@ def load_weights(mine: nn.Module, reference: nn.Module, what: str) -> None:
     shared = shared_tensors(mine) - shared_tensors(reference)
     if shared:
         names = sorted(min(shared, key=sorted))
-        raise Hint(t("tensor_module_serves", what=what, names=", ".join(names[:3])))
+        raise Hint(t("one_tensor_shared", what=what, names=", ".join(names[:3])))
     try:
         mine.load_state_dict(reference.state_dict(), strict=True)
     except RuntimeError as error:
-        raise Hint(t("packages_weights_do", what=what, error=str(error)[:200])) from None
+        raise Hint(t("weights_do_not_load", what=what, error=str(error)[:200])) from None
 
 
 def shared_tensors(module: nn.Module) -> set[frozenset[str]]:
@@ -184,8 +184,8 @@ def check_dropout(mine: nn.Module, reference: nn.Module, args: tuple, what: str)
     with torch.no_grad():
         plain = guarded(what, mine, *args)
     if same(got, plain, atol=1e-5):
-        raise Hint(t("drops_nothing_training", what=what))
-    raise Hint(t("training_mode_dropout", what=what))
+        raise Hint(t("drops_nothing_in_training", what=what))
+    raise Hint(t("dropout_misplaced", what=what))
 
 
 def check_gradients(mine: nn.Module, reference: nn.Module, args: tuple, what: str, head: str | None = None):
@@ -194,7 +194,7 @@ def check_gradients(mine: nn.Module, reference: nn.Module, args: tuple, what: st
     mine.zero_grad(), reference.zero_grad()
     out = guarded(what, mine, *args)
     if not isinstance(out, Tensor) or not out.requires_grad:
-        raise Hint(t("output_carries_no", what=what))
+        raise Hint(t("output_has_no_gradient", what=what))
     expected = reference(*args)
     if head is not None:
         out, expected = guarded(what, getattr(mine, head), out), getattr(reference, head)(expected)
@@ -205,7 +205,7 @@ def check_gradients(mine: nn.Module, reference: nn.Module, args: tuple, what: st
         if p.grad is None and theirs[name].grad is None:
             continue
         if p.grad is None or theirs[name].grad is None or not same(p.grad, theirs[name].grad, atol=1e-5):
-            raise Hint(t("gradient_differs_packages", what=what, name=name))
+            raise Hint(t("gradient_differs", what=what, name=name))
 
 
 class NoTorch(TorchFunctionMode):
@@ -227,7 +227,7 @@ def closed_form(function: Callable, args: tuple, what: str):
     with watch:  # the package's layers make tensors too, so this also catches counting the package's model
         got = function(*args)
     if watch.first is not None:
-        raise Hint(t("calls_torch_closed", what=what, call=watch.first))
+        raise Hint(t("closed_form_calls_torch", what=what, call=watch.first))
     return got
 
 

@@ -45,7 +45,7 @@ class TooBig(TorchFunctionMode):
             except RuntimeError:
                 pass
         if numel > self.limit:
-            raise Hint(t("makes_tensor_numbers", what=self.what, numel=numel))
+            raise Hint(t("tensor_too_big", what=self.what, numel=numel))
         return func(*args, **kwargs)
 
 

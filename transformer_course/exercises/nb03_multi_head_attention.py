@@ -416,10 +416,7 @@ def check_grouped_query_attention(grouped_query_attention) -> Result:
 # ---- questions: a number to work out and a consequence ---------------------------------------------------------
 
 QUESTIONS = questions(
-    "nb03_multi_head_attention",
-    lazy_t,
-    gqa_parameters=("6879d44aaa039c7b4b4548e7",),
-    cross="498598b8800b60a966388cb3",
+    "nb03_multi_head_attention", lazy_t, gqa_parameters=("6879d44aaa039c7b4b4548e7",), cross="498598b8800b60a966388cb3"
 )
 GQA_PARAMETERS, CROSS = QUESTIONS["gqa_parameters"], QUESTIONS["cross"]
 

@@ -21,18 +21,7 @@ import torch.nn.functional as F
 from ..config import get_preset
 from ..data import EOS, collate
 from ..i18n import messages
-from . import (
-    Hint,
-    Numeric,
-    Result,
-    answer_check,
-    as_int,
-    as_number,
-    as_shape,
-    questions,
-    quiz_checker,
-    run_check,
-)
+from . import Hint, Numeric, Result, answer_check, as_int, as_number, as_shape, questions, quiz_checker, run_check
 from .guard import no_shortcuts
 
 t, lazy_t = messages("nb08_training_loop")

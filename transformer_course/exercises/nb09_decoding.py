@@ -17,17 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from ..i18n import messages
-from . import (
-    Hint,
-    Result,
-    as_int,
-    as_number,
-    as_sequence,
-    expect_tensor,
-    questions,
-    quiz_checker,
-    run_check,
-)
+from . import Hint, Result, as_int, as_number, as_sequence, expect_tensor, questions, quiz_checker, run_check
 from .guard import no_shortcuts, number_matches
 from .seal import answer_check
 

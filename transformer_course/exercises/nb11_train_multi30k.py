@@ -19,17 +19,7 @@ import math
 import torch
 
 from ..i18n import messages
-from . import (
-    Hint,
-    Result,
-    as_int,
-    as_number,
-    as_sequence,
-    expect_tensor,
-    questions,
-    quiz_checker,
-    run_check,
-)
+from . import Hint, Result, as_int, as_number, as_sequence, expect_tensor, questions, quiz_checker, run_check
 from .guard import no_shortcuts
 
 t, lazy_t = messages("nb11_train_multi30k")
