@@ -78,27 +78,51 @@ class KVCache:
     ``key`` and ``value`` are (batch, heads, length, d_k), or None before the first step. ``from_memory``
     marks cross-attention's cache: its keys and values come from the encoder's memory, so once it holds
     them the attention needs no ``memory`` argument.
+
+    ``buffered=True`` is the decoders' fast path: self-attention's keys and values live in a buffer with room
+    for more positions, doubled when full, so a step writes its new position in place where ``torch.cat``
+    copies the whole past at every step; ``key`` and ``value`` are then views of the positions written.
     """
 
-    def __init__(self, from_memory: bool = False) -> None:
+    def __init__(self, from_memory: bool = False, buffered: bool = False) -> None:
         self.key: Tensor | None = None
         self.value: Tensor | None = None
         self.from_memory = from_memory
+        self.buffered = buffered
+        self.buffer: tuple[Tensor, Tensor] | None = None  # buffered: (B, h, room, d_k) for keys and for values
 
     def __len__(self) -> int:
         return 0 if self.key is None else self.key.size(2)
 
     def update(self, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
         """Append this call's keys and values (batch, heads, T, d_k); return all of them (batch, heads, past + T, d_k)."""
+        if self.buffered:
+            return self.write(key, value)
         if self.key is not None:
             key = torch.cat([self.key, key], dim=2)  # (B, h, past + T, d_k)
             value = torch.cat([self.value, value], dim=2)
         self.key, self.value = key, value
         return key, value
 
+    def write(self, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
+        """:meth:`update` with a buffer: write the new positions after the past ones, doubling the room when full."""
+        past, new = len(self), key.size(2)
+        if self.buffer is None or past + new > self.buffer[0].size(2):  # full: twice the room, the past copied once
+            room = max(2 * past, past + new, 16)
+            self.buffer = tuple(x.new_empty(*x.shape[:2], room, x.size(3)) for x in (key, value))  # (B, h, room, d_k)
+            if past:
+                self.buffer[0][:, :, :past], self.buffer[1][:, :, :past] = self.key, self.value
+        self.buffer[0][:, :, past : past + new] = key  # (B, h, T, d_k) in place
+        self.buffer[1][:, :, past : past + new] = value
+        self.key, self.value = (x[:, :, : past + new] for x in self.buffer)  # 2 × (B, h, past + T, d_k): views
+        return self.key, self.value
+
     def reorder(self, index: Tensor) -> None:
         """Keep the rows ``index`` of the batch, in that order (beam search picks beams this way)."""
-        if self.key is not None:
+        if self.buffer is not None:  # the buffer's rows, and views of them
+            self.buffer = tuple(x.index_select(0, index) for x in self.buffer)
+            self.key, self.value = (x[:, :, : len(self)] for x in self.buffer)
+        elif self.key is not None:
             self.key = self.key.index_select(0, index)
             self.value = self.value.index_select(0, index)
 

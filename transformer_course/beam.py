@@ -3,7 +3,12 @@
 ``beam_search`` reads as these steps: :func:`start_beams` (encode once, k copies), then per output position
 :func:`extend` (one decoder call for every open prefix), :func:`ended` (the hypotheses that end here) into
 :class:`Finished` (the n best so far), :func:`go_on` (the k open prefixes that continue, the cache following
-them) and :func:`cannot_improve` (a sentence is done). Shapes: B sentences, k beams each, n = n_best, V words.
+them) and :func:`cannot_improve` (a sentence is done), and :func:`keep_sentences` drops the done sentences from
+the batch. Shapes: B sentences, k beams each, n = n_best, V words.
+
+Work that would change no word is skipped: a done sentence leaves the batch (its rows of the memory and the cache
+with it), the cache is buffered (``KVCache``: each step writes in place), and following the beams moves only
+self-attention's keys/values, since a sentence's beams share the memory's.
 """
 
 from __future__ import annotations
@@ -14,8 +19,19 @@ import torch
 from torch import Tensor, nn
 
 from .data import PAD
+from .model import DecoderCache, EncoderDecoder
 
-__all__ = ["Finished", "cannot_improve", "ended", "extend", "gnmt_length_penalty", "go_on", "start_beams"]
+__all__ = [
+    "Finished",
+    "cannot_improve",
+    "ended",
+    "extend",
+    "gnmt_length_penalty",
+    "go_on",
+    "keep_sentences",
+    "new_cache",
+    "start_beams",
+]
 
 
 def gnmt_length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
@@ -34,7 +50,12 @@ def start_beams(model: nn.Module, src: Tensor, src_mask: Tensor | None, start_sy
     alive = torch.full((B, k, 1), start_symbol, dtype=torch.long, device=src.device)  # (B, k, t): open prefixes
     alive_log_probs = torch.full((B, k), float("-inf"), device=src.device)  # (B, k)
     alive_log_probs[:, 0] = 0.0
-    return memory, src_mask, model.new_cache(), alive, alive_log_probs
+    return memory, src_mask, new_cache(model), alive, alive_log_probs
+
+
+def new_cache(model: nn.Module):
+    """The package's model gets a buffered cache (written in place, ``KVCache``); a hand-built model its own."""
+    return model.new_cache(buffered=True) if isinstance(model, EncoderDecoder) else model.new_cache()
 
 
 def extend(model: nn.Module, memory: Tensor, src_mask, alive: Tensor, alive_log_probs: Tensor, cache) -> Tensor:
@@ -96,6 +117,15 @@ class Finished:
         self.log_probs = torch.cat([self.log_probs, new_log_probs], dim=1)[rows, keep]  # (B, n)
         self.lengths = torch.cat([self.lengths, torch.full_like(self.lengths, t)], dim=1)[rows, keep]  # (B, n)
 
+    def select(self, index: Tensor) -> Finished:
+        """The sentences ``index`` (b,), in that order."""
+        return Finished(self.tokens[index], self.scores[index], self.log_probs[index], self.lengths[index])
+
+    def put(self, rows: Tensor, other: Finished) -> None:
+        """Write ``other``'s sentences into rows ``rows`` (b,) of these."""
+        self.tokens[rows], self.scores[rows] = other.tokens, other.scores  # (b, n, max_len), (b, n)
+        self.log_probs[rows], self.lengths[rows] = other.log_probs, other.lengths  # (b, n), (b, n)
+
     def best_first(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """tokens (cut after the longest hypothesis kept), scores, log_probs, lengths: a BeamResult's fields."""
         length = int(self.lengths.max()) + 1  # <s> + the longest hypothesis kept
@@ -111,7 +141,11 @@ def go_on(candidates: Tensor, alive: Tensor, end_symbol: int, cache) -> tuple[Te
     beam, word = index // V, index % V  # (B, k), (B, k): which prefix each new hypothesis extends
     rows = torch.arange(B, device=candidates.device)[:, None]  # (B, 1)
     alive = torch.cat([alive[rows, beam], word[..., None]], dim=2)  # (B, k, t + 1)
-    cache.reorder((rows * k + beam).view(-1))  # (B·k,): each new row reads its prefix's keys/values
+    index = (rows * k + beam).view(-1)  # (B·k,): each new row reads its prefix's keys/values
+    if isinstance(cache, DecoderCache):  # a sentence's beams share the memory's keys/values: only the past moves
+        cache.reorder(index, cross_attention=False)
+    else:
+        cache.reorder(index)
     return alive, alive_log_probs
 
 
@@ -121,3 +155,13 @@ def cannot_improve(finished: Finished, alive_log_probs: Tensor, t: int, longest:
     best_future = max(gnmt_length_penalty(t + 1, alpha), gnmt_length_penalty(longest, alpha))
     bound = alive_log_probs.max(dim=1).values / best_future  # (B,)
     return finished.scores[:, -1] >= bound
+
+
+def keep_sentences(keep: Tensor, k: int, memory: Tensor, src_mask, cache) -> tuple[Tensor, Tensor | None]:
+    """Drop the sentences that are done from the batch: ``keep`` (b,) are the sentences that go on. Their k rows
+    each of the memory, the mask and the cache (self- and cross-attention) stay, the others' are freed."""
+    beam_rows = (keep[:, None] * k + torch.arange(k, device=keep.device)).view(-1)  # (b·k,)
+    if src_mask is not None and src_mask.size(0) == memory.size(0):
+        src_mask = src_mask.index_select(0, beam_rows)  # (b·k, 1, 1, S)
+    cache.reorder(beam_rows)
+    return memory.index_select(0, beam_rows), src_mask  # (b·k, S, d_model)

@@ -145,25 +145,29 @@ class Encoder(nn.Module):
 class LayerCache:
     """What one decoder layer keeps between decoding steps: its self- and cross-attention keys/values."""
 
-    def __init__(self) -> None:
-        self.self_attn = KVCache()
+    def __init__(self, buffered: bool = False) -> None:
+        self.self_attn = KVCache(buffered=buffered)  # buffered: written in place (the decoders' fast path)
         self.cross_attn = KVCache(from_memory=True)  # the memory's keys/values, projected at the first step
 
 
 class DecoderCache:
-    """Per-layer key/value caches for incremental decoding. ``len(cache)`` = target positions done so far."""
+    """Per-layer key/value caches for incremental decoding. ``len(cache)`` = target positions done so far.
+    ``buffered=True``: self-attention writes each step into a buffer instead of a ``torch.cat`` (``KVCache``)."""
 
-    def __init__(self, layers: int) -> None:
-        self.layers = [LayerCache() for _ in range(layers)]
+    def __init__(self, layers: int, buffered: bool = False) -> None:
+        self.layers = [LayerCache(buffered) for _ in range(layers)]
 
     def __len__(self) -> int:
         return len(self.layers[0].self_attn)
 
-    def reorder(self, index: Tensor) -> None:
-        """Keep batch rows ``index`` (beam search: the beams that survive, in their new order)."""
+    def reorder(self, index: Tensor, cross_attention: bool = True) -> None:
+        """Keep batch rows ``index`` (beam search: the beams that survive, in their new order). With
+        ``cross_attention=False`` the memory's keys/values stay as they are: beam search's rows of one sentence
+        share them, so following the beams within each sentence changes none of them."""
         for layer in self.layers:
             layer.self_attn.reorder(index)
-            layer.cross_attn.reorder(index)
+            if cross_attention:
+                layer.cross_attn.reorder(index)
 
 
 # learner file: decoder.py
@@ -312,9 +316,10 @@ class EncoderDecoder(nn.Module):
 
     # end learner file
 
-    def new_cache(self) -> DecoderCache:
-        """An empty key/value cache for decoding one position at a time (notebook 09)."""
-        return DecoderCache(len(self.decoder.layers))
+    def new_cache(self, buffered: bool = False) -> DecoderCache:
+        """An empty key/value cache for decoding one position at a time (notebook 09); ``buffered=True`` for the
+        decoders' fast path (``DecoderCache``)."""
+        return DecoderCache(len(self.decoder.layers), buffered)
 
     def attention_modules(self) -> list[MultiHeadAttention]:
         return [m for m in self.modules() if isinstance(m, MultiHeadAttention)]
