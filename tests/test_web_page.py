@@ -373,3 +373,71 @@ def test_markup_in_the_vocabulary_or_the_model_name_runs_no_script_and_the_page_
     assert got["ids"] == greedy_ids(hostile_export["checkpoint"], [sentence])[0]
     assert got["text"] == got["shown"] == translate(hostile_export["checkpoint"], [sentence])[0]
     assert hostile_export["config"].name in shown  # the name shown as text, markup and all
+
+
+# ---- input the model reads badly gets a message, not a frozen tab -----------------------------------------------
+
+BAD_INPUT = {  # what is typed → the words the page must show (status line or notes line), language "en"
+    "an empty box": ("", "Type a sentence first."),
+    "only spaces": ("   ", "Type a sentence first."),
+    "1,000 words": ("Hund " * 1000, "tokens; the model's positional table holds 128. Shorten it."),
+    "emoji": ("👍🎉", "tokens are not in the model's vocabulary and are read as <unk>"),
+    "only punctuation": ("?!... ,;", "There is no letter or digit here, only punctuation or symbols"),
+    "another script": ("Привет, как дела?", "tokens are not in the model's vocabulary and are read as <unk>"),
+}
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@needs_chromium
+@pytest.mark.parametrize("case", list(BAD_INPUT))
+def test_bad_input_gets_a_message_on_the_page_and_the_page_still_translates(page, case):
+    chromium = page["browser"]
+    typed, message = BAD_INPUT[case]
+    chromium.evaluate(
+        f"(() => {{ const box = document.getElementById('tc-input'); box.value = {json.dumps(typed)}; box.focus(); }})()"
+    )
+    chromium.press("Enter")
+    chromium.evaluate("tcPage.pending.then(() => null, () => null)")  # settles: the tab did not freeze
+    shown = chromium.evaluate(
+        "document.getElementById('tc-status').textContent + ' ' + document.getElementById('tc-notes').textContent"
+    )
+    assert message in shown, f"{case}: the page says {shown!r}"
+    assert chromium.console == [], f"{case}: {chromium.console}"  # shown on the page, not thrown
+    assert [u for u in chromium.requests[1:] if not u.startswith("blob:")] == []
+    got = type_and_translate(chromium, "Ein Hund läuft durch den Schnee.")  # and it goes on translating
+    assert got["text"] == page["first"] and got["shown"] == page["first"]
+    assert chromium.evaluate("document.getElementById('tc-notes').textContent") == ""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@needs_chromium
+def test_every_heatmap_uses_the_notebooks_blues_has_a_legend_and_labels_and_hovering_shows_the_value(page):
+    import matplotlib
+
+    blues = matplotlib.colormaps["Blues"]  # what viz's heatmaps draw with, vmin 0, vmax 1
+    chromium = page["browser"]
+    type_and_translate(chromium, "Zwei Männer sitzen auf einer Bank.")
+    chromium.evaluate("tcPage.view('cross', 0, 1)")
+    cells = chromium.evaluate(
+        "[...document.querySelectorAll('#tc-main rect, #tc-grid rect')].map(r => [+r.dataset.w, r.getAttribute('fill')])"
+    )
+    assert len(cells) > 50
+    for weight, fill in cells:
+        want = [round(255 * x) for x in blues(weight)[:3]]
+        got = [int(x) for x in re.findall(r"\d+", fill)]
+        assert max(abs(a - b) for a, b in zip(got, want)) <= 2, f"weight {weight}: {fill}, matplotlib {want}"
+    legend = chromium.evaluate("document.getElementById('tc-legend').innerText")
+    assert legend.split() == ["attention", "weight", "0", "0.25", "0.5", "0.75", "1"]
+    figures = chromium.evaluate(
+        "[...document.querySelectorAll('#tc-grid figure')].map(f => f.querySelectorAll('text').length)"
+    )
+    last = chromium.evaluate("tcPage.last.S + tcPage.last.T")
+    assert figures == [last] * len(figures), "every head's heatmap has its tokens on both axes"
+    shown = chromium.evaluate(
+        "(() => { const r = document.querySelector('#tc-grid figure:last-child rect');"
+        " r.dispatchEvent(new MouseEvent('mouseenter'));"
+        " return [document.getElementById('tc-readout').textContent, +r.dataset.w]; })()"
+    )
+    assert shown[0].endswith(f"{shown[1]:.4f}"), shown

@@ -39,6 +39,10 @@ PAGE_TEXT = {
     "failed": "The model could not be loaded:",
     "empty": "Type a sentence first.",
     "too_long": "The sentence has {n} tokens; the model's positional table holds {max}. Shorten it.",
+    "unknown": "{n} of {total} tokens are not in the model's vocabulary and are read as <unk>: the translation "
+    "guesses around them.",
+    "no_words": "There is no letter or digit here, only punctuation or symbols: the model can only guess.",
+    "legend": "attention weight",
     "timing": "Translated in {ms} ms: {pieces} source tokens, {steps} decoder steps (greedy).",
     "attention": "attention",
     "layer": "layer",
@@ -57,8 +61,9 @@ PAGE_TEXT = {
     "{tokenizer}, {vocab} source tokens.",
     "note": "What runs where: everything runs in this page. The tokenizer is JavaScript (a port of the course's, "
     "tested against Python); the model is two ONNX graphs (the encoder and one decoder step with its key/value cache) "
-    "run by onnxruntime-web {ort} on WebAssembly, one thread. Decoding is greedy, exactly as "
-    "translate(checkpoint, sentences, beam_size=1). Nothing is downloaded and nothing you type leaves the page. "
+    "run by onnxruntime-web {ort} on WebAssembly, one thread, with {precision} weights. Decoding is greedy, as "
+    "translate(checkpoint, sentences, beam_size=1) decodes; int8 weights change a few words. Nothing is downloaded "
+    "and nothing you type leaves the page. "
     "Rows are queries, columns are keys; each row sums to 1. Made with: python -m transformer_course export-web.",
 }
 ZH = {
@@ -70,6 +75,9 @@ ZH = {
     "The model could not be loaded:": "模型无法载入：",
     "Type a sentence first.": "请先输入一个句子。",
     "The sentence has {n} tokens; the model's positional table holds {max}. Shorten it.": "该句有 {n} 个词元，模型的位置编码表只有 {max} 个位置。请缩短句子。",
+    PAGE_TEXT["unknown"]: "{total} 个词元中有 {n} 个不在模型词表中，按 <unk> 读入：译文只能绕开它们去猜。",
+    PAGE_TEXT["no_words"]: "这里没有字母或数字，只有标点或符号：模型只能猜。",
+    "attention weight": "注意力权重",
     "Translated in {ms} ms: {pieces} source tokens, {steps} decoder steps (greedy).": "翻译用时 {ms} 毫秒：{pieces} 个源词元，{steps} 个解码步（贪心解码）。",
     "attention": "注意力",
     "layer": "层",
@@ -89,7 +97,8 @@ ZH = {
     "d_model = {d_model}；{tokenizer}，源语言词表 {vocab} 个词元。",
     PAGE_TEXT["note"]: "什么在哪里运行：一切都在本页面中运行。分词由 JavaScript 完成（移植自课程的分词器，并与 Python "
     "逐一对照测试）；模型是两个 ONNX 计算图（编码器，以及带键值缓存的单步解码器），由 onnxruntime-web {ort} 在 "
-    "WebAssembly 上单线程运行。解码为贪心解码，与 translate(checkpoint, sentences, beam_size=1) 完全相同。"
+    "WebAssembly 上单线程运行，权重为 {precision}。解码为贪心解码，与 translate(checkpoint, sentences, beam_size=1) "
+    "的解码方式相同；int8 权重会改变少数词。"
     "页面不下载任何东西，你输入的内容也不会离开页面。行是查询，列是键；每行之和为 1。生成命令：python -m "
     "transformer_course export-web。",
     "German": "德语",
@@ -99,7 +108,7 @@ register("zh", ZH)
 LANGUAGE_NAMES = {"de": "German", "en": "English", "fr": "French", "cs": "Czech"}
 
 
-def _text(language: str, src_lang: str, tgt_lang: str) -> dict:
+def _text(language: str, src_lang: str, tgt_lang: str, manifest_precision: str = "fp32") -> dict:
     """The page's words in ``language``, as the script wants them (``{n}``-style fields left to the page)."""
     from transformer_course.i18n import get_language, set_language
 
@@ -107,14 +116,17 @@ def _text(language: str, src_lang: str, tgt_lang: str) -> dict:
     set_language(language)
     try:
         names = {k: t(LANGUAGE_NAMES.get(k, k)) for k in (src_lang, tgt_lang)}
-        keep = {f: "{" + f + "}" for f in ("n", "max", "ms", "steps", "pieces", "kind", "query", "key", "weight")}
+        keep = {
+            f: "{" + f + "}" for f in ("n", "max", "ms", "steps", "pieces", "kind", "query", "key", "weight", "total")
+        }
+        precision = {"precision": manifest_precision}
         keep.update(
             {f: "{" + f + "}" for f in ("name", "parameters", "layers", "heads", "d_model", "tokenizer", "vocab")}
         )
         text = {
             "title": t(PAGE_TEXT["title"], src=names[src_lang], tgt=names[tgt_lang]),
             "input_label": t(PAGE_TEXT["input_label"], src=names[src_lang]),
-            "note": t(PAGE_TEXT["note"], ort=ORT_VERSION),
+            "note": t(PAGE_TEXT["note"], ort=ORT_VERSION, **precision),
             "model_info": t(PAGE_TEXT["model_info"], **keep),
             "tooltip": t(PAGE_TEXT["{query} → {key}: {weight}"], **keep),
             "layer_n": t("layer {n}", **keep),
@@ -134,6 +146,9 @@ def _text(language: str, src_lang: str, tgt_lang: str) -> dict:
             "failed",
             "empty",
             "too_long",
+            "unknown",
+            "no_words",
+            "legend",
             "timing",
             "attention",
             "layer",
@@ -181,7 +196,7 @@ def build_page(manifest: dict, tokenizer: dict, encoder: bytes, decoder_step: by
     export_web`), the two ONNX graphs (bytes, weights inside), onnxruntime-web, labels in ``language``."""
     if language not in LANGUAGES:
         raise ValueError(f"language must be one of {list(LANGUAGES)} (English or 中文), got {language!r}")
-    text = _text(language, manifest["src_lang"], manifest["tgt_lang"])
+    text = _text(language, manifest["src_lang"], manifest["tgt_lang"], manifest.get("precision", "fp32"))
     examples = EXAMPLES.get(manifest["src_lang"], [])
     data = {"manifest": manifest, "tokenizer": tokenizer, "text": text, "examples": examples}
     ort = _vendor("ort.wasm.min.js").decode("utf-8")
@@ -196,6 +211,7 @@ def build_page(manifest: dict, tokenizer: dict, encoder: bytes, decoder_step: by
         "attention": text["attention"],
         "layer": text["layer"],
         "head": text["head"],
+        "legend": text["legend"],
         "note": text["note"],
     }
     fields = {key: _html(value) for key, value in fields.items()}  # plain text into HTML

@@ -48,8 +48,9 @@
   // Greedy decoding as transformer_course.decode.translate(..., beam_size=1) does it.
   async function translate(text) {
     var started = performance.now();
+    if (!text.trim()) return {text: "", ids: [], src: {ids: [], pieces: []}, steps: 0, ms: 0, notes: []};
     var src = tok.source(text);
-    if (!src.ids.length) return {text: "", ids: [], src: src, steps: 0, ms: performance.now() - started};
+    if (!src.ids.length) return {text: "", ids: [], src: src, steps: 0, ms: performance.now() - started, notes: []};
     var S = src.ids.length;
     if (S > m.max_len) throw new Error(format(T.too_long, {n: S, max: m.max_len}));
     var limit = Math.min(S + 50 + 1, m.max_len);  // the paper's rule: source length + 50 (+ 1 for <s>)
@@ -77,10 +78,18 @@
       text: tok.targetText(ys), ids: ys, src: src, srcLabels: tok.sourceLabels(src.pieces),
       tgtLabels: ["<s>"].concat(tok.targetLabels(tgt.slice(1))), S: S, T: tgt.length, L: L,
       encoder: enc.encoder_attention.data, selfRows: selfRows, crossRows: crossRows,
-      ms: performance.now() - started, steps: selfRows.length
+      ms: performance.now() - started, steps: selfRows.length, notes: notes(text, src)
     };
     result.weights = function (kind, layer, head) { return weights(result, kind, layer, head); };
     return result;
+  }
+
+  // What the page says about a sentence the model reads badly: pieces it does not know, or no word at all.
+  function notes(text, src) {
+    var out = [], unknown = src.ids.filter(function (id) { return id === m.specials.unk; }).length;
+    if (!/[\p{L}\p{N}]/u.test(text)) out.push(T.no_words);
+    if (unknown) out.push(format(T.unknown, {n: unknown, total: src.ids.length}));
+    return out;
   }
 
   // (rows × columns) weights of one kind, layer and head (head "mean": the mean over heads).
@@ -117,33 +126,49 @@
     if (parent) parent.appendChild(e);
     return e;
   }
-  function colour(w) {  // white → dark blue over [0, 1], like the notebook's "blues"
-    var a = [247, 251, 255], b = [8, 48, 107], t = Math.max(0, Math.min(1, w));
-    return "rgb(" + a.map(function (x, i) { return Math.round(x + (b[i] - x) * t); }).join(",") + ")";
+  // matplotlib's "Blues" (the notebooks' heatmaps, vmin 0, vmax 1): its nine colours, linearly between them.
+  var BLUES = [[247, 251, 255], [222, 235, 247], [198, 219, 239], [158, 202, 225], [107, 174, 214],
+               [66, 146, 198], [33, 113, 181], [8, 81, 156], [8, 48, 107]];
+  function colour(w) {
+    var t = Math.max(0, Math.min(1, w)) * (BLUES.length - 1), i = Math.min(Math.floor(t), BLUES.length - 2), f = t - i;
+    return "rgb(" + BLUES[i].map(function (x, c) { return Math.round(x + (BLUES[i + 1][c] - x) * f); }).join(",") + ")";
   }
 
-  // One heatmap; small = no axis labels (the grid of heads).
-  function heatmap(w, queries, keys, cell, small) {
-    var left = small ? 0 : 12 + 7.5 * Math.max.apply(null, queries.map(function (q) { return q.length; }));
-    var top = small ? 0 : 12 + 7 * Math.max.apply(null, keys.map(function (k) { return k.length; }));
-    var svg = el("svg", {width: left + cell * keys.length + 2, height: top + cell * queries.length + 2});
+  // The colour bar under the controls: 0 … 1 in the heatmaps' colours, with its scale.
+  function legend() {
+    var width = 260, svg = el("svg", {width: width + 40, height: 42, id: "tc-legend-bar"});
+    for (var k = 0; k < 100; k++) {
+      el("rect", {x: 10 + k * width / 100, y: 4, width: width / 100 + 0.5, height: 14, fill: colour(k / 99)}, svg);
+    }
+    el("rect", {x: 10, y: 4, width: width, height: 14, fill: "none", stroke: "#888"}, svg);
+    [0, 0.25, 0.5, 0.75, 1].forEach(function (v) {
+      var x = 10 + v * width;
+      el("line", {x1: x, x2: x, y1: 18, y2: 23, stroke: "#444"}, svg);
+      el("text", {x: x, y: 36, "text-anchor": "middle"}, svg).textContent = String(v);
+    });
+    return svg;
+  }
+
+  // One heatmap with its tokens on both axes (keys on top, queries on the left); font: the labels' size in px.
+  // Hovering a cell shows its value in the readout line (and as the cell's tooltip).
+  function heatmap(w, queries, keys, cell, font) {
+    var longest = function (labels) { return Math.max.apply(null, labels.map(function (s) { return s.length; })); };
+    var left = 8 + 0.62 * font * longest(queries), top = 8 + 0.55 * font * longest(keys);
+    var right = 0.3 * font * longest(keys);  // the last key's label leans right
+    var svg = el("svg", {width: left + cell * keys.length + right, height: top + cell * queries.length + 2});
+    svg.style.fontSize = font + "px";
     keys.forEach(function (k, j) {
-      if (small) return;
-      var x = left + cell * j + cell / 2 + 4, y = top - 6;
-      var t = el("text", {x: x, y: y, transform: "rotate(-60 " + x + " " + y + ")"}, svg);
-      t.textContent = k;
+      var x = left + cell * j + cell / 2 + font / 3, y = top - 4;
+      el("text", {x: x, y: y, transform: "rotate(-60 " + x + " " + y + ")"}, svg).textContent = k;
     });
     queries.forEach(function (q, i) {
-      if (!small) {
-        var t = el("text", {x: left - 6, y: top + cell * i + cell * 0.7, "text-anchor": "end"}, svg);
-        t.textContent = q;
-      }
+      el("text", {x: left - 4, y: top + cell * i + cell / 2 + font / 3, "text-anchor": "end"}, svg).textContent = q;
       keys.forEach(function (k, j) {
-        var r = el("rect", {x: left + cell * j, y: top + cell * i, width: cell - (small ? 0 : 1), height: cell - (small ? 0 : 1),
+        var r = el("rect", {x: left + cell * j, y: top + cell * i, width: cell - 1, height: cell - 1,
                             fill: colour(w[i][j]), "data-row": i, "data-col": j, "data-w": w[i][j]}, svg);
         var tip = format(T.tooltip, {query: q, key: k, weight: w[i][j].toFixed(4)});
         el("title", {}, r).textContent = tip;
-        if (!small) r.addEventListener("mouseenter", function () { $("tc-readout").textContent = tip; });
+        r.addEventListener("mouseenter", function () { $("tc-readout").textContent = tip; });
       });
     });
     return svg;
@@ -165,13 +190,13 @@
     var v = current(), ax = axes(r, v.kind);
     var main = $("tc-main"), grid = $("tc-grid");
     main.textContent = "";
-    main.appendChild(heatmap(r.weights(v.kind, v.layer, v.head), ax[0], ax[1], 26, false));
+    main.appendChild(heatmap(r.weights(v.kind, v.layer, v.head), ax[0], ax[1], 26, 13));
     $("tc-grid-title").textContent = format(T.grid_title, {kind: T.kinds[v.kind], n: v.layer});
     grid.textContent = "";
     ["mean"].concat(Array.from({length: m.heads}, function (_, i) { return i; })).forEach(function (head) {
       var fig = document.createElement("figure");
       if (head === v.head) fig.className = "selected";
-      fig.appendChild(heatmap(r.weights(v.kind, v.layer, head), ax[0], ax[1], 9, true));
+      fig.appendChild(heatmap(r.weights(v.kind, v.layer, head), ax[0], ax[1], 15, 10));
       var cap = document.createElement("figcaption");
       cap.textContent = head === "mean" ? T.mean : format(T.head_n, {n: head});
       fig.appendChild(cap);
@@ -197,10 +222,14 @@
       page.last = r;
       $("tc-translation").textContent = r.text;
       status(r.S ? format(T.timing, {ms: r.ms.toFixed(0), steps: r.steps, pieces: r.S}) : T.empty);
+      $("tc-notes").textContent = r.notes.join(" ");
       $("tc-readout").textContent = "";
       draw();
       return r;
-    } catch (err) {
+    } catch (err) {  // the old sentence's translation and heatmaps go: what is on the page is what was typed
+      page.last = null;
+      $("tc-translation").textContent = $("tc-notes").textContent = $("tc-readout").textContent = "";
+      draw();
       status(String(err.message || err), true);
       throw err;
     } finally {
@@ -208,6 +237,7 @@
     }
   }
 
+  $("tc-legend").appendChild(legend());
   $("tc-model-info").textContent = format(T.model_info, {
     name: m.model.name, parameters: m.model.parameters.toLocaleString("en"), layers: m.layers, heads: m.heads,
     d_model: m.d_model, tokenizer: T.tokenizers[m.tokenizer], vocab: m.vocab.src
