@@ -18,6 +18,7 @@ Every message is data: an id of the module's catalogues (``exercises/en/<module>
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import random
@@ -41,6 +42,7 @@ __all__ = [
     "sealed",
     "unsealed",
     "run_check",
+    "checker",
     "expect_tensor",
     "divmod_index",
     "same",
@@ -97,6 +99,26 @@ def run_check(name: str, check: Callable[[], None], success: str | None = None) 
         result = Result(name, False, str(SEALED_MESSAGE), sealed=True)
     print(repr(result))
     return result
+
+
+def checker(name: str | LazyText, success: str | LazyText | None = None) -> Callable:
+    """Decorate a check: its body raises a :class:`Hint` where the learner's answer is wrong; a call runs the body
+    through :func:`run_check` under ``name`` (a text made with ``lazy_t``, or a code name) and returns the
+    :class:`Result`, ``success`` (default "passed") when it passes.
+
+        @checker(lazy_t("local_mask"), lazy_t("passed_each_position"))
+        def check_local_mask(local_mask): ...
+    """
+
+    def decorate(body: Callable[..., None]) -> Callable[..., Result]:
+        @functools.wraps(body)
+        def check(*args, **kwargs) -> Result:
+            said = None if success is None else str(success)
+            return run_check(str(name), lambda: body(*args, **kwargs), said)
+
+        return check
+
+    return decorate
 
 
 def _run(name: str, check: Callable[[], None], success: str | None) -> Result:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from ..i18n import messages
-from . import Hint, Result, as_int, as_mask, questions, quiz_checker, run_check
+from . import Hint, Result, as_int, as_mask, checker, questions, quiz_checker, run_check
 from .limits import too_big_to_build
 
 t, lazy_t = messages("nb01_masks")
@@ -68,33 +68,30 @@ def _compare(got: torch.Tensor, expected: torch.Tensor, what: str) -> None:
 PAIR_CASES = [(4, 9), (3, 5), (5, 5), (1, 5), (1, 1), (600_000, 1_000_000), (1_000_000, 1_000_000), (1, 1_000_000)]
 
 
-def check_allowed_pairs(allowed_pairs) -> Result:
+@checker(lazy_t("allowed_pairs"), lazy_t("passed_only_real"))
+def check_allowed_pairs(allowed_pairs):
     """``allowed_pairs(length, max_len)``: the number of True entries of the target mask of one sentence of
     ``length`` real tokens padded to ``max_len`` (``tc.target_mask``: causal and no pad keys), with whole-number
     arithmetic; the checker asks for masks of 10¹² entries, too big to build."""
-
-    def check():
-        if allowed_pairs is ... or allowed_pairs is None:
-            raise NotImplementedError
-        for length, max_len in PAIR_CASES:
-            what = f"allowed_pairs(length={length}, max_len={max_len})"
-            with too_big_to_build(what):
-                got = as_int(allowed_pairs(length, max_len), what)
-            real, pads = length * (length + 1) // 2, (max_len - length) * length  # rows 0…L−1, then the pad rows
-            if got == real + pads:
-                continue
-            mistakes = {
-                max_len * (max_len + 1) // 2: t("ignored_padding_key"),
-                max_len * length: t("ignored_causal_rule"),
-                real: t("left_out_pad"),
-                real - length + pads: t("hid_diagonal_query"),
-            }
-            hint = mistakes.get(got)
-            if hint is not None:
-                raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
-            raise Hint(t("not_right_draw", what=what, got=got))
-
-    return run_check(t("allowed_pairs"), check, t("passed_only_real"))
+    if allowed_pairs is ... or allowed_pairs is None:
+        raise NotImplementedError
+    for length, max_len in PAIR_CASES:
+        what = f"allowed_pairs(length={length}, max_len={max_len})"
+        with too_big_to_build(what):
+            got = as_int(allowed_pairs(length, max_len), what)
+        real, pads = length * (length + 1) // 2, (max_len - length) * length  # rows 0…L−1, then the pad rows
+        if got == real + pads:
+            continue
+        mistakes = {
+            max_len * (max_len + 1) // 2: t("ignored_padding_key"),
+            max_len * length: t("ignored_causal_rule"),
+            real: t("left_out_pad"),
+            real - length + pads: t("hid_diagonal_query"),
+        }
+        hint = mistakes.get(got)
+        if hint is not None:
+            raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
+        raise Hint(t("not_right_draw", what=what, got=got))
 
 
 # ---- Exercise 2: a padding mask from lengths (d2l's valid_lens) -----------------------------------------------------
@@ -107,26 +104,23 @@ def _from_lengths(lengths: list[int], max_len: int, keep) -> torch.Tensor:
 LENGTH_CASES = [([3, 5, 1], 5), ([2, 7, 4, 7], 8), ([1], 3)]
 
 
-def check_mask_from_lengths(mask_from_lengths) -> Result:
+@checker(lazy_t("mask_lengths"), lazy_t("passed_torch_arange"))
+def check_mask_from_lengths(mask_from_lengths):
     """``mask_from_lengths(lengths, max_len)``: lengths a (batch,) LongTensor → (batch, 1, 1, max_len),
     True (or 1) on the first ``lengths[b]`` positions of sentence b."""
-
-    def check():
-        for lengths, max_len in LENGTH_CASES:
-            what = f"mask_from_lengths(torch.tensor({lengths}), max_len={max_len})"
-            got = mask_from_lengths(torch.tensor(lengths), max_len)
-            expected = _from_lengths(lengths, max_len, lambda j, n: j < n)[:, None, None, :]  # (B, 1, 1, L)
-            if isinstance(got, torch.Tensor) and got.shape != expected.shape:
-                if got.shape == expected.shape[:1] + expected.shape[-1:]:
-                    raise Hint(t("shape_add_head", what=what, shape=tuple(got.shape)))
-                if got.shape == (len(lengths), 1, max_len, 1):
-                    raise Hint(t("shape_masks_queries", what=what, shape=tuple(got.shape)))
-            got = as_mask(got, tuple(expected.shape), what)
-            if torch.equal(got, _from_lengths(lengths, max_len, lambda j, n: j <= n)[:, None, None, :]):
-                raise Hint(t("lets_pad_through", what=what))
-            _compare(got, expected, what)
-
-    return run_check(t("mask_lengths"), check, t("passed_torch_arange"))
+    for lengths, max_len in LENGTH_CASES:
+        what = f"mask_from_lengths(torch.tensor({lengths}), max_len={max_len})"
+        got = mask_from_lengths(torch.tensor(lengths), max_len)
+        expected = _from_lengths(lengths, max_len, lambda j, n: j < n)[:, None, None, :]  # (B, 1, 1, L)
+        if isinstance(got, torch.Tensor) and got.shape != expected.shape:
+            if got.shape == expected.shape[:1] + expected.shape[-1:]:
+                raise Hint(t("shape_add_head", what=what, shape=tuple(got.shape)))
+            if got.shape == (len(lengths), 1, max_len, 1):
+                raise Hint(t("shape_masks_queries", what=what, shape=tuple(got.shape)))
+        got = as_mask(got, tuple(expected.shape), what)
+        if torch.equal(got, _from_lengths(lengths, max_len, lambda j, n: j <= n)[:, None, None, :]):
+            raise Hint(t("lets_pad_through", what=what))
+        _compare(got, expected, what)
 
 
 # ---- Exercise 3: a centred window for the encoder (§4, restricted self-attention), with padding ---------------------
@@ -183,28 +177,25 @@ def _local(size: int, window: int, rule) -> torch.Tensor:
     return torch.tensor([[rule(i, j, window) for j in range(size)] for i in range(size)])[None, None]  # (1, 1, s, s)
 
 
-def check_local_mask(local_mask) -> Result:
+@checker(lazy_t("local_mask"), lazy_t("passed_each_position"))
+def check_local_mask(local_mask):
     """``local_mask(size, window)``: (1, 1, size, size), query i may see keys i − window + 1 … i."""
-
-    def check():
-        for size, window in ((6, 3), (5, 1), (4, 4), (7, 2)):
-            what = f"local_mask({size}, window={window})"
-            expected = _local(size, window, lambda i, j, w: 0 <= i - j < w)
-            got = local_mask(size, window)
-            if isinstance(got, torch.Tensor) and got.shape == (size, size):
-                raise Hint(t("shape_add_batch", what=what, shape=(size, size)))
-            got = as_mask(got, tuple(expected.shape), what)
-            if torch.equal(got, expected):
-                continue
-            if torch.equal(got, _local(size, window + 1, lambda i, j, w: 0 <= i - j < w)):
-                raise Hint(t("lets_each_query", what=what, seen=window + 1, window=window, before=window - 1))
-            if torch.equal(got, _local(size, window, lambda i, j, w: abs(i - j) < w)):
-                raise Hint(t("lets_query_see", what=what))
-            if torch.equal(got, _local(size, window, lambda i, j, w: 0 < i - j < w)):
-                raise Hint(t("hides_diagonal_position", what=what))
-            _compare(got, expected, what)
-
-    return run_check(t("local_mask"), check, t("passed_each_position"))
+    for size, window in ((6, 3), (5, 1), (4, 4), (7, 2)):
+        what = f"local_mask({size}, window={window})"
+        expected = _local(size, window, lambda i, j, w: 0 <= i - j < w)
+        got = local_mask(size, window)
+        if isinstance(got, torch.Tensor) and got.shape == (size, size):
+            raise Hint(t("shape_add_batch", what=what, shape=(size, size)))
+        got = as_mask(got, tuple(expected.shape), what)
+        if torch.equal(got, expected):
+            continue
+        if torch.equal(got, _local(size, window + 1, lambda i, j, w: 0 <= i - j < w)):
+            raise Hint(t("lets_each_query", what=what, seen=window + 1, window=window, before=window - 1))
+        if torch.equal(got, _local(size, window, lambda i, j, w: abs(i - j) < w)):
+            raise Hint(t("lets_query_see", what=what))
+        if torch.equal(got, _local(size, window, lambda i, j, w: 0 < i - j < w)):
+            raise Hint(t("hides_diagonal_position", what=what))
+        _compare(got, expected, what)
 
 
 # ---- Questions ------------------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from . import (
     as_number,
     as_sequence,
     check_question,
+    checker,
     print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
     questions,
     run_check,
@@ -320,31 +321,28 @@ _MISSED = {  # answer_digest("nb02-bug-missed", n) of each wrong line → a nudg
 
 
 @answer_check
-def check_bug_lines(bug_lines) -> Result:
+@checker(lazy_t("find_bugs"), lazy_t("passed_now_show"))
+def check_bug_lines(bug_lines):
     """``bug_lines``: the numbers of the lines of ``buggy_attention`` that are wrong (a list, tuple or set)."""
-
-    def check():
-        if bug_lines is ... or bug_lines is None:
-            raise Hint(t("not_done_yet"))
-        if not isinstance(bug_lines, (list, tuple, set, frozenset)):
-            raise Hint(t("bug_lines_list", type=type(bug_lines).__name__))
-        lines = {as_int(n, t("each_line_number")) for n in bug_lines}
-        outside = sorted(n for n in lines if not 1 <= n <= 8)
-        if outside:
-            raise Hint(t("buggy_attention_lines", outside=outside))
-        if answer_digest("nb02-bug-lines", lines) == _BUG_LINES:
-            return
-        for n in sorted(lines):
-            hint = _RIGHT.get(answer_digest("nb02-bug-right", n))
-            if hint is not None:
-                raise Hint(hint)
-        for n in range(1, 9):
-            hint = _MISSED.get(answer_digest("nb02-bug-missed", n))
-            if n not in lines and hint is not None:
-                raise Hint(hint)
-        raise Hint(t("not_these_lines"))
-
-    return run_check(t("find_bugs"), check, t("passed_now_show"))
+    if bug_lines is ... or bug_lines is None:
+        raise Hint(t("not_done_yet"))
+    if not isinstance(bug_lines, (list, tuple, set, frozenset)):
+        raise Hint(t("bug_lines_list", type=type(bug_lines).__name__))
+    lines = {as_int(n, t("each_line_number")) for n in bug_lines}
+    outside = sorted(n for n in lines if not 1 <= n <= 8)
+    if outside:
+        raise Hint(t("buggy_attention_lines", outside=outside))
+    if answer_digest("nb02-bug-lines", lines) == _BUG_LINES:
+        return
+    for n in sorted(lines):
+        hint = _RIGHT.get(answer_digest("nb02-bug-right", n))
+        if hint is not None:
+            raise Hint(hint)
+    for n in range(1, 9):
+        hint = _MISSED.get(answer_digest("nb02-bug-missed", n))
+        if n not in lines and hint is not None:
+            raise Hint(hint)
+    raise Hint(t("not_these_lines"))
 
 
 def check_exposing_inputs(cases) -> Result:
@@ -409,26 +407,23 @@ def check_exposing_inputs(cases) -> Result:
 # ---- exercise 3: the memory of the weights -----------------------------------------------------------
 
 
-def check_weights_bytes(weights_bytes) -> Result:
+@checker(lazy_t("memory_weights"), lazy_t("passed_batch_heads"))
+def check_weights_bytes(weights_bytes):
     """``weights_bytes(batch, heads, q_len, k_len, bytes_per_number=4)``: bytes of the weights tensor."""
-
-    def check():
-        for batch, heads, q_len, k_len, size in ((2, 8, 10, 12, 4), (32, 8, 100, 100, 4), (3, 1, 7, 5, 2)):
-            what = f"weights_bytes({batch}, {heads}, {q_len}, {k_len}, bytes_per_number={size})"
-            got = as_number(weights_bytes(batch, heads, q_len, k_len, bytes_per_number=size), what)
-            numbers = batch * heads * q_len * k_len
-            wrong = {
-                numbers: t("counts_numbers_multiply"),
-                numbers * size * 8: t("counts_bits_byte"),
-                batch * q_len * k_len * size: t("forgets_heads_each"),
-                heads * q_len * k_len * size: t("forgets_batch_each"),
-                batch * heads * (q_len + k_len) * size: t("adds_q_len"),
-            }
-            if got != numbers * size:
-                hint = wrong.get(got) or t("not_batch_heads")
-                raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
-
-    return run_check(t("memory_weights"), check, t("passed_batch_heads"))
+    for batch, heads, q_len, k_len, size in ((2, 8, 10, 12, 4), (32, 8, 100, 100, 4), (3, 1, 7, 5, 2)):
+        what = f"weights_bytes({batch}, {heads}, {q_len}, {k_len}, bytes_per_number={size})"
+        got = as_number(weights_bytes(batch, heads, q_len, k_len, bytes_per_number=size), what)
+        numbers = batch * heads * q_len * k_len
+        wrong = {
+            numbers: t("counts_numbers_multiply"),
+            numbers * size * 8: t("counts_bits_byte"),
+            batch * q_len * k_len * size: t("forgets_heads_each"),
+            heads * q_len * k_len * size: t("forgets_batch_each"),
+            batch * heads * (q_len + k_len) * size: t("adds_q_len"),
+        }
+        if got != numbers * size:
+            hint = wrong.get(got) or t("not_batch_heads")
+            raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
 
 
 # ---- questions: a number to work out, each ------------------------------------------------------------

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from ..i18n import messages
-from . import Hint, Result, as_int, as_shape, check_question, questions, run_check
+from . import Hint, Result, as_int, as_shape, check_question, checker, questions, run_check
 from .compare import close, expect_values, missing_biases
 from .dropout_calls import DROPOUT_WATCH, DropoutCalls
 from .guard import TORCH_ATTENTION, earlier_fallbacks, no_shortcuts
@@ -292,89 +292,83 @@ NAMES_OF_SHAPES = ("q", "k", "weights", "heads_out", "output")
 SIZES = [(2, 4, 6, 512, 8), (3, 7, 5, 64, 4), (1, 100_000, 50_000, 4096, 32)]  # the last is far too big to build
 
 
-def check_predicted_shapes(predicted_shapes) -> Result:
+@checker(lazy_t("predicted_shapes"), lazy_t("passed_every_shape"))
+def check_predicted_shapes(predicted_shapes):
     """``predicted_shapes(batch, T, S, d_model, heads)`` → a dict with the shapes of 'q', 'k', 'weights',
     'heads_out' and 'output' in cross-attention (T queries from the target, S keys and values from the memory)."""
-
-    def check():
-        for batch, T, S, d_model, heads in SIZES:
-            what = f"predicted_shapes(batch={batch}, T={T}, S={S}, d_model={d_model}, heads={heads})"
-            with too_big_to_build(what):
-                predicted = predicted_shapes(batch, T, S, d_model, heads)
-            if not isinstance(predicted, dict):
-                raise Hint(t("return_dict_such", what=what, type=type(predicted).__name__))
-            missing = [name for name in NAMES_OF_SHAPES if name not in predicted]
-            if missing:
-                raise Hint(
-                    t("no_entry_give", what=what, missing=missing, names=list(NAMES_OF_SHAPES))  # fmt: skip
-                )
-            d_k = d_model // heads
-            want = {
-                "q": (batch, heads, T, d_k),
-                "k": (batch, heads, S, d_k),
-                "weights": (batch, heads, T, S),
-                "heads_out": (batch, heads, T, d_k),
-                "output": (batch, T, d_model),
-            }
-            wrong = {
-                ("q", (batch, T, heads, d_k)): t("before_transpose_split"),  # fmt: skip
-                ("q", (batch, heads, T, d_model)): t("each_head_d"),
-                ("q", (batch, T, d_model)): t("before_split_queries"),
-                ("k", (batch, heads, T, d_k)): t("keys_come_source"),
-                ("k", (batch, S, heads, d_k)): t("before_transpose_heads"),
-                ("weights", (batch, heads, S, T)): t("rows_queries_target"),  # fmt: skip
-                ("weights", (batch, T, S)): t("each_head_own"),
-                ("weights", (batch, heads, T, T)): t("cross_attention_weights"),  # fmt: skip
-                ("heads_out", (batch, heads, S, d_k)): t("output_per_query"),  # fmt: skip
-                ("heads_out", (batch, heads, T, S)): t("weights_weights_v"),
-                ("output", (batch, S, d_model)): t("block_returns_vector"),
-                ("output", (batch, T, d_k)): t("merging_heads_w"),
-                ("output", (batch, heads, T, d_k)): t("before_merge_concat"),  # fmt: skip
-            }
-            for name in NAMES_OF_SHAPES:
-                entry = f"{what}[{name!r}]"
-                if predicted[name] is ... or predicted[name] is None:
-                    raise NotImplementedError
-                got = as_shape(predicted[name], entry)
-                if got == want[name]:
-                    continue
-                hint = wrong.get((name, got))
-                if hint is None and len(got) != len(want[name]):
-                    hint = t("dimensions_count_axes", got=len(got))
-                if hint is None:
-                    axis = next(i for i, (a, b) in enumerate(zip(got, want[name])) if a != b)
-                    hint = t("number_dimensions_right", axis=axis)
-                raise Hint(t("what_got_hint", what=entry, got=got, hint=hint))
-
-    return run_check(t("predicted_shapes"), check, t("passed_every_shape"))
+    for batch, T, S, d_model, heads in SIZES:
+        what = f"predicted_shapes(batch={batch}, T={T}, S={S}, d_model={d_model}, heads={heads})"
+        with too_big_to_build(what):
+            predicted = predicted_shapes(batch, T, S, d_model, heads)
+        if not isinstance(predicted, dict):
+            raise Hint(t("return_dict_such", what=what, type=type(predicted).__name__))
+        missing = [name for name in NAMES_OF_SHAPES if name not in predicted]
+        if missing:
+            raise Hint(
+                t("no_entry_give", what=what, missing=missing, names=list(NAMES_OF_SHAPES))  # fmt: skip
+            )
+        d_k = d_model // heads
+        want = {
+            "q": (batch, heads, T, d_k),
+            "k": (batch, heads, S, d_k),
+            "weights": (batch, heads, T, S),
+            "heads_out": (batch, heads, T, d_k),
+            "output": (batch, T, d_model),
+        }
+        wrong = {
+            ("q", (batch, T, heads, d_k)): t("before_transpose_split"),  # fmt: skip
+            ("q", (batch, heads, T, d_model)): t("each_head_d"),
+            ("q", (batch, T, d_model)): t("before_split_queries"),
+            ("k", (batch, heads, T, d_k)): t("keys_come_source"),
+            ("k", (batch, S, heads, d_k)): t("before_transpose_heads"),
+            ("weights", (batch, heads, S, T)): t("rows_queries_target"),  # fmt: skip
+            ("weights", (batch, T, S)): t("each_head_own"),
+            ("weights", (batch, heads, T, T)): t("cross_attention_weights"),  # fmt: skip
+            ("heads_out", (batch, heads, S, d_k)): t("output_per_query"),  # fmt: skip
+            ("heads_out", (batch, heads, T, S)): t("weights_weights_v"),
+            ("output", (batch, S, d_model)): t("block_returns_vector"),
+            ("output", (batch, T, d_k)): t("merging_heads_w"),
+            ("output", (batch, heads, T, d_k)): t("before_merge_concat"),  # fmt: skip
+        }
+        for name in NAMES_OF_SHAPES:
+            entry = f"{what}[{name!r}]"
+            if predicted[name] is ... or predicted[name] is None:
+                raise NotImplementedError
+            got = as_shape(predicted[name], entry)
+            if got == want[name]:
+                continue
+            hint = wrong.get((name, got))
+            if hint is None and len(got) != len(want[name]):
+                hint = t("dimensions_count_axes", got=len(got))
+            if hint is None:
+                axis = next(i for i, (a, b) in enumerate(zip(got, want[name])) if a != b)
+                hint = t("number_dimensions_right", axis=axis)
+            raise Hint(t("what_got_hint", what=entry, got=got, hint=hint))
 
 
 # ---- exercise 2: parameters with free d_k and d_v (a closed form, checked on a size too big to build) ----
 
 
-def check_attention_parameter_count(count) -> Result:
+@checker(lazy_t("parameter_count"), lazy_t("passed_parameter_count"))
+def check_attention_parameter_count(count):
     """``count(d_model, heads, d_k, d_v)``: the weights and biases of one multi-head attention block."""
-
-    def check():
-        for d_model, heads, d_k, d_v in ((512, 8, 64, 64), (512, 8, 16, 64), (64, 4, 8, 24), (512, 1, 512, 512),
-                                         (65536, 64, 2048, 1024)):  # fmt: skip
-            what = f"count(d_model={d_model}, heads={heads}, d_k={d_k}, d_v={d_v})"
-            with too_big_to_build(what):
-                got = as_int(count(d_model, heads, d_k, d_v), what)
-            qk, v = heads * d_k, heads * d_v
-            want = 2 * (d_model * qk + qk) + (d_model * v + v) + (v * d_model + d_model)
-            if got == want:
-                continue
-            wrong = {
-                4 * d_model * d_model + 4 * d_model: t("uses_d_model"),
-                want - 2 * qk - v - d_model: t("counts_weights_only"),
-                want - v * d_model + qk * d_model: t("sizes_w_o"),
-                2 * (d_model * d_k + d_k) + (d_model * d_v + d_v) + (d_v * d_model + d_model): t("counts_head_every"),
-            }
-            hint = wrong.get(got) or t("add_up_four")
-            raise Hint(t("expected", what=what, got=got, want=want, hint=hint))
-
-    return run_check(t("parameter_count"), check, t("passed_parameter_count"))
+    for d_model, heads, d_k, d_v in ((512, 8, 64, 64), (512, 8, 16, 64), (64, 4, 8, 24), (512, 1, 512, 512),
+                                     (65536, 64, 2048, 1024)):  # fmt: skip
+        what = f"count(d_model={d_model}, heads={heads}, d_k={d_k}, d_v={d_v})"
+        with too_big_to_build(what):
+            got = as_int(count(d_model, heads, d_k, d_v), what)
+        qk, v = heads * d_k, heads * d_v
+        want = 2 * (d_model * qk + qk) + (d_model * v + v) + (v * d_model + d_model)
+        if got == want:
+            continue
+        wrong = {
+            4 * d_model * d_model + 4 * d_model: t("uses_d_model"),
+            want - 2 * qk - v - d_model: t("counts_weights_only"),
+            want - v * d_model + qk * d_model: t("sizes_w_o"),
+            2 * (d_model * d_k + d_k) + (d_model * d_v + d_v) + (d_v * d_model + d_model): t("counts_head_every"),
+        }
+        hint = wrong.get(got) or t("add_up_four")
+        raise Hint(t("expected", what=what, got=got, want=want, hint=hint))
 
 
 # ---- exercise 3: grouped-query attention (a variant) ------------------------------------------------------

@@ -25,6 +25,7 @@ from . import (
     Result,
     answer_check,
     as_int,
+    checker,
     known_mistake,
     print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
     questions,
@@ -79,38 +80,35 @@ def _layer_norm_variants(x: Tensor, gamma: Tensor, beta: Tensor, eps: float) -> 
     return variants
 
 
-def check_layer_norm_module(LayerNorm) -> Result:  # noqa: N803 (the learner's class)
+@checker("LayerNorm", lazy_t("equals_nn_layernorm"))
+def check_layer_norm_module(LayerNorm):  # noqa: N803 (the learner's class)
     """``LayerNorm(features, eps=1e-5)`` with parameters ``weight`` (γ) and ``bias`` (β) = ``nn.LayerNorm``'s
     numbers and gradients, written with tensor operations (not ``F.layer_norm``, ``nn.LayerNorm``, the package's)."""
-
-    def check() -> None:
-        for x in _inputs():
-            features = x.size(-1)
-            g = torch.Generator().manual_seed(features)
-            gamma, beta = torch.rand(features, generator=g) + 0.5, torch.randn(features, generator=g)
-            with no_shortcuts(t("layernorm"), TORCH_NORM):
-                mine = LayerNorm(features)
-            names = set(mine.state_dict())
-            if names != {"weight", "bias"}:
-                raise Hint(t("layernorms_parameters_named", names=sorted(names)))
-            with torch.no_grad():
-                mine.weight.copy_(gamma)
-                mine.bias.copy_(beta)
-            x_mine = x.clone().requires_grad_()
-            with no_shortcuts(t("layernorm"), TORCH_NORM):
-                got = mine(x_mine)
-            expected = F.layer_norm(x, (features,), gamma, beta, eps=1e-5)
-            what = t("layernorm_input_shape", features=features, shape=tuple(x.shape))
-            values = got.detach() if isinstance(got, Tensor) else got
-            expect_values(values, expected, what, mistakes=_layer_norm_variants(x, gamma, beta, 1e-5))
-            _check_layer_norm_gradients(mine, x_mine, got, gamma, beta, what)
-        x = _inputs()[2]
-        with no_shortcuts(t("layernorm"), TORCH_NORM), torch.no_grad():
-            got = LayerNorm(x.size(-1), eps=1e-3)(x)
-        expected = F.layer_norm(x, (x.size(-1),), eps=1e-3)
-        expect_values(got, expected, t("layernorm_8_eps"))
-
-    return run_check("LayerNorm", check, t("equals_nn_layernorm"))
+    for x in _inputs():
+        features = x.size(-1)
+        g = torch.Generator().manual_seed(features)
+        gamma, beta = torch.rand(features, generator=g) + 0.5, torch.randn(features, generator=g)
+        with no_shortcuts(t("layernorm"), TORCH_NORM):
+            mine = LayerNorm(features)
+        names = set(mine.state_dict())
+        if names != {"weight", "bias"}:
+            raise Hint(t("layernorms_parameters_named", names=sorted(names)))
+        with torch.no_grad():
+            mine.weight.copy_(gamma)
+            mine.bias.copy_(beta)
+        x_mine = x.clone().requires_grad_()
+        with no_shortcuts(t("layernorm"), TORCH_NORM):
+            got = mine(x_mine)
+        expected = F.layer_norm(x, (features,), gamma, beta, eps=1e-5)
+        what = t("layernorm_input_shape", features=features, shape=tuple(x.shape))
+        values = got.detach() if isinstance(got, Tensor) else got
+        expect_values(values, expected, what, mistakes=_layer_norm_variants(x, gamma, beta, 1e-5))
+        _check_layer_norm_gradients(mine, x_mine, got, gamma, beta, what)
+    x = _inputs()[2]
+    with no_shortcuts(t("layernorm"), TORCH_NORM), torch.no_grad():
+        got = LayerNorm(x.size(-1), eps=1e-3)(x)
+    expected = F.layer_norm(x, (x.size(-1),), eps=1e-3)
+    expect_values(got, expected, t("layernorm_8_eps"))
 
 
 def _check_layer_norm_gradients(mine: nn.Module, x: Tensor, got: Tensor, gamma, beta, what: str) -> None:
@@ -256,21 +254,18 @@ def _rms_norm_variants(x: Tensor, gamma: Tensor, eps: float) -> dict[str, Tensor
     }
 
 
-def check_rms_norm(rms_norm) -> Result:
+@checker("RMSNorm", lazy_t("equals_f_rms"))
+def check_rms_norm(rms_norm):
     """``rms_norm(x, gamma, eps)`` = ``F.rms_norm(x, (features,), gamma, eps)`` over the last dimension, written
     with tensor operations: ``F.rms_norm``, ``nn.RMSNorm`` and every other built-in normalisation are refused."""
-
-    def check() -> None:
-        for x in _inputs():
-            features = x.size(-1)
-            gamma = torch.rand(features, generator=torch.Generator().manual_seed(features)) + 0.5
-            expected = F.rms_norm(x, (features,), gamma, 1e-5)
-            with no_shortcuts(t("rmsnorm"), TORCH_NORM):
-                got = rms_norm(x.clone(), gamma.clone(), 1e-5)
-            what = t("rms_norm_x", shape=tuple(x.shape))
-            expect_values(got, expected, what, mistakes=_rms_norm_variants(x, gamma, 1e-5))
-
-    return run_check("RMSNorm", check, t("equals_f_rms"))
+    for x in _inputs():
+        features = x.size(-1)
+        gamma = torch.rand(features, generator=torch.Generator().manual_seed(features)) + 0.5
+        expected = F.rms_norm(x, (features,), gamma, 1e-5)
+        with no_shortcuts(t("rmsnorm"), TORCH_NORM):
+            got = rms_norm(x.clone(), gamma.clone(), 1e-5)
+        what = t("rms_norm_x", shape=tuple(x.shape))
+        expect_values(got, expected, what, mistakes=_rms_norm_variants(x, gamma, 1e-5))
 
 
 # ---- exercise 2: a LayerNorm that is right on paper and wrong in float32 --------------------------------
@@ -302,102 +297,93 @@ _WRONG_LINE_HINTS = {  # answer_digest(_BUG_KEY, [line]) → why that line is fi
 }
 
 
-def check_counterexample(x) -> Result:
+@checker(lazy_t("counterexample_fusedlayernorm"), lazy_t("fusedlayernorm_wrong_input"))
+def check_counterexample(x):
     """``x``: a float tensor (..., features) on which ``FusedLayerNorm(features)`` (γ = 1, β = 0) and LayerNorm
     computed in float64 differ by more than 0.01 somewhere (or FusedLayerNorm gives NaN where LayerNorm does not)."""
-
-    def check() -> None:
-        if x is ... or x is None:
-            raise Hint(t("not_done_yet"))
-        if not isinstance(x, Tensor):
-            raise Hint(t("counterexample_torch_tensor", type=type(x).__name__))
-        if not x.is_floating_point():
-            raise Hint(
-                t("counterexample_dtype_layernorm",
-                  dtype=x.dtype)
-            )  # fmt: skip
-        if x.dim() == 0 or x.size(-1) < 2:
-            raise Hint(t("give_least_2", shape=tuple(x.shape)))
-        if x.numel() > 1_000_000:
-            raise Hint(t("keep_counterexample_small"))
-        if not torch.isfinite(x).all():
-            raise Hint(t("input_holds_nan"))
-        features = x.size(-1)
-        with torch.no_grad():
-            got = FusedLayerNorm(features).to(x.dtype)(x.detach())
-            want = F.layer_norm(x.detach().double(), (features,), eps=1e-5)
-        broken = ~torch.isfinite(got)
-        if broken.any():
-            return
-        gap = float((got.double() - want).abs().max())
-        if gap > 1e-2:
-            return
-        raise Hint(t("input_fusedlayernorm_agrees", gap=gap, dtype=str(x.dtype).replace("torch.", "")))
-
-    return run_check(t("counterexample_fusedlayernorm"), check, t("fusedlayernorm_wrong_input"))
+    if x is ... or x is None:
+        raise Hint(t("not_done_yet"))
+    if not isinstance(x, Tensor):
+        raise Hint(t("counterexample_torch_tensor", type=type(x).__name__))
+    if not x.is_floating_point():
+        raise Hint(
+            t("counterexample_dtype_layernorm",
+              dtype=x.dtype)
+        )  # fmt: skip
+    if x.dim() == 0 or x.size(-1) < 2:
+        raise Hint(t("give_least_2", shape=tuple(x.shape)))
+    if x.numel() > 1_000_000:
+        raise Hint(t("keep_counterexample_small"))
+    if not torch.isfinite(x).all():
+        raise Hint(t("input_holds_nan"))
+    features = x.size(-1)
+    with torch.no_grad():
+        got = FusedLayerNorm(features).to(x.dtype)(x.detach())
+        want = F.layer_norm(x.detach().double(), (features,), eps=1e-5)
+    broken = ~torch.isfinite(got)
+    if broken.any():
+        return
+    gap = float((got.double() - want).abs().max())
+    if gap > 1e-2:
+        return
+    raise Hint(t("input_fusedlayernorm_agrees", gap=gap, dtype=str(x.dtype).replace("torch.", "")))
 
 
 @answer_check
-def check_bug_line(bug_line) -> Result:
+@checker(lazy_t("wrong_line"), lazy_t("right_cancellation"))
+def check_bug_line(bug_line):
     """``bug_line``: the number of FusedLayerNorm's wrong line, as ``ex.print_numbered`` shows it."""
-
-    def check() -> None:
-        if bug_line is ... or bug_line is None:
-            raise Hint(t("not_done_yet_set"))
-        answer = bug_line
-        if isinstance(answer, (list, tuple, set, frozenset)):
-            if len(answer) != 1:
-                raise Hint(t("line_wrong_give", count=len(answer)))
-            (answer,) = answer
-        line = as_int(answer, t("line_number"))
-        if not 1 <= line <= _LINES:
-            raise Hint(t("fusedlayernorm_lines_1", last=_LINES,
-                         line=line))  # fmt: skip
-        digest = answer_digest(_BUG_KEY, [line])
-        if digest == _BUG_DIGEST:
-            return
-        if digest in _WRONG_LINE_HINTS:
-            raise Hint(_WRONG_LINE_HINTS[digest])
-        raise Hint(t("line_only_sets",
+    if bug_line is ... or bug_line is None:
+        raise Hint(t("not_done_yet_set"))
+    answer = bug_line
+    if isinstance(answer, (list, tuple, set, frozenset)):
+        if len(answer) != 1:
+            raise Hint(t("line_wrong_give", count=len(answer)))
+        (answer,) = answer
+    line = as_int(answer, t("line_number"))
+    if not 1 <= line <= _LINES:
+        raise Hint(t("fusedlayernorm_lines_1", last=_LINES,
                      line=line))  # fmt: skip
-
-    return run_check(t("wrong_line"), check, t("right_cancellation"))
+    digest = answer_digest(_BUG_KEY, [line])
+    if digest == _BUG_DIGEST:
+        return
+    if digest in _WRONG_LINE_HINTS:
+        raise Hint(_WRONG_LINE_HINTS[digest])
+    raise Hint(t("line_only_sets",
+                 line=line))  # fmt: skip
 
 
 # ---- exercise 3: LayerNorm parameters, by formula -----------------------------------------------------------
 
 
-def check_layer_norm_parameter_count(count) -> Result:
+@checker(lazy_t("layernorm_parameters"), lazy_t("passed_layernorm_count"))
+def check_layer_norm_parameter_count(count):
     """``count(N, d_model, norm_first)``: LayerNorm parameters of an encoder-decoder with N layers per stack, by
     formula: one of the cases (N = 48, d_model = 4096) is too large to build, and the package's make_model is refused."""
-
-    def check() -> None:
-        cases = ((6, 512, False), (6, 512, True), (2, 8, True), (3, 16, False), (48, 4096, True), (48, 4096, False))
-        for N, d_model, norm_first in cases:
-            what = f"count(N={N}, d_model={d_model}, norm_first={norm_first})"
-            with watch_shortcuts() as found:
-                answer = count(N, d_model, norm_first)
-            if found:
-                raise Hint(t("count_calls_builds", call=found.calls[0]))
-            got = as_int(answer, what)
-            per_norm, final = 2 * d_model, (2 if norm_first else 0)
-            want = (2 * N + 3 * N + final) * per_norm
-            if got == want:
-                continue
-            wrong = {
-                want // 2: t("counts_only_each"),
-                (4 * N + final) * per_norm: t("gives_each_decoder"),
-                (2 * N + final // 2) * per_norm: t("counts_encoder_only"),
-            }
-            if norm_first:
-                wrong[5 * N * per_norm] = t("leaves_out_final")
-                wrong[(5 * N + 1) * per_norm] = t("final_layernorm_each")
-            else:
-                wrong[(5 * N + 2) * per_norm] = t("adds_final_layernorms")
-            hint = wrong.get(got) or t("count_add_norm")
-            raise Hint(t("expected_another_number", what=what, got=got, hint=hint))
-
-    return run_check(t("layernorm_parameters"), check, t("passed_layernorm_count"))
+    cases = ((6, 512, False), (6, 512, True), (2, 8, True), (3, 16, False), (48, 4096, True), (48, 4096, False))
+    for N, d_model, norm_first in cases:
+        what = f"count(N={N}, d_model={d_model}, norm_first={norm_first})"
+        with watch_shortcuts() as found:
+            answer = count(N, d_model, norm_first)
+        if found:
+            raise Hint(t("count_calls_builds", call=found.calls[0]))
+        got = as_int(answer, what)
+        per_norm, final = 2 * d_model, (2 if norm_first else 0)
+        want = (2 * N + 3 * N + final) * per_norm
+        if got == want:
+            continue
+        wrong = {
+            want // 2: t("counts_only_each"),
+            (4 * N + final) * per_norm: t("gives_each_decoder"),
+            (2 * N + final // 2) * per_norm: t("counts_encoder_only"),
+        }
+        if norm_first:
+            wrong[5 * N * per_norm] = t("leaves_out_final")
+            wrong[(5 * N + 1) * per_norm] = t("final_layernorm_each")
+        else:
+            wrong[(5 * N + 2) * per_norm] = t("adds_final_layernorms")
+        hint = wrong.get(got) or t("count_add_norm")
+        raise Hint(t("expected_another_number", what=what, got=got, hint=hint))
 
 
 # ---- questions (a number, a letter) -----------------------------------------------------------------------------

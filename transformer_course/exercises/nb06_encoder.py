@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from ..i18n import messages
 from ..masks import padding_mask
-from . import Hint, Result, as_int, as_mask, questions, quiz_checker, run_check, same
+from . import Hint, as_int, as_mask, checker, questions, quiz_checker, same
 from .guard import earlier_fallbacks
 from .layer_checks import (
     allowing,
@@ -100,17 +100,14 @@ def _check_encoder_layer_once(EncoderLayer, norm_first: bool, model, what: str) 
 
 
 @allowing(EARLIER_PIECES)
-def check_encoder_layer(EncoderLayer) -> Result:
+@checker(lazy_t("encoder_layer_name"), lazy_t("encoderlayer_equals_packages"))
+def check_encoder_layer(EncoderLayer):
     """``EncoderLayer(d_model, heads, d_ff, dropout, norm_first=False)`` of my_transformer/encoder.py: the package's
     values (post-LN and pre-LN), its dropout placement and its gradients, with the package's weights loaded."""
-
-    def check():
-        model = package_model()
-        what = t("encoder_layer")
-        for norm_first in (False, True):
-            _check_encoder_layer_once(EncoderLayer, norm_first, model, what)
-
-    return run_check(t("encoder_layer_name"), check, t("encoderlayer_equals_packages"))
+    model = package_model()
+    what = t("encoder_layer")
+    for norm_first in (False, True):
+        _check_encoder_layer_once(EncoderLayer, norm_first, model, what)
 
 
 # ---- The build cell: the stack --------------------------------------------------------------------------------------
@@ -168,18 +165,15 @@ def _check_encoder_once(Encoder, EncoderLayer, norm_first: bool, model, what: st
 
 
 @allowing(EARLIER_PIECES)
-def check_encoder(Encoder, EncoderLayer) -> Result:
+@checker(lazy_t("encoder_name"), lazy_t("encoder_holds_n"))
+def check_encoder(Encoder, EncoderLayer):
     """``Encoder(layer, N)``: N deep copies of ``layer`` (each its own weights) and, only when the layer is
     pre-LN, one more LayerNorm at the end; equal to the package's ``Encoder`` with the same weights; padding
     changes no real position's output."""
-
-    def check():
-        model = package_model()
-        what = t("encoder")
-        for norm_first in (False, True):
-            _check_encoder_once(Encoder, EncoderLayer, norm_first, model, what)
-
-    return run_check(t("encoder_name"), check, t("encoder_holds_n"))
+    model = package_model()
+    what = t("encoder")
+    for norm_first in (False, True):
+        _check_encoder_once(Encoder, EncoderLayer, norm_first, model, what)
 
 
 # ---- Exercise 1: predict which outputs change when the padding mask is left out -------------------------------------
@@ -210,29 +204,26 @@ def _change_mistakes(want: Tensor) -> dict[str, Tensor]:
 
 
 @answer_check
-def check_mask_effect(changes) -> Result:
+@checker(lazy_t("mask_effect"), lazy_t("only_sentence_pad"))
+def check_mask_effect(changes):
     """``changes``: a (2, 5) table, True where the encoder's output at (sentence, position) changes when
     the padding mask is left out (``model.encode(src, None)`` instead of ``model.encode(src, src_mask)``)."""
-
-    def check():
-        if changes is ... or changes is None:
-            raise NotImplementedError
-        got = _as_table(changes, tuple(SRC.shape), "changes")
-        # measured now, on a fresh model of the notebook's sizes (never stored)
-        torch.manual_seed(6)
-        model = package_model().make_model(20, 20, N=2, d_model=16, d_ff=32, h=4, dropout=0.0).eval()
-        with torch.no_grad():
-            moved = model.encode(SRC, padding_mask(SRC, PAD)) - model.encode(SRC, None)  # (B, S, d_model)
-        want = moved.abs().amax(dim=-1) > 1e-4  # (B, S)
-        if torch.equal(got, want):
-            return
-        for hint, value in _change_mistakes(want).items():
-            if torch.equal(got, value):
-                raise Hint(hint)
-        wrong = (got != want).nonzero()[0].tolist()
-        raise Hint(t("sentence_position_said", sentence=wrong[0], position=wrong[1], said=bool(got[tuple(wrong)])))
-
-    return run_check(t("mask_effect"), check, t("only_sentence_pad"))
+    if changes is ... or changes is None:
+        raise NotImplementedError
+    got = _as_table(changes, tuple(SRC.shape), "changes")
+    # measured now, on a fresh model of the notebook's sizes (never stored)
+    torch.manual_seed(6)
+    model = package_model().make_model(20, 20, N=2, d_model=16, d_ff=32, h=4, dropout=0.0).eval()
+    with torch.no_grad():
+        moved = model.encode(SRC, padding_mask(SRC, PAD)) - model.encode(SRC, None)  # (B, S, d_model)
+    want = moved.abs().amax(dim=-1) > 1e-4  # (B, S)
+    if torch.equal(got, want):
+        return
+    for hint, value in _change_mistakes(want).items():
+        if torch.equal(got, value):
+            raise Hint(hint)
+    wrong = (got != want).nonzero()[0].tolist()
+    raise Hint(t("sentence_position_said", sentence=wrong[0], position=wrong[1], said=bool(got[tuple(wrong)])))
 
 
 # ---- Exercise 2: seat numbers that left padding does not move (a variant of §3.5's positions) -----------------------
@@ -245,69 +236,63 @@ LEFT_CASES = (  # (batch, S) token ids: right-padded, left-padded, mixed, no pad
 )
 
 
-def check_left_padded_positions(left_padded_positions: Callable[[Tensor, int], Tensor]) -> Result:
+@checker(lazy_t("left_padded_positions"), lazy_t("real_tokens_numbered"))
+def check_left_padded_positions(left_padded_positions: Callable[[Tensor, int], Tensor]):
     """``left_padded_positions(src, pad)`` → (batch, S) integer seat numbers: the real tokens of each sentence
     numbered 0, 1, 2, … from its first real token, wherever its <pad> are; at a <pad> any seat in [0, S)."""
-
-    def check():
-        for src in LEFT_CASES:
-            what = f"left_padded_positions(src={src.tolist()}, pad={PAD})"
-            got = left_padded_positions(src.clone(), PAD)
-            if not isinstance(got, Tensor):
-                raise Hint(t("torch_tensor_got", what=what, type=type(got).__name__))
-            if tuple(got.shape) != tuple(src.shape):
-                raise Hint(t("shape_expected_seat", what=what, got=tuple(got.shape), expected=tuple(src.shape)))
-            if got.is_floating_point() or got.dtype == torch.bool:
-                raise Hint(t("dtype_seat_numbers", what=what, dtype=got.dtype))
-            real = src != PAD  # (B, S)
-            S = src.size(1)
-            for b in range(src.size(0)):
-                seats = got[b][real[b]].tolist()
-                want = list(range(int(real[b].sum())))
-                if seats == want:
-                    continue
-                plain = torch.arange(S)[real[b]].tolist()
-                if seats == plain:
-                    raise Hint(t("sentence_those_plain", what=what, b=b))
-                if seats == [s + 1 for s in want]:
-                    raise Hint(t("sentence_off_first", what=what, b=b))
-                if seats == want[::-1]:
-                    raise Hint(t("sentence_counted_end", what=what, b=b))
-                raise Hint(t("sentence_real_tokens", what=what, b=b, seats=seats, want=want))
-            if bool(((got < 0) | (got >= S)).any()):
-                raise Hint(t("seat_outside_0", what=what, S=S))
-
-    return run_check(t("left_padded_positions"), check, t("real_tokens_numbered"))
+    for src in LEFT_CASES:
+        what = f"left_padded_positions(src={src.tolist()}, pad={PAD})"
+        got = left_padded_positions(src.clone(), PAD)
+        if not isinstance(got, Tensor):
+            raise Hint(t("torch_tensor_got", what=what, type=type(got).__name__))
+        if tuple(got.shape) != tuple(src.shape):
+            raise Hint(t("shape_expected_seat", what=what, got=tuple(got.shape), expected=tuple(src.shape)))
+        if got.is_floating_point() or got.dtype == torch.bool:
+            raise Hint(t("dtype_seat_numbers", what=what, dtype=got.dtype))
+        real = src != PAD  # (B, S)
+        S = src.size(1)
+        for b in range(src.size(0)):
+            seats = got[b][real[b]].tolist()
+            want = list(range(int(real[b].sum())))
+            if seats == want:
+                continue
+            plain = torch.arange(S)[real[b]].tolist()
+            if seats == plain:
+                raise Hint(t("sentence_those_plain", what=what, b=b))
+            if seats == [s + 1 for s in want]:
+                raise Hint(t("sentence_off_first", what=what, b=b))
+            if seats == want[::-1]:
+                raise Hint(t("sentence_counted_end", what=what, b=b))
+            raise Hint(t("sentence_real_tokens", what=what, b=b, seats=seats, want=want))
+        if bool(((got < 0) | (got >= S)).any()):
+            raise Hint(t("seat_outside_0", what=what, S=S))
 
 
 # ---- Exercise 3: how many parameters has the encoder? In closed form: no model built, no tensor made ----------------
 
 
-def check_encoder_parameter_count(encoder_parameter_count: Callable[[int, int, int], int]) -> Result:
+@checker("encoder_parameter_count", lazy_t("closed_form_right"))
+def check_encoder_parameter_count(encoder_parameter_count: Callable[[int, int, int], int]):
     """``encoder_parameter_count(N, d_model, d_ff)`` = the parameters of N post-LN encoder layers, for sizes up to
     N = 48, d_model = 4096, d_ff = 16384 (about 9.7 billion: 39 GB in float32), with no tensor made."""
-
-    def check():
-        model = package_model()
-        for N, d_model, d_ff in ((1, 8, 16), (2, 16, 48), (6, 512, 2048), (48, 4096, 16384), (13, 1000, 3000)):
-            what = f"encoder_parameter_count(N={N}, d_model={d_model}, d_ff={d_ff})"
-            got = as_int(closed_form(encoder_parameter_count, (N, d_model, d_ff), what), what)
-            expected = N * meta_count(functools.partial(model.EncoderLayer, d_model, 8, d_ff, 0.0))
-            if got == expected:
-                continue
-            d = d_model
-            misses = {
-                expected // N: t("one_layer_not_n"),
-                expected - N * (4 * d + d_ff + d): t("biases_missing"),
-                expected - N * 4 * d: t("two_layernorms_each"),
-                expected - N * 2 * d: t("each_layer_two"),
-                expected - N * (d * d + d): t("multi_head_attention"),
-                expected - N * (d * d_ff + d_ff): t("ffn_two_matrices"),
-            }
-            hint = misses.get(got) or t("count_per_layer")
-            raise Hint(t("returned_expected", what=what, got=got, expected=expected, hint=hint))
-
-    return run_check("encoder_parameter_count", check, t("closed_form_right"))
+    model = package_model()
+    for N, d_model, d_ff in ((1, 8, 16), (2, 16, 48), (6, 512, 2048), (48, 4096, 16384), (13, 1000, 3000)):
+        what = f"encoder_parameter_count(N={N}, d_model={d_model}, d_ff={d_ff})"
+        got = as_int(closed_form(encoder_parameter_count, (N, d_model, d_ff), what), what)
+        expected = N * meta_count(functools.partial(model.EncoderLayer, d_model, 8, d_ff, 0.0))
+        if got == expected:
+            continue
+        d = d_model
+        misses = {
+            expected // N: t("one_layer_not_n"),
+            expected - N * (4 * d + d_ff + d): t("biases_missing"),
+            expected - N * 4 * d: t("two_layernorms_each"),
+            expected - N * 2 * d: t("each_layer_two"),
+            expected - N * (d * d + d): t("multi_head_attention"),
+            expected - N * (d * d_ff + d_ff): t("ffn_two_matrices"),
+        }
+        hint = misses.get(got) or t("count_per_layer")
+        raise Hint(t("returned_expected", what=what, got=got, expected=expected, hint=hint))
 
 
 # ---- Questions ------------------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from torch import Tensor, nn
 
 from ..i18n import messages
 from ..masks import padding_mask, target_mask
-from . import Hint, Result, as_choice, as_int, questions, quiz_checker, run_check
+from . import Hint, as_choice, as_int, checker, questions, quiz_checker
 from .guard import answer_digest, earlier_fallbacks
 from .layer_checks import (
     allowing,
@@ -127,18 +127,15 @@ def _check_decoder_layer_once(DecoderLayer, norm_first: bool, S: int, model, wha
 
 
 @allowing(EARLIER_PIECES)
-def check_decoder_layer(DecoderLayer) -> Result:
+@checker(lazy_t("decoder_layer_name"), lazy_t("decoderlayer_equals_packages"))
+def check_decoder_layer(DecoderLayer):
     """``DecoderLayer(d_model, heads, d_ff, dropout, norm_first=False)`` with ``forward(x, memory, src_mask,
     tgt_mask)``: the package's values (post-LN and pre-LN, source as long as the target and longer), dropout
     placement and gradients, with the package's weights loaded."""
-
-    def check():
-        model = package_model()
-        what = t("decoder_layer")
-        for norm_first, S in ((False, 5), (True, 5), (False, 7)):  # S = T first, so that swapped masks still run
-            _check_decoder_layer_once(DecoderLayer, norm_first, S, model, what)
-
-    return run_check(t("decoder_layer_name"), check, t("decoderlayer_equals_packages"))
+    model = package_model()
+    what = t("decoder_layer")
+    for norm_first, S in ((False, 5), (True, 5), (False, 7)):  # S = T first, so that swapped masks still run
+        _check_decoder_layer_once(DecoderLayer, norm_first, S, model, what)
 
 
 # ---- The build cell: the decoder stack ------------------------------------------------------------------------------
@@ -190,17 +187,14 @@ def _chain_as_memory(ref, x, src_mask, tgt_mask) -> Tensor:
 
 
 @allowing(EARLIER_PIECES)
-def check_decoder(Decoder, DecoderLayer) -> Result:
+@checker(lazy_t("decoder_name"), lazy_t("decoder_holds_n"))
+def check_decoder(Decoder, DecoderLayer):
     """``Decoder(layer, N)``: N independent copies, the final LayerNorm only when pre-LN, the memory and both
     masks handed to every layer; equal to the package's ``Decoder`` with the same weights."""
-
-    def check():
-        model = package_model()
-        what = t("decoder")
-        for norm_first in (False, True):
-            _check_decoder_once(Decoder, DecoderLayer, norm_first, model, what)
-
-    return run_check(t("decoder_name"), check, t("decoder_holds_n"))
+    model = package_model()
+    what = t("decoder")
+    for norm_first in (False, True):
+        _check_decoder_once(Decoder, DecoderLayer, norm_first, model, what)
 
 
 # ---- The build cell: Generator, EncoderDecoder and make_model, checked through make_model ---------------------------
@@ -308,31 +302,28 @@ def _check_model_once(make_model, options: dict, model, what: str) -> None:
 
 
 @allowing(EARLIER_PIECES)
-def check_make_model(make_model) -> Result:
+@checker(lazy_t("whole_model"), lazy_t("make_model_builds"))
+def check_make_model(make_model):
     """``make_model(src_vocab, tgt_vocab, N, d_model, d_ff, h, dropout, norm_first=False, tie_embeddings="decoder",
     max_len=512, positional="sinusoidal")``: the package's names and tying, Xavier-uniform matrices, the package's
     encode / decode / generator / forward with the same weights, dropout and gradients — for the paper's model
     and its variants (pre-LN, learned positions, no tying, three-way tying)."""
-
-    def check():
-        model = package_model()
-        what = t("model")
-        for options in (
-            {},
-            {"norm_first": True},
-            {"positional": "learned", "max_len": 64},
-            {"tie_embeddings": "none"},
-            {"tie_embeddings": "all"},
-        ):
-            _check_model_once(make_model, options, model, what)
-        try:
-            guarded(what, make_model, 23, 19, N=1, d_model=8, d_ff=8, h=2, tie_embeddings="all")
-        except ValueError:
-            pass
-        else:
-            raise Hint(t("make_model_23"))
-
-    return run_check(t("whole_model"), check, t("make_model_builds"))
+    model = package_model()
+    what = t("model")
+    for options in (
+        {},
+        {"norm_first": True},
+        {"positional": "learned", "max_len": 64},
+        {"tie_embeddings": "none"},
+        {"tie_embeddings": "all"},
+    ):
+        _check_model_once(make_model, options, model, what)
+    try:
+        guarded(what, make_model, 23, 19, N=1, d_model=8, d_ff=8, h=2, tie_embeddings="all")
+    except ValueError:
+        pass
+    else:
+        raise Hint(t("make_model_23"))
 
 
 # ---- Exercise 1: find the bug. Two small models, each with one thing wrong inside its decoder layers. ---------------
@@ -383,20 +374,17 @@ MYSTERY_DIGESTS = {"model_1": "d7774578982178c115756399", "model_2": "3cfc081e72
 
 
 @answer_check
-def check_mystery(model_1=..., model_2=...) -> Result:
+@checker(lazy_t("find_bug"), lazy_t("model_1s_self"))
+def check_mystery(model_1=..., model_2=...):
     """``check_mystery(model_1=..., model_2=...)``: the letter of each model's bug."""
-
-    def check():
-        if model_1 is ... and model_2 is ...:
-            raise NotImplementedError
-        for name, answer in (("model_1", model_1), ("model_2", model_2)):
-            if answer is ...:
-                raise Hint(t("no_answer_yet", name=name))
-            letter = as_choice(answer, OPTIONS, name)
-            if answer_digest(f"nb07-mystery-{name}", letter) != MYSTERY_DIGESTS[name]:
-                raise Hint(t("not_letter_hint", name=name, letter=letter, hint=RULED_OUT[letter]))
-
-    return run_check(t("find_bug"), check, t("model_1s_self"))
+    if model_1 is ... and model_2 is ...:
+        raise NotImplementedError
+    for name, answer in (("model_1", model_1), ("model_2", model_2)):
+        if answer is ...:
+            raise Hint(t("no_answer_yet", name=name))
+        letter = as_choice(answer, OPTIONS, name)
+        if answer_digest(f"nb07-mystery-{name}", letter) != MYSTERY_DIGESTS[name]:
+            raise Hint(t("not_letter_hint", name=name, letter=letter, hint=RULED_OUT[letter]))
 
 
 # ---- Exercise 2: the parameters of the whole model, for each kind of tying, in closed form --------------------------
@@ -430,30 +418,27 @@ def _count_mistakes(src_vocab, tgt_vocab, N, d, d_ff, tie, want) -> dict[str, in
     return mistakes
 
 
-def check_parameter_count(parameter_count: Callable[..., int]) -> Result:
+@checker("parameter_count", lazy_t("closed_form_right"))
+def check_parameter_count(parameter_count: Callable[..., int]):
     """``parameter_count(src_vocab, tgt_vocab, N, d_model, d_ff, tie_embeddings)`` must equal the parameters of
     ``make_model(..., tie_embeddings=...)`` for 'none', 'decoder' and 'all' — in closed form, for sizes up to
     23 billion parameters, with no model built and no tensor made."""
-
-    def check():
-        model = package_model()
-        for case in COUNT_CASES:
-            src_vocab, tgt_vocab, N, d_model, d_ff, tie = case
-            what = f"parameter_count{case}"
-            got = as_int(closed_form(parameter_count, case, what), what)
-            want = meta_count(
-                functools.partial(
-                    model.make_model, src_vocab, tgt_vocab, N=N, d_model=d_model, d_ff=d_ff, h=4, tie_embeddings=tie
-                )
+    model = package_model()
+    for case in COUNT_CASES:
+        src_vocab, tgt_vocab, N, d_model, d_ff, tie = case
+        what = f"parameter_count{case}"
+        got = as_int(closed_form(parameter_count, case, what), what)
+        want = meta_count(
+            functools.partial(
+                model.make_model, src_vocab, tgt_vocab, N=N, d_model=d_model, d_ff=d_ff, h=4, tie_embeddings=tie
             )
-            if got == want:
-                continue
-            for hint, value in _count_mistakes(src_vocab, tgt_vocab, N, d_model, d_ff, tie, want).items():
-                if got == value:
-                    raise Hint(t("expected", what=what, got=got, want=want, hint=hint))
-            raise Hint(t("expected_layers_section", what=what, got=got, want=want))
-
-    return run_check("parameter_count", check, t("closed_form_right"))
+        )
+        if got == want:
+            continue
+        for hint, value in _count_mistakes(src_vocab, tgt_vocab, N, d_model, d_ff, tie, want).items():
+            if got == value:
+                raise Hint(t("expected", what=what, got=got, want=want, hint=hint))
+        raise Hint(t("expected_layers_section", what=what, got=got, want=want))
 
 
 # ---- Questions: nn.Transformer as a PyTorch user meets it (section 8) -----------------------------------------------

@@ -21,7 +21,19 @@ import torch.nn.functional as F
 from ..config import get_preset
 from ..data import EOS, collate
 from ..i18n import messages
-from . import Hint, Numeric, Result, answer_check, as_int, as_number, as_shape, questions, quiz_checker, run_check
+from . import (
+    Hint,
+    Numeric,
+    Result,
+    answer_check,
+    as_int,
+    as_number,
+    as_shape,
+    checker,
+    questions,
+    quiz_checker,
+    run_check,
+)
 from .guard import no_shortcuts
 
 t, lazy_t = messages("nb08_training_loop")
@@ -49,63 +61,56 @@ def _require_answers(**answers) -> None:
 # ---- exercise 1: predict a batch (predict, then verify with collate) --------------------------------------
 
 
-def check_batch_numbers(batch_numbers) -> Result:
+@checker(lazy_t("numbers_batch"), lazy_t("passed_right_every"))
+def check_batch_numbers(batch_numbers):
     """``batch_numbers(lengths)``: for target sentences of ``lengths`` words (a list of positive ints), wrapped as
     <s> … </s>, padded and shifted as ``collate`` does, the tuple (shape of ``tgt_out`` as a tuple, real tokens of
     ``tgt_out``, how many </s> remain in ``tgt_in``), worked out from the lengths alone: calling the package
     (``collate``, ``Batch``) fails. Tried on batches with one longest sentence and with a tie for the longest."""
-
-    def check():
-        if batch_numbers is ... or batch_numbers is None:
-            raise Hint(t("not_done_yet", names="batch_numbers"))
-        if not callable(batch_numbers):
-            raise Hint(t("batch_numbers_function", type=type(batch_numbers).__name__))
-        generator = torch.Generator().manual_seed(8)
-        cases = [[7, 3, 5, 9], [4, 4], [6, 2, 6, 1, 3], [1]]
-        cases += [
-            torch.randint(1, 12, (int(torch.randint(1, 7, (1,), generator=generator)),), generator=generator).tolist()
-            for _ in range(6)
-        ]
-        for lengths in cases:
-            batch = collate([([4] * n, [4] * n) for n in lengths])  # the package's, outside the learner's code
-            want_shape, want_tokens = tuple(batch.tgt_out.shape), int(batch.n_tokens)
-            want_eos = int((batch.tgt_in == EOS).sum())
-            with no_shortcuts(t("numbers_batch")):
-                got = batch_numbers(list(lengths))
-            if not isinstance(got, (tuple, list)) or len(got) != 3:
-                raise Hint(t("batch_numbers_return", lengths=lengths, got=got))
-            shape, n, eos = (
-                as_shape(got[0], "tgt_out_shape"),
-                as_int(got[1], "n_tokens"),
-                as_int(got[2], "eos_in_tgt_in"),
-            )
-            batch_size, T, longest = len(lengths), want_shape[1], max(lengths)
-            if shape != want_shape:
-                shape_hints = {
-                    (batch_size, T + 1): t("shape_tgt_itself", shape=(batch_size, T + 1), longest=longest),
-                    (batch_size, T - 1): t("longest_sentence_words", longest=longest),
-                    (T, batch_size): t("batch_comes_first"),
-                }
-                hint = shape_hints.get(shape) or t("count_columns_again")
-                raise Hint(t("lengths", lengths=lengths, what="tgt_out_shape", got=shape, hint=hint))
-            if n != want_tokens:
-                token_hints = {
-                    sum(k + 2 for k in lengths): t("counts_s_too"),
-                    sum(lengths): t("forgets_s_model"),
-                    batch_size * T: t("counts_padding_pads"),
-                }
-                hint = token_hints.get(n) or t("not_number_real")
-                raise Hint(t("for_lengths_hint", lengths=lengths, what="n_tokens", got=n, hint=hint))
-            if eos != want_eos:
-                if eos == len(lengths) - 1 and lengths.count(longest) > 1:
-                    hint = t("sentences_share_longest", count=lengths.count(longest), longest=longest)
-                elif eos == len(lengths):
-                    hint = t("longest_sentences_s")
-                else:
-                    hint = t("write_out_rows")
-                raise Hint(t("lengths", lengths=lengths, what="eos_in_tgt_in", got=eos, hint=hint))
-
-    return run_check(t("numbers_batch"), check, t("passed_right_every"))
+    if batch_numbers is ... or batch_numbers is None:
+        raise Hint(t("not_done_yet", names="batch_numbers"))
+    if not callable(batch_numbers):
+        raise Hint(t("batch_numbers_function", type=type(batch_numbers).__name__))
+    generator = torch.Generator().manual_seed(8)
+    cases = [[7, 3, 5, 9], [4, 4], [6, 2, 6, 1, 3], [1]]
+    cases += [
+        torch.randint(1, 12, (int(torch.randint(1, 7, (1,), generator=generator)),), generator=generator).tolist()
+        for _ in range(6)
+    ]
+    for lengths in cases:
+        batch = collate([([4] * n, [4] * n) for n in lengths])  # the package's, outside the learner's code
+        want_shape, want_tokens = tuple(batch.tgt_out.shape), int(batch.n_tokens)
+        want_eos = int((batch.tgt_in == EOS).sum())
+        with no_shortcuts(t("numbers_batch")):
+            got = batch_numbers(list(lengths))
+        if not isinstance(got, (tuple, list)) or len(got) != 3:
+            raise Hint(t("batch_numbers_return", lengths=lengths, got=got))
+        shape, n, eos = (as_shape(got[0], "tgt_out_shape"), as_int(got[1], "n_tokens"), as_int(got[2], "eos_in_tgt_in"))
+        batch_size, T, longest = len(lengths), want_shape[1], max(lengths)
+        if shape != want_shape:
+            shape_hints = {
+                (batch_size, T + 1): t("shape_tgt_itself", shape=(batch_size, T + 1), longest=longest),
+                (batch_size, T - 1): t("longest_sentence_words", longest=longest),
+                (T, batch_size): t("batch_comes_first"),
+            }
+            hint = shape_hints.get(shape) or t("count_columns_again")
+            raise Hint(t("lengths", lengths=lengths, what="tgt_out_shape", got=shape, hint=hint))
+        if n != want_tokens:
+            token_hints = {
+                sum(k + 2 for k in lengths): t("counts_s_too"),
+                sum(lengths): t("forgets_s_model"),
+                batch_size * T: t("counts_padding_pads"),
+            }
+            hint = token_hints.get(n) or t("not_number_real")
+            raise Hint(t("for_lengths_hint", lengths=lengths, what="n_tokens", got=n, hint=hint))
+        if eos != want_eos:
+            if eos == len(lengths) - 1 and lengths.count(longest) > 1:
+                hint = t("sentences_share_longest", count=lengths.count(longest), longest=longest)
+            elif eos == len(lengths):
+                hint = t("longest_sentences_s")
+            else:
+                hint = t("write_out_rows")
+            raise Hint(t("lengths", lengths=lengths, what="eos_in_tgt_in", got=eos, hint=hint))
 
 
 # ---- exercise 2: expose the bug with an input of your own -------------------------------------------------
@@ -122,38 +127,31 @@ def suspect_label_smoothing_loss(logits, target, eps=0.1, pad=0):
     return (((1 - eps) * nll + eps * uniform) * real).sum() / real.sum()
 
 
-def check_exposes_bug(logits_input, target_input) -> Result:
+@checker(lazy_t("expose_bug"), lazy_t("passed_word_far"))
+def check_exposes_bug(logits_input, target_input):
     """``logits_input`` (batch, T, V) floats and ``target_input`` (batch, T) token ids in [0, V) with at least one
     real (non-pad, id ≠ 0) token: an input on which ``suspect_label_smoothing_loss`` (ε = 0.1, pad = 0) differs from
     the right loss, ``F.cross_entropy(…, label_smoothing=0.1, ignore_index=0)``."""
-
-    def check():
-        _require_answers(logits_input=logits_input, target_input=target_input)
-        if (
-            not isinstance(logits_input, torch.Tensor)
-            or not logits_input.is_floating_point()
-            or logits_input.dim() != 3
-        ):
-            raise Hint(t("logits_input_float", got=_describe(logits_input)))
-        if not isinstance(target_input, torch.Tensor) or target_input.dtype != torch.long or target_input.dim() != 2:
-            raise Hint(t("target_input_long", got=_describe(target_input)))
-        if tuple(target_input.shape) != tuple(logits_input.shape[:2]):
-            raise Hint(t("target_input_but", target=tuple(target_input.shape), logits=tuple(logits_input.shape)))
-        vocab = logits_input.size(-1)
-        if int(target_input.min()) < 0 or int(target_input.max()) >= vocab:
-            raise Hint(t("target_ids_must", vocab=vocab))
-        if not bool((target_input != 0).any()):
-            raise Hint(t("every_target_pad"))
-        if not bool(torch.isfinite(logits_input).all()):
-            raise Hint(t("logits_hold_inf"))
-        right = F.cross_entropy(
-            logits_input.reshape(-1, vocab), target_input.reshape(-1), label_smoothing=0.1, ignore_index=0
-        )
-        suspect = suspect_label_smoothing_loss(logits_input, target_input)
-        if bool(torch.isfinite(suspect)) and math.isclose(float(suspect), float(right), rel_tol=1e-4, abs_tol=1e-6):
-            raise Hint(t("input_both_give", value=float(right)))
-
-    return run_check(t("expose_bug"), check, t("passed_word_far"))
+    _require_answers(logits_input=logits_input, target_input=target_input)
+    if not isinstance(logits_input, torch.Tensor) or not logits_input.is_floating_point() or logits_input.dim() != 3:
+        raise Hint(t("logits_input_float", got=_describe(logits_input)))
+    if not isinstance(target_input, torch.Tensor) or target_input.dtype != torch.long or target_input.dim() != 2:
+        raise Hint(t("target_input_long", got=_describe(target_input)))
+    if tuple(target_input.shape) != tuple(logits_input.shape[:2]):
+        raise Hint(t("target_input_but", target=tuple(target_input.shape), logits=tuple(logits_input.shape)))
+    vocab = logits_input.size(-1)
+    if int(target_input.min()) < 0 or int(target_input.max()) >= vocab:
+        raise Hint(t("target_ids_must", vocab=vocab))
+    if not bool((target_input != 0).any()):
+        raise Hint(t("every_target_pad"))
+    if not bool(torch.isfinite(logits_input).all()):
+        raise Hint(t("logits_hold_inf"))
+    right = F.cross_entropy(
+        logits_input.reshape(-1, vocab), target_input.reshape(-1), label_smoothing=0.1, ignore_index=0
+    )
+    suspect = suspect_label_smoothing_loss(logits_input, target_input)
+    if bool(torch.isfinite(suspect)) and math.isclose(float(suspect), float(right), rel_tol=1e-4, abs_tol=1e-6):
+        raise Hint(t("input_both_give", value=float(right)))
 
 
 def _describe(value) -> str:

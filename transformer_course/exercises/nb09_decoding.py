@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from ..i18n import messages
-from . import Hint, Result, as_int, as_number, as_sequence, expect_tensor, questions, quiz_checker, run_check
+from . import Hint, Result, as_int, as_number, as_sequence, checker, expect_tensor, questions, quiz_checker, run_check
 from .guard import no_shortcuts, number_matches
 from .seal import answer_check
 
@@ -126,85 +126,79 @@ def _show(words: tuple[str, ...], probs: Tensor) -> str:
 
 
 @answer_check
-def check_table_design(table_design) -> Result:
+@checker(lazy_t("table_design"), lazy_t("passed_greedy_beam"))
+def check_table_design(table_design):
     """``table_design``: {'<s>': {...}, 'A': {...}, 'B': {...}, 'C': {...}}, each row a dict next word →
     probability (next words '</s>', 'A', 'B', 'C'; a word left out has probability 0; each row sums to 1). The
     checker decodes the table with the package's greedy_decode and beam_search (α = 0, at most 7 tokens after
     <s>) and finds the most likely sentence by trying them all."""
+    from ..decode import beam_search, greedy_decode
 
-    def check():
-        from ..decode import beam_search, greedy_decode
-
-        probs = _as_table(table_design)
-        model = _TableModel(probs.float().clamp_min(1e-30))
-        src, mask = torch.tensor([[4]]), torch.ones(1, 1, 1, 1, dtype=torch.bool)  # the source is ignored
-        with torch.no_grad():
-            greedy = _sentence(greedy_decode(model, src, mask, _MAX_LEN, _BOS, _EOS)[0].tolist())
-            beam = {
-                k: _sentence(
-                    beam_search(model, src, mask, _MAX_LEN, _BOS, _EOS, beam_size=k, length_penalty=0.0)[0].tolist()
-                )
-                for k in (2, 3)
-            }
-        sentences = [
-            (*words, "</s>") for n in range(_MAX_LEN - 1) for words in itertools.product(("A", "B", "C"), repeat=n)
-        ]
-        ranked = sorted(sentences, key=lambda words: -_log_p(words, probs))
-        best = ranked[0]
-        if math.isclose(_log_p(ranked[0], probs), _log_p(ranked[1], probs), rel_tol=1e-6, abs_tol=1e-9):
-            raise Hint(t("two_sentences_tie", a=_show(ranked[0], probs), b=_show(ranked[1], probs)))
-        if not greedy or greedy[-1] != "</s>":
-            raise Hint(t("greedy_decoding_writes", sentence=" ".join(greedy), n=_MAX_LEN - 1))
-        if greedy == best:
-            raise Hint(t("greedy_decoding_already", sentence=_show(best, probs)))
-        if beam[2] == greedy:
-            raise Hint(t("beam_k2_equals_greedy", sentence=_show(greedy, probs)))
-        if beam[2] == best:
-            raise Hint(t("beam_k2_finds_best", sentence=_show(best, probs)))
-        if beam[3] != best:
-            raise Hint(t("beam_k3_misses_best", got=_show(beam[3], probs), best=_show(best, probs)))
-
-    return run_check(t("table_design"), check, t("passed_greedy_beam"))
+    probs = _as_table(table_design)
+    model = _TableModel(probs.float().clamp_min(1e-30))
+    src, mask = torch.tensor([[4]]), torch.ones(1, 1, 1, 1, dtype=torch.bool)  # the source is ignored
+    with torch.no_grad():
+        greedy = _sentence(greedy_decode(model, src, mask, _MAX_LEN, _BOS, _EOS)[0].tolist())
+        beam = {
+            k: _sentence(
+                beam_search(model, src, mask, _MAX_LEN, _BOS, _EOS, beam_size=k, length_penalty=0.0)[0].tolist()
+            )
+            for k in (2, 3)
+        }
+    sentences = [
+        (*words, "</s>") for n in range(_MAX_LEN - 1) for words in itertools.product(("A", "B", "C"), repeat=n)
+    ]
+    ranked = sorted(sentences, key=lambda words: -_log_p(words, probs))
+    best = ranked[0]
+    if math.isclose(_log_p(ranked[0], probs), _log_p(ranked[1], probs), rel_tol=1e-6, abs_tol=1e-9):
+        raise Hint(t("two_sentences_tie", a=_show(ranked[0], probs), b=_show(ranked[1], probs)))
+    if not greedy or greedy[-1] != "</s>":
+        raise Hint(t("greedy_decoding_writes", sentence=" ".join(greedy), n=_MAX_LEN - 1))
+    if greedy == best:
+        raise Hint(t("greedy_decoding_already", sentence=_show(best, probs)))
+    if beam[2] == greedy:
+        raise Hint(t("beam_k2_equals_greedy", sentence=_show(greedy, probs)))
+    if beam[2] == best:
+        raise Hint(t("beam_k2_finds_best", sentence=_show(best, probs)))
+    if beam[3] != best:
+        raise Hint(t("beam_k3_misses_best", got=_show(beam[3], probs), best=_show(best, probs)))
 
 
 # ---- Exercise 2: one batched beam step ------------------------------------------------------------------------------
 
 
-def check_top_k_extensions(top_k_extensions) -> Result:
+@checker(lazy_t("top_k_extensions"), lazy_t("passed_k_best"))
+def check_top_k_extensions(top_k_extensions):
     """``top_k_extensions(beam_log_probs (k,), next_log_probs (k, V), k)`` → ``(scores (k,), beam (k,), word (k,))``
     as a tuple or a list: the k best one-word extensions over all beams, best first. ``beam`` and ``word`` may
     have any integer dtype."""
-
-    def check():
-        g = torch.Generator().manual_seed(9)
-        beam_log_probs = torch.tensor([-0.5, -1.2, -3.0])  # (k,), best beam first
-        next_log_probs = torch.randn(3, 7, generator=g).mul(2).log_softmax(-1)  # (k, V)
-        next_log_probs[2, 5] = -0.01  # the weakest beam has the single most likely next word
-        k, V = 3, next_log_probs.size(1)
-        candidates = sorted(
-            ((float(beam_log_probs[b] + next_log_probs[b, w]), b, w) for b in range(k) for w in range(V)),
-            key=lambda c: -c[0],
-        )[:k]  # every (beam, word) pair, one by one: the k best
-        want_scores = torch.tensor([c[0] for c in candidates])
-        want_beam, want_word = torch.tensor([c[1] for c in candidates]), torch.tensor([c[2] for c in candidates])
-        with no_shortcuts(t("beam_step")):
-            got = top_k_extensions(beam_log_probs.clone(), next_log_probs.clone(), k)
-        scores, beam, word = as_sequence(got, 3, t("result_top_k"))
-        if isinstance(scores, Tensor) and scores.shape == (k,):
-            plain = next_log_probs.flatten().topk(k).values
-            if torch.allclose(scores.float(), plain, atol=1e-5):
-                raise Hint(t("scores_ignore_beams"))
-        expect_tensor(scores, want_scores, "scores", atol=1e-5)
-        if isinstance(beam, Tensor) and isinstance(word, Tensor):
-            flat = want_beam * V + want_word
-            if torch.equal(beam.long(), flat % k) or torch.equal(word.long(), flat // k):
-                raise Hint(t("flat_index_over"))
-            if torch.equal(beam.long(), want_word) and torch.equal(word.long(), want_beam):
-                raise Hint(t("beam_word_swapped"))
-        expect_tensor(beam, want_beam.to(beam.dtype) if isinstance(beam, Tensor) else want_beam, "beam")
-        expect_tensor(word, want_word.to(word.dtype) if isinstance(word, Tensor) else want_word, "word")
-
-    return run_check(t("top_k_extensions"), check, t("passed_k_best"))
+    g = torch.Generator().manual_seed(9)
+    beam_log_probs = torch.tensor([-0.5, -1.2, -3.0])  # (k,), best beam first
+    next_log_probs = torch.randn(3, 7, generator=g).mul(2).log_softmax(-1)  # (k, V)
+    next_log_probs[2, 5] = -0.01  # the weakest beam has the single most likely next word
+    k, V = 3, next_log_probs.size(1)
+    candidates = sorted(
+        ((float(beam_log_probs[b] + next_log_probs[b, w]), b, w) for b in range(k) for w in range(V)),
+        key=lambda c: -c[0],
+    )[:k]  # every (beam, word) pair, one by one: the k best
+    want_scores = torch.tensor([c[0] for c in candidates])
+    want_beam, want_word = torch.tensor([c[1] for c in candidates]), torch.tensor([c[2] for c in candidates])
+    with no_shortcuts(t("beam_step")):
+        got = top_k_extensions(beam_log_probs.clone(), next_log_probs.clone(), k)
+    scores, beam, word = as_sequence(got, 3, t("result_top_k"))
+    if isinstance(scores, Tensor) and scores.shape == (k,):
+        plain = next_log_probs.flatten().topk(k).values
+        if torch.allclose(scores.float(), plain, atol=1e-5):
+            raise Hint(t("scores_ignore_beams"))
+    expect_tensor(scores, want_scores, "scores", atol=1e-5)
+    if isinstance(beam, Tensor) and isinstance(word, Tensor):
+        flat = want_beam * V + want_word
+        if torch.equal(beam.long(), flat % k) or torch.equal(word.long(), flat // k):
+            raise Hint(t("flat_index_over"))
+        if torch.equal(beam.long(), want_word) and torch.equal(word.long(), want_beam):
+            raise Hint(t("beam_word_swapped"))
+    expect_tensor(beam, want_beam.to(beam.dtype) if isinstance(beam, Tensor) else want_beam, "beam")
+    expect_tensor(word, want_word.to(word.dtype) if isinstance(word, Tensor) else want_word, "word")
 
 
 # ---- Exercise 3: the α at which the length penalty changes the winner -----------------------------------------------
@@ -225,41 +219,38 @@ def _gap(case: tuple, alpha: float) -> float:
     return (long - short) / abs(short)
 
 
-def check_crossover_alpha(crossover_alpha) -> Result:
+@checker(lazy_t("crossover_alpha_name"), lazy_t("passed_ln_log"))
+def check_crossover_alpha(crossover_alpha):
     """``crossover_alpha(log_p_short, len_short, log_p_long, len_long)`` → the α at which both hypotheses
     get the same score log P / ((5 + |Y|) / 6)^α (below it the short one wins, above it the long one).
     The check is that the two scores are equal at the returned α (there is one such α)."""
+    for case in _CROSSOVER_CASES:
+        log_p_s, n_s, log_p_l, n_l = case
+        what = f"crossover_alpha{case}"
+        with no_shortcuts(t("crossover"), allow=("transformer_course.decode", "transformer_course.beam")):
+            answer = crossover_alpha(*case)
+        got = as_number(answer, what)
 
-    def check():
-        for case in _CROSSOVER_CASES:
-            log_p_s, n_s, log_p_l, n_l = case
-            what = f"crossover_alpha{case}"
-            with no_shortcuts(t("crossover"), allow=("transformer_course.decode", "transformer_course.beam")):
-                answer = crossover_alpha(*case)
-            got = as_number(answer, what)
-
-            if math.isfinite(got) and abs(_gap(case, got)) < 1e-7:
-                continue
-            # where the scores meet, found by halving an interval that surely holds it (the gap rises with α)
-            low, high = 0.0, 1.0
-            while _gap(case, high) < 0:
-                high *= 2
-            for _ in range(200):
-                low, high = (low, (low + high) / 2) if _gap(case, (low + high) / 2) >= 0 else ((low + high) / 2, high)
-            want = (low + high) / 2
-            mistakes = {
-                t("lp_y_uses"): (math.log(log_p_l / log_p_s) / math.log(n_l / n_s)),
-                t("sign_flipped_0"): -want,
-                t("scores_quotients_compare"): ((log_p_l - log_p_s) / math.log((5 + n_l) / (5 + n_s))),
-            }
-            for hint, value in mistakes.items():
-                if math.isclose(got, value, rel_tol=1e-6):
-                    raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
-            if want > 10 and 0 <= got <= 10:
-                raise Hint(t("here_scores_equal", what=what, got=got, want=want))
-            raise Hint(t("but_scores_equal", what=what, got=got, want=want))
-
-    return run_check(t("crossover_alpha_name"), check, t("passed_ln_log"))
+        if math.isfinite(got) and abs(_gap(case, got)) < 1e-7:
+            continue
+        # where the scores meet, found by halving an interval that surely holds it (the gap rises with α)
+        low, high = 0.0, 1.0
+        while _gap(case, high) < 0:
+            high *= 2
+        for _ in range(200):
+            low, high = (low, (low + high) / 2) if _gap(case, (low + high) / 2) >= 0 else ((low + high) / 2, high)
+        want = (low + high) / 2
+        mistakes = {
+            t("lp_y_uses"): (math.log(log_p_l / log_p_s) / math.log(n_l / n_s)),
+            t("sign_flipped_0"): -want,
+            t("scores_quotients_compare"): ((log_p_l - log_p_s) / math.log((5 + n_l) / (5 + n_s))),
+        }
+        for hint, value in mistakes.items():
+            if math.isclose(got, value, rel_tol=1e-6):
+                raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
+        if want > 10 and 0 <= got <= 10:
+            raise Hint(t("here_scores_equal", what=what, got=got, want=want))
+        raise Hint(t("but_scores_equal", what=what, got=got, want=want))
 
 
 # ---- Exercise 4: how many numbers the key/value cache holds ---------------------------------------------------------

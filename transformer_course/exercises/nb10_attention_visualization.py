@@ -16,7 +16,7 @@ import math
 import torch
 
 from ..i18n import messages
-from . import Hint, Result, as_shape, expect_tensor, questions, quiz_checker, run_check
+from . import Hint, as_shape, checker, expect_tensor, questions, quiz_checker
 from .guard import no_shortcuts
 from .seal import answer_check
 
@@ -47,98 +47,90 @@ def _entropy_by_hand(weights: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def check_head_entropy(head_entropy) -> Result:
+@checker(lazy_t("head_entropy"), lazy_t("passed_head_entropy"))
+def check_head_entropy(head_entropy):
     """``head_entropy(weights)``: weights (heads, q, k) → (heads,), the mean entropy of each head's rows in nats."""
-
-    def check():
-        # a one-hot head (entropy 0) and a uniform head (entropy ln k) first: the easiest numbers to reason about
-        k = 4
-        simple = torch.stack([torch.eye(k), torch.full((k, k), 1 / k)])  # (2, k, k)
+    # a one-hot head (entropy 0) and a uniform head (entropy ln k) first: the easiest numbers to reason about
+    k = 4
+    simple = torch.stack([torch.eye(k), torch.full((k, k), 1 / k)])  # (2, k, k)
+    with no_shortcuts(t("entropy")):
+        got = head_entropy(simple)
+    if isinstance(got, torch.Tensor) and got.shape == (2,) and torch.isnan(got).any():
+        raise Hint(t("entropy_nan_head"))
+    expected = torch.tensor([0.0, math.log(k)])
+    if (
+        isinstance(got, torch.Tensor)
+        and got.shape == (2,)
+        and torch.allclose(got.double(), expected.double() / math.log(2), atol=1e-4)
+    ):
+        raise Hint(t("values_bits_log2"))
+    if (
+        isinstance(got, torch.Tensor)
+        and got.shape == (2,)
+        and torch.allclose(got.double(), expected.double() * k, atol=1e-4)
+    ):
+        raise Hint(t("summed_entropies_rows"))
+    expect_tensor(got, expected, t("head_entropy_hot"))
+    for seed, causal in ((0, False), (1, True)):
+        w = _weights(seed, heads=3, q_len=5, k_len=6 if not causal else 5, causal=causal)  # (3, q, k)
         with no_shortcuts(t("entropy")):
-            got = head_entropy(simple)
-        if isinstance(got, torch.Tensor) and got.shape == (2,) and torch.isnan(got).any():
-            raise Hint(t("entropy_nan_head"))
-        expected = torch.tensor([0.0, math.log(k)])
-        if (
-            isinstance(got, torch.Tensor)
-            and got.shape == (2,)
-            and torch.allclose(got.double(), expected.double() / math.log(2), atol=1e-4)
-        ):
-            raise Hint(t("values_bits_log2"))
-        if (
-            isinstance(got, torch.Tensor)
-            and got.shape == (2,)
-            and torch.allclose(got.double(), expected.double() * k, atol=1e-4)
-        ):
-            raise Hint(t("summed_entropies_rows"))
-        expect_tensor(got, expected, t("head_entropy_hot"))
-        for seed, causal in ((0, False), (1, True)):
-            w = _weights(seed, heads=3, q_len=5, k_len=6 if not causal else 5, causal=causal)  # (3, q, k)
-            with no_shortcuts(t("entropy")):
-                got = head_entropy(w)
-            expected = _entropy_by_hand(w).float()
-            if isinstance(got, torch.Tensor) and torch.isnan(got).any():
-                raise Hint(t("nan_masked_keys"))
-            if isinstance(got, torch.Tensor) and got.shape == (3,):
-                over_queries = -(w * w.clamp_min(1e-30).log()).sum(-2).mean(-1)  # entropy down the columns
-                if (
-                    not causal
-                    and torch.allclose(got.float(), over_queries, atol=1e-4)  # any float dtype is fine
-                    and not torch.allclose(got.float(), expected, atol=1e-4)
-                ):
-                    raise Hint(t("summed_over_queries"))
-            what = (
-                t("head_entropy_weights", shape=tuple(w.shape)) if causal else f"head_entropy(weights {tuple(w.shape)})"
-            )
-            expect_tensor(got, expected, what, atol=1e-4)
-
-    return run_check(t("head_entropy"), check, t("passed_head_entropy"))
+            got = head_entropy(w)
+        expected = _entropy_by_hand(w).float()
+        if isinstance(got, torch.Tensor) and torch.isnan(got).any():
+            raise Hint(t("nan_masked_keys"))
+        if isinstance(got, torch.Tensor) and got.shape == (3,):
+            over_queries = -(w * w.clamp_min(1e-30).log()).sum(-2).mean(-1)  # entropy down the columns
+            if (
+                not causal
+                and torch.allclose(got.float(), over_queries, atol=1e-4)  # any float dtype is fine
+                and not torch.allclose(got.float(), expected, atol=1e-4)
+            ):
+                raise Hint(t("summed_over_queries"))
+        what = t("head_entropy_weights", shape=tuple(w.shape)) if causal else f"head_entropy(weights {tuple(w.shape)})"
+        expect_tensor(got, expected, what, atol=1e-4)
 
 
-def check_rollout(rollout) -> Result:
+@checker(lazy_t("rollout_name"), lazy_t("passed_rollout"))
+def check_rollout(rollout):
     """``rollout(layers)``: ``layers`` is a list of one layer's encoder self-attention weights (heads, S, S) per
     layer, the first layer first; return the (S, S) attention rollout (Abnar and Zuidema, 2020):
     Ā = ½ · (the head mean of a layer's weights) + ½ · I for the residual connection, and R = Ā_last ··· Ā_first."""
+    g = torch.Generator().manual_seed(10)
+    layers = [(2.0 * torch.randn(3, 5, 5, generator=g)).softmax(-1) for _ in range(3)]  # 3 × (heads, S, S)
+    eye = torch.eye(5)
 
-    def check():
-        g = torch.Generator().manual_seed(10)
-        layers = [(2.0 * torch.randn(3, 5, 5, generator=g)).softmax(-1) for _ in range(3)]  # 3 × (heads, S, S)
-        eye = torch.eye(5)
+    def product(matrices):  # matrices[0] · matrices[1] · …
+        out = eye
+        for m in matrices:
+            out = out @ m
+        return out
 
-        def product(matrices):  # matrices[0] · matrices[1] · …
-            out = eye
-            for m in matrices:
-                out = out @ m
-            return out
-
-        with_residual = [0.5 * w.mean(0) + 0.5 * eye for w in layers]  # Ā of each layer, (S, S)
-        expected = product(reversed(with_residual))  # Ā_last ··· Ā_first
-        copies = [w.clone() for w in layers]  # (outside the watch: a comprehension is a function of this module)
-        with no_shortcuts(t("rollout")):
-            got = rollout(copies)
-        if isinstance(got, torch.Tensor) and got.shape == (3, 5, 5):
-            raise Hint(t("got_rollout_per"))
-        if isinstance(got, torch.Tensor) and got.shape == (5, 5) and got.is_floating_point():
-            g64 = got.double()
-            mistakes = {
-                t("layers_multiplied_wrong"): product(with_residual),
-                t("residual_connection_missing"): product(reversed([w.mean(0) for w in layers])),
-                t("rows_sum_2"): product(reversed([w.mean(0) + eye for w in layers])),
-                t("maximum_over_heads"): product(reversed([0.5 * w.max(0).values + 0.5 * eye for w in layers])),
-                t("last_layer_alone"): with_residual[-1],
-            }
-            for hint, value in mistakes.items():
-                if torch.allclose(g64, value.double(), atol=1e-5):
-                    raise Hint(hint)
-        expect_tensor(got, expected, t("rollout_3_layers"))
-        layers = [(2.0 * torch.randn(2, 4, 4, generator=g)).softmax(-1) for _ in range(2)]  # another size
-        expected = (0.5 * layers[1].mean(0) + 0.5 * torch.eye(4)) @ (0.5 * layers[0].mean(0) + 0.5 * torch.eye(4))
-        copies = [w.clone() for w in layers]  # (outside the watch: a comprehension is a function of this module)
-        with no_shortcuts(t("rollout")):
-            got = rollout(copies)
-        expect_tensor(got, expected, t("rollout_2_layers"))
-
-    return run_check(t("rollout_name"), check, t("passed_rollout"))
+    with_residual = [0.5 * w.mean(0) + 0.5 * eye for w in layers]  # Ā of each layer, (S, S)
+    expected = product(reversed(with_residual))  # Ā_last ··· Ā_first
+    copies = [w.clone() for w in layers]  # (outside the watch: a comprehension is a function of this module)
+    with no_shortcuts(t("rollout")):
+        got = rollout(copies)
+    if isinstance(got, torch.Tensor) and got.shape == (3, 5, 5):
+        raise Hint(t("got_rollout_per"))
+    if isinstance(got, torch.Tensor) and got.shape == (5, 5) and got.is_floating_point():
+        g64 = got.double()
+        mistakes = {
+            t("layers_multiplied_wrong"): product(with_residual),
+            t("residual_connection_missing"): product(reversed([w.mean(0) for w in layers])),
+            t("rows_sum_2"): product(reversed([w.mean(0) + eye for w in layers])),
+            t("maximum_over_heads"): product(reversed([0.5 * w.max(0).values + 0.5 * eye for w in layers])),
+            t("last_layer_alone"): with_residual[-1],
+        }
+        for hint, value in mistakes.items():
+            if torch.allclose(g64, value.double(), atol=1e-5):
+                raise Hint(hint)
+    expect_tensor(got, expected, t("rollout_3_layers"))
+    layers = [(2.0 * torch.randn(2, 4, 4, generator=g)).softmax(-1) for _ in range(2)]  # another size
+    expected = (0.5 * layers[1].mean(0) + 0.5 * torch.eye(4)) @ (0.5 * layers[0].mean(0) + 0.5 * torch.eye(4))
+    copies = [w.clone() for w in layers]  # (outside the watch: a comprehension is a function of this module)
+    with no_shortcuts(t("rollout")):
+        got = rollout(copies)
+    expect_tensor(got, expected, t("rollout_2_layers"))
 
 
 # ---- Exercise 1 (predict): the shapes viz.capture_attention returns -------------------------------------------------
@@ -175,23 +167,20 @@ def _shape_mistakes(kind: str, want: tuple[int, ...]) -> dict[tuple[int, ...], s
 
 
 @answer_check
-def check_capture_shapes(encoder_shape, decoder_shape, cross_shape) -> Result:
+@checker(lazy_t("captured_shapes"), lazy_t("passed_capture_shapes"))
+def check_capture_shapes(encoder_shape, decoder_shape, cross_shape):
     """The shapes of ``capture.encoder[0]``, ``capture.decoder[0]`` and ``capture.cross[0]`` for the toy
     model (2 layers, 4 heads) on a source of 6 symbols and a target of 4 (tuples, lists or torch.Size)."""
-
-    def check():
-        answers = {"encoder": encoder_shape, "decoder": decoder_shape, "cross": cross_shape}
-        if any(a is ... for a in answers.values()):
-            raise NotImplementedError
-        want = _captured_shapes()
-        for kind, answer in answers.items():
-            got = as_shape(answer, f"{kind}_shape")
-            if got == want[kind]:
-                continue
-            hint = _shape_mistakes(kind, want[kind]).get(got) or t("count_heads_queries")
-            raise Hint(t("what_got_hint", what=f"{kind}_shape", got=got, hint=hint))
-
-    return run_check(t("captured_shapes"), check, t("passed_capture_shapes"))
+    answers = {"encoder": encoder_shape, "decoder": decoder_shape, "cross": cross_shape}
+    if any(a is ... for a in answers.values()):
+        raise NotImplementedError
+    want = _captured_shapes()
+    for kind, answer in answers.items():
+        got = as_shape(answer, f"{kind}_shape")
+        if got == want[kind]:
+            continue
+        hint = _shape_mistakes(kind, want[kind]).get(got) or t("count_heads_queries")
+        raise Hint(t("what_got_hint", what=f"{kind}_shape", got=got, hint=hint))
 
 
 # ---- Questions ------------------------------------------------------------------------------------------------------

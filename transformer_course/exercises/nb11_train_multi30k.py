@@ -19,7 +19,7 @@ import math
 import torch
 
 from ..i18n import messages
-from . import Hint, Result, as_int, as_number, as_sequence, expect_tensor, questions, quiz_checker, run_check
+from . import Hint, as_int, as_number, as_sequence, checker, expect_tensor, questions, quiz_checker
 from .guard import no_shortcuts
 
 t, lazy_t = messages("nb11_train_multi30k")
@@ -46,39 +46,36 @@ def _run_average(update_average, dicts: list[dict]) -> dict:
     return average
 
 
-def check_update_average(update_average) -> Result:
+@checker(lazy_t("update_average"), lazy_t("passed_average_new"))
+def check_update_average(update_average):
     """``update_average(average, state_dict, count)``: ``average`` is the mean of count − 1 checkpoints,
     ``state_dict`` the count-th; return the mean of all count as a new dict, inputs unchanged."""
-
-    def check():
-        dicts = _state_dicts()
-        before = copy.deepcopy(dicts)
-        got = _run_average(update_average, [dict(d) for d in dicts])
-        for name in before[0]:
-            if not all(torch.equal(d[name], b[name]) for d, b in zip(dicts, before)):
-                raise Hint(t("code_changed_input", name=name))
-        if set(got) != set(before[0]):
-            raise Hint(t("average_keys_expected", got=sorted(got), expected=sorted(before[0])))
-        for name in before[0]:
-            stack = torch.stack([b[name] for b in before])  # (checkpoints, ...)
-            expected = stack.mean(0)
-            value = got[name]
-            if isinstance(value, torch.Tensor) and value.shape == expected.shape:
-                value = value.to(expected.dtype)  # float64 (or any float dtype) is fine
-                halves = before[0][name]
-                for b in before[1:]:
-                    halves = (halves + b[name]) / 2  # an exponential moving average
-                if torch.allclose(value, halves, atol=1e-6):
-                    raise Hint(t("average_new_2", name=name))
-                if torch.allclose(value, stack.sum(0), atol=1e-6):
-                    raise Hint(t("sum_checkpoints_average", name=name))
-                if torch.allclose(value, before[-1][name], atol=1e-6):
-                    raise Hint(t("equals_last_checkpoint", name=name))
-                if torch.allclose(value, stack[1:].mean(0), atol=1e-6):
-                    raise Hint(t("lost_first_checkpoint", name=name))
-            expect_tensor(value, expected, t("average_4_checkpoints", name=name))
-
-    return run_check(t("update_average"), check, t("passed_average_new"))
+    dicts = _state_dicts()
+    before = copy.deepcopy(dicts)
+    got = _run_average(update_average, [dict(d) for d in dicts])
+    for name in before[0]:
+        if not all(torch.equal(d[name], b[name]) for d, b in zip(dicts, before)):
+            raise Hint(t("code_changed_input", name=name))
+    if set(got) != set(before[0]):
+        raise Hint(t("average_keys_expected", got=sorted(got), expected=sorted(before[0])))
+    for name in before[0]:
+        stack = torch.stack([b[name] for b in before])  # (checkpoints, ...)
+        expected = stack.mean(0)
+        value = got[name]
+        if isinstance(value, torch.Tensor) and value.shape == expected.shape:
+            value = value.to(expected.dtype)  # float64 (or any float dtype) is fine
+            halves = before[0][name]
+            for b in before[1:]:
+                halves = (halves + b[name]) / 2  # an exponential moving average
+            if torch.allclose(value, halves, atol=1e-6):
+                raise Hint(t("average_new_2", name=name))
+            if torch.allclose(value, stack.sum(0), atol=1e-6):
+                raise Hint(t("sum_checkpoints_average", name=name))
+            if torch.allclose(value, before[-1][name], atol=1e-6):
+                raise Hint(t("equals_last_checkpoint", name=name))
+            if torch.allclose(value, stack[1:].mean(0), atol=1e-6):
+                raise Hint(t("lost_first_checkpoint", name=name))
+        expect_tensor(value, expected, t("average_4_checkpoints", name=name))
 
 
 # ---- Exercise 2: BLEU from its parts --------------------------------------------------------------------------------
@@ -133,32 +130,29 @@ def _bleu_mistakes(correct, total, sys_len: int, ref_len: int) -> dict[str, floa
     }
 
 
-def check_bleu_from_counts(bleu_from_counts) -> Result:
+@checker(lazy_t("bleu_counts"), lazy_t("passed_equal_sacrebleus"))
+def check_bleu_from_counts(bleu_from_counts):
     """``bleu_from_counts(correct, total, sys_len, ref_len)``: ``correct[n-1]`` of the ``total[n-1]``
     n-grams of the translations also occur in the references (n = 1…4, lists or tuples); ``sys_len`` and
     ``ref_len`` are their lengths in words. Return BLEU on a 0–100 scale, as sacreBLEU does."""
-
-    def check():
-        for correct, total, sys_len, ref_len in _BLEU_CASES:
-            what = f"bleu_from_counts({correct}, {total}, sys_len={sys_len}, ref_len={ref_len})"
-            counts = (list(correct), tuple(total), sys_len, ref_len)
-            with _sacrebleu_watched() as called:
-                try:
-                    with no_shortcuts(t("bleu")):
-                        answer = bleu_from_counts(*counts)
-                finally:
-                    if called:  # (the watch also names the recorder, a function of this module: say what it recorded)
-                        raise Hint(t("code_calls_sacrebleus"))
-            got = as_number(answer, what)
-            want = _sacrebleu_score(correct, total, sys_len, ref_len)
-            if math.isclose(got, want, rel_tol=1e-6):
-                continue
-            for hint, value in _bleu_mistakes(correct, total, sys_len, ref_len).items():
-                if math.isclose(got, value, rel_tol=1e-6):
-                    raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
-            raise Hint(t("sacrebleu_says", what=what, got=got, want=want))
-
-    return run_check(t("bleu_counts"), check, t("passed_equal_sacrebleus"))
+    for correct, total, sys_len, ref_len in _BLEU_CASES:
+        what = f"bleu_from_counts({correct}, {total}, sys_len={sys_len}, ref_len={ref_len})"
+        counts = (list(correct), tuple(total), sys_len, ref_len)
+        with _sacrebleu_watched() as called:
+            try:
+                with no_shortcuts(t("bleu")):
+                    answer = bleu_from_counts(*counts)
+            finally:
+                if called:  # (the watch also names the recorder, a function of this module: say what it recorded)
+                    raise Hint(t("code_calls_sacrebleus"))
+        got = as_number(answer, what)
+        want = _sacrebleu_score(correct, total, sys_len, ref_len)
+        if math.isclose(got, want, rel_tol=1e-6):
+            continue
+        for hint, value in _bleu_mistakes(correct, total, sys_len, ref_len).items():
+            if math.isclose(got, value, rel_tol=1e-6):
+                raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
+        raise Hint(t("sacrebleu_says", what=what, got=got, want=want))
 
 
 # ---- Exercise 3: batches by length (§5.1: "Sentence pairs were batched together by approximate sequence length") ----
@@ -177,60 +171,57 @@ def _length_cases() -> list[tuple[list[int], int]]:
     ]
 
 
-def check_length_batches(length_batches) -> Result:
+@checker(lazy_t("length_batches"), lazy_t("passed_every_sentence"))
+def check_length_batches(length_batches):
     """``length_batches(lengths, max_tokens)``: ``lengths[i]`` is the length of sentence i; return a list of
     batches (lists or tuples of sentence indices) in which every sentence appears exactly once, each batch's
     padded size, len(batch) × its longest length, is at most ``max_tokens``, with at most 10 % padding over all
     batches and at most 15 % more batches than ⌈Σ lengths / max_tokens⌉."""
-
-    def check():
-        for lengths, max_tokens in _length_cases():
-            what = f"length_batches({len(lengths)} lengths, max_tokens={max_tokens})"
-            with no_shortcuts(t("batching")):
-                answer = length_batches(list(lengths), max_tokens)
-            batches = [as_sequence(b, None, t("batch", i=i)) for i, b in enumerate(as_sequence(answer, None, what))]
-            batches = [[as_int(n, t("index_batch", i=i)) for n in b] for i, b in enumerate(batches)]
-            if any(not b for b in batches):
-                raise Hint(t("batch_empty_every", what=what, i=next(i for i, b in enumerate(batches) if not b)))
-            seen = [n for b in batches for n in b]
-            if sorted(seen) == sorted(lengths) and sorted(seen) != list(range(len(lengths))):
+    for lengths, max_tokens in _length_cases():
+        what = f"length_batches({len(lengths)} lengths, max_tokens={max_tokens})"
+        with no_shortcuts(t("batching")):
+            answer = length_batches(list(lengths), max_tokens)
+        batches = [as_sequence(b, None, t("batch", i=i)) for i, b in enumerate(as_sequence(answer, None, what))]
+        batches = [[as_int(n, t("index_batch", i=i)) for n in b] for i, b in enumerate(batches)]
+        if any(not b for b in batches):
+            raise Hint(t("batch_empty_every", what=what, i=next(i for i, b in enumerate(batches) if not b)))
+        seen = [n for b in batches for n in b]
+        if sorted(seen) == sorted(lengths) and sorted(seen) != list(range(len(lengths))):
+            raise Hint(t("batches_hold_lengths", what=what))
+        outside = sorted({n for n in seen if not 0 <= n < len(lengths)})
+        if outside:
+            if sorted(seen) == sorted(lengths):
                 raise Hint(t("batches_hold_lengths", what=what))
-            outside = sorted({n for n in seen if not 0 <= n < len(lengths)})
-            if outside:
-                if sorted(seen) == sorted(lengths):
-                    raise Hint(t("batches_hold_lengths", what=what))
-                raise Hint(t("not_sentence_indices", what=what, outside=outside[:5], last=len(lengths) - 1))
-            if len(seen) != len(set(seen)):
-                twice = sorted({n for n in seen if seen.count(n) > 1})[:5]
-                raise Hint(t("sentences_more_batch", what=what, twice=twice))
-            if len(seen) != len(lengths):
-                lost = sorted(set(range(len(lengths))) - set(seen))[:5]
-                raise Hint(t("sentences_no_batch", what=what, lost=lost))
-            for i, b in enumerate(batches):
-                longest = max(lengths[n] for n in b)
-                if len(b) * longest > max_tokens:
-                    raise Hint(
-                        t(
-                            "batch_sentences_longest",
-                            what=what,
-                            i=i,
-                            n=len(b),
-                            longest=longest,
-                            size=len(b) * longest,
-                            max_tokens=max_tokens,
-                        )
+            raise Hint(t("not_sentence_indices", what=what, outside=outside[:5], last=len(lengths) - 1))
+        if len(seen) != len(set(seen)):
+            twice = sorted({n for n in seen if seen.count(n) > 1})[:5]
+            raise Hint(t("sentences_more_batch", what=what, twice=twice))
+        if len(seen) != len(lengths):
+            lost = sorted(set(range(len(lengths))) - set(seen))[:5]
+            raise Hint(t("sentences_no_batch", what=what, lost=lost))
+        for i, b in enumerate(batches):
+            longest = max(lengths[n] for n in b)
+            if len(b) * longest > max_tokens:
+                raise Hint(
+                    t(
+                        "batch_sentences_longest",
+                        what=what,
+                        i=i,
+                        n=len(b),
+                        longest=longest,
+                        size=len(b) * longest,
+                        max_tokens=max_tokens,
                     )
-            positions = sum(len(b) * max(lengths[n] for n in b) for b in batches)
-            padding = 1 - sum(lengths) / positions
-            fewest = math.ceil(sum(lengths) / max_tokens)
-            if padding > _MAX_PADDING:
-                if padding > 0.2:
-                    raise Hint(t("positions_padding_sort", what=what, padding=padding))
-                raise Hint(t("positions_padding_more", what=what, padding=padding))
-            if len(batches) > fewest * (1 + _MAX_EXTRA_BATCHES):
-                raise Hint(t("batches_where_could", what=what, n=len(batches), fewest=fewest))
-
-    return run_check(t("length_batches"), check, t("passed_every_sentence"))
+                )
+        positions = sum(len(b) * max(lengths[n] for n in b) for b in batches)
+        padding = 1 - sum(lengths) / positions
+        fewest = math.ceil(sum(lengths) / max_tokens)
+        if padding > _MAX_PADDING:
+            if padding > 0.2:
+                raise Hint(t("positions_padding_sort", what=what, padding=padding))
+            raise Hint(t("positions_padding_more", what=what, padding=padding))
+        if len(batches) > fewest * (1 + _MAX_EXTRA_BATCHES):
+            raise Hint(t("batches_where_could", what=what, n=len(batches), fewest=fewest))
 
 
 # ---- Questions ------------------------------------------------------------------------------------------------------
