@@ -24,6 +24,7 @@ from .model import DecoderCache, EncoderDecoder
 __all__ = [
     "Finished",
     "cannot_improve",
+    "best_extensions",
     "ended",
     "extend",
     "gnmt_length_penalty",
@@ -66,16 +67,25 @@ def extend(model: nn.Module, memory: Tensor, src_mask, alive: Tensor, alive_log_
     return alive_log_probs[:, :, None] + log_p.view(B, k, -1)  # (B, k, V)
 
 
-def ended(candidates: Tensor, t: int, longest: int, end_symbol: int, alpha: float, done: Tensor):
+def best_extensions(candidates: Tensor) -> tuple[Tensor, Tensor]:
+    """The 2k best of the k·V extensions by log P, best first: (B, 2k) log P and indices (beam · V + word). The
+    beam's k choices are the first k; only k extensions end in ``</s>`` (one per beam), so the k best that go on
+    are among the 2k too: one ``topk`` serves :func:`ended` and :func:`go_on`."""
+    B, k, V = candidates.shape
+    return candidates.view(B, k * V).topk(min(2 * k, k * V), dim=1)  # (B, 2k), (B, 2k)
+
+
+def ended(candidates: Tensor, t: int, longest: int, end_symbol: int, alpha: float, done: Tensor, best=None):
     """The hypotheses that end at step t, as (scores, index into the k·V extensions, log P), up to n per sentence:
     of the beam's k choices those that chose ``</s>`` — at the last step every extension. Their score is
-    log P / lp(t); done sentences get none (-inf)."""
+    log P / lp(t); done sentences get none (-inf). ``best``: :func:`best_extensions`, if already computed."""
     B, k, V = candidates.shape
     flat = candidates.view(B, k * V)  # (B, k·V); index = beam · V + word
     if t == longest:  # the last step: every extension ends here
         end_log_probs, end_index = flat, torch.arange(k * V, device=flat.device).expand(B, -1)  # (B, k·V)
     else:  # the beam's k choices; those that chose </s> end
-        end_log_probs, end_index = flat.topk(k, dim=1)  # (B, k)
+        best_log_probs, best_index = best if best is not None else best_extensions(candidates)  # (B, 2k)
+        end_log_probs, end_index = best_log_probs[:, :k], best_index[:, :k]  # (B, k)
         end_log_probs = end_log_probs.masked_fill(end_index % V != end_symbol, float("-inf"))
     end_scores = end_log_probs / gnmt_length_penalty(t, alpha)  # (B, ·)
     end_scores = end_scores.masked_fill(done[:, None], float("-inf"))  # done sentences stay as they are
@@ -132,12 +142,14 @@ class Finished:
         return self.tokens[:, :, :length], self.scores, self.log_probs, self.lengths
 
 
-def go_on(candidates: Tensor, alive: Tensor, end_symbol: int, cache) -> tuple[Tensor, Tensor]:
-    """The k best extensions that do not end in ``</s>`` are the next open prefixes; the cache rows follow them."""
+def go_on(candidates: Tensor, alive: Tensor, end_symbol: int, cache, best=None) -> tuple[Tensor, Tensor]:
+    """The k best extensions that do not end in ``</s>`` are the next open prefixes; the cache rows follow them.
+    ``best``: :func:`best_extensions`, if already computed."""
     B, k, V = candidates.shape
-    open_candidates = candidates.clone()  # (B, k, V)
-    open_candidates[:, :, end_symbol] = float("-inf")
-    alive_log_probs, index = open_candidates.view(B, k * V).topk(k, dim=1)  # (B, k)
+    best_log_probs, best_index = best if best is not None else best_extensions(candidates)  # (B, 2k), best first
+    ends = (best_index % V == end_symbol).int()  # (B, 2k): 1 where the extension is </s>
+    pick = ends.argsort(dim=1, stable=True)[:, :k]  # (B, k): the first k that go on, in their order
+    alive_log_probs, index = best_log_probs.gather(1, pick), best_index.gather(1, pick)  # (B, k)
     beam, word = index // V, index % V  # (B, k), (B, k): which prefix each new hypothesis extends
     rows = torch.arange(B, device=candidates.device)[:, None]  # (B, 1)
     alive = torch.cat([alive[rows, beam], word[..., None]], dim=2)  # (B, k, t + 1)

@@ -45,6 +45,7 @@ from torch import Tensor, nn
 
 from .beam import (
     Finished,
+    best_extensions,
     cannot_improve,
     ended,
     extend,
@@ -373,10 +374,11 @@ def beam_search(
     for t in range(1, max_len):  # t = |Y| of the hypotheses made at this step
         candidates = extend(model, memory, src_mask, alive, alive_log_probs, cache)  # (b, k, V)
         searched = torch.zeros(rows.size(0), dtype=torch.bool, device=src.device)  # (b,): none is done yet
-        finished.add(ended(candidates, t, longest, end_symbol, length_penalty, searched), alive, t)
+        best = best_extensions(candidates) if t < longest else None  # (b, 2k): the k choices, then the runners-up
+        finished.add(ended(candidates, t, longest, end_symbol, length_penalty, searched, best), alive, t)
         if t == longest:
             break
-        alive, alive_log_probs = go_on(candidates, alive, end_symbol, cache)
+        alive, alive_log_probs = go_on(candidates, alive, end_symbol, cache, best)
         done = cannot_improve(finished, alive_log_probs, t, longest, length_penalty)  # (b,)
         keep = (~done).nonzero().squeeze(1)  # (b',): the one host sync of a step, to stop or to shrink the batch
         if keep.size(0) < rows.size(0):  # a done sentence no longer changes: its result is final, its rows go
