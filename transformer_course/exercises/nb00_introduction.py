@@ -15,7 +15,7 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from ..i18n import messages
-from . import Hint, Result, as_int, questions, quiz_checker, run_check
+from . import Hint, as_int, checker, questions, quiz_checker
 from .limits import too_big_to_build
 
 t, lazy_t = messages("nb00_introduction")
@@ -47,7 +47,8 @@ def _mac_mistakes(n: int, d: int, heads: int) -> dict[str, int]:
     }
 
 
-def check_attention_layer_macs(attention_layer_macs) -> Result:
+@checker(lazy_t("attention_layer_cost"), lazy_t("passed_macs_formula"))
+def check_attention_layer_macs(attention_layer_macs):
     """``attention_layer_macs(n, d, heads)``: multiply-adds of one multi-head self-attention layer on one
     sentence of n positions (the four projections, Q Kᵀ and weights @ V; biases and softmax not counted)."""
 
@@ -63,22 +64,19 @@ def check_attention_layer_macs(attention_layer_macs) -> Result:
             w_o((weights @ v).transpose(1, 2).reshape(1, n, d))  # (1, n, d)
         return counter.get_total_flops() // 2
 
-    def check():
-        for n, d, heads in MAC_CASES:
-            what = f"attention_layer_macs(n={n}, d={d}, heads={heads})"
-            with too_big_to_build(what):
-                got = as_int(attention_layer_macs(n, d, heads), what)
-            # the sizes too big to build are checked against the count's form, 4·n·d² + 2·n²·d, which the
-            # counter confirms on every size it can build
-            want = counted(n, d, heads) if n * d <= 10**6 else 4 * n * d * d + 2 * n * n * d
-            if got == want:
-                continue
-            for hint, value in _mac_mistakes(n, d, heads).items():
-                if got == value:
-                    raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
-            raise Hint(t("pytorchs_flopcountermode_counts", what=what, got=got, want=want))
-
-    return run_check(t("attention_layer_cost"), check, t("passed_macs_formula"))
+    for n, d, heads in MAC_CASES:
+        what = f"attention_layer_macs(n={n}, d={d}, heads={heads})"
+        with too_big_to_build(what):
+            got = as_int(attention_layer_macs(n, d, heads), what)
+        # the sizes too big to build are checked against the count's form, 4·n·d² + 2·n²·d, which the
+        # counter confirms on every size it can build
+        want = counted(n, d, heads) if n * d <= 10**6 else 4 * n * d * d + 2 * n * n * d
+        if got == want:
+            continue
+        for hint, value in _mac_mistakes(n, d, heads).items():
+            if got == value:
+                raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
+        raise Hint(t("pytorchs_flopcountermode_counts", what=what, got=got, want=want))
 
 
 # ---- Exercise 2: how many stacked convolutions connect the first and the last position (§4, Table 1) ----------------
@@ -112,7 +110,8 @@ def _conv_mistakes(n: int, k: int, dilated: bool) -> dict[str, int]:
     }
 
 
-def check_layers_to_connect(layers_to_connect) -> Result:
+@checker(lazy_t("layers_connect"), lazy_t("passed_layers_formula"))
+def check_layers_to_connect(layers_to_connect):
     """``layers_to_connect(n, k, dilated)``: the smallest number of stacked causal convolutions of kernel
     width k after which output n − 1 depends on input 0; dilation k**l in layer l when ``dilated``."""
 
@@ -127,19 +126,16 @@ def check_layers_to_connect(layers_to_connect) -> Result:
             layers += 1
         return layers
 
-    def check():
-        for n, k, dilated in CONV_CASES:
-            what = f"layers_to_connect(n={n}, k={k}, dilated={dilated})"
-            got = as_int(layers_to_connect(n, k, dilated), what)
-            want = simulated(n, k, dilated)
-            if got == want:
-                continue
-            for hint, value in _conv_mistakes(n, k, dilated).items():
-                if got == value and value != want:
-                    raise Hint(t("answer_is_hint", what=what, got=got, hint=hint))
-            raise Hint(t("stacking_layers_needs", what=what, got=got, want=want))
-
-    return run_check(t("layers_connect"), check, t("passed_layers_formula"))
+    for n, k, dilated in CONV_CASES:
+        what = f"layers_to_connect(n={n}, k={k}, dilated={dilated})"
+        got = as_int(layers_to_connect(n, k, dilated), what)
+        want = simulated(n, k, dilated)
+        if got == want:
+            continue
+        for hint, value in _conv_mistakes(n, k, dilated).items():
+            if got == value and value != want:
+                raise Hint(t("answer_is_hint", what=what, got=got, hint=hint))
+        raise Hint(t("stacking_layers_needs", what=what, got=got, want=want))
 
 
 # ---- Questions ------------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from ..i18n import messages
-from . import Hint, Result, as_int, as_mask, checker, questions, quiz_checker, run_check
+from . import Hint, as_int, as_mask, checker, questions, quiz_checker
 from .limits import too_big_to_build
 
 t, lazy_t = messages("nb01_masks")
@@ -146,28 +146,26 @@ WINDOW_MISTAKES = {
 WINDOW_CASES = [(TOKENS, PAD, 1), (torch.tensor([[3, 4, 5, 6, 7, 8, 9, 1, 1]]), 1, 2), (TOKENS, PAD, 0)]
 
 
-def check_window_mask(window_mask) -> Result:
+@checker(lazy_t("window_mask"), lazy_t("passed_band_width"))
+def check_window_mask(window_mask):
     """``window_mask(tokens, pad_idx, radius)`` → (batch, 1, len, len): True (or 1) where key j is a real
     token and |i − j| <= radius."""
 
     def in_window(i, j, real, radius):
         return abs(i - j) <= radius and real[j]
 
-    def check():
-        for tokens, pad_idx, radius in WINDOW_CASES:
-            what = f"window_mask(tokens {tuple(tokens.shape)}, pad_idx={pad_idx}, radius={radius})"
-            expected = _window(tokens, pad_idx, radius, in_window)
-            got = as_mask(window_mask(tokens.clone(), pad_idx, radius), tuple(expected.shape), what)
-            if torch.equal(got, expected):
-                continue
-            if pad_idx != PAD and torch.equal(got, _window(tokens, PAD, radius, in_window)):
-                raise Hint(t("compare_tokens_pad", what=what))
-            for hint, rule in WINDOW_MISTAKES.items():
-                if torch.equal(got, _window(tokens, pad_idx, radius, rule)):
-                    raise Hint(t("what_hint", what=what, hint=hint))
-            _compare(got, expected, what)
-
-    return run_check(t("window_mask"), check, t("passed_band_width"))
+    for tokens, pad_idx, radius in WINDOW_CASES:
+        what = f"window_mask(tokens {tuple(tokens.shape)}, pad_idx={pad_idx}, radius={radius})"
+        expected = _window(tokens, pad_idx, radius, in_window)
+        got = as_mask(window_mask(tokens.clone(), pad_idx, radius), tuple(expected.shape), what)
+        if torch.equal(got, expected):
+            continue
+        if pad_idx != PAD and torch.equal(got, _window(tokens, PAD, radius, in_window)):
+            raise Hint(t("compare_tokens_pad", what=what))
+        for hint, rule in WINDOW_MISTAKES.items():
+            if torch.equal(got, _window(tokens, pad_idx, radius, rule)):
+                raise Hint(t("what_hint", what=what, hint=hint))
+        _compare(got, expected, what)
 
 
 # ---- Exercise 4: a causal window for the decoder --------------------------------------------------------------------

@@ -31,7 +31,6 @@ from . import (
     checker,
     print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
     questions,
-    run_check,
 )
 from .compare import close, expect_values
 from .dropout_calls import DROPOUT_WATCH, DropoutCalls
@@ -121,111 +120,110 @@ def _looks_dropped(weights: torch.Tensor, want: torch.Tensor) -> float | None:
     return scale if scale > 1.01 and float((ratios - scale).abs().max()) < 1e-3 * scale else None
 
 
-def check_attention(attention) -> Result:
+@checker(lazy_t("scaled_dot_product"), lazy_t("passed_attention"))
+def check_attention(attention):
     """``attention(query, key, value, mask=None, dropout=None)`` → (output, weights), the paper's equation (1),
     compared with the package's ``scaled_dot_product_attention`` (values, shapes, masks, dropout, gradients)."""
     from ..attention import scaled_dot_product_attention as package
 
-    def check():
-        g = torch.Generator().manual_seed(0)
-        # d_k = 16, d_v = 4; a heads axis in front (…, q_len, d_k), as multi-head attention will call it
-        q, k, v = (torch.randn(2, 2, 3, 16, generator=g), torch.randn(2, 2, 5, 16, generator=g),
-                   torch.randn(2, 2, 5, 4, generator=g))  # fmt: skip
-        out, weights = _call(attention, "attention(query, key, value)", q, k, v)
-        want_out, want_w = package(q, k, v)
-        if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape and weights.is_floating_point():
-            scale = _looks_dropped(weights.detach(), want_w)
-            if scale is not None:
-                _dropout_is_the_arguments_job(t("dropout_zeros_rest", scale=scale),
-                                              t("no_dropout_given"))  # fmt: skip
-            scores = q @ k.transpose(-2, -1)
-            if close(weights, scores.softmax(-2)) or close(weights, (scores / 4).softmax(-2)):
-                raise Hint(t("softmax_runs_over"))
-            sums = weights.sum(-1)
-            if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
-                raise Hint(t("weights_each_query"))
-            for wrong_scale, name in ((1.0, t("not_scaled")), (16.0, t("divided_d_k")), (2.0, t("divided_d_v")),
-                                      (math.sqrt(5), t("divided_k_len"))):  # fmt: skip
-                if close(weights, (scores / wrong_scale).softmax(-1)):
-                    raise Hint(t("scores_divide_q", name=name, root=math.sqrt(16)))
-        expect_values(weights, want_w, "weights (…, q_len, k_len)")
-        expect_values(out, want_out, "output (…, q_len, d_v)")
+    g = torch.Generator().manual_seed(0)
+    # d_k = 16, d_v = 4; a heads axis in front (…, q_len, d_k), as multi-head attention will call it
+    q, k, v = (torch.randn(2, 2, 3, 16, generator=g), torch.randn(2, 2, 5, 16, generator=g),
+               torch.randn(2, 2, 5, 4, generator=g))  # fmt: skip
+    out, weights = _call(attention, "attention(query, key, value)", q, k, v)
+    want_out, want_w = package(q, k, v)
+    if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape and weights.is_floating_point():
+        scale = _looks_dropped(weights.detach(), want_w)
+        if scale is not None:
+            _dropout_is_the_arguments_job(t("dropout_zeros_rest", scale=scale),
+                                          t("no_dropout_given"))  # fmt: skip
+        scores = q @ k.transpose(-2, -1)
+        if close(weights, scores.softmax(-2)) or close(weights, (scores / 4).softmax(-2)):
+            raise Hint(t("softmax_runs_over"))
+        sums = weights.sum(-1)
+        if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
+            raise Hint(t("weights_each_query"))
+        for wrong_scale, name in ((1.0, t("not_scaled")), (16.0, t("divided_d_k")), (2.0, t("divided_d_v")),
+                                  (math.sqrt(5), t("divided_k_len"))):  # fmt: skip
+            if close(weights, (scores / wrong_scale).softmax(-1)):
+                raise Hint(t("scores_divide_q", name=name, root=math.sqrt(16)))
+    expect_values(weights, want_w, "weights (…, q_len, k_len)")
+    expect_values(out, want_out, "output (…, q_len, d_v)")
 
-        # sentence 0 may see its first 3 keys; sentence 1 all 5; (batch, 1, 1, k_len) broadcasts over heads and queries
-        mask = torch.tensor([[True, True, True, False, False], [True] * 5])[:, None, None, :]
-        out, weights = _call(attention, "attention(query, key, value, mask)", q, k, v, mask)
-        want_out, want_w = package(q, k, v, mask)
-        _check_mask_direction(weights, want_w, 3)
-        expect_values(weights, want_w, t("weights_mask"))
-        expect_values(out, want_out, t("output_mask"))
+    # sentence 0 may see its first 3 keys; sentence 1 all 5; (batch, 1, 1, k_len) broadcasts over heads and queries
+    mask = torch.tensor([[True, True, True, False, False], [True] * 5])[:, None, None, :]
+    out, weights = _call(attention, "attention(query, key, value, mask)", q, k, v, mask)
+    want_out, want_w = package(q, k, v, mask)
+    _check_mask_direction(weights, want_w, 3)
+    expect_values(weights, want_w, t("weights_mask"))
+    expect_values(out, want_out, t("output_mask"))
 
-        # a dropout module in eval mode drops nothing: the same numbers as without one
-        out, weights = _call(attention, "attention(query, key, value, mask, dropout)", q, k, v, mask, nn.Dropout(0.5).eval())  # fmt: skip
-        expect_values(weights, want_w, t("weights_dropout_module"))
-        expect_values(out, want_out, t("output_dropout_module"))
+    # a dropout module in eval mode drops nothing: the same numbers as without one
+    out, weights = _call(attention, "attention(query, key, value, mask, dropout)", q, k, v, mask, nn.Dropout(0.5).eval())  # fmt: skip
+    expect_values(weights, want_w, t("weights_dropout_module"))
+    expect_values(out, want_out, t("output_dropout_module"))
 
-        # a row with every key masked (a pad query under a window mask, notebook 01): finite, not NaN
-        empty = torch.ones(3, 5, dtype=torch.bool)
-        empty[1] = False  # query 1 may see no key
-        out, weights = _call(attention, "attention(query, key, value, mask)", q, k, v, empty)
-        if isinstance(weights, torch.Tensor) and weights.is_floating_point() and torch.isnan(weights).any():
-            raise Hint(t("query_whose_keys"))
-        want_out, want_w = package(q, k, v, empty)
-        expect_values(weights, want_w, t("weights_when_query"))
-        expect_values(out, want_out, t("output_when_query"))
+    # a row with every key masked (a pad query under a window mask, notebook 01): finite, not NaN
+    empty = torch.ones(3, 5, dtype=torch.bool)
+    empty[1] = False  # query 1 may see no key
+    out, weights = _call(attention, "attention(query, key, value, mask)", q, k, v, empty)
+    if isinstance(weights, torch.Tensor) and weights.is_floating_point() and torch.isnan(weights).any():
+        raise Hint(t("query_whose_keys"))
+    want_out, want_w = package(q, k, v, empty)
+    expect_values(weights, want_w, t("weights_when_query"))
+    expect_values(out, want_out, t("output_when_query"))
 
-        # a correct float64 version passes at float64 precision: float32 inside shows as a dtype or as lost digits
-        q64, k64, v64 = q.double(), k.double(), v.double()
-        out, weights = _call(attention, "attention(float64 tensors)", q64, k64, v64, mask)
-        want_out, want_w = package(q64, k64, v64, mask)
-        for name, got in (("output", out), ("weights", weights)):
-            if isinstance(got, torch.Tensor) and got.is_floating_point() and got.dtype != torch.float64:
-                raise Hint(t("float64_inputs_expected", name=name, dtype=got.dtype))
-        expect_values(weights, want_w, t("weights_float64_inputs"), atol=1e-10, rtol=1e-8)
-        expect_values(out, want_out, t("output_float64_inputs"), atol=1e-10, rtol=1e-8)
+    # a correct float64 version passes at float64 precision: float32 inside shows as a dtype or as lost digits
+    q64, k64, v64 = q.double(), k.double(), v.double()
+    out, weights = _call(attention, "attention(float64 tensors)", q64, k64, v64, mask)
+    want_out, want_w = package(q64, k64, v64, mask)
+    for name, got in (("output", out), ("weights", weights)):
+        if isinstance(got, torch.Tensor) and got.is_floating_point() and got.dtype != torch.float64:
+            raise Hint(t("float64_inputs_expected", name=name, dtype=got.dtype))
+    expect_values(weights, want_w, t("weights_float64_inputs"), atol=1e-10, rtol=1e-8)
+    expect_values(out, want_out, t("output_float64_inputs"), atol=1e-10, rtol=1e-8)
 
-        # dropout on the weights, before weights @ value (the package's place): same seed, same zeros
-        dropout = nn.Dropout(0.5).train()
+    # dropout on the weights, before weights @ value (the package's place): same seed, same zeros
+    dropout = nn.Dropout(0.5).train()
+    torch.manual_seed(7)
+    want_out, _ = package(q, k, v, mask, dropout)
+    torch.manual_seed(7)
+    out, _ = _call(attention, "attention(query, key, value, mask, dropout)", q, k, v, mask, dropout)
+    if isinstance(out, torch.Tensor) and out.shape == want_out.shape:
+        plain_out, plain_w = package(q, k, v, mask)
         torch.manual_seed(7)
-        want_out, _ = package(q, k, v, mask, dropout)
+        on_output = dropout(plain_out)
         torch.manual_seed(7)
-        out, _ = _call(attention, "attention(query, key, value, mask, dropout)", q, k, v, mask, dropout)
-        if isinstance(out, torch.Tensor) and out.shape == want_out.shape:
-            plain_out, plain_w = package(q, k, v, mask)
-            torch.manual_seed(7)
-            on_output = dropout(plain_out)
-            torch.manual_seed(7)
-            scores = (q @ k.transpose(-2, -1) / 4).masked_fill(~mask, torch.finfo(q.dtype).min)
-            on_scores = dropout(scores).softmax(-1) @ v
-            if close(out, plain_out):
-                raise Hint(t("dropout_module_not"))
-            if close(out, on_output):
-                raise Hint(t("dropout_applied_output"))
-            if close(out, on_scores):
-                raise Hint(t("dropout_applied_scores"))
-        expect_values(out, want_out, t("output_dropout_weights"))
+        scores = (q @ k.transpose(-2, -1) / 4).masked_fill(~mask, torch.finfo(q.dtype).min)
+        on_scores = dropout(scores).softmax(-1) @ v
+        if close(out, plain_out):
+            raise Hint(t("dropout_module_not"))
+        if close(out, on_output):
+            raise Hint(t("dropout_applied_output"))
+        if close(out, on_scores):
+            raise Hint(t("dropout_applied_scores"))
+    expect_values(out, want_out, t("output_dropout_weights"))
 
-        # gradients reach the query, the key and the value, as the package's do
-        leaves = [x.clone().requires_grad_() for x in (q, k, v)]
-        out, weights = _call(attention, "attention(query, key, value, mask)", *leaves, mask)
-        if not isinstance(out, torch.Tensor) or out.grad_fn is None:
-            raise Hint(t("no_gradient_flows"))
-        out.pow(2).sum().backward()
-        mine = [x.grad for x in leaves]
-        reference = [x.clone().requires_grad_() for x in (q, k, v)]
-        package(*reference, mask)[0].pow(2).sum().backward()
-        for name, got, want in zip(("query", "key", "value"), mine, (x.grad for x in reference)):
-            if got is None:
-                raise Hint(t("no_gradient_reaches", name=name))
-            expect_values(got, want, t("gradient_respect", name=name))
-
-    return run_check(t("scaled_dot_product"), check, t("passed_attention"))
+    # gradients reach the query, the key and the value, as the package's do
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    out, weights = _call(attention, "attention(query, key, value, mask)", *leaves, mask)
+    if not isinstance(out, torch.Tensor) or out.grad_fn is None:
+        raise Hint(t("no_gradient_flows"))
+    out.pow(2).sum().backward()
+    mine = [x.grad for x in leaves]
+    reference = [x.clone().requires_grad_() for x in (q, k, v)]
+    package(*reference, mask)[0].pow(2).sum().backward()
+    for name, got, want in zip(("query", "key", "value"), mine, (x.grad for x in reference)):
+        if got is None:
+            raise Hint(t("no_gradient_reaches", name=name))
+        expect_values(got, want, t("gradient_respect", name=name))
 
 
 # ---- exercise 1: additive attention ------------------------------------------------------------------
 
 
-def check_additive_attention(additive_attention) -> Result:
+@checker(lazy_t("additive_attention"), lazy_t("passed_additive_attention"))
+def check_additive_attention(additive_attention):
     """``additive_attention(query, key, value, W_q, W_k, w_v, mask=None)`` → (output, weights)."""
 
     def reference(query, key, value, W_q, W_k, w_v, mask=None):
@@ -253,43 +251,40 @@ def check_additive_attention(additive_attention) -> Result:
             found[t("scores_divided_additive", name=name)] = (scores / math.sqrt(size)).softmax(-1)
         return found
 
-    def check():
-        g = torch.Generator().manual_seed(2)
-        # queries and keys of different sizes (6 and 5): additive attention allows it, dot products do not
-        query, key, value = (torch.randn(2, 3, 6, generator=g), torch.randn(2, 4, 5, generator=g),
-                             torch.randn(2, 4, 2, generator=g))  # fmt: skip
-        W_q, W_k, w_v = (torch.randn(6, 7, generator=g) * 0.6, torch.randn(5, 7, generator=g) * 0.6,
-                         torch.randn(7, generator=g) * 1.5)  # fmt: skip
-        want_out, want_w = reference(query, key, value, W_q, W_k, w_v)
-        with no_shortcuts(t("additive_attention"), TORCH_ATTENTION):
-            got = additive_attention(query, key, value, W_q, W_k, w_v)
-        out, weights = _pair(got, "additive_attention(...)")
-        if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape and weights.is_floating_point():
-            sums = weights.sum(-1)
-            if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
-                raise Hint(t("each_querys_weights"))
-            for hint, wrong in variants(query, key, W_q, W_k, w_v).items():
-                if close(weights, wrong):
-                    raise Hint(hint)
-        expect_values(weights, want_w, "weights (batch, q_len, k_len)")
-        expect_values(out, want_out, "output (batch, q_len, d_v)")
+    g = torch.Generator().manual_seed(2)
+    # queries and keys of different sizes (6 and 5): additive attention allows it, dot products do not
+    query, key, value = (torch.randn(2, 3, 6, generator=g), torch.randn(2, 4, 5, generator=g),
+                         torch.randn(2, 4, 2, generator=g))  # fmt: skip
+    W_q, W_k, w_v = (torch.randn(6, 7, generator=g) * 0.6, torch.randn(5, 7, generator=g) * 0.6,
+                     torch.randn(7, generator=g) * 1.5)  # fmt: skip
+    want_out, want_w = reference(query, key, value, W_q, W_k, w_v)
+    with no_shortcuts(t("additive_attention"), TORCH_ATTENTION):
+        got = additive_attention(query, key, value, W_q, W_k, w_v)
+    out, weights = _pair(got, "additive_attention(...)")
+    if isinstance(weights, torch.Tensor) and weights.shape == want_w.shape and weights.is_floating_point():
+        sums = weights.sum(-1)
+        if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
+            raise Hint(t("each_querys_weights"))
+        for hint, wrong in variants(query, key, W_q, W_k, w_v).items():
+            if close(weights, wrong):
+                raise Hint(hint)
+    expect_values(weights, want_w, "weights (batch, q_len, k_len)")
+    expect_values(out, want_out, "output (batch, q_len, d_v)")
 
-        mask = torch.tensor([[True, True, False, False], [True, True, True, True]])[:, None, :]  # (2, 1, 4)
-        want_out, want_w = reference(query, key, value, W_q, W_k, w_v, mask)
-        with no_shortcuts(t("additive_attention"), TORCH_ATTENTION):
-            got = additive_attention(query, key, value, W_q, W_k, w_v, mask)
-        out, weights = _pair(got, t("mask"))
-        _check_mask_direction(weights, want_w, 2)
-        expect_values(weights, want_w, t("weights_mask"))
-        expect_values(out, want_out, t("output_mask"))
+    mask = torch.tensor([[True, True, False, False], [True, True, True, True]])[:, None, :]  # (2, 1, 4)
+    want_out, want_w = reference(query, key, value, W_q, W_k, w_v, mask)
+    with no_shortcuts(t("additive_attention"), TORCH_ATTENTION):
+        got = additive_attention(query, key, value, W_q, W_k, w_v, mask)
+    out, weights = _pair(got, t("mask"))
+    _check_mask_direction(weights, want_w, 2)
+    expect_values(weights, want_w, t("weights_mask"))
+    expect_values(out, want_out, t("output_mask"))
 
-        args64 = [x.double() for x in (query, key, value, W_q, W_k, w_v)]  # a float64 version passes as well
-        with no_shortcuts(t("additive_attention"), TORCH_ATTENTION):
-            got = additive_attention(*args64, mask)
-        out, weights = _pair(got, "additive_attention(float64 tensors)")
-        expect_values(out, want_out, t("output_float64_inputs"))
-
-    return run_check(t("additive_attention"), check, t("passed_additive_attention"))
+    args64 = [x.double() for x in (query, key, value, W_q, W_k, w_v)]  # a float64 version passes as well
+    with no_shortcuts(t("additive_attention"), TORCH_ATTENTION):
+        got = additive_attention(*args64, mask)
+    out, weights = _pair(got, "additive_attention(float64 tensors)")
+    expect_values(out, want_out, t("output_float64_inputs"))
 
 
 # ---- exercise 2: find the bugs, and show each with an input of your own -------------------------------
@@ -345,7 +340,8 @@ def check_bug_lines(bug_lines):
     raise Hint(t("not_these_lines"))
 
 
-def check_exposing_inputs(cases) -> Result:
+@checker(lazy_t("inputs_show_bugs"), lazy_t("passed_every_bug"))
+def check_exposing_inputs(cases):
     """``cases``: a list of inputs ``(query, key, value)`` or ``(query, key, value, mask)`` on which
     ``buggy_attention`` and the paper's attention differ. Passes when every bug of ``buggy_attention`` shows on
     at least one of them (a NaN where the formula is finite counts)."""
@@ -366,42 +362,39 @@ def check_exposing_inputs(cases) -> Result:
             return True
         return not torch.allclose(got, want, atol=1e-4, rtol=1e-3)
 
-    def check():
-        if cases is ... or cases is None:
-            raise NotImplementedError
-        exposed = set()
-        for i, case in enumerate(as_sequence(cases, None, t("cases"))):
-            items = as_sequence(case, None, t("case", i=i))
-            if len(items) not in (3, 4):
-                raise Hint(t("case_query_key", i=i))
-            query, key, value, mask = (*items, None)[:4]
-            if not all(isinstance(x, torch.Tensor) and x.is_floating_point() for x in (query, key, value)):
-                raise Hint(t("case_query_key_value", i=i))
-            if not all(torch.isfinite(x).all() for x in (query, key, value)):
-                raise Hint(t("case_input_itself", i=i))
-            if mask is not None and (not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool):
-                raise Hint(t("case_mask_boolean", i=i))
-            if query.dim() < 2 or query.size(-1) != key.size(-1) or key.size(-2) != value.size(-2):
-                raise Hint(t("case_not_attention", i=i))
-            try:
-                _, want = package(query, key, value, mask)
-            except RuntimeError as error:
-                raise Hint(t("case_does_not", i=i, error=str(error)[:120])) from None
-            _, precise = package(query.double(), key.double(), value.double(), mask)
-            if not torch.allclose(want.double(), precise, atol=1e-4, rtol=1e-3):
-                raise Hint(t("case_extreme_formula", i=i, dtype=query.dtype))
-            # the max's axes are judged on rows with a key allowed: a row with none shows the -inf fill instead
-            seen = torch.ones(want.shape[:-1], dtype=torch.bool) if mask is None else mask.expand(want.shape).any(-1)
-            shown = {bug for bug in ("scale", "fill") if differs(one_bug(query, key, value, mask, bug), want)}
-            if differs(one_bug(query, key, value, mask, "max")[seen], want[seen]):
-                shown.add("max")
-            if not shown and not differs(buggy_attention(query, key, value, mask)[1], want):
-                raise Hint(t("case_buggy_attention", i=i))
-            exposed |= shown
-        if len(exposed) < 3:
-            raise Hint(t("cases_show_some_bugs", count=len(exposed)))
-
-    return run_check(t("inputs_show_bugs"), check, t("passed_every_bug"))
+    if cases is ... or cases is None:
+        raise NotImplementedError
+    exposed = set()
+    for i, case in enumerate(as_sequence(cases, None, t("cases"))):
+        items = as_sequence(case, None, t("case", i=i))
+        if len(items) not in (3, 4):
+            raise Hint(t("case_query_key", i=i))
+        query, key, value, mask = (*items, None)[:4]
+        if not all(isinstance(x, torch.Tensor) and x.is_floating_point() for x in (query, key, value)):
+            raise Hint(t("case_query_key_value", i=i))
+        if not all(torch.isfinite(x).all() for x in (query, key, value)):
+            raise Hint(t("case_input_itself", i=i))
+        if mask is not None and (not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool):
+            raise Hint(t("case_mask_boolean", i=i))
+        if query.dim() < 2 or query.size(-1) != key.size(-1) or key.size(-2) != value.size(-2):
+            raise Hint(t("case_not_attention", i=i))
+        try:
+            _, want = package(query, key, value, mask)
+        except RuntimeError as error:
+            raise Hint(t("case_does_not", i=i, error=str(error)[:120])) from None
+        _, precise = package(query.double(), key.double(), value.double(), mask)
+        if not torch.allclose(want.double(), precise, atol=1e-4, rtol=1e-3):
+            raise Hint(t("case_extreme_formula", i=i, dtype=query.dtype))
+        # the max's axes are judged on rows with a key allowed: a row with none shows the -inf fill instead
+        seen = torch.ones(want.shape[:-1], dtype=torch.bool) if mask is None else mask.expand(want.shape).any(-1)
+        shown = {bug for bug in ("scale", "fill") if differs(one_bug(query, key, value, mask, bug), want)}
+        if differs(one_bug(query, key, value, mask, "max")[seen], want[seen]):
+            shown.add("max")
+        if not shown and not differs(buggy_attention(query, key, value, mask)[1], want):
+            raise Hint(t("case_buggy_attention", i=i))
+        exposed |= shown
+    if len(exposed) < 3:
+        raise Hint(t("cases_show_some_bugs", count=len(exposed)))
 
 
 # ---- exercise 3: the memory of the weights -----------------------------------------------------------

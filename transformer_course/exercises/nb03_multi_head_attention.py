@@ -374,37 +374,35 @@ def check_attention_parameter_count(count):
 # ---- exercise 3: grouped-query attention (a variant) ------------------------------------------------------
 
 
-def check_grouped_query_attention(grouped_query_attention) -> Result:
+@checker(lazy_t("grouped_query_attention"), lazy_t("passed_each_group"))
+def check_grouped_query_attention(grouped_query_attention):
     """``grouped_query_attention(query, key, value, mask=None)``: query (batch, heads, T, d_k), key and value
     (batch, groups, S, d_k) with ``groups`` dividing ``heads``; query heads g·(heads/groups) … share key/value
     head g. Returns (output (batch, heads, T, d_k), weights (batch, heads, T, S))."""
     from ..attention import scaled_dot_product_attention as package
 
-    def check():
-        g = torch.Generator().manual_seed(5)
-        for heads, groups in ((6, 2), (4, 4), (4, 1)):
-            query = torch.randn(2, heads, 3, 8, generator=g)
-            key, value = torch.randn(2, groups, 5, 8, generator=g), torch.randn(2, groups, 5, 8, generator=g)
-            mask = torch.tensor([[True] * 5, [True, True, True, False, False]])[:, None, None, :]  # (2, 1, 1, 5)
-            what = f"grouped_query_attention(query (2, {heads}, 3, 8), key (2, {groups}, 5, 8), value (2, {groups}, 5, 8), mask)"
-            share = heads // groups
-            want_out, want_w = package(query, key.repeat_interleave(share, 1), value.repeat_interleave(share, 1), mask)
-            with no_shortcuts(t("grouped_query_attention"), TORCH_ATTENTION, allow=EARLIER):
-                got = grouped_query_attention(query, key, value, mask)
-            if not isinstance(got, (tuple, list)) or len(got) != 2:
-                raise Hint(t("return_pair_output", what=what))
-            out, weights = got
-            if isinstance(out, torch.Tensor) and out.shape == want_out.shape and not close(out, want_out):
-                tiled_out, _ = package(query, key.repeat(1, share, 1, 1), value.repeat(1, share, 1, 1), mask)
-                if close(out, tiled_out):
-                    raise Hint(t("query_head_uses_group", what=what))
-                unmasked, _ = package(query, key.repeat_interleave(share, 1), value.repeat_interleave(share, 1))
-                if close(out, unmasked):
-                    raise Hint(t("mask_not_used", what=what))
-            expect_values(weights, want_w, t("weights_batch_heads", what=what))
-            expect_values(out, want_out, t("output_batch_heads", what=what))
-
-    return run_check(t("grouped_query_attention"), check, t("passed_each_group"))
+    g = torch.Generator().manual_seed(5)
+    for heads, groups in ((6, 2), (4, 4), (4, 1)):
+        query = torch.randn(2, heads, 3, 8, generator=g)
+        key, value = torch.randn(2, groups, 5, 8, generator=g), torch.randn(2, groups, 5, 8, generator=g)
+        mask = torch.tensor([[True] * 5, [True, True, True, False, False]])[:, None, None, :]  # (2, 1, 1, 5)
+        what = f"grouped_query_attention(query (2, {heads}, 3, 8), key (2, {groups}, 5, 8), value (2, {groups}, 5, 8), mask)"
+        share = heads // groups
+        want_out, want_w = package(query, key.repeat_interleave(share, 1), value.repeat_interleave(share, 1), mask)
+        with no_shortcuts(t("grouped_query_attention"), TORCH_ATTENTION, allow=EARLIER):
+            got = grouped_query_attention(query, key, value, mask)
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            raise Hint(t("return_pair_output", what=what))
+        out, weights = got
+        if isinstance(out, torch.Tensor) and out.shape == want_out.shape and not close(out, want_out):
+            tiled_out, _ = package(query, key.repeat(1, share, 1, 1), value.repeat(1, share, 1, 1), mask)
+            if close(out, tiled_out):
+                raise Hint(t("query_head_uses_group", what=what))
+            unmasked, _ = package(query, key.repeat_interleave(share, 1), value.repeat_interleave(share, 1))
+            if close(out, unmasked):
+                raise Hint(t("mask_not_used", what=what))
+        expect_values(weights, want_w, t("weights_batch_heads", what=what))
+        expect_values(out, want_out, t("output_batch_heads", what=what))
 
 
 # ---- questions: a number to work out and a consequence ---------------------------------------------------------

@@ -22,7 +22,6 @@ from torch import Tensor, nn
 from ..i18n import messages
 from . import (
     Hint,
-    Result,
     answer_check,
     as_int,
     checker,
@@ -30,7 +29,6 @@ from . import (
     print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
     questions,
     quiz_checker,
-    run_check,
 )
 from .compare import expect_values
 from .guard import TORCH_NORM, answer_digest, no_shortcuts, watch_shortcuts
@@ -163,64 +161,62 @@ def _residual_outcomes(x, sublayer, norm, norm_first: bool) -> dict[str, Tensor]
     return outcomes
 
 
-def check_residual_connection(ResidualConnection) -> Result:  # noqa: N803 (the learner's class)
+@checker("ResidualConnection", lazy_t("post_ln_pre"))
+def check_residual_connection(ResidualConnection):  # noqa: N803 (the learner's class)
     """``ResidualConnection(d_model, dropout, norm_first=False)`` with ``self.norm`` (the learner's LayerNorm);
     ``forward(x, sublayer)``: post-LN when ``norm_first=False``, pre-LN when True, dropout on the sub-layer's output."""
     from ..layers import LayerNorm as PackageLayerNorm  # the expected values; never inside the guarded block
 
-    def check() -> None:
-        torch.manual_seed(4)
-        x, sublayer = torch.randn(2, 3, 8), nn.Linear(8, 8)
-        for norm_first in (False, True):
-            formula = "x + Dropout(Sublayer(LayerNorm(x)))" if norm_first else "LayerNorm(x + Dropout(Sublayer(x)))"
-            what = f"ResidualConnection(8, dropout=0.5, norm_first={norm_first})"
+    torch.manual_seed(4)
+    x, sublayer = torch.randn(2, 3, 8), nn.Linear(8, 8)
+    for norm_first in (False, True):
+        formula = "x + Dropout(Sublayer(LayerNorm(x)))" if norm_first else "LayerNorm(x + Dropout(Sublayer(x)))"
+        what = f"ResidualConnection(8, dropout=0.5, norm_first={norm_first})"
+        with no_shortcuts(t("residual_connection_layernorm"), TORCH_NORM):
+            block = ResidualConnection(8, 0.5, norm_first=norm_first)
+        names = set(block.state_dict())
+        if names != {"norm.weight", "norm.bias"}:
+            raise Hint(t("only_parameters_self", names=sorted(names)))
+        with torch.no_grad():
+            block.norm.weight.uniform_(0.5, 1.5)
+            block.norm.bias.normal_()
+            norm = PackageLayerNorm(8)
+            norm.load_state_dict(block.norm.state_dict())
             with no_shortcuts(t("residual_connection_layernorm"), TORCH_NORM):
-                block = ResidualConnection(8, 0.5, norm_first=norm_first)
-            names = set(block.state_dict())
-            if names != {"norm.weight", "norm.bias"}:
-                raise Hint(t("only_parameters_self", names=sorted(names)))
-            with torch.no_grad():
-                block.norm.weight.uniform_(0.5, 1.5)
-                block.norm.bias.normal_()
-                norm = PackageLayerNorm(8)
-                norm.load_state_dict(block.norm.state_dict())
-                with no_shortcuts(t("residual_connection_layernorm"), TORCH_NORM):
-                    normed = block.norm(x)
-                if (
-                    not isinstance(normed, Tensor)
-                    or normed.shape != x.shape
-                    or not torch.allclose(normed, norm(x), atol=1e-5)
-                ):
-                    raise Hint(t("norm_is_not_layernorm"))
-                post, pre = norm(x + sublayer(x)), x + sublayer(norm(x))
-                wrong = {
-                    "norm(x + sublayer(x))": post,
-                    "x + sublayer(norm(x))": pre,
-                    t("norm_sublayer_x"): norm(sublayer(x)),
-                    t("sublayer_norm_x"): sublayer(norm(x)),
-                    "x + norm(sublayer(x))": x + norm(sublayer(x)),
-                    t("norm_x_sublayer"): norm(x) + sublayer(norm(x)),
-                }
-                with no_shortcuts(t("residual_connection_layernorm"), TORCH_NORM):
-                    got = block.eval()(x, sublayer)
-                expected = pre if norm_first else post
-                computed = known_mistake(got, expected, wrong)
-                if computed is not None:
-                    raise Hint(t("eval_mode_computed", what=what, computed=computed, formula=formula))
-                expect_values(got, expected, t("eval_mode", what=what))
+                normed = block.norm(x)
+            if (
+                not isinstance(normed, Tensor)
+                or normed.shape != x.shape
+                or not torch.allclose(normed, norm(x), atol=1e-5)
+            ):
+                raise Hint(t("norm_is_not_layernorm"))
+            post, pre = norm(x + sublayer(x)), x + sublayer(norm(x))
+            wrong = {
+                "norm(x + sublayer(x))": post,
+                "x + sublayer(norm(x))": pre,
+                t("norm_sublayer_x"): norm(sublayer(x)),
+                t("sublayer_norm_x"): sublayer(norm(x)),
+                "x + norm(sublayer(x))": x + norm(sublayer(x)),
+                t("norm_x_sublayer"): norm(x) + sublayer(norm(x)),
+            }
+            with no_shortcuts(t("residual_connection_layernorm"), TORCH_NORM):
+                got = block.eval()(x, sublayer)
+            expected = pre if norm_first else post
+            computed = known_mistake(got, expected, wrong)
+            if computed is not None:
+                raise Hint(t("eval_mode_computed", what=what, computed=computed, formula=formula))
+            expect_values(got, expected, t("eval_mode", what=what))
 
-                outcomes = _residual_outcomes(x, sublayer, norm, norm_first)
-                torch.manual_seed(5)
-                with no_shortcuts(t("residual_connection_layernorm"), TORCH_NORM):
-                    got = block.train()(x, sublayer)
-            mistakes = {DROPOUT_HINTS[name]: out for name, out in outcomes.items() if name != "right"}
-            hint = known_mistake(got, outcomes["right"], mistakes)
-            if hint is not None:
-                raise Hint(t("training_mode", what=what, hint=hint))
-            expect_values(got, outcomes["right"], t("training_mode_what", what=what))
-            _check_residual_gradient(block.eval(), norm, x, sublayer, norm_first, what)
-
-    return run_check("ResidualConnection", check, t("post_ln_pre"))
+            outcomes = _residual_outcomes(x, sublayer, norm, norm_first)
+            torch.manual_seed(5)
+            with no_shortcuts(t("residual_connection_layernorm"), TORCH_NORM):
+                got = block.train()(x, sublayer)
+        mistakes = {DROPOUT_HINTS[name]: out for name, out in outcomes.items() if name != "right"}
+        hint = known_mistake(got, outcomes["right"], mistakes)
+        if hint is not None:
+            raise Hint(t("training_mode", what=what, hint=hint))
+        expect_values(got, outcomes["right"], t("training_mode_what", what=what))
+        _check_residual_gradient(block.eval(), norm, x, sublayer, norm_first, what)
 
 
 def _check_residual_gradient(block, norm, x, sublayer, norm_first: bool, what: str) -> None:

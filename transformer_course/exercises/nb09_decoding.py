@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from ..i18n import messages
-from . import Hint, Result, as_int, as_number, as_sequence, checker, expect_tensor, questions, quiz_checker, run_check
+from . import Hint, as_int, as_number, as_sequence, checker, expect_tensor, questions, quiz_checker
 from .guard import no_shortcuts, number_matches
 from .seal import answer_check
 
@@ -279,7 +279,8 @@ _BIG_CACHE_CASE = (256, 48, 32, 128, 2048, 1024)
 _BIG_CACHE_DIGESTS = ("632aab8a3a557878720a6533",)  # guard.number_digests("nb09-cache-big", its count, 0)
 
 
-def check_cache_numbers(cache_numbers) -> Result:
+@checker(lazy_t("cache_numbers"), lazy_t("passed_cache_formula"))
+def check_cache_numbers(cache_numbers):
     """``cache_numbers(batch, layers, heads, d_k, t, src_len)``: how many numbers the decoder's cache holds
     after the decoder has read t tokens (<s> included), self- and cross-attention of every layer. Checked
     against the package's cache, counted after decoding with a model of those sizes, and then on a
@@ -301,37 +302,32 @@ def check_cache_numbers(cache_numbers) -> Result:
                 word = model.generator(hidden[:, -1]).argmax(-1, keepdim=True)  # (batch, 1)
         return _numbers_in(cache)
 
-    def check():
-        for case in [*_CACHE_CASES, _BIG_CACHE_CASE]:
-            batch, layers, heads, d_k, read, src_len = case  # read: the t tokens read
-            what = (
-                f"cache_numbers(batch={batch}, layers={layers}, heads={heads}, d_k={d_k}, t={read}, src_len={src_len})"
-            )
-            with no_shortcuts(t("count")):
-                answer = cache_numbers(*case)
-            got = as_int(answer, what)
-            if case == _BIG_CACHE_CASE:
-                if not number_matches("nb09-cache-big", got, _BIG_CACHE_DIGESTS, 0):
-                    raise Hint(t("right_small_models", what=what, got=got))
-                continue
-            want = counted(*case)
-            if got == want:
-                continue
-            per = batch * heads * d_k  # one position of one layer's keys (or values)
-            mistakes = {
-                t("values_missing_each"): want // 2,
-                t("cross_attention_missing"): (2 * layers * per * read),
-                t("layer_every_decoder"): want // layers,
-                t("self_attention_holds"): (2 * layers * per * (read + 1 + src_len)),
-                t("self_attention_holds_t"): (2 * layers * per * (read - 1 + src_len)),
-                t("cross_attentions_length"): 2 * layers * per * (2 * read),
-            }
-            for hint, value in mistakes.items():
-                if got == value:
-                    raise Hint(t("answer_is_hint_count", what=what, got=got, hint=hint))
-            raise Hint(t("packages_cache_holds", what=what, got=got, want=want))
-
-    return run_check(t("cache_numbers"), check, t("passed_cache_formula"))
+    for case in [*_CACHE_CASES, _BIG_CACHE_CASE]:
+        batch, layers, heads, d_k, read, src_len = case  # read: the t tokens read
+        what = f"cache_numbers(batch={batch}, layers={layers}, heads={heads}, d_k={d_k}, t={read}, src_len={src_len})"
+        with no_shortcuts(t("count")):
+            answer = cache_numbers(*case)
+        got = as_int(answer, what)
+        if case == _BIG_CACHE_CASE:
+            if not number_matches("nb09-cache-big", got, _BIG_CACHE_DIGESTS, 0):
+                raise Hint(t("right_small_models", what=what, got=got))
+            continue
+        want = counted(*case)
+        if got == want:
+            continue
+        per = batch * heads * d_k  # one position of one layer's keys (or values)
+        mistakes = {
+            t("values_missing_each"): want // 2,
+            t("cross_attention_missing"): (2 * layers * per * read),
+            t("layer_every_decoder"): want // layers,
+            t("self_attention_holds"): (2 * layers * per * (read + 1 + src_len)),
+            t("self_attention_holds_t"): (2 * layers * per * (read - 1 + src_len)),
+            t("cross_attentions_length"): 2 * layers * per * (2 * read),
+        }
+        for hint, value in mistakes.items():
+            if got == value:
+                raise Hint(t("answer_is_hint_count", what=what, got=got, hint=hint))
+        raise Hint(t("packages_cache_holds", what=what, got=got, want=want))
 
 
 # ---- Questions ------------------------------------------------------------------------------------------------------
