@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import transformer_course as tc
+from transformer_course import layers
 from transformer_course.attention import KVCache
 from transformer_course.data import BOS, EOS, PAD, UNK, Vocab
 from transformer_course.decode import beam_search, decode_sentences, gnmt_length_penalty, greedy_decode
@@ -179,3 +180,41 @@ def test_beam_reorders_only_self_attention_within_a_sentence():
     cache.reorder(torch.tensor([1, 1, 2, 3]), cross_attention=False)
     assert torch.equal(cache.layers[0].cross_attn.key, cross)
     assert torch.equal(cache.layers[0].self_attn.key, self_keys[[1, 1, 2, 3]])
+
+
+READS = ("item", "tolist", "nonzero", "__bool__", "__int__", "__float__", "__index__")  # each waits for the device
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_each_step_reads_one_number_back_from_the_device(beam_size, monkeypatch):
+    """The stop test (which sentences go on) is the decoder's one host sync of a step; a GPU runs ahead otherwise.
+    The embedding's check that token ids are in the vocabulary (layers.check_token_range) is counted apart."""
+    model = random_model(0, eos_bias=3.0)
+    src, src_mask = random_src(LENGTHS)
+    reads, steps, in_check = [], [], []
+    for name in READS:
+        original = getattr(torch.Tensor, name)
+
+        def counted(self, *args, _original=original, _name=name, **kwargs):
+            if not in_check:
+                reads.append(_name)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    check = layers.check_token_range
+
+    def check_apart(*args):
+        in_check.append(1)
+        check(*args)
+        in_check.pop()
+
+    monkeypatch.setattr(layers, "check_token_range", check_apart)
+    decode = model.decode
+    monkeypatch.setattr(model, "decode", lambda *args: steps.append(1) or decode(*args))
+    if beam_size == 1:
+        greedy_decode(model, src, src_mask, 24, BOS, EOS)
+    else:
+        beam_search(model, src, src_mask, 24, BOS, EOS, beam_size=beam_size)
+    monkeypatch.undo()
+    assert len(steps) > 5
+    assert len(reads) <= len(steps) + 1, f"{len(reads)} reads in {len(steps)} steps: {reads}"  # + 1: the result's width
