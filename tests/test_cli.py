@@ -41,7 +41,8 @@ FLAGS = {
     ],
     "evaluate": ["--checkpoint", "--split", "--beam", "--limit", "--root", "--samples", "--json", "--no-progress"],
     "translate": ["--checkpoint", "--beam"],
-    "average": ["--run", "--last", "--out"],
+    "average": ["--run", "--last", "--around-best", "--out"],
+    "choose": ["--run", "--by", "--beam", "--root", "--limit", "--device"],
 }
 
 

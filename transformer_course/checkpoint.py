@@ -61,6 +61,7 @@ __all__ = [
     "is_averaged_checkpoint",
     "languages_problem",
     "epoch_checkpoints",
+    "epochs_around_best",
     "load_checkpoint",
     "read_checkpoint",
     "resolve_model",
@@ -311,6 +312,27 @@ def epoch_checkpoints(out_dir: str | Path) -> list[Path]:
                 "epoch's checkpoint there"
             )
     return paths
+
+
+def epochs_around_best(history: list[dict], paths: list[Path], k: int) -> tuple[int, list[Path]]:
+    """The epoch with the lowest validation loss in a run's ``history`` and, of its epoch files ``paths``
+    (epoch-NNN.pt), those of epochs best − ⌊k/2⌋ … best − ⌊k/2⌋ + k − 1 that exist: ``k`` epochs centred on
+    the best one, fewer at the ends of the run. The choice reads validation losses only, never test."""
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"around the best epoch: k must be a positive number of epochs, got {k!r}")
+    rows = [r for r in history if isinstance(r, dict) and isinstance(r.get("val_loss"), (int, float))]
+    if not rows:
+        raise ValueError("the run's history holds no validation loss: no epoch can be called the best")
+    best = int(min(rows, key=lambda r: r["val_loss"])["epoch"])  # the first of equal losses
+    first = best - k // 2
+    by_epoch = {int(p.stem.split("-")[-1]): p for p in paths}
+    chosen = [by_epoch[e] for e in range(first, first + k) if e in by_epoch]
+    if not chosen:
+        raise ValueError(
+            f"the best epoch is {best}, and the run holds none of the epoch files {first} … {first + k - 1}"
+            f" (it holds {', '.join(p.name for p in paths) or 'none'}); train with keep_epochs"
+        )
+    return best, chosen
 
 
 def is_averaged_checkpoint(path: str | Path) -> bool:

@@ -1,10 +1,11 @@
-"""The command line: ``python -m transformer_course download | train | evaluate | translate | average``
+"""The command line: ``python -m transformer_course download | train | evaluate | translate | average | choose``
 (notebook 11). A teacher trains a model before class with it; every command has ``--help``.
 
     python -m transformer_course download
     python -m transformer_course train --preset multi30k-cpu --max-minutes 45 --out runs/multi30k-cpu
     python -m transformer_course evaluate --checkpoint runs/multi30k-cpu/best.pt --split test --beam 4
     python -m transformer_course translate --checkpoint runs/multi30k-cpu/best.pt "Ein Mann fährt Fahrrad."
+    python -m transformer_course choose --run runs/multi30k-cpu     # best / best-ema / averaged-… by validation
 
 Every failure a user can act on — a bad argument or config, a missing or damaged file, a failed download, a
 diverged training, a full disk — ends the program with exit code 1 and one line ``error: …`` on stderr that
@@ -118,12 +119,39 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser(
         "average",
-        help="average the parameters of the last N epoch checkpoints of a run",
-        description="Average epoch-NNN.pt checkpoints of --run (the paper averages the last 5).",
+        help="average the parameters of the last N epoch checkpoints of a run (or K around its best epoch)",
+        description="Average epoch-NNN.pt checkpoints of --run (the paper averages the last 5); the file records "
+        "the ones it averaged (averaged_from).",
     )
     p.add_argument("--run", required=True, help="a run folder written by train")
-    p.add_argument("--last", type=int, default=5, help="how many of the last epoch checkpoints (default: 5)")
-    p.add_argument("--out", help="output file (default: RUN/averaged-last-N.pt)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--last", type=int, help="how many of the last epoch checkpoints (default: 5)")
+    which.add_argument(
+        "--around-best",
+        type=int,
+        metavar="K",
+        help="K epochs centred on the one with the lowest validation loss in history.json: best-K//2 … "
+        "(those that exist)",
+    )
+    p.add_argument("--out", help="output file (default: RUN/averaged-last-N.pt or RUN/averaged-around-best-K.pt)")
+
+    p = commands.add_parser(
+        "choose",
+        help="choose a run's checkpoint by validation (best, best-ema, averaged-…) and record it in chosen.json",
+        description="Score each of --run's best.pt, best-ema.pt and averaged-*.pt on the validation split and write "
+        "the winner's label to RUN/chosen.json (test is never read): evaluate that checkpoint on test afterwards.",
+    )
+    p.add_argument("--run", required=True, help="a run folder written by train")
+    p.add_argument(
+        "--by",
+        default="val_loss",
+        choices=("val_loss", "bleu"),
+        help="val_loss: the lowest validation loss (default); bleu: the highest validation sacreBLEU",
+    )
+    p.add_argument("--beam", type=int, default=1, help="with --by bleu: beam size (default: 1, greedy)")
+    p.add_argument("--root", default="data", help="Multi30k: data folder (default: data)")
+    p.add_argument("--limit", type=int, help="Multi30k: the --limit the run was trained with")
+    p.add_argument("--device", default="cpu", help="cpu, cuda … (default: cpu)")
 
     for name, (_, summary) in TOOLS.items():  # each parses its own options: COMMAND --help
         commands.add_parser(name, add_help=False, help=summary)
@@ -274,19 +302,45 @@ def cmd_translate(args) -> None:
 
 
 def cmd_average(args) -> None:
-    from .checkpoint import average_checkpoints, epoch_checkpoints
+    from .checkpoint import average_checkpoints, epoch_checkpoints, epochs_around_best
 
-    if args.last < 1:
-        raise ValueError(f"--last must be at least 1, got {args.last}")
+    for name in ("last", "around_best"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     paths = epoch_checkpoints(args.run)
     if not paths:
         raise ValueError(f"{args.run} holds no epoch-NNN.pt checkpoints; train with --out {args.run} first")
-    chosen = paths[-args.last :]
-    out = Path(args.out or Path(args.run) / f"averaged-last-{len(chosen)}.pt")
+    if args.around_best is not None:  # the best epoch by validation loss, from the run's history
+        history = Path(args.run) / "history.json"
+        try:
+            rows = json.loads(history.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise ValueError(
+                f"--around-best reads {history}, which cannot be read ({err}); give a run folder"
+            ) from None
+        best, chosen = epochs_around_best(rows if isinstance(rows, list) else [], paths, args.around_best)
+        print(f"best epoch by validation loss: {best}")
+        name = f"averaged-around-best-{args.around_best}.pt"
+    else:
+        chosen = paths[-(args.last or 5) :]
+        name = f"averaged-last-{len(chosen)}.pt"
+    out = Path(args.out or Path(args.run) / name)
     refuse_writing_onto_inputs(out, paths)  # not even an epoch file left out of the average
     check_writable_folder(out.parent, "--out's folder")
     average_checkpoints(chosen, out)
     print(f"averaged {', '.join(p.name for p in chosen)} → {out}")
+
+
+def cmd_choose(args) -> None:
+    from .train.choose import choose_checkpoint
+
+    check_beam(args.beam)
+    check_positive(args, ("limit",))
+    check_device(args.device)
+    record = choose_checkpoint(args.run, args.by, args.root, args.limit, args.beam, args.device)
+    for label, score in record["scores"].items():
+        print(f"{label:>28}: validation {args.by} {score:.4f}" + ("  ← chosen" if label == record["chosen"] else ""))
+    print(f"chosen: {record['chosen']} ({record['checkpoint']}), recorded in {Path(args.run) / 'chosen.json'}")
 
 
 # The commands of the course tools (the package course_tools beside this one, which imports this package and never
@@ -331,6 +385,7 @@ COMMANDS = {
     "evaluate": cmd_evaluate,
     "translate": cmd_translate,
     "average": cmd_average,
+    "choose": cmd_choose,
 }
 
 

@@ -56,6 +56,8 @@ PROBABILITIES = {  # fields that are probabilities in [0, 1), with the paper's v
     "attention_dropout": "0.0 (the paper's)",
     "ffn_dropout": "0.0 (the paper's)",
     "label_smoothing": "0.1 (the paper's ε_ls)",
+    "ema_decay": "0.999 (0: no EMA)",
+    "word_dropout": "0.1 (0: off)",
 }
 FRACTIONS = {  # fields that are a fraction in (0, 1), with a value to suggest
     "warmup_fraction": "0.1 (the 45-minute CPU run warmed up for 300 of its 2,338 steps: 0.13)",
@@ -66,6 +68,7 @@ CHOICES = {
     "task": ("multi30k", "copy", "reverse"),
     "tokenizer": ("words", "bpe"),
     "schedule": ("noam", "budget"),
+    "word_dropout_on": ("both", "source", "target"),
 }
 
 
@@ -116,6 +119,14 @@ class Config:
     # config's warmup and lr_factor, and a linear decay to 0 at the planned end (train/schedule.py)
     schedule: str = "noam"
     warmup_fraction: float = 0.1  # with schedule="budget": the share of the planned steps spent warming up
+    # regularizers and averages for small data (0 = off: a run trains exactly as without them)
+    ema_decay: float = 0.0  # > 0: an EMA of the weights after every step, saved as ema.pt / best-ema.pt (train/ema.py)
+    word_dropout: float = (
+        0.0  # in training, each input token id becomes <unk> with this probability (never pad/<s>/</s>)
+    )
+    word_dropout_on: str = (
+        "both"  # which inputs word_dropout touches: "both", "source" or "target" (the decoder's input)
+    )
     # decoding (§6.1)
     beam_size: int = 4
     length_penalty: float = 0.6

@@ -24,9 +24,17 @@ from torch.utils.data import Dataset, Sampler
 
 from ..masks import padding_mask, target_mask
 from .corpus import check_aligned
-from .vocab import BOS, EOS, PAD
+from .vocab import BOS, EOS, PAD, UNK
 
-__all__ = ["Batch", "PairDataset", "TokenBatchSampler", "collate", "pad_sequences", "padding_fraction"]
+__all__ = [
+    "Batch",
+    "PairDataset",
+    "TokenBatchSampler",
+    "collate",
+    "pad_sequences",
+    "padding_fraction",
+    "word_dropout",
+]
 
 
 @dataclass
@@ -113,6 +121,24 @@ def collate(pairs: Sequence[tuple[Sequence[int], Sequence[int]]], pad: int = PAD
         width = -(-(tgt.size(1) - 1) // multiple) * multiple + 1
         tgt = torch.cat([tgt, tgt.new_full((tgt.size(0), width - tgt.size(1)), pad)], dim=1)  # (B, T'+1)
     return Batch.make(src, tgt, pad)
+
+
+def word_dropout(batch: Batch, rate: float, on: str = "both", generator: torch.Generator | None = None) -> Batch:
+    """``batch`` with each input token id replaced by ``<unk>`` with probability ``rate`` (Sennrich et al., 2016,
+    drop whole words of the input; Gal and Ghahramani, 2016): the source (``on="source"``), the decoder's input
+    ``tgt_in`` (``"target"``) or both. Padding, ``<s>`` and ``</s>`` stay; ``tgt_out``, what the model must
+    predict, and the masks are unchanged. Training only: ``fit`` applies it to the batches a step sees."""
+    if on not in ("both", "source", "target"):
+        raise ValueError(f"word_dropout's on must be 'both', 'source' or 'target', got on={on!r}")
+
+    def drop(ids: Tensor) -> Tensor:
+        hit = torch.rand(ids.shape, generator=generator, device=ids.device) < rate  # (B, L)
+        hit &= (ids != PAD) & (ids != BOS) & (ids != EOS)  # only words: the structure stays
+        return ids.masked_fill(hit, UNK)
+
+    src = drop(batch.src) if on in ("both", "source") else batch.src
+    tgt_in = drop(batch.tgt_in) if on in ("both", "target") else batch.tgt_in
+    return Batch(src, tgt_in, batch.tgt_out, batch.src_mask, batch.tgt_mask, batch.n_tokens)
 
 
 class PairDataset(Dataset):

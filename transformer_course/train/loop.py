@@ -8,11 +8,12 @@ run adds around it. It reads top to bottom, each part a function named for what 
         train_epochs               epoch after epoch, until the epochs are done or a limit stops the run
             train_epoch            for each group of ≤ config.accumulate micro-batches, one optimizer step:
                 accumulate_gradients   forward, loss per target token, backward for each micro-batch (they add up)
-                optimizer_step         clip, update, the next rate (learning_rate, in .schedule)
+                optimizer_step         clip, update, the next rate (learning_rate, in .schedule) · the EMA
                 check_update           max |weight| kept on the device; on log steps Training.check reads
                                        the kept losses and weights (one sync) · then log · last.pt · stop?
             validate_and_save      every validate_every epochs and at the stop: validation · best.pt,
-                                   epoch-NNN.pt, last.pt, history
+                                   epoch-NNN.pt, last.pt, history (with Config.ema_decay: the EMA's
+                                   validation, ema.pt, best-ema.pt)
 
 Gradient accumulation (as nanoGPT's ``train.py`` does it) makes one update out of several micro-batches,
 so an update can see a larger batch than fits in memory. Under DDP only the last micro-batch of a group
@@ -43,6 +44,7 @@ from torch import nn
 from ..checkpoint import unwrap
 from ..config import Config
 from ..data import Batch, TrainingData
+from ..data.batching import word_dropout
 from ..files import crash_point
 from ..layers import token_ids_checked
 from ..model import Transformer
@@ -67,6 +69,7 @@ class FitResult:
     out_dir: Path | None
     train_seconds: float
     stopped_by: str  # "epochs", "max_steps" or "max_minutes"
+    ema: Transformer | None = None  # with Config.ema_decay: the EMA of the weights, in eval mode
 
 
 def fit(
@@ -118,7 +121,9 @@ def fit(
         t = start_training(config, data, options, dist, writer, optimizer_factory, after_step)
         stopped_by = train_epochs(t)
         run = t.run
-        return FitResult(unwrap(t.model).eval(), run.history, run.step, run.epoch, t.out, run.train_seconds, stopped_by)
+        ema = t.ema.model if t.ema is not None else None
+        model = unwrap(t.model).eval()
+        return FitResult(model, run.history, run.step, run.epoch, t.out, run.train_seconds, stopped_by, ema)
 
 
 def train_epochs(t: Training) -> str:
@@ -152,6 +157,8 @@ def train_epoch(t: Training) -> str | None:
         accumulate_gradients(t, group)  # forward, loss, backward for each micro-batch: the gradients add up
         crash_point("train-step")  # a test hook (files.crash_point): gradients computed, no update yet
         optimizer_step(t.model, t.optimizer, t.scheduler, t.config.clip_norm)  # clip, update, the next rate
+        if t.ema is not None:
+            t.ema.update()  # ema ← decay · ema + (1 − decay) · weights, on the device
         run.step += 1
         log_step = run.step % options.log_every == 0
         synced = check_update(t, log_step)  # max |weight| kept on the device; read back on sync points only
@@ -174,6 +181,8 @@ def train_epoch(t: Training) -> str | None:
 def accumulate_gradients(t: Training, group: list[Batch]) -> None:
     """Forward, loss per target token, backward for each micro-batch of one group: the gradients add up."""
     for i, batch in enumerate(group):  # the inner accumulation loop
+        if t.config.word_dropout > 0:  # training only: some input words become <unk> (the host's RNG, saved)
+            batch = word_dropout(batch, t.config.word_dropout, t.config.word_dropout_on)
         batch = prepare_batch(batch, t.model, t.run.window, t.device)  # ids checked, tokens counted, moved
         # Only the group's last micro-batch all-reduces, a short last group's too; the others
         # add their gradients up locally under no_sync().
@@ -208,14 +217,20 @@ def validate_and_save(t: Training, epoch_done: bool) -> None:
     val_loss = validation_loss(t.model, t.data.val_batches(), t.loss_fn, t.device, t.dist, t.options.autocast)
     if not math.isfinite(val_loss):
         raise t.diverged(f"the validation loss became {val_loss} after step {run.step}")
+    ema, ema_val = (t.ema.model if t.ema is not None else None), None
+    if ema is not None:  # the EMA's weights on the same batches
+        ema_val = validation_loss(ema, t.data.val_batches(), t.loss_fn, t.device, t.dist, t.options.autocast)
+        if not math.isfinite(ema_val):
+            raise t.diverged(f"the EMA's validation loss became {ema_val} after step {run.step}")
     lr = t.scheduler.get_last_lr()[0]
     out = t.out if t.writer else None
-    end_epoch(run, val_loss, lr, epoch_done, t.model, t.config, t.data, out, t.options.keep_epochs)
+    end_epoch(run, val_loss, lr, epoch_done, t.model, t.config, t.data, out, t.options.keep_epochs, ema, ema_val)
     t.checkpoint_last()
     if t.options.progress:
         print(
-            f"epoch {run.history[-1]['epoch']}: step {run.step}, validation loss {val_loss:.4f}, "
-            f"{run.train_seconds / 60:.1f} min",
+            f"epoch {run.history[-1]['epoch']}: step {run.step}, validation loss {val_loss:.4f}"
+            + (f" (EMA {ema_val:.4f})" if ema is not None else "")
+            + f", {run.train_seconds / 60:.1f} min",
             flush=True,
         )
     if t.dist.enabled:

@@ -32,6 +32,7 @@ from ..config import Config
 from ..data import TrainingData
 from ..files import atomic_write_text
 from ..model import count_parameters
+from .ema import EMA
 from .history import LogWindow, history_title, plot_history, write_history
 
 __all__ = [
@@ -105,6 +106,7 @@ class RunState:
     best_val: float = math.inf  # lowest validation loss so far (best.pt holds that model)
     window: LogWindow = field(default_factory=LogWindow)  # training-loss totals since the last history row
     run_id: str = ""  # the run's identity; "" until restore_run sets it, then the run folder's run.json gives it
+    best_ema_val: float = math.inf  # with Config.ema_decay: the EMA's lowest validation loss (best-ema.pt)
 
 
 def _identity(run: RunState, data: TrainingData, out: Path) -> dict:
@@ -123,8 +125,10 @@ def _languages(data: TrainingData) -> dict:
     }
 
 
-def restore_run(path: Path, config: Config, data: TrainingData, model: nn.Module, optimizer, scheduler):
-    """Load ``path`` (a ``last.pt``) into the model, optimizer and scheduler; returns the
+def restore_run(
+    path: Path, config: Config, data: TrainingData, model: nn.Module, optimizer, scheduler, ema: EMA | None = None
+):
+    """Load ``path`` (a ``last.pt``) into the model, optimizer, scheduler (and ``ema``); returns the
     :class:`RunState` and the saved random number generator states (to set when training continues).
     A damaged, non-finite or foreign file raises :class:`CheckpointError`: the run does not start."""
     # Read onto the CPU: load_state_dict copies to the model's device, and the RNG states must stay CPU tensors.
@@ -156,6 +160,10 @@ def restore_run(path: Path, config: Config, data: TrainingData, model: nn.Module
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
+        if ema is not None:
+            if "ema" not in state:
+                raise KeyError("it holds no EMA of the weights")
+            ema.load_state_dict(state["ema"])
     except (RuntimeError, ValueError, KeyError) as err:
         raise CheckpointError(f"{path} does not fit this model and optimizer ({str(err).splitlines()[0]})") from None
     run = RunState(
@@ -167,6 +175,7 @@ def restore_run(path: Path, config: Config, data: TrainingData, model: nn.Module
         state.get("best_val", math.inf),
         LogWindow.from_dict(state.get("log_window")),
         run_id,
+        state.get("best_ema_val", math.inf),
     )
     return run, state["rng"]
 
@@ -210,8 +219,18 @@ def _siblings_carry(path: Path, run_id: str) -> bool:
     return False
 
 
-def save_last(path: Path, run: RunState, model: nn.Module, config: Config, data: TrainingData, optimizer, scheduler):
-    """``last.pt``: everything ``resume=True`` needs to continue exactly here."""
+def save_last(
+    path: Path,
+    run: RunState,
+    model: nn.Module,
+    config: Config,
+    data: TrainingData,
+    optimizer,
+    scheduler,
+    ema: EMA | None = None,
+):
+    """``last.pt``: everything ``resume=True`` needs to continue exactly here (the EMA of the weights too)."""
+    with_ema = {"ema": ema.state_dict(), "best_ema_val": run.best_ema_val} if ema is not None else {}
     save_checkpoint(
         path,
         model,
@@ -229,6 +248,7 @@ def save_last(path: Path, run: RunState, model: nn.Module, config: Config, data:
         history=run.history,
         best_val=run.best_val,
         log_window=run.window.to_dict(),
+        **with_ema,
     )
 
 
@@ -242,9 +262,14 @@ def end_epoch(
     data: TrainingData,
     out: Path | None,
     keep_epochs: bool = True,
+    ema: nn.Module | None = None,
+    ema_val: float | None = None,
 ) -> None:
     """Record the validation loss in the history; with ``out`` also write best.pt (when the loss is the
-    lowest so far), epoch-NNN.pt (when the epoch ended and ``keep_epochs``), the history and the plot."""
+    lowest so far), epoch-NNN.pt (when the epoch ended and ``keep_epochs``), the history and the plot.
+    With an ``ema`` model (Config.ema_decay) and its validation loss ``ema_val``: ema.pt at every validation and
+    best-ema.pt when ``ema_val`` is the EMA's lowest so far."""
+    with_ema = {"ema_val_loss": ema_val} if ema is not None else {}  # no new column for a run without EMA
     run.history.append(
         {
             "step": run.step,
@@ -254,17 +279,24 @@ def end_epoch(
             "tokens_per_s": None,
             "val_loss": val_loss,
             "elapsed_s": round(run.train_seconds, 2),
+            **with_ema,
         }
     )
     improved = val_loss < run.best_val
     run.best_val = min(run.best_val, val_loss)
+    ema_improved = ema is not None and ema_val < run.best_ema_val
+    if ema is not None:
+        run.best_ema_val = min(run.best_ema_val, ema_val)
     if out is None:
         return
     names = (["best.pt"] if improved else []) + ([f"epoch-{run.epoch:03d}.pt"] if keep_epochs and epoch_done else [])
-    for name in names:  # model only (no optimizer, no RNG): for translating and averaging
+    files = [(name, model, val_loss) for name in names]
+    if ema is not None:
+        files += [("ema.pt", ema, ema_val)] + ([("best-ema.pt", ema, ema_val)] if ema_improved else [])
+    for name, weights, loss in files:  # model only (no optimizer, no RNG): for translating and averaging
         save_checkpoint(
             out / name,
-            model,
+            weights,
             config,
             data.src_vocab,
             data.tgt_vocab,
@@ -273,7 +305,7 @@ def end_epoch(
             rng=False,
             **_languages(data),
             **_identity(run, data, out),
-            val_loss=val_loss,
+            val_loss=loss,
         )
     write_history(run.history, out)
     try:

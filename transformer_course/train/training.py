@@ -26,6 +26,7 @@ from ..integrity import first_non_finite, tensors
 from ..model import build_model
 from .budget import BudgetPlanner
 from .distributed import Distributed
+from .ema import EMA
 from .loss import LabelSmoothingLoss
 from .options import RunOptions
 from .schedule import make_optimizer, make_scheduler
@@ -55,6 +56,7 @@ class Training:
     writer: bool  # this process writes the files (the main one, with an out_dir)
     accumulate: int  # micro-batches per optimizer step
     after_step: Callable[[int, nn.Module], None] | None  # a test's hook, called after every optimizer step
+    ema: EMA | None = None  # Config.ema_decay > 0: the running average of the weights (train/ema.py)
 
     @property
     def out(self) -> Path | None:
@@ -100,7 +102,14 @@ class Training:
             raise self.diverged(f"the optimizer state '{bad}' became NaN or infinite after step {self.run.step}")
         if self.writer:
             save_last(
-                self.out / "last.pt", self.run, self.model, self.config, self.data, self.optimizer, self.scheduler
+                self.out / "last.pt",
+                self.run,
+                self.model,
+                self.config,
+                self.data,
+                self.optimizer,
+                self.scheduler,
+                self.ema,
             )
             self.last_good = (self.out / "last.pt", self.run.step)
 
@@ -146,9 +155,10 @@ def start_training(
     model = build_model(config, len(data.src_vocab), len(data.tgt_vocab)).to(device)
     optimizer = (optimizer_factory or make_optimizer)(model)
     scheduler = make_scheduler(optimizer, config)
+    ema = EMA(model, config.ema_decay) if config.ema_decay > 0 else None  # starts as the initial weights
     run, saved_rng, last_good = RunState(), None, None
     if options.resume:
-        run, saved_rng = restore_run(out / "last.pt", config, data, model, optimizer, scheduler)
+        run, saved_rng = restore_run(out / "last.pt", config, data, model, optimizer, scheduler, ema)
         last_good = (out / "last.pt", run.step)  # its checksums matched and its values are finite
     if options.compile:
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", "/tmp/torchinductor_cache")
@@ -164,5 +174,5 @@ def start_training(
     return Training(
         config=config, data=data, options=options, model=model, optimizer=optimizer, scheduler=scheduler,
         loss_fn=loss_fn, run=run, saved_rng=saved_rng, last_good=last_good, pending=PendingChecks(),
-        planner=planner, dist=dist, writer=writer, accumulate=accumulate, after_step=after_step,
+        planner=planner, dist=dist, writer=writer, accumulate=accumulate, after_step=after_step, ema=ema,
     )  # fmt: skip
