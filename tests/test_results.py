@@ -262,3 +262,35 @@ def test_results_md_holds_no_machine_specific_path():
     assert "/" + "work/" not in markdown and "config.PRESETS[" not in markdown, (
         "docs/results.md's commands must run from a fresh clone: no machine paths, no monkeypatched presets"
     )
+
+
+def test_add_run_and_add_eval_keep_the_seed_and_the_checkpoint_chosen_by_validation(tmp_path, monkeypatch):
+    from transformer_course import cli
+    from transformer_course.config import get_preset
+    from transformer_course.model import build_model
+    from transformer_course.train import save_checkpoint, toy_vocab
+
+    config, vocab = get_preset("toy-copy").replace(seed=7), toy_vocab(14)
+    run = tmp_path / "run"
+    run.mkdir()
+    save_checkpoint(run / "best.pt", build_model(config, 14, 14), config, vocab, vocab, step=3)
+    row = {"step": 3, "epoch": 1, "loss": 3.0, "lr": 1e-4, "tokens_per_s": 900.0, "val_loss": None, "elapsed_s": 5.0}
+    (run / "history.json").write_text(json.dumps([row]), encoding="utf-8")
+    (run / "chosen.json").write_text(json.dumps({"chosen": "best-ema", "by": "val_loss", "scores": {}}))
+    data_file = tmp_path / "results.json"
+    data_file.write_text(json.dumps({"schema": 1, "runs": {}}), encoding="utf-8")
+    entry = results.record_run("x", run, data_file)  # the seed from best.pt's config, the choice from chosen.json
+    assert (entry["seed"], entry["chosen"]) == (7, "best-ema")
+    evaluation = tmp_path / "eval.json"
+    evaluation.write_text(json.dumps({"bleu": 40.0, "tokenized_bleu": 41.0, "hypotheses": ["a man ."]}))
+    monkeypatch.setattr("course_tools.results.results_path", lambda: data_file)
+    argv = ["results", "add-eval", "y", "best-ema/test/beam4", str(evaluation), "--seed", "3", "--chosen", "best-ema"]
+    assert cli.main(argv) == 0
+    kept = json.loads(data_file.read_text())["runs"]
+    assert kept["y"]["seed"] == 3 and kept["y"]["chosen"] == "best-ema"
+    assert kept["y"]["evaluations"]["best-ema/test/beam4"]["sacrebleu"] == 40.0
+    assert kept["x"]["seed"] == 7  # the other run as it was
+    with pytest.raises(ValueError, match="--seed is the run's Config.seed"):
+        results.record_evaluation("y", "best/test/beam4", evaluation, data_file, seed=-1)
+    with pytest.raises(ValueError, match="--chosen is a checkpoint's label"):
+        results.record_evaluation("y", "best/test/beam4", evaluation, data_file, chosen="a b")

@@ -4,7 +4,8 @@ The data is ``docs/results.json`` (:mod:`.figures`: a figure by its path, ``mult
 quotes a figure with a marker that :mod:`.quotes` checks (``40.18<!--fig:multi30k-cpu/best/test/beam4/sacrebleu-->``).
 This package renders docs/results.md's tables from the data (:func:`render_table`; tests/test_results.py checks
 that the file holds the ones it writes) and writes the data: ``python -m course_tools.results add-eval RUN
-KEY EVAL.json`` (the JSON of ``evaluate --json``), ``add-run RUN RUN_FOLDER`` (history.json and best.pt),
+KEY EVAL.json`` (the JSON of ``evaluate --json``), ``add-run RUN RUN_FOLDER`` (history.json and best.pt; both
+take ``--seed N`` and ``--chosen LABEL``, the seed of the run and the checkpoint ``choose`` picked by validation),
 ``render`` (the tables of docs/results.md) and ``check FILE…`` (every stale or unmarked quote).
 """
 
@@ -128,8 +129,32 @@ def _write(data: dict, path: Path) -> None:
     atomic_write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
-def record_evaluation(run: str, key: str, evaluation_json: str | Path, path: str | Path | None = None) -> dict:
-    """Add (or replace) ``run``'s evaluation ``key`` (``best/test/beam4``) from an ``evaluate --json`` file."""
+def _seed_and_choice(entry: dict, seed, chosen) -> None:
+    """Keep the run's seed and the label of the checkpoint chosen by validation (``choose``) on its entry."""
+    if seed is not None:
+        if isinstance(seed, str) and seed.isdigit():
+            seed = int(seed)
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"--seed is the run's Config.seed, a whole number >= 0, got {seed!r}")
+        entry["seed"] = seed
+    if chosen is not None:
+        if not isinstance(chosen, str) or not re.fullmatch(r"[\w.-]+", chosen):
+            raise ValueError(
+                f"--chosen is a checkpoint's label such as best, best-ema or averaged-last-5, got {chosen!r}"
+            )
+        entry["chosen"] = chosen
+
+
+def record_evaluation(
+    run: str,
+    key: str,
+    evaluation_json: str | Path,
+    path: str | Path | None = None,
+    seed: int | None = None,
+    chosen: str | None = None,
+) -> dict:
+    """Add (or replace) ``run``'s evaluation ``key`` (``best/test/beam4``) from an ``evaluate --json`` file;
+    ``seed`` and ``chosen`` (the label ``choose`` recorded), when given, are kept on the run."""
     path = Path(path) if path is not None else results_path()
     if len(key.split("/")) != 3:
         raise ValueError(f"key {key!r}: write checkpoint/split/decoding, e.g. best/test/beam4")
@@ -150,20 +175,27 @@ def record_evaluation(run: str, key: str, evaluation_json: str | Path, path: str
     }
     if source.get("seconds") is not None:
         scores["seconds"] = round(_field(source, "seconds", evaluation_json))
-    data["runs"].setdefault(run, {}).setdefault("evaluations", {})[key] = scores
+    entry = data["runs"].setdefault(run, {})
+    _seed_and_choice(entry, seed, chosen)
+    entry.setdefault("evaluations", {})[key] = scores
     _write(data, path)
     return scores
 
 
-def record_run(run: str, folder: str | Path, path: str | Path | None = None) -> dict:
+def record_run(
+    run: str, folder: str | Path, path: str | Path | None = None, seed: int | None = None, chosen: str | None = None
+) -> dict:
     """Add (or update) ``run``'s training figures from its run folder: steps, epochs, minutes of training, median
-    tokens/s, validation loss per epoch (history.json) and the parameter count and configuration (best.pt)."""
+    tokens/s, validation loss per epoch (history.json), the parameter count and configuration (best.pt), the seed
+    (``seed``, else best.pt's config's) and the checkpoint chosen by validation (``chosen``, else the folder's
+    chosen.json when ``choose`` wrote one)."""
     import statistics
 
     import torch
 
     from transformer_course.checkpoint import load_checkpoint
     from transformer_course.model import count_parameters
+    from transformer_course.train.choose import chosen_label
 
     path = Path(path) if path is not None else results_path()
     folder = Path(folder)
@@ -187,12 +219,15 @@ def record_run(run: str, folder: str | Path, path: str | Path | None = None) -> 
         val_loss_by_epoch=[round(r["val_loss"], 2) for r in history if r.get("val_loss") is not None],
         torch=torch.__version__,
     )
+    chosen = chosen if chosen is not None else chosen_label(folder)
+    _seed_and_choice(entry, checkpoint.config.seed if seed is None else seed, chosen)
     _write(data, path)
     return entry
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m course_tools.results") -> int:
-    """PROG add-eval RUN KEY EVAL.json | add-run RUN FOLDER | render | check FILE…"""
+    """PROG add-eval RUN KEY EVAL.json [--seed N] [--chosen LABEL] | add-run RUN FOLDER [--seed N] [--chosen LABEL]
+    | render | check FILE…"""
     from transformer_course.cli import run_guarded
 
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -201,6 +236,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m course_tools.resu
         print(usage)
         return 2
     command, rest = argv[0], argv[1:]
+    kept = {}  # add-eval / add-run: --seed N, --chosen LABEL
+    while command in ("add-eval", "add-run") and len(rest) >= 2 and rest[-2] in ("--seed", "--chosen"):
+        kept[rest[-2][2:]] = rest[-1]
+        rest = rest[:-2]
     if (command, len(rest)) not in (("add-eval", 3), ("add-run", 2), ("render", 0)) and not (
         command == "check" and rest
     ):
@@ -210,9 +249,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m course_tools.resu
 
     def run() -> None:
         if command == "add-eval":
-            print(json.dumps(record_evaluation(*rest), indent=1))
+            print(json.dumps(record_evaluation(*rest, **kept), indent=1))
         elif command == "add-run":
-            print(json.dumps(record_run(*rest), indent=1, default=str))
+            print(json.dumps(record_run(*rest, **kept), indent=1, default=str))
         elif command == "render":
             markdown = results_path().with_suffix(".md")
             text = _read_text(markdown, "docs/results.md, the page of the tables")
