@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from course_tools.web import graphs
+from course_tools.web.export import with_head_mask
 from course_tools.web.tokenizers import js_regex
 from transformer_course.checkpoint import load_checkpoint
 from transformer_course.data import BOS, EOS, PAD, load_pairs
@@ -58,7 +59,7 @@ def exported(request, web_checkpoints, web_exports):
 def run_steps(exported, src_ids, tokens, cache_len):
     """The page's loop in Python: feed ``tokens`` one per step through the decoder-step graph; every output."""
     c = exported["checkpoint"].config
-    encoder_outputs = exported["encoder"].run(None, {"src": np.array([src_ids])})
+    encoder_outputs = exported["encoder"].run(None, with_head_mask(exported["encoder"], {"src": np.array([src_ids])}))
     cross = dict(zip(["cross_keys", "cross_values"], encoder_outputs[2:]))
     keys = np.zeros((c.N, 1, c.h, cache_len, c.d_model // c.h), np.float32)
     values, steps = keys.copy(), []
@@ -69,7 +70,8 @@ def run_steps(exported, src_ids, tokens, cache_len):
             "self_keys": keys,
             "self_values": values,
         }
-        out = dict(zip(graphs.STEP_OUTPUTS, exported["step"].run(graphs.STEP_OUTPUTS, {**feed, **cross})))
+        feed = with_head_mask(exported["step"], {**feed, **cross})  # every head on
+        out = dict(zip(graphs.STEP_OUTPUTS, exported["step"].run(graphs.STEP_OUTPUTS, feed)))
         keys, values = out["new_self_keys"], out["new_self_values"]
         steps.append(out)
     return encoder_outputs, steps

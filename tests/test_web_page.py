@@ -441,3 +441,59 @@ def test_every_heatmap_uses_the_notebooks_blues_has_a_legend_and_labels_and_hove
         " return [document.getElementById('tc-readout').textContent, +r.dataset.w]; })()"
     )
     assert shown[0].endswith(f"{shown[1]:.4f}"), shown
+
+
+# ---- a head switched off ----------------------------------------------------------------------------------------
+
+ABLATED = [("encoder", 0, 0), ("encoder", 1, 2), ("decoder", 0, 1), ("cross", 1, 3), ("cross", 0, 2)]
+TRANSLATE_IN_PAGE = """(async () => {
+  const out = [];
+  for (const s of %s) out.push((await tcPage.translate(s)).text);
+  return out;
+})()"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@needs_chromium
+def test_a_head_switched_off_in_the_page_translates_as_the_packages_ablation(page, test_pairs):
+    """20 test sentences × 5 heads: the page with the head's mask at 0 gives ``translate`` inside
+    ``ablation.zero_head`` word for word, and switching the head on again gives the model's translations."""
+    from transformer_course.ablation import zero_head
+
+    chromium, checkpoint = page["browser"], load_checkpoint(page["checkpoint"])
+    sentences = [de for de, _ in test_pairs[100:120]]
+    changed = 0
+    for kind, layer, head in ABLATED:
+        with zero_head(checkpoint.model, kind, layer, head):
+            expected = translate(checkpoint, sentences, beam_size=1)
+        chromium.evaluate(f"tcPage.ablate({json.dumps(kind)}, {layer}, {head}, true)")
+        try:
+            got = chromium.evaluate(TRANSLATE_IN_PAGE % json.dumps(sentences, ensure_ascii=False))
+            notes = chromium.evaluate("document.getElementById('tc-notes').textContent")
+        finally:
+            chromium.evaluate("tcPage.restoreHeads()")
+        assert got == expected, f"{kind} layer {layer} head {head}"
+        assert notes.startswith("Switched off:") and f"layer {layer} head {head}" in notes
+        changed += sum(a != b for a, b in zip(expected, translate(checkpoint, sentences, beam_size=1)))
+    assert changed > 0, "switching a head off should change some translation"
+    restored = chromium.evaluate(TRANSLATE_IN_PAGE % json.dumps(sentences[:3], ensure_ascii=False))
+    assert restored == translate(checkpoint, sentences[:3], beam_size=1)
+    assert chromium.console == []
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@needs_chromium
+def test_the_switch_under_a_head_turns_it_off_and_on_again(page):
+    chromium = page["browser"]
+    before = type_and_translate(chromium, "Ein Hund läuft durch den Schnee.")["text"]
+    chromium.evaluate("tcPage.view('cross', 1, 'mean')")
+    chromium.evaluate("document.querySelectorAll('#tc-grid button.head-toggle')[2].click()")  # head 2
+    chromium.evaluate("tcPage.pending")
+    assert chromium.evaluate("document.querySelectorAll('#tc-grid figure.off').length") == 1
+    assert "layer 1 head 2" in chromium.evaluate("document.getElementById('tc-notes').textContent")
+    chromium.evaluate("document.querySelectorAll('#tc-grid button.head-toggle')[2].click()")  # on again
+    assert chromium.evaluate("tcPage.pending.then(r => r.text)") == before
+    assert chromium.evaluate("document.querySelectorAll('#tc-grid figure.off').length") == 0
+    assert chromium.evaluate("document.getElementById('tc-notes').textContent") == ""

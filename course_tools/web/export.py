@@ -63,6 +63,7 @@ __all__ = [
     "export_graphs",
     "export_web",
     "graph_difference",
+    "with_head_mask",
     "quantize_graphs",
 ]
 
@@ -100,8 +101,71 @@ def _quiet_exporter():
         logger.setLevel(level)
 
 
-def export_graphs(model, out: str | Path) -> tuple[Path, Path]:
-    """Export the encoder and the decoder step of ``model`` to ``out/encoder.onnx`` and ``out/decoder_step.onnx``."""
+HEAD_MASK = "head_mask"  # the graphs' last input: (3, N, h), 1 keeps a head, 0 switches it off (ablation.KINDS)
+
+
+class WithHeadMask(torch.nn.Module):
+    """A web graph (:class:`EncoderForWeb` or :class:`DecoderStepForWeb`) with one more input, last: ``head_mask``
+    (3, N, h), one row per kind of attention in :data:`transformer_course.ablation.KINDS` order (encoder,
+    decoder, cross). Each head's output is multiplied by its entry before W^O, as
+    :func:`transformer_course.ablation.zero_head` does with 0: by a forward pre-hook on ``out_proj``, so the
+    attention code is not touched. A mask of ones changes no number (x · 1 = x)."""
+
+    def __init__(self, graph: torch.nn.Module) -> None:
+        super().__init__()
+        self.inner = graph
+        self.eval()  # no dropout: the graphs are for inference
+
+    def run(self, args: tuple, head_mask: torch.Tensor):
+        from transformer_course.ablation import KINDS, attention_module
+
+        model, handles = self.inner.model, []
+        for k, kind in enumerate(KINDS):
+            for layer in range(model.config.N):
+                out_proj = attention_module(model, kind, layer).out_proj
+                handles.append(out_proj.register_forward_pre_hook(_scale_heads(head_mask[k, layer])))
+        try:
+            return self.inner(*args)
+        finally:
+            for handle in handles:
+                handle.remove()
+
+
+class EncoderWithHeadMask(WithHeadMask):
+    def forward(self, src, head_mask):
+        return self.run((src,), head_mask)
+
+
+class StepWithHeadMask(WithHeadMask):
+    def forward(self, token, position, self_keys, self_values, cross_keys, cross_values, head_mask):
+        return self.run((token, position, self_keys, self_values, cross_keys, cross_values), head_mask)
+
+
+def _scale_heads(keep: torch.Tensor):
+    def hook(_module, args):
+        merged = args[0]  # (B, L, d_model): the heads side by side
+        batch, length, d_model = merged.shape
+        heads = merged.view(batch, length, keep.numel(), -1) * keep[:, None]  # (B, L, h, d_k) · (h, 1)
+        return (heads.view(batch, length, d_model), *args[1:])
+
+    return hook
+
+
+def with_head_mask(session, feed: dict) -> dict:
+    """``feed`` for an onnxruntime ``session``, with a ``head_mask`` of ones (every head on) when the graph takes
+    one: the graphs export-web writes do, those of :func:`export_graphs` without ``head_mask`` do not."""
+    inputs = {i.name: i.shape for i in session.get_inputs()}
+    if HEAD_MASK not in inputs or HEAD_MASK in feed:
+        return feed
+    import numpy as np
+
+    return {**feed, HEAD_MASK: np.ones(inputs[HEAD_MASK], np.float32)}
+
+
+def export_graphs(model, out: str | Path, head_mask: bool = False) -> tuple[Path, Path]:
+    """Export the encoder and the decoder step of ``model`` to ``out/encoder.onnx`` and ``out/decoder_step.onnx``;
+    with ``head_mask``, each graph takes one more input, ``head_mask`` (3, N, h): ones run the model as it is
+    (:class:`WithHeadMask`; onnxruntime-web takes no default for an input, so it is always fed)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     model = model.eval()
@@ -109,35 +173,46 @@ def export_graphs(model, out: str | Path) -> tuple[Path, Path]:
     src_len = torch.export.Dim("src_len", min=1, max=table)
     cache_len = torch.export.Dim("cache_len", min=1, max=table)
     src, step_args = _example_inputs(model)
+    encoder, step = EncoderForWeb(model), DecoderStepForWeb(model)
+    src_args, inputs, encoder_shapes = (src,), (["src"], STEP_INPUTS), {"src": {1: src_len}}
+    if head_mask:
+        mask = torch.ones(3, model.config.N, model.config.h)
+        encoder, step = EncoderWithHeadMask(encoder), StepWithHeadMask(step)
+        src_args, step_args = (src, mask), (*step_args, mask)
+        inputs = (["src", HEAD_MASK], [*STEP_INPUTS, HEAD_MASK])
+        encoder_shapes[HEAD_MASK] = None
     quiet = {"verbose": False, "report": False, "optimize": True, "external_data": False}
     paths = out / "encoder.onnx", out / "decoder_step.onnx"
     with _quiet_exporter():
         torch.onnx.export(
-            EncoderForWeb(model),
-            (src,),
+            encoder,
+            src_args,
             paths[0],
             dynamo=True,
-            input_names=["src"],
+            input_names=inputs[0],
             output_names=ENCODER_OUTPUTS,
-            dynamic_shapes={"src": {1: src_len}},
+            dynamic_shapes=encoder_shapes,
             **quiet,
         )
         cached = {3: src_len}
+        shapes = {
+            "token": None,
+            "position": None,
+            "self_keys": {3: cache_len},
+            "self_values": {3: cache_len},
+            "cross_keys": cached,
+            "cross_values": cached,
+        }
+        if head_mask:
+            shapes[HEAD_MASK] = None
         torch.onnx.export(
-            DecoderStepForWeb(model),
+            step,
             step_args,
             paths[1],
             dynamo=True,
-            input_names=STEP_INPUTS,
+            input_names=inputs[1],
             output_names=STEP_OUTPUTS,
-            dynamic_shapes={
-                "token": None,
-                "position": None,
-                "self_keys": {3: cache_len},
-                "self_values": {3: cache_len},
-                "cross_keys": cached,
-                "cross_values": cached,
-            },
+            dynamic_shapes=shapes,
             **quiet,
         )
     return paths
@@ -153,7 +228,7 @@ def check_graphs(model, encoder_path: str | Path, step_path: str | Path, src_ids
     src = torch.tensor([src_ids])
     with torch.no_grad():
         expected = EncoderForWeb(model)(src)
-        got = encoder.run(ENCODER_OUTPUTS, {"src": src.numpy()})
+        got = encoder.run(ENCODER_OUTPUTS, with_head_mask(encoder, {"src": src.numpy()}))
         worst = max(float((torch.from_numpy(g) - e).abs().max()) for g, e in zip(got, expected))
         c = model.config
         keys = torch.zeros(c.N, 1, c.h, 4, c.d_model // c.h)
@@ -161,7 +236,7 @@ def check_graphs(model, encoder_path: str | Path, step_path: str | Path, src_ids
         for position, token in enumerate([BOS, 4, 5]):
             args = (torch.tensor([[token]]), torch.tensor([position]), keys, values, *cross)
             want = DecoderStepForWeb(model)(*args)
-            have = step.run(STEP_OUTPUTS, {n: a.numpy() for n, a in zip(STEP_INPUTS, args)})
+            have = step.run(STEP_OUTPUTS, with_head_mask(step, {n: a.numpy() for n, a in zip(STEP_INPUTS, args)}))
             worst = max(worst, *(float((torch.from_numpy(h) - w).abs().max()) for h, w in zip(have, want)))
             keys, values = want[2], want[3]
     if worst > CHECK_TOLERANCE:
@@ -251,7 +326,7 @@ def graph_difference(model, encoder_path: str | Path, step_path: str | Path, src
     c = model.config
     with torch.no_grad():
         cross = EncoderForWeb(model)(src)[2:]
-        got = encoder.run(ENCODER_OUTPUTS, {"src": src.numpy()})[2:]
+        got = encoder.run(ENCODER_OUTPUTS, with_head_mask(encoder, {"src": src.numpy()}))[2:]
         keys = torch.zeros(c.N, 1, c.h, 4, c.d_model // c.h)
         values, got_keys, got_values = keys.clone(), keys.numpy(), keys.numpy()
         worst = 0.0
@@ -259,7 +334,7 @@ def graph_difference(model, encoder_path: str | Path, step_path: str | Path, src
             common = (torch.tensor([[token]]), torch.tensor([position]))
             want = DecoderStepForWeb(model)(*common, keys, values, *cross)
             feed = [a.numpy() for a in common] + [got_keys, got_values, *got]
-            have = step.run(STEP_OUTPUTS, dict(zip(STEP_INPUTS, feed)))
+            have = step.run(STEP_OUTPUTS, with_head_mask(step, dict(zip(STEP_INPUTS, feed))))
             worst = max(worst, float((torch.from_numpy(have[1]) - want[1]).abs().max()))
             keys, values, got_keys, got_values = want[2], want[3], have[2], have[3]
     return worst
@@ -271,7 +346,7 @@ def manifest_for(checkpoint: Checkpoint, files: dict[str, bytes], check: float, 
     model, c = checkpoint.model, checkpoint.config
     shapes = {
         "encoder": {
-            "inputs": {"src": "(1, S) int64"},
+            "inputs": {"src": "(1, S) int64", "head_mask": "(3, N, h) float, as decoder_step's"},
             "outputs": {
                 "memory": "(1, S, d_model)",
                 "encoder_attention": "(N, h, S, S)",
@@ -287,6 +362,7 @@ def manifest_for(checkpoint: Checkpoint, files: dict[str, bytes], check: float, 
                 "self_values": "(N, 1, h, L, d_k)",
                 "cross_keys": "(N, 1, h, S, d_k)",
                 "cross_values": "(N, 1, h, S, d_k)",
+                "head_mask": "(3, N, h) float: 1 runs a head, 0 switches it off (rows: encoder, decoder, cross)",
             },
             "outputs": {
                 "logits": "(1, tgt_vocab)",
@@ -358,7 +434,7 @@ def export_web(
         checkpoint = load_checkpoint(checkpoint)
     model = checkpoint.model.cpu().eval()
     with tempfile.TemporaryDirectory(prefix="tc-export-") as tmp:  # outside OUT: a kill cannot leave it there
-        encoder_path, step_path = export_graphs(model, tmp)
+        encoder_path, step_path = export_graphs(model, tmp, head_mask=True)  # the page can switch heads off
         if checkpoint.tokenizer is not None:
             src_ids = checkpoint.tokenizer.encode_ids("Ein Hund läuft durch den Schnee.")
         else:

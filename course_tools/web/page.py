@@ -43,6 +43,9 @@ PAGE_TEXT = {
     "guesses around them.",
     "no_words": "There is no letter or digit here, only punctuation or symbols: the model can only guess.",
     "legend": "attention weight",
+    "switch_off": "switch off",
+    "switch_on": "switch on",
+    "switched_off": "Switched off: {heads}. Click “switch on” under a head to bring it back.",
     "timing": "Translated in {ms} ms: {pieces} source tokens, {steps} decoder steps (greedy).",
     "attention": "attention",
     "layer": "layer",
@@ -78,6 +81,9 @@ ZH = {
     PAGE_TEXT["unknown"]: "{total} 个词元中有 {n} 个不在模型词表中，按 <unk> 读入：译文只能绕开它们去猜。",
     PAGE_TEXT["no_words"]: "这里没有字母或数字，只有标点或符号：模型只能猜。",
     "attention weight": "注意力权重",
+    "switch off": "关闭",
+    "switch on": "打开",
+    PAGE_TEXT["switched_off"]: "已关闭：{heads}。点击该头下方的“打开”即可恢复。",
     "Translated in {ms} ms: {pieces} source tokens, {steps} decoder steps (greedy).": "翻译用时 {ms} 毫秒：{pieces} 个源词元，{steps} 个解码步（贪心解码）。",
     "attention": "注意力",
     "layer": "层",
@@ -117,7 +123,8 @@ def _text(language: str, src_lang: str, tgt_lang: str, manifest_precision: str =
     try:
         names = {k: t(LANGUAGE_NAMES.get(k, k)) for k in (src_lang, tgt_lang)}
         keep = {
-            f: "{" + f + "}" for f in ("n", "max", "ms", "steps", "pieces", "kind", "query", "key", "weight", "total")
+            f: "{" + f + "}"
+            for f in ("n", "max", "ms", "steps", "pieces", "kind", "query", "key", "weight", "total", "heads")
         }
         precision = {"precision": manifest_precision}
         keep.update(
@@ -149,6 +156,9 @@ def _text(language: str, src_lang: str, tgt_lang: str, manifest_precision: str =
             "unknown",
             "no_words",
             "legend",
+            "switch_off",
+            "switch_on",
+            "switched_off",
             "timing",
             "attention",
             "layer",

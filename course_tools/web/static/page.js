@@ -10,6 +10,11 @@
   var $ = function (id) { return document.getElementById(id); };
   var page = window.tcPage = {last: null, timings: {}};
   var encoder = null, step = null;
+  // Which heads run: (3, N, h), kinds in the order encoder, decoder, cross; 0 switches a head off before W^O,
+  // as transformer_course.ablation.zero_head does (the graphs' head_mask input).
+  var KINDS = ["encoder", "decoder", "cross"];
+  var headMask = new Float32Array(3 * m.layers * m.heads).fill(1);
+  function maskAt(kind, layer, head) { return (KINDS.indexOf(kind) * m.layers + layer) * m.heads + head; }
 
   function base64Bytes(id) {
     var text = atob($(id).textContent.trim()), bytes = new Uint8Array(text.length);
@@ -54,7 +59,8 @@
     var S = src.ids.length;
     if (S > m.max_len) throw new Error(format(T.too_long, {n: S, max: m.max_len}));
     var limit = Math.min(S + 50 + 1, m.max_len);  // the paper's rule: source length + 50 (+ 1 for <s>)
-    var enc = await encoder.run({src: int64(src.ids, [1, S])});
+    var mask = new ort.Tensor("float32", headMask.slice(), [3, m.layers, m.heads]);
+    var enc = await encoder.run({src: int64(src.ids, [1, S]), head_mask: mask});
     var N = m.layers, H = m.heads, L = limit, cache = [N, 1, H, L, m.d_k];
     var keys = new ort.Tensor("float32", new Float32Array(N * H * L * m.d_k), cache);
     var values = new ort.Tensor("float32", new Float32Array(N * H * L * m.d_k), cache);
@@ -62,7 +68,7 @@
     for (var pos = 0; pos < limit; pos++) {
       var out = await step.run({
         token: int64([ys[pos]], [1, 1]), position: int64([pos], [1]), self_keys: keys, self_values: values,
-        cross_keys: enc.cross_keys, cross_values: enc.cross_values
+        cross_keys: enc.cross_keys, cross_values: enc.cross_values, head_mask: mask
       });
       selfRows.push(out.decoder_attention.data);  // (N, h, 1, L): this step's query row, 0 beyond pos
       crossRows.push(out.cross_attention.data);  // (N, h, 1, S)
@@ -89,6 +95,13 @@
     var out = [], unknown = src.ids.filter(function (id) { return id === m.specials.unk; }).length;
     if (!/[\p{L}\p{N}]/u.test(text)) out.push(T.no_words);
     if (unknown) out.push(format(T.unknown, {n: unknown, total: src.ids.length}));
+    var off = [];
+    KINDS.forEach(function (kind) {
+      for (var l = 0; l < m.layers; l++) for (var h = 0; h < m.heads; h++) {
+        if (!headMask[maskAt(kind, l, h)]) off.push(T.kinds[kind] + " " + format(T.layer_n, {n: l}) + " " + format(T.head_n, {n: h}));
+      }
+    });
+    if (off.length) out.push(format(T.switched_off, {heads: off.join("; ")}));
     return out;
   }
 
@@ -199,6 +212,18 @@
       fig.appendChild(heatmap(r.weights(v.kind, v.layer, head), ax[0], ax[1], 15, 10));
       var cap = document.createElement("figcaption");
       cap.textContent = head === "mean" ? T.mean : format(T.head_n, {n: head});
+      if (head !== "mean") {  // switch this head off (or on again) and translate again
+        var off = !headMask[maskAt(v.kind, v.layer, head)], toggle = document.createElement("button");
+        toggle.className = "head-toggle";
+        toggle.textContent = off ? T.switch_on : T.switch_off;
+        if (off) fig.classList.add("off");
+        toggle.addEventListener("click", function (e) {
+          e.stopPropagation();
+          page.ablate(v.kind, v.layer, head, !off);
+          run();
+        });
+        cap.appendChild(toggle);
+      }
       fig.appendChild(cap);
       fig.addEventListener("click", function () { headSel.value = String(head); draw(); });
       grid.appendChild(fig);
@@ -253,6 +278,8 @@
   $("tc-translate").addEventListener("click", run);
   $("tc-input").addEventListener("keydown", function (e) { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); run(); } });
 
+  page.ablate = function (kind, layer, head, off) { headMask[maskAt(kind, layer, head)] = off ? 0 : 1; };
+  page.restoreHeads = function () { headMask.fill(1); };
   page.translate = function (text) { $("tc-input").value = text; return run(); };
   page.view = function (kind, layer, head) {
     kindSel.value = kind; layerSel.value = String(layer); headSel.value = String(head); draw();
