@@ -14,6 +14,8 @@
 - :mod:`.training` — what ``fit`` trains with (:class:`~.training.Training`, built by ``start_training``)
   and its sync points: the finite-value checks and ``last.pt``.
 - :mod:`.state` — where a run stands (:class:`RunState`) and its checkpoints, so that it resumes exactly.
+- :mod:`.ema` — :class:`~.ema.EMA`, the average of the weights ``fit`` keeps with ``Config.ema_decay``.
+- :mod:`.choose` — :func:`~.choose.choose_checkpoint`: a run's best/best-ema/averaged checkpoint by validation.
 - :mod:`.folder` — :func:`locked_run_folder`: one run writes to a run folder at a time.
 - :mod:`.distributed` — :func:`setup_distributed` (``torchrun``'s process group).
 - :mod:`.history` — history.json/.csv and the loss plot.
