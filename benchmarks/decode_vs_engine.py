@@ -4,13 +4,17 @@ Times, on the Multi30k test set (test2016, or its first ``--limit N`` sentences)
 
 - the course's greedy and beam 4 (``decode.decode_sentences``, what ``translate`` runs; torch on ``--threads``),
 - CTranslate2 fp32 and int8 (an ``export-ct2`` of the checkpoint, ``--quantization int8``), greedy and beam 4,
-  ``intra_threads`` = ``--threads``.
+  ``intra_threads`` = ``--threads``;
+- with ``--baseline-ref REF``, the course's decoders as they were at git commit REF too (``git archive`` of that
+  ``transformer_course/`` into a temporary folder, timed in a child process that imports it), beside today's:
+  the speed-up and whether every output is the same, token for token.
 
 Each is timed (best of ``--repeat`` runs) from text to output ids (tokenization included; detokenizing, the same for all, is not), after one
 warm-up sentence. Prints sentences/s, generated tokens/s (``</s>`` included), the speed relative to CTranslate2
 fp32 at the same beam, and sacreBLEU of each against the references.
 
     python benchmarks/decode_vs_engine.py CHECKPOINT [--limit 200] [--threads 2] [--repeat 3] [--root data]
+        [--baseline-ref 4811c75] [--no-engine]
 
 On a shared machine wall-clock time measures the neighbours too: read ``uptime`` before and after.
 """
@@ -18,18 +22,22 @@ On a shared machine wall-clock time measures the neighbours too: read ``uptime``
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 
-from course_tools.engine import export_ct2
 from transformer_course.checkpoint import load_checkpoint
 from transformer_course.data import EOS, PAD, detokenize, load_pairs
 from transformer_course.decode import decode_sentences
-from transformer_course.engine import engine_ids, load_engine
 from transformer_course.evaluate import sacre_bleu
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def generated(rows: list[list[int]]) -> int:
@@ -58,6 +66,46 @@ def timed(decode, sources: list[str], repeat: int) -> tuple[float, list[list[int
     return best, rows
 
 
+def course_runs(args, checkpoint, sources) -> dict[int, tuple[float, list[list[int]]]]:
+    """The course's greedy and beam (``decode_sentences``, what ``translate`` runs): {beam: (seconds, rows)}."""
+    model, alpha = checkpoint.model.eval(), checkpoint.config.length_penalty
+    runs = {}
+    for beam in (1, args.beam):
+        course = lambda s, beam=beam: decode_sentences(
+            model, checkpoint.src_vocab, s, beam, None, alpha, checkpoint.src_lang, 64, checkpoint.tokenizer
+        )
+        runs[beam] = timed(course, sources, args.repeat)
+    return runs
+
+
+def baseline_runs(args, sources) -> dict[int, tuple[float, list[list[int]]]]:
+    """:func:`course_runs` with the package at git commit ``args.baseline_ref``, in a child process."""
+    with tempfile.TemporaryDirectory(prefix="tc-bench-baseline-") as tmp:
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", args.baseline_ref, "transformer_course"],
+            capture_output=True,
+            check=True,
+        )
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+        Path(tmp, "sources.json").write_text(json.dumps(sources))
+        worker = [sys.executable, __file__, args.checkpoint, "--worker", tmp, "--threads", str(args.threads)]
+        worker += ["--beam", str(args.beam), "--repeat", str(args.repeat)]
+        subprocess.run(worker, check=True, env={**os.environ, "PYTHONPATH": tmp}, cwd=tmp)
+        runs = json.loads(Path(tmp, "runs.json").read_text())
+    return {int(beam): (seconds, rows) for beam, (seconds, rows) in runs.items()}
+
+
+def worker(args) -> None:
+    """The child of :func:`baseline_runs`: the package imported from the folder ``args.worker``."""
+    import transformer_course
+
+    assert Path(transformer_course.__file__).is_relative_to(args.worker), transformer_course.__file__
+    torch.set_num_threads(args.threads)
+    sources = json.loads(Path(args.worker, "sources.json").read_text())
+    runs = course_runs(args, load_checkpoint(args.checkpoint), sources)
+    Path(args.worker, "runs.json").write_text(json.dumps(runs))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", help="a .pt file written by train")
@@ -66,7 +114,12 @@ def main() -> None:
     parser.add_argument("--root", default="data", help="Multi30k data folder (default: data)")
     parser.add_argument("--beam", type=int, default=4, help="the beam size beside greedy (default: 4)")
     parser.add_argument("--repeat", type=int, default=3, help="time each this many times, keep the best (default: 3)")
+    parser.add_argument("--baseline-ref", help="also time the course's decoders at this git commit (old against new)")
+    parser.add_argument("--no-engine", action="store_true", help="leave CTranslate2 out")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)  # baseline_runs' child: the old package's folder
     args = parser.parse_args()
+    if args.worker:
+        return worker(args)
 
     torch.set_num_threads(args.threads)
     checkpoint = load_checkpoint(args.checkpoint)
@@ -80,11 +133,41 @@ def main() -> None:
         f"torch {torch.__version__}; os.cpu_count()={os.cpu_count()}; load {os.getloadavg()[0]:.2f}"
     )
     runs: dict[tuple[str, int], tuple[float, list[list[int]]]] = {}
-    for beam in (1, args.beam):  # the course first, before CTranslate2's OpenMP threads exist in this process
-        course = lambda s, beam=beam: decode_sentences(
-            model, checkpoint.src_vocab, s, beam, None, alpha, checkpoint.src_lang, 64, checkpoint.tokenizer
+    if args.baseline_ref:
+        for beam, run in baseline_runs(args, sources).items():
+            runs[f"@{args.baseline_ref}"[:10], beam] = run
+    for beam, run in course_runs(args, checkpoint, sources).items():  # before CTranslate2's OpenMP threads exist
+        runs["course", beam] = run
+    if not args.no_engine:
+        engine_runs(args, checkpoint, sources, runs)
+    reference = "ct2 fp32" if not args.no_engine else "course"
+    print(
+        f"\n{'decoder':<10} {'beam':>4} {'seconds':>8} {'sent/s':>8} {'tok/s':>8} {'vs ' + reference:>11} {'BLEU':>6}"
+    )
+    for (name, beam), (seconds, rows) in sorted(runs.items(), key=lambda run: run[0][1]):
+        reference_seconds = runs[reference, beam][0]
+        bleu, _ = sacre_bleu(to_text(checkpoint, rows), references)
+        print(
+            f"{name:<10} {beam:>4} {seconds:>8.2f} {len(rows) / seconds:>8.1f} {generated(rows) / seconds:>8.0f} "
+            f"{reference_seconds / seconds:>10.2f}× {bleu.score:>6.2f}"
         )
-        runs["course", beam] = timed(course, sources, args.repeat)
+    if args.baseline_ref:
+        for beam in (1, args.beam):
+            (old_seconds, old_rows), (seconds, rows) = runs[f"@{args.baseline_ref}"[:10], beam], runs["course", beam]
+            same = sum(a == b for a, b in zip(old_rows, rows))
+            print(
+                f"beam {beam}: the course's decoder is {old_seconds / seconds:.2f}× as fast as at {args.baseline_ref}; "
+                f"{same} of {len(rows)} outputs the same, token for token"
+            )
+    print(f"\nload average after: {os.getloadavg()[0]:.2f} (1 min)")
+
+
+def engine_runs(args, checkpoint, sources, runs) -> None:
+    """CTranslate2 fp32 and int8, greedy and beam, added to ``runs``."""
+    from course_tools.engine import export_ct2
+    from transformer_course.engine import engine_ids, load_engine
+
+    alpha = checkpoint.config.length_penalty
     with tempfile.TemporaryDirectory(prefix="tc-bench-ct2-") as tmp:
         engines = {}
         for quantization in ("float32", "int8"):
@@ -97,15 +180,6 @@ def main() -> None:
                 runs[name, beam] = timed(
                     lambda s, e=engine, beam=beam: engine_ids(e, s, beam, None, alpha), sources, args.repeat
                 )
-    print(f"\n{'decoder':<10} {'beam':>4} {'seconds':>8} {'sent/s':>8} {'tok/s':>8} {'vs ct2 fp32':>11} {'BLEU':>6}")
-    for (name, beam), (seconds, rows) in sorted(runs.items(), key=lambda run: run[0][1]):
-        reference_seconds = runs["ct2 fp32", beam][0]
-        bleu, _ = sacre_bleu(to_text(checkpoint, rows), references)
-        print(
-            f"{name:<10} {beam:>4} {seconds:>8.2f} {len(rows) / seconds:>8.1f} {generated(rows) / seconds:>8.0f} "
-            f"{reference_seconds / seconds:>10.2f}× {bleu.score:>6.2f}"
-        )
-    print(f"\nload average after: {os.getloadavg()[0]:.2f} (1 min)")
 
 
 if __name__ == "__main__":
