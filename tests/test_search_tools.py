@@ -132,9 +132,9 @@ def seen_batches(monkeypatch):
     real = step.loss_on_batch
 
     def recording(kind):
-        def loss_on_batch(model, batch, loss_fn, autocast=False):
+        def loss_on_batch(model, batch, loss_fn, autocast=False, rdrop=0.0):
             seen[kind].append(batch.src.clone())
-            return real(model, batch, loss_fn, autocast)
+            return real(model, batch, loss_fn, autocast, rdrop)
 
         return loss_on_batch
 
@@ -236,3 +236,51 @@ def test_choose_scores_every_candidate_on_validation_and_records_the_lowest(tmp_
 
 def test_choose_in_a_folder_without_checkpoints_is_one_line(tmp_path, capsys):
     assert "holds none of best.pt" in cli_error(capsys, "choose", "--run", tmp_path)
+
+
+# ---- R-Drop ------------------------------------------------------------------------------------------------
+
+
+def test_rdrop_loss_is_the_mean_smoothed_loss_plus_alpha_times_the_symmetric_kl_computed_by_hand():
+    import torch.nn.functional as F
+
+    from transformer_course.train import LabelSmoothingLoss
+    from transformer_course.train.step import rdrop_loss
+
+    torch.manual_seed(0)
+    logits = torch.randn(6, 5, 11, dtype=torch.float64)  # two passes of a batch of 3, 5 positions, 11 words
+    target = torch.randint(4, 11, (3, 5))
+    target[0, 3:] = PAD
+    target[2, 1:] = PAD
+    loss_fn = LabelSmoothingLoss(0.1, PAD, reduction="sum")
+    got = rdrop_loss(logits, target, loss_fn, alpha=0.7)
+    ce = sum(
+        F.cross_entropy(
+            half.reshape(-1, 11), target.reshape(-1), label_smoothing=0.1, ignore_index=PAD, reduction="sum"
+        )
+        for half in logits.chunk(2)
+    )
+    kl = 0.0
+    for b in range(3):
+        for t in range(5):
+            if target[b, t] == PAD:
+                continue
+            p, q = logits[b, t].softmax(-1), logits[b + 3, t].softmax(-1)
+            kl += float((p * (p / q).log()).sum() + (q * (q / p).log()).sum())
+    torch.testing.assert_close(
+        got.double(), torch.tensor(ce / 2 + 0.7 * kl / 2, dtype=torch.float64), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_rdrop_without_dropout_is_the_plain_loss_and_with_dropout_changes_the_training():
+    from transformer_course.train import LabelSmoothingLoss, loss_on_batch
+
+    d = data()
+    batch = next(iter(d.train_batches(0)))
+    model = build_model(CONFIG.replace(dropout=0.0), len(d.src_vocab), len(d.tgt_vocab)).train()
+    loss_fn = LabelSmoothingLoss(0.1, PAD, reduction="sum")
+    torch.testing.assert_close(loss_on_batch(model, batch, loss_fn, rdrop=1.0), loss_on_batch(model, batch, loss_fn))
+    plain = fit(CONFIG, data(), RunOptions(max_steps=3, progress=False))
+    rdrop = fit(CONFIG.replace(rdrop=1.0), data(), RunOptions(max_steps=3, progress=False))
+    assert any(not torch.equal(a, b) for a, b in zip(plain.model.parameters(), rdrop.model.parameters()))
+    assert all(torch.isfinite(p).all() for p in rdrop.model.parameters())

@@ -121,12 +121,9 @@ class Config:
     warmup_fraction: float = 0.1  # with schedule="budget": the share of the planned steps spent warming up
     # regularizers and averages for small data (0 = off: a run trains exactly as without them)
     ema_decay: float = 0.0  # > 0: an EMA of the weights after every step, saved as ema.pt / best-ema.pt (train/ema.py)
-    word_dropout: float = (
-        0.0  # in training, each input token id becomes <unk> with this probability (never pad/<s>/</s>)
-    )
-    word_dropout_on: str = (
-        "both"  # which inputs word_dropout touches: "both", "source" or "target" (the decoder's input)
-    )
+    word_dropout: float = 0.0  # in training, each input word becomes <unk> at this rate (never pad, <s>, </s>)
+    word_dropout_on: str = "both"  # the inputs word_dropout touches: "both", "source" or "target" (tgt_in)
+    rdrop: float = 0.0  # > 0: R-Drop's α, each batch twice through the model + α · their symmetric KL (train/step.py)
     # decoding (§6.1)
     beam_size: int = 4
     length_penalty: float = 0.6
@@ -177,6 +174,10 @@ class Config:
             raise ValueError(
                 f"length_penalty must be a finite number >= 0 and <= {MAX_LENGTH_PENALTY} (α of the GNMT length penalty), got "
                 f"length_penalty={self.length_penalty!r}; the paper uses 0.6"
+            )
+        if not _is_real(self.rdrop) or not 0 <= self.rdrop <= 100:
+            raise ValueError(
+                f"rdrop must be a number in [0, 100] (0: off; R-Drop's α, e.g. 0.5 or 1), got rdrop={self.rdrop!r}"
             )
         if self.clip_norm is not None and (not _is_real(self.clip_norm) or not self.clip_norm > 0):
             raise ValueError(

@@ -189,7 +189,7 @@ def accumulate_gradients(t: Training, group: list[Batch]) -> None:
         sync = i == len(group) - 1
         with t.model.no_sync() if t.dist.enabled and not sync else contextlib.nullcontext():
             with token_ids_checked():  # prepare_batch checked them: no read-back in the embeddings
-                loss_sum = loss_on_batch(t.model, batch, t.loss_fn, t.options.autocast)  # summed over target tokens
+                loss_sum = loss_on_batch(t.model, batch, t.loss_fn, t.options.autocast, t.config.rdrop)  # summed
             # The update follows the mean over the group of each micro-batch's loss per token. A
             # short last group is divided by its own length, not by `accumulate`: each update is
             # then the same kind of mean and takes a full-size step wherever the epoch ends

@@ -16,6 +16,7 @@ import itertools
 from collections.abc import Iterable, Iterator
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..checkpoint import unwrap
@@ -32,6 +33,7 @@ __all__ = [
     "check_batch",
     "prepare_batch",
     "loss_on_batch",
+    "rdrop_loss",
     "optimizer_step",
     "validation_loss",
 ]
@@ -42,16 +44,43 @@ class TrainingDiverged(RuntimeError):
     good checkpoint (or says that none exists)."""
 
 
-def loss_on_batch(model: nn.Module, batch: Batch, loss_fn: LabelSmoothingLoss, autocast: bool = False) -> Tensor:
+def loss_on_batch(
+    model: nn.Module, batch: Batch, loss_fn: LabelSmoothingLoss, autocast: bool = False, rdrop: float = 0.0
+) -> Tensor:
     """Summed label-smoothed loss of one batch (divide by ``batch.n_tokens`` for the per-token loss).
 
     ``autocast=True`` runs the forward pass in bfloat16 mixed precision on the batch's device type
-    (what ``fit`` does on a GPU); the loss itself is computed in float32.
+    (what ``fit`` does on a GPU); the loss itself is computed in float32. ``rdrop`` > 0 (``Config.rdrop``, in
+    training only): the batch goes through the model twice in one forward (stacked, so each copy draws its own
+    dropout masks) and the loss is :func:`rdrop_loss` of the two.
     """
+    twice = rdrop > 0
+    src, tgt_in, src_mask, tgt_mask = batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask
+    if twice:  # (2B, …): the same sentences twice
+        src, tgt_in, src_mask, tgt_mask = (torch.cat([t, t]) for t in (src, tgt_in, src_mask, tgt_mask))
     with torch.autocast(batch.src.device.type, dtype=torch.bfloat16, enabled=autocast):
-        hidden = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, d_model)
+        hidden = model(src, tgt_in, src_mask, tgt_mask)  # (B, T, d_model), or (2B, T, d_model) with rdrop
         logits = unwrap(model).generator(hidden)  # (B, T, tgt_vocab)
+    if twice:
+        return rdrop_loss(logits, batch.tgt_out, loss_fn, rdrop)
     return loss_fn(logits, batch.tgt_out)  # scalar: sum over real target tokens
+
+
+def rdrop_loss(logits: Tensor, target: Tensor, loss_fn: LabelSmoothingLoss, alpha: float) -> Tensor:
+    """R-Drop (Liang et al., 2021) from the logits of two passes of one batch, stacked ``(2B, T, V)``: the mean
+    of their label-smoothed losses plus ``alpha`` times the symmetric KL divergence of their distributions,
+
+        (L(p1) + L(p2)) / 2 + alpha · (KL(p1 ‖ p2) + KL(p2 ‖ p1)) / 2
+
+    each summed over the real target tokens of ``target`` (B, T), as :func:`loss_on_batch`'s sum is."""
+    first, second = logits.float().chunk(2)  # (B, T, V) each
+    cross_entropy = (loss_fn(first, target) + loss_fn(second, target)) / 2
+    log_p, log_q = F.log_softmax(first, dim=-1), F.log_softmax(second, dim=-1)  # (B, T, V)
+    kl = F.kl_div(log_q, log_p, log_target=True, reduction="none") + F.kl_div(
+        log_p, log_q, log_target=True, reduction="none"
+    )
+    real = (target != loss_fn.padding_idx).unsqueeze(-1)  # (B, T, 1)
+    return cross_entropy + alpha * (kl * real).sum() / 2
 
 
 @torch.no_grad()
