@@ -284,3 +284,13 @@ def test_rdrop_without_dropout_is_the_plain_loss_and_with_dropout_changes_the_tr
     rdrop = fit(CONFIG.replace(rdrop=1.0), data(), RunOptions(max_steps=3, progress=False))
     assert any(not torch.equal(a, b) for a, b in zip(plain.model.parameters(), rdrop.model.parameters()))
     assert all(torch.isfinite(p).all() for p in rdrop.model.parameters())
+
+
+def test_every_new_option_is_set_from_the_command_line():
+    from transformer_course.overrides import apply_overrides
+
+    sets = ["ema_decay=0.999", "word_dropout=0.1", "word_dropout_on=source", "rdrop=0.5"]
+    config = apply_overrides(get_preset("multi30k-cpu"), sets)
+    assert (config.ema_decay, config.word_dropout, config.word_dropout_on, config.rdrop) == (0.999, 0.1, "source", 0.5)
+    with pytest.raises(ValueError, match="word_dropout_on must be one of"):
+        apply_overrides(get_preset("multi30k-cpu"), ["word_dropout_on=decoder"])
