@@ -72,7 +72,7 @@ class ReadCounter:
         return read
 
 
-def reads_per_step(monkeypatch, log_every: int, steps: int, **fit_args) -> list[int]:
+def reads_per_step(monkeypatch, log_every: int, steps: int, config=TOY, **fit_args) -> list[int]:
     """The value reads between the start of one optimizer step and the next: the end of step k (its checks,
     log, save) and the forward and backward passes of step k + 1. Index k - 1 belongs to step k."""
     holder: dict = {}
@@ -89,7 +89,7 @@ def reads_per_step(monkeypatch, log_every: int, steps: int, **fit_args) -> list[
     monkeypatch.setattr(loop, "optimizer_step", marking_step)
     data = toy_data(n_train=32 * steps, batch_size=32)
     data.train_batches = counter.uncounted_batches(data.train_batches)
-    fit(TOY, data, RunOptions(max_steps=steps, log_every=log_every, **fit_args))
+    fit(config, data, RunOptions(max_steps=steps, log_every=log_every, **fit_args))
     counter.on = False
     return [b - a for a, b in zip(marks, marks[1:])]
 
@@ -98,6 +98,12 @@ def test_the_steady_state_step_reads_nothing_back_and_a_log_step_reads_once(monk
     reads = reads_per_step(monkeypatch, log_every=5, steps=16, progress=False)
     assert len(reads) == 15  # steps 1 … 15 (each with the forward and backward pass of the next)
     assert {k + 1: n for k, n in enumerate(reads) if n} == {5: 1, 10: 1, 15: 1}  # one transfer per log step
+
+
+def test_the_ema_word_dropout_and_r_drop_add_no_read_back_to_a_step(monkeypatch):
+    config = TOY.replace(dropout=0.1, ema_decay=0.99, word_dropout=0.1, rdrop=0.5)
+    reads = reads_per_step(monkeypatch, log_every=5, steps=11, config=config, progress=False)
+    assert {k + 1: n for k, n in enumerate(reads) if n} == {5: 1, 10: 1}
 
 
 def test_the_sync_free_step_trains_the_same_weights_as_before(monkeypatch):
