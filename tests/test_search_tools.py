@@ -294,3 +294,24 @@ def test_every_new_option_is_set_from_the_command_line():
     assert (config.ema_decay, config.word_dropout, config.word_dropout_on, config.rdrop) == (0.999, 0.1, "source", 0.5)
     with pytest.raises(ValueError, match="word_dropout_on must be one of"):
         apply_overrides(get_preset("multi30k-cpu"), ["word_dropout_on=decoder"])
+
+
+def test_choose_by_bleu_takes_the_highest_validation_bleu_and_never_reads_test(tmp_path, monkeypatch):
+    from transformer_course import evaluate
+
+    fit(
+        CONFIG.replace(ema_decay=0.9),
+        toy_data(n_train=64, batch_size=32),
+        RunOptions(tmp_path, epochs=1, progress=False),
+    )
+    asked = []
+
+    def fake_bleu(checkpoint, split, beam, root, limit, progress=True):  # one score per file, the split recorded
+        asked.append((Path(checkpoint).name, split, beam))
+        return type("Result", (), {"bleu": {"best.pt": 20.0, "best-ema.pt": 30.0}[Path(checkpoint).name]})()
+
+    monkeypatch.setattr(evaluate, "evaluate_checkpoint", fake_bleu)
+    assert cli.main(["choose", "--run", str(tmp_path), "--by", "bleu", "--beam", "4"]) == 0
+    record = json.loads((tmp_path / "chosen.json").read_text())
+    assert record["chosen"] == "best-ema" and record["beam_size"] == 4 and record["by"] == "bleu"
+    assert sorted(asked) == [("best-ema.pt", "val", 4), ("best.pt", "val", 4)]
