@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 
@@ -182,3 +183,137 @@ def test_an_earlier_files_fallback_may_run_the_package_but_this_notebooks_own_pi
     assert not [name for name in earlier_fallbacks("06") if name.endswith(("EncoderLayer", ".Encoder", "clones"))]
     assert "transformer_course.model.Encoder" in earlier_fallbacks("07")
     assert not [name for name in earlier_fallbacks("07") if name.endswith(("DecoderLayer", "make_model"))]
+
+
+# ---- the cheap holes: each shortcut is named ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["_scaled_dot_product_attention_math", "_scaled_dot_product_flash_attention_for_cpu"])
+def test_pytorchs_aten_attention_operators_are_named_as_pytorchs_attention(op):
+    q = torch.randn(1, 2, 3, 4)
+
+    def aten_attention(q, k, v):
+        return getattr(torch.ops.aten, op)(q, k, v)[0], None
+
+    with pytest.raises(Hint, match=op):
+        with no_shortcuts("attention", TORCH_ATTENTION):
+            aten_attention(q, q, q)
+
+
+def test_the_checker_keeps_its_reference_when_the_package_attribute_is_replaced(monkeypatch, capsys):
+    """A learner's function put in place of tc.attention.scaled_dot_product_attention does not become the
+    reference: a wrong attention stays wrong."""
+    from transformer_course import attention
+    from transformer_course.exercises import nb02_attention as ex
+
+    def wrong(query, key, value, mask=None, dropout=None):  # no scaling by √d_k
+        scores = query @ key.transpose(-2, -1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        weights = scores.softmax(-1)
+        if dropout is not None:
+            weights = dropout(weights)
+        return weights @ value, weights
+
+    assert not ex.check_attention(wrong)
+    monkeypatch.setattr(attention, "scaled_dot_product_attention", wrong)
+    monkeypatch.setattr(tc, "scaled_dot_product_attention", wrong)
+    assert not ex.check_attention(wrong)
+
+
+def test_the_layer_checks_keep_the_package_model_they_imported(monkeypatch):
+    from transformer_course import model
+    from transformer_course.exercises.layer_checks import package_model
+
+    reference = package_model().EncoderLayer
+    monkeypatch.setattr(model, "EncoderLayer", lambda *args, **kwargs: None)
+    assert package_model().EncoderLayer is reference
+
+
+@pytest.mark.parametrize("name", ["no_shortcuts", "_PACKAGE_ATTENTION", "TORCH_ATTENTION", "_call"])
+def test_a_checker_modules_guard_and_references_cannot_be_replaced(name):
+    from transformer_course.exercises import nb02_attention as ex
+
+    before = getattr(ex, name)
+    with pytest.raises(AttributeError, match=f"nb02_attention.{name} is part of the checker"):
+        setattr(ex, name, lambda *args, **kwargs: contextlib.nullcontext())
+    with pytest.raises(AttributeError):
+        delattr(ex, name)
+    assert getattr(ex, name) is before
+
+
+def test_the_guards_own_names_cannot_be_replaced():
+    from transformer_course.exercises import guard
+
+    for name in ("no_shortcuts", "watch_shortcuts", "TORCH_ATTENTION", "package_copy"):
+        with pytest.raises(AttributeError, match="cannot be replaced"):
+            setattr(guard, name, None)
+    with pytest.raises(AttributeError):
+        guard.__class__ = type(math)
+
+
+def test_a_checker_module_takes_new_names_and_its_checks_may_be_replaced(monkeypatch):
+    """Only what the checks use is fixed: a new name is the learner's, and a replaced check replaces one name."""
+    from transformer_course.exercises import nb02_attention as ex
+
+    monkeypatch.setattr(ex, "my_note", 1, raising=False)
+    monkeypatch.setattr(ex, "check_weights_bytes", lambda weights_bytes: True)
+    assert ex.my_note == 1 and ex.check_weights_bytes(None) is True
+
+
+def test_exec_of_the_packages_source_is_named_as_the_packages_copy():
+    import inspect
+
+    from transformer_course import attention
+
+    namespace = {}
+    exec(inspect.getsource(attention.scaled_dot_product_attention), vars(attention).copy() | namespace, namespace)
+    copied = namespace["scaled_dot_product_attention"]
+    q = torch.randn(1, 2, 3, 4)
+    with watch_shortcuts(TORCH_ATTENTION) as found:
+        copied(q, q, q)
+    assert found.calls == [
+        "transformer_course.attention.scaled_dot_product_attention (a copy of its code, run with exec)"
+    ]
+
+
+def test_exec_of_the_packages_source_with_other_names_and_comments_is_still_the_copy():
+    import inspect
+
+    from transformer_course import attention
+
+    source = inspect.getsource(attention.scaled_dot_product_attention)
+    renamed = source.replace("scores", "my_scores").replace("weights", "my_weights")
+    namespace = {}
+    exec("# my own comment\n" + renamed, vars(attention).copy(), namespace)
+    q = torch.randn(1, 2, 3, 4)
+    with pytest.raises(Hint, match="a copy of its code"):
+        with no_shortcuts("attention", TORCH_ATTENTION):
+            namespace["scaled_dot_product_attention"](q, q, q)
+
+
+def test_exec_of_the_learners_own_code_is_not_a_copy():
+    namespace = {}
+    exec(
+        "def mine(q, k, v):\n    w = (q @ k.transpose(-2, -1) / q.size(-1) ** 0.5).softmax(-1)\n    return w @ v, w\n",
+        namespace,
+    )
+    q = torch.randn(1, 2, 3, 4)
+    with watch_shortcuts(TORCH_ATTENTION) as found:
+        namespace["mine"](q, q, q)
+    assert not found
+
+
+def test_a_copy_of_an_allowed_piece_is_allowed():
+    """Notebook 03 may run notebook 02's attention, the package's or a copy of it."""
+    import inspect
+
+    from transformer_course import attention
+    from transformer_course.exercises.guard import earlier_fallbacks
+
+    namespace = {}
+    exec(inspect.getsource(attention.scaled_dot_product_attention), vars(attention).copy(), namespace)
+    q = torch.randn(1, 2, 3, 4)
+    with watch_shortcuts(TORCH_ATTENTION, allow=earlier_fallbacks("03")) as found:
+        namespace["scaled_dot_product_attention"](q, q, q)
+    assert not found

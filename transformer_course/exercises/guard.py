@@ -9,10 +9,22 @@ right numbers but is not the learner's. :func:`no_shortcuts` runs the learner's 
   the modules the exercise allows (``transformer_course.masks`` for a decoder, say);
 - every call of the PyTorch functions the exercise names (a ``TorchFunctionMode``), e.g. :data:`TORCH_ATTENTION`.
 
+- every function entered whose code was compiled from a string (``exec``, ``compile``) and is the package's own
+  code (the same bytecode up to the names of local variables): ``exec(inspect.getsource(…))`` is a copy of the
+  package, not the learner's code. Code from a file or a notebook cell is the learner's to write as they like;
+  whose text it is, is :mod:`transformer_course.provenance`'s question.
+
 On leaving the block it raises a :class:`~transformer_course.exercises.Hint` naming the first such call, so
 ``run_check`` prints "❌ … calls transformer_course.attention.scaled_dot_product_attention: that is the package's
 own …, not yours". Helpers the learner may use (masks from notebook 01, ``nn.Linear``, ``softmax``) are not
 watched unless an exercise says so.
+
+**What this proves, and what not.** The checks run in the learner's own Python process, so nothing in it holds
+against a learner who sets out to fool them: the guard names plain delegation, so that an honest learner learns
+what counts as their own work. The checks use what they bound at import: the guard, and the package's pieces they
+compare against (replacing ``tc.attention.scaled_dot_product_attention`` later changes no verdict), and
+:func:`read_only` refuses to rebind a checker module's names (``ex.no_shortcuts = …``). A grade that holds is
+computed outside that process: the classroom's graded path.
 
 **Answers by digest.** A quiz letter, a set of bug lines or a number that is the answer of an exercise is stored
 in a checker module only as :func:`answer_digest` of it, never as the value, so no attribute of the module a
@@ -25,11 +37,14 @@ beyond ``2 · rel_tol``; ``rel_tol=0`` means exactly this number.
 
 from __future__ import annotations
 
+import dis
 import functools
 import hashlib
+import importlib
 import math
 import sys
 import threading
+import types
 from collections.abc import Iterable
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,6 +54,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from ..i18n import load_catalogue, register, t
+from . import Hint
 
 register("zh", load_catalogue("guard"))
 
@@ -54,13 +70,46 @@ __all__ = [
     "normalize_answer",
     "number_digests",
     "number_matches",
+    "package_copy",
+    "read_only",
 ]
 
 PACKAGE = Path(__file__).resolve().parents[1]  # transformer_course/
 ALWAYS_ALLOWED = ("transformer_course.i18n",)  # messages, not work
 
+# the ATen operators behind PyTorch's attention (torch.ops.aten.<name>, each with its overloads), where this torch has them
+ATEN_ATTENTION = (
+    "_scaled_dot_product_attention_math",
+    "_scaled_dot_product_attention_math_for_mps",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_fused_attention_overrideable",
+    "_efficient_attention_forward",
+    "_flash_attention_forward",
+    "_native_multi_head_attention",
+    "scaled_dot_product_attention",
+)
+
+
+def _aten_ops(names: Iterable[str]) -> tuple:
+    """``torch.ops.aten.<name>`` and each of its overloads (``.default`` …), for the names this torch has."""
+    found = []
+    for name in names:
+        packet = getattr(torch.ops.aten, name, None)
+        if packet is not None:
+            found += [packet, *(getattr(packet, overload) for overload in packet.overloads())]
+    return tuple(found)
+
+
 # PyTorch's own versions of what the course asks the learner to write
-TORCH_ATTENTION = (F.scaled_dot_product_attention, F.multi_head_attention_forward, torch._native_multi_head_attention)
+TORCH_ATTENTION = (
+    F.scaled_dot_product_attention,
+    F.multi_head_attention_forward,
+    torch._native_multi_head_attention,
+    *_aten_ops(ATEN_ATTENTION),
+)
 TORCH_NORM = (F.layer_norm, torch.layer_norm, F.rms_norm, torch.rms_norm, F.group_norm, F.batch_norm, F.instance_norm)
 TORCH_TRANSFORMER = (
     *TORCH_ATTENTION,
@@ -134,7 +183,12 @@ def watch_shortcuts(torch_functions: Iterable = (), allow: Iterable[str] = ()):
         if event != "call" or inside:
             return
         module = _module_of(frame.f_code.co_filename)
-        if module is None or module == __name__:
+        if module is None:
+            copied = package_copy(frame.f_code)  # None unless compiled from a string: exec of the package's source
+            if copied is not None and not _allowed(copied, None, allowed):
+                found.add(t("{name} (a copy of its code, run with exec)", name=copied))
+            return
+        if module == __name__:
             return
         if _allowed(_qualified(frame, module), _owner(frame), allowed):
             inside.append(frame)
@@ -164,6 +218,65 @@ def _allowed(qualified: str, owner: str | None, allowed: Iterable[str]) -> bool:
     )
 
 
+# ---- copies of the package's code ------------------------------------------------------------------------------
+
+MODEL_MODULES = ("masks", "attention", "layers", "model", "decode", "beam", "dropout")  # what the notebooks teach
+
+
+_SKIPPED = frozenset({"CACHE", "EXTENDED_ARG", "NOP", "PRECALL", "PUSH_NULL", "RESUME"})  # bookkeeping, not work
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+
+
+def _shape(code: types.CodeType) -> tuple:
+    """What a function does, without its names: its instructions, with local variables numbered in order of
+    appearance, jump targets and bookkeeping left out, nested code (a comprehension) by its own shape. A docstring,
+    comments, line numbers and the names of local variables are not in it, so a copy with renamed variables or other
+    comments has the same shape; ``math.sqrt`` compiled in its module or in ``exec`` is one attribute load."""
+    local_names: dict[str, int] = {}
+    steps = []
+    for step in dis.get_instructions(code):
+        if step.opname in _SKIPPED:
+            continue
+        value = step.argval
+        if step.opcode in _JUMPS:
+            value = None
+        elif step.opcode in dis.haslocal or step.opcode in dis.hasfree:
+            value = local_names.setdefault(value, len(local_names))
+        elif isinstance(value, types.CodeType):
+            value = _shape(value)
+        steps.append(("LOAD_ATTR" if step.opname == "LOAD_METHOD" else step.opname, value))
+    return code.co_argcount, code.co_kwonlyargcount, tuple(steps)
+
+
+@functools.cache  # once per process: the package's functions and methods do not change
+def _package_shapes() -> dict[tuple, str]:
+    """The shape of every function and method of the package's model modules → its qualified name."""
+    shapes = {}
+    for name in MODEL_MODULES:
+        module = importlib.import_module(f"transformer_course.{name}")
+        objects = [v for v in vars(module).values() if getattr(v, "__module__", None) == module.__name__]
+        for value in objects:
+            members = vars(value).values() if isinstance(value, type) else (value,)
+            for member in members:
+                member = getattr(
+                    member, "__func__", getattr(member, "fget", member)
+                )  # static/class methods, properties
+                code = getattr(member, "__code__", None)
+                if isinstance(code, types.CodeType):
+                    shapes.setdefault(_shape(code), f"{module.__name__}.{member.__qualname__}")
+    return shapes
+
+
+@functools.lru_cache(maxsize=4096)  # a code object is looked at once, however often it runs
+def package_copy(code: types.CodeType) -> str | None:
+    """The package's function whose code ``code`` is a copy of (``transformer_course.attention.
+    scaled_dot_product_attention``), when ``code`` was compiled from a string (``exec``, ``compile``:
+    its file name is ``<string>`` or like it); None for any other code."""
+    if not code.co_filename.startswith("<"):
+        return None
+    return _package_shapes().get(_shape(code))
+
+
 def earlier_fallbacks(notebook: str) -> tuple[str, ...]:
     """The package's pieces of the files written by the notebooks before ``notebook`` (``"06"``), e.g.
     ``transformer_course.attention.MultiHeadAttention``: what a fallback of such a file imports
@@ -187,8 +300,6 @@ def no_shortcuts(what: str, torch_functions: Iterable = (), allow: Iterable[str]
         with no_shortcuts(t("attention"), TORCH_ATTENTION):
             out, weights = attention(q, k, v)
     """
-    from . import Hint
-
     with watch_shortcuts(torch_functions, allow) as found:
         yield found
     if found:
@@ -200,6 +311,42 @@ def no_shortcuts(what: str, torch_functions: Iterable = (), allow: Iterable[str]
                 what=what,
             )
         )
+
+
+# ---- what the checks bound at import stays bound --------------------------------------------------------------
+
+
+class _ReadOnlyModule(types.ModuleType):
+    """A module whose names bound at import cannot be rebound or deleted from outside (its ``check_*`` functions
+    excepted: replacing a check replaces only that name)."""
+
+    def _refuse(self, name: str) -> None:
+        bound = vars(self)["_BOUND_AT_IMPORT"]
+        if name == "__class__" or (name in bound and not name.startswith("check_")):
+            raise AttributeError(
+                t(
+                    "{module}.{name} is part of the checker: the checks use what it was when the module was imported, "
+                    "so it cannot be replaced (restart the kernel to start afresh)",
+                    module=self.__name__,
+                    name=name,
+                )
+            )
+
+    def __setattr__(self, name: str, value) -> None:
+        self._refuse(name)
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        self._refuse(name)
+        super().__delattr__(name)
+
+
+def read_only(name: str) -> None:
+    """Make the names the module ``name`` has bound so far read-only from outside (the last line of a checker
+    module): ``ex.no_shortcuts = lambda …`` raises AttributeError and the checks keep their guard and references."""
+    module = sys.modules[name]
+    module._BOUND_AT_IMPORT = frozenset({*vars(module), "_BOUND_AT_IMPORT"})
+    module.__class__ = _ReadOnlyModule
 
 
 # ---- answers by digest -------------------------------------------------------------------------------------
@@ -283,3 +430,5 @@ def _main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(_main(sys.argv[1:]))
+
+read_only(__name__)  # the guard's own names: guard.no_shortcuts = … cannot switch it off

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import types
 from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
+from .. import model
 from ..i18n import messages
 from . import Hint, same
 from .compare import expect_values, missing_biases
-from .guard import TORCH_TRANSFORMER, no_shortcuts
+from .guard import TORCH_TRANSFORMER, no_shortcuts, read_only
 
 t, lazy_t = messages("layer_checks")
 
@@ -58,11 +60,13 @@ def allowing(pieces: tuple[str, ...]):
     return decorate
 
 
-def package_model():
-    """The package's model module, imported when a check runs (so no attribute of this module is a layer)."""
-    from .. import model
+_PACKAGE_MODEL = types.SimpleNamespace(**vars(model))  # the references, bound at import
 
-    return model
+
+def package_model() -> types.SimpleNamespace:
+    """The names of the package's model module as they were when this module was imported: replacing
+    ``tc.model.EncoderLayer`` later changes no check (no attribute of this module is a layer itself)."""
+    return _PACKAGE_MODEL
 
 
 def randomize(module: nn.Module) -> nn.Module:
@@ -236,3 +240,6 @@ def meta_count(build: Callable[[], nn.Module]) -> int:
     with torch.device("meta"):
         module = build()
     return sum(p.numel() for p in module.parameters())
+
+
+read_only(__name__)  # what the checks use stays what it was at import (ex.no_shortcuts = … is refused)

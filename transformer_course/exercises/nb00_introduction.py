@@ -16,6 +16,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from ..i18n import messages
 from . import Hint, as_int, checker, questions, quiz_checker
+from .guard import read_only
 from .limits import too_big_to_build
 
 t, lazy_t = messages("nb00_introduction")
@@ -158,3 +159,5 @@ QUESTIONS = questions(
 
 
 check_quiz = quiz_checker(QUESTIONS)  # one line per question
+
+read_only(__name__)  # what the checks use stays what it was at import (ex.no_shortcuts = … is refused)

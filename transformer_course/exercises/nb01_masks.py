@@ -16,6 +16,7 @@ import torch
 
 from ..i18n import messages
 from . import Hint, as_int, as_mask, checker, questions, quiz_checker
+from .guard import read_only
 from .limits import too_big_to_build
 
 t, lazy_t = messages("nb01_masks")
@@ -208,3 +209,5 @@ QUESTIONS = questions(
 
 
 check_quiz = quiz_checker(QUESTIONS)  # one line per question
+
+read_only(__name__)  # what the checks use stays what it was at import (ex.no_shortcuts = … is refused)

@@ -19,6 +19,7 @@ import math
 import torch
 from torch import nn
 
+from ..attention import scaled_dot_product_attention as _PACKAGE_ATTENTION  # the reference, bound at import
 from ..i18n import messages
 from . import (
     Hint,
@@ -34,7 +35,7 @@ from . import (
 )
 from .compare import close, expect_values
 from .dropout_calls import DROPOUT_WATCH, DropoutCalls
-from .guard import TORCH_ATTENTION, answer_digest, no_shortcuts
+from .guard import TORCH_ATTENTION, answer_digest, no_shortcuts, read_only
 
 t, lazy_t = messages("nb02_attention")
 
@@ -124,7 +125,7 @@ def _looks_dropped(weights: torch.Tensor, want: torch.Tensor) -> float | None:
 def check_attention(attention):
     """``attention(query, key, value, mask=None, dropout=None)`` → (output, weights), the paper's equation (1),
     compared with the package's ``scaled_dot_product_attention`` (values, shapes, masks, dropout, gradients)."""
-    from ..attention import scaled_dot_product_attention as package
+    package = _PACKAGE_ATTENTION
 
     g = torch.Generator().manual_seed(0)
     # d_k = 16, d_v = 4; a heads axis in front (…, q_len, d_k), as multi-head attention will call it
@@ -345,7 +346,7 @@ def check_exposing_inputs(cases):
     """``cases``: a list of inputs ``(query, key, value)`` or ``(query, key, value, mask)`` on which
     ``buggy_attention`` and the paper's attention differ. Passes when every bug of ``buggy_attention`` shows on
     at least one of them (a NaN where the formula is finite counts)."""
-    from ..attention import scaled_dot_product_attention as package
+    package = _PACKAGE_ATTENTION
 
     def one_bug(query, key, value, mask, bug):
         """buggy_attention with only ``bug`` left in (the other two repaired)."""
@@ -447,3 +448,6 @@ def check_question_mask_sum(answer) -> Result:
 def check_question_saturation(answer) -> Result:
     """Two keys, scores +8 and −8 before scaling, d_k = 64: the weight of the first key after scaling."""
     return check_question(t("question_3_softmax"), SATURATION, answer)
+
+
+read_only(__name__)  # what the checks use stays what it was at import (ex.no_shortcuts = … is refused)

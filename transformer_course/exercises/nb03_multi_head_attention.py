@@ -17,11 +17,13 @@ import math
 import torch
 import torch.nn.functional as F
 
+from ..attention import MultiHeadAttention as _PACKAGE_MHA  # the references, bound at import
+from ..attention import scaled_dot_product_attention as _PACKAGE_ATTENTION
 from ..i18n import messages
 from . import Hint, Result, as_int, as_shape, check_question, checker, questions, run_check
 from .compare import close, expect_values, missing_biases
 from .dropout_calls import DROPOUT_WATCH, DropoutCalls
-from .guard import TORCH_ATTENTION, earlier_fallbacks, no_shortcuts
+from .guard import TORCH_ATTENTION, earlier_fallbacks, no_shortcuts, read_only
 from .limits import too_big_to_build
 from .seal import answer_check
 
@@ -114,7 +116,7 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
     ``forward(query, key, value, mask=None)``, compared with the package's ``MultiHeadAttention`` given the same
     weights: values (dropout off), shapes, masks, the kept weights (detached), dropout on the weights (where it acts,
     its rate and mode, recorded: any order of drawing its zeros is right) and gradients."""
-    from ..attention import MultiHeadAttention as Package
+    Package = _PACKAGE_MHA  # noqa: N806 (a class)
 
     def variant(query, key, value, state, heads, mask, mistake):
         """The block with one plausible mistake switched in (for naming it; never the right answer)."""
@@ -379,7 +381,7 @@ def check_grouped_query_attention(grouped_query_attention):
     """``grouped_query_attention(query, key, value, mask=None)``: query (batch, heads, T, d_k), key and value
     (batch, groups, S, d_k) with ``groups`` dividing ``heads``; query heads g·(heads/groups) … share key/value
     head g. Returns (output (batch, heads, T, d_k), weights (batch, heads, T, S))."""
-    from ..attention import scaled_dot_product_attention as package
+    package = _PACKAGE_ATTENTION
 
     g = torch.Generator().manual_seed(5)
     for heads, groups in ((6, 2), (4, 4), (4, 1)):
@@ -423,3 +425,6 @@ def check_question_gqa_parameters(answer) -> Result:
 def check_question_cross(answer) -> Result:
     """How often must one decoder layer's cross-attention project the memory while translating a sentence?"""
     return check_question(t("question_2_cross"), CROSS, answer)
+
+
+read_only(__name__)  # what the checks use stays what it was at import (ex.no_shortcuts = … is refused)

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from ..i18n import messages
 from ..masks import padding_mask
 from . import Hint, as_int, as_mask, checker, questions, quiz_checker, same
-from .guard import earlier_fallbacks
+from .guard import earlier_fallbacks, read_only
 from .layer_checks import (
     allowing,
     check_dropout,
@@ -307,3 +307,5 @@ QUESTIONS = questions(
 
 
 check_quiz = quiz_checker(QUESTIONS)  # one line per question
+
+read_only(__name__)  # what the checks use stays what it was at import (ex.no_shortcuts = … is refused)

@@ -26,7 +26,7 @@ from torch import Tensor, nn
 from ..i18n import messages
 from ..masks import padding_mask, target_mask
 from . import Hint, as_choice, as_int, checker, questions, quiz_checker
-from .guard import answer_digest, earlier_fallbacks
+from .guard import answer_digest, earlier_fallbacks, read_only
 from .layer_checks import (
     allowing,
     check_dropout,
@@ -453,3 +453,5 @@ QUESTIONS = questions(
 
 
 check_quiz = quiz_checker(QUESTIONS)  # one line per question
+
+read_only(__name__)  # what the checks use stays what it was at import (ex.no_shortcuts = … is refused)

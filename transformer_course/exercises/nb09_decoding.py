@@ -16,9 +16,12 @@ import math
 import torch
 from torch import Tensor, nn
 
+from ..decode import beam_search as _PACKAGE_BEAM_SEARCH  # the references, bound at import
+from ..decode import greedy_decode as _PACKAGE_GREEDY_DECODE
 from ..i18n import messages
+from ..model import make_model as _PACKAGE_MAKE_MODEL
 from . import Hint, as_int, as_number, as_sequence, checker, expect_tensor, questions, quiz_checker
-from .guard import no_shortcuts, number_matches
+from .guard import no_shortcuts, number_matches, read_only
 from .seal import answer_check
 
 t, lazy_t = messages("nb09_decoding")
@@ -132,7 +135,7 @@ def check_table_design(table_design):
     probability (next words '</s>', 'A', 'B', 'C'; a word left out has probability 0; each row sums to 1). The
     checker decodes the table with the package's greedy_decode and beam_search (α = 0, at most 7 tokens after
     <s>) and finds the most likely sentence by trying them all."""
-    from ..decode import beam_search, greedy_decode
+    beam_search, greedy_decode = _PACKAGE_BEAM_SEARCH, _PACKAGE_GREEDY_DECODE
 
     probs = _as_table(table_design)
     model = _TableModel(probs.float().clamp_min(1e-30))
@@ -287,7 +290,7 @@ def check_cache_numbers(cache_numbers):
     configuration far too large to build."""
 
     def counted(batch: int, layers: int, heads: int, d_k: int, read: int, src_len: int) -> int:
-        from ..model import make_model
+        make_model = _PACKAGE_MAKE_MODEL
 
         torch.manual_seed(0)
         model = make_model(11, 11, N=layers, d_model=heads * d_k, d_ff=8, h=heads, dropout=0.0).eval()
@@ -342,3 +345,5 @@ QUESTIONS = questions(
 
 
 check_quiz = quiz_checker(QUESTIONS)  # one line per question
+
+read_only(__name__)  # what the checks use stays what it was at import (ex.no_shortcuts = … is refused)
