@@ -48,14 +48,24 @@ def masks():
     return tc.padding_mask(SRC, 0), tc.target_mask(TGT, 0)
 
 
+def own_code(text: str) -> str:
+    """The reference's code made the learner's own: every function begins with a statement of its own (the same
+    numbers out, another structure), so that it is neither the reference nor the reference edited."""
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            node.body.insert(0, ast.parse("checked_by_me = True").body[0])
+    return ast.unparse(tree) + "\n"
+
+
 def write_course(folder, mine=True):
-    """Copy the six reference files into ``folder``; return its make_model. ``mine``: add a comment line to each,
-    so that the files are the learner's own text (the same code), not the reference's."""
+    """Copy the six reference files into ``folder``; return its make_model. ``mine``: the learner's own code
+    (:func:`own_code`: the same numbers out), not the reference's."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "__init__.py").touch()
     for name in FILES:
         text = (REFERENCES / name).read_text(encoding="utf-8")
-        (folder / name).write_text(text + ("# typed by the learner\n" if mine else ""), encoding="utf-8")
+        (folder / name).write_text(own_code(text) if mine else text, encoding="utf-8")
     make = load_learner_model(folder)
     assert make is not None, "the reference files did not import"
     return make
@@ -290,7 +300,7 @@ def test_the_fallback_encoder_has_the_learners_constructor():
 def test_provenance_names_each_status(tmp_path):
     folder = course_folder(tmp_path)
     write_course(folder, mine=False)  # the reference's text: "reference", however it got there
-    (folder / "multi_head.py").write_text((REFERENCES / "multi_head.py").read_text() + "# mine\n")
+    (folder / "multi_head.py").write_text(own_code((REFERENCES / "multi_head.py").read_text()))
     (folder / "norm_residual.py").write_text(blank((REFERENCES / "norm_residual.py").read_text()))
     (folder / "embeddings.py").unlink()
     (folder / "encoder.py").write_text(
@@ -774,7 +784,9 @@ def test_the_learners_lines_are_chinese_in_the_zh_edition(tmp_path, capsys, chin
     )
     describe_provenance(folder)
     table = capsys.readouterr().out
-    assert "reference  来自 notebooks/solutions/ 的参考答案（不是你的）" in table and "yours      你自己的代码" in table
+    width = max(map(len, tc.learner.STATUSES))  # the status column
+    assert f"{'reference':{width}}  来自 notebooks/solutions/ 的参考答案（不是你的）" in table
+    assert f"{'yours':{width}}  你自己的代码" in table
     learner_or_package_model(20, 20, folder=folder, **SIZES)
     said = capsys.readouterr().out.strip().splitlines()
     assert said[-1] == (
@@ -785,3 +797,85 @@ def test_the_learners_lines_are_chinese_in_the_zh_edition(tmp_path, capsys, chin
     tc.set_language("en")
     use_reference("multi_head.py", folder=folder)
     assert "is now the reference from notebooks/solutions/my_transformer/, not yours" in capsys.readouterr().out
+
+
+# ---- the reference edited is still the reference ------------------------------------------------------------------
+
+
+def test_the_reference_with_one_comment_more_is_the_reference_edited(tmp_path):
+    folder = course_folder(tmp_path)
+    write_course(folder)
+    (folder / "attention.py").write_text((REFERENCES / "attention.py").read_text() + "# written by me\n")
+    assert provenance(folder)["attention.py"] == "reference (edited)"
+
+
+def test_the_reference_with_renamed_variables_and_no_docstring_is_the_reference_edited(tmp_path):
+    folder = course_folder(tmp_path)
+    write_course(folder)
+    tree = ast.parse((REFERENCES / "multi_head.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id not in ("F", "nn", "super", "self", "scaled_dot_product_attention"):
+            node.id = f"my_{node.id}"
+        elif isinstance(node, ast.arg) and node.arg != "self":
+            node.arg = f"my_{node.arg}"
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node):
+            node.body = node.body[1:]
+    (folder / "multi_head.py").write_text(ast.unparse(tree) + "\n")
+    assert provenance(folder)["multi_head.py"] == "reference (edited)"
+
+
+def test_the_packages_own_source_pasted_is_the_reference_edited(tmp_path):
+    """A student release has no solutions folder: the package's source (inspect.getsource) is what can be copied."""
+    import inspect
+
+    from transformer_course.provenance import file_status
+
+    text = "import math\n\nimport torch\n\n\n" + inspect.getsource(tc.attention.scaled_dot_product_attention)
+    (tmp_path / "attention.py").write_text(text)
+    assert file_status(tmp_path / "attention.py") == "reference (edited)"
+
+
+def test_a_different_correct_solution_is_yours(tmp_path):
+    """Attention written another way (einsum, a -inf fill and a row guard): the same numbers, the learner's code."""
+    folder = course_folder(tmp_path)
+    write_course(folder)
+    (folder / "attention.py").write_text(
+        "import torch\n\n\n"
+        "def scaled_dot_product_attention(query, key, value, mask=None, dropout=None):\n"
+        "    scores = torch.einsum('...qd,...kd->...qk', query, key) * query.shape[-1] ** -0.5\n"
+        "    if mask is not None:\n"
+        "        scores = torch.where(mask, scores, torch.finfo(scores.dtype).min)\n"
+        "    weights = torch.softmax(scores, dim=-1)\n"
+        "    if dropout is not None:\n"
+        "        weights = dropout(weights)\n"
+        "    return torch.matmul(weights, value), weights\n"
+    )
+    assert provenance(folder)["attention.py"] == "yours"
+    mine = load("attention.py", "scaled_dot_product_attention", folder=folder)
+    q = torch.randn(2, 3, 4)
+    assert_close(mine(q, q, q)[0], tc.scaled_dot_product_attention(q, q, q)[0])
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import inspect\nimport transformer_course.attention as a\nexec(inspect.getsource(a.scaled_dot_product_attention))\n",
+        "exec(open('../../transformer_course/attention.py').read())\n",
+        "import runpy\nglobals().update(runpy.run_path('../solutions/my_transformer/attention.py'))\n",
+        "import importlib\nscaled_dot_product_attention = importlib.import_module('transformer' + '_course').attention\n",
+    ],
+    ids=["exec getsource", "exec open", "runpy", "importlib"],
+)
+def test_a_file_that_loads_the_packages_or_the_solutions_source_is_the_packages(tmp_path, code):
+    folder = tmp_path / "my_transformer"
+    write_course(folder)
+    (folder / "attention.py").write_text(code)
+    assert provenance(folder)["attention.py"] == "package"
+
+
+def test_a_file_that_mentions_solutions_in_a_docstring_is_still_yours(tmp_path):
+    folder = tmp_path / "my_transformer"
+    write_course(folder)
+    text = (folder / "attention.py").read_text()
+    (folder / "attention.py").write_text('"""My solutions to notebook 02."""\n' + text)
+    assert provenance(folder)["attention.py"] == "yours"

@@ -22,8 +22,9 @@ Nothing here writes an answer into the learner's folder behind their back, and n
 the learner did not write:
 
 - :func:`provenance` says per file whose code it is: "yours", "reference" (the text of
-  ``notebooks/solutions/my_transformer/<file>``), "blank" (a stub still raises NotImplementedError), "missing",
-  "package" (it calls the package's or PyTorch's own implementation) or "fallback" (written by this module);
+  ``notebooks/solutions/my_transformer/<file>``), "reference (edited)" (the same code with only comments, names or
+  formatting changed), "blank" (a stub still raises NotImplementedError), "missing", "package" (it imports or loads
+  the package, or calls PyTorch's own implementation) or "fallback" (written by this module);
   :func:`describe_provenance` prints it as a table;
 - :func:`use_reference` brings in the reference of one file, on purpose, and says so;
 - :func:`load` imports one name from the learner's file, or, when the file is missing, blank or fails to import,
@@ -53,6 +54,7 @@ from .provenance import (  # whose code each file is (the names of __all__ re-ex
     FALLBACK_MARK,
     FILES,
     NAMES,
+    STATUS_WIDTH,
     STATUSES,
     check_file,
     describe_provenance,
@@ -270,7 +272,7 @@ def learner_or_package_model(src_vocab: int, tgt_vocab: int, folder: str | Path 
             status, used = provenance(folder), model_files(model, folder)
             for file in FILES:
                 runs = t("in the model") if file in used else t("not in the model")
-                print(f"  {folder.name}/{file:16} {status[file]:9} {runs:16} {STATUSES[status[file]]}")
+                print(f"  {folder.name}/{file:16} {status[file]:{STATUS_WIDTH}} {runs:16} {STATUSES[status[file]]}")
             mine = [f for f in FILES if f in used and status[f] == "yours"]
             others = ", ".join(f"{f} ({status[f]})" for f in FILES if f in used and status[f] != "yours")
             if mine and not others:

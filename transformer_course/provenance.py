@@ -2,9 +2,11 @@
 references, the fallbacks, and importing them fresh (:mod:`transformer_course.learner` uses them).
 
 Per file, :func:`provenance` says whose code the learner's folder holds: "yours", "reference" (the text of
-``notebooks/solutions/my_transformer/<file>``, however it got there), "blank" (a stub still raises
-NotImplementedError), "missing", "package" (it imports the package or calls PyTorch's own implementation of a
-lesson: ``F.scaled_dot_product_attention``, ``nn.LayerNorm``, ``nn.Transformer…``) or "fallback" (written by
+``notebooks/solutions/my_transformer/<file>``, however it got there), "reference (edited)" (the reference's or the
+package's code up to comments, whitespace, names and formatting: :func:`same_structure`), "blank" (a stub still
+raises NotImplementedError), "missing", "package" (it imports or loads the package, or calls PyTorch's own
+implementation of a lesson: ``F.scaled_dot_product_attention``, ``nn.LayerNorm``, ``nn.Transformer…``) or
+"fallback" (written by
 :func:`transformer_course.learner.fill_missing_files`, marked with :data:`FALLBACK_MARK`: it imports the package's
 own pieces, :func:`package_piece`, from which the learner's files are cut). :func:`use_reference`
 brings a reference in on purpose and says so. A folder whose name shadows an installed module (``torch``) is
@@ -14,10 +16,13 @@ never imported (:func:`refusal`). Every line goes through ``i18n.t`` (中文: ``
 from __future__ import annotations
 
 import ast
+import copy
 import importlib
 import importlib.machinery
+import inspect
 import json
 import sys
+import textwrap
 import traceback
 from pathlib import Path
 
@@ -47,6 +52,7 @@ __all__ = [
     "provenance",
     "reference_folder",
     "refusal",
+    "same_structure",
     "use_reference",
     "writefile_cells",
 ]
@@ -81,11 +87,13 @@ FALLBACK_MARK = "# transformer_course fallback: the package's code, not the lear
 STATUSES = {  # what each status means, in the language of the moment (lazy_t)
     "yours": lazy_t("your own code"),
     "reference": lazy_t("the reference from notebooks/solutions/ (not yours)"),
+    "reference (edited)": lazy_t("the reference with only comments, names or formatting changed (not yours)"),
     "blank": lazy_t("not written yet: a stub still raises NotImplementedError"),
     "missing": lazy_t("not there: its notebook's build cell writes it"),
     "package": lazy_t("calls the package's or PyTorch's own implementation (not yours)"),
     "fallback": lazy_t("the package's code, written as a fallback (not yours)"),
 }
+STATUS_WIDTH = max(map(len, STATUSES))  # the status column of the printed tables
 # what a file must not call to be the learner's own: PyTorch's implementations of the lessons of 02–07
 _TORCH_LESSONS = frozenset(
     {
@@ -200,9 +208,33 @@ def _has_stub(tree: ast.Module) -> bool:
     return any(_is_stub_raise(f.body[-1]) for f in functions)
 
 
+# what a model file has no use for unless it loads code from elsewhere (the package's source, the solutions)
+_LOADERS = frozenset({"exec", "eval", "compile", "__import__"})
+_LOADING_MODULES = frozenset({"inspect", "runpy", "importlib", "transformer_course"})
+
+
+def _loads_code(tree: ast.Module) -> bool:
+    """True when the code runs code from elsewhere: ``exec``/``eval``/``compile``, ``inspect``, ``runpy``,
+    ``importlib``, or a path to the package or the solutions (``exec(inspect.getsource(tc.attention…))``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _LOADERS:
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if "transformer_course" in node.value or "solutions/my_transformer" in node.value:
+                return True
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        names += [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+        if any(name.split(".")[0] in _LOADING_MODULES for name in names):
+            return True
+    return False
+
+
 def _calls_an_implementation(tree: ast.Module) -> bool:
-    """True when the code imports from the package or uses PyTorch's own implementation of a lesson of 02–07
-    (``F.scaled_dot_product_attention``, ``nn.LayerNorm``, ``nn.MultiheadAttention``, ``nn.Transformer…``)."""
+    """True when the code imports or loads the package (:func:`_loads_code`) or uses PyTorch's own implementation
+    of a lesson of 02–07 (``F.scaled_dot_product_attention``, ``nn.LayerNorm``, ``nn.MultiheadAttention``,
+    ``nn.Transformer…``)."""
+    if _loads_code(tree):
+        return True
     torch_names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -229,6 +261,68 @@ def _calls_an_implementation(tree: ast.Module) -> bool:
     return False
 
 
+class _Canonical(ast.NodeTransformer):
+    """A definition without what does not change the code: its docstrings and annotations dropped, every name
+    (variables, parameters, functions, classes) replaced by ``n0``, ``n1``, … in order of appearance. Constants,
+    attributes (``.transpose``, ``self.w_q``) and keyword names are kept: they are the code's meaning and its API."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    def rename(self, name: str) -> str:
+        return self.names.setdefault(name, f"n{len(self.names)}")
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        node.id = self.rename(node.id)
+        return node
+
+    def visit_arg(self, node: ast.arg) -> ast.arg:
+        node.arg, node.annotation = self.rename(node.arg), None
+        return node
+
+    def visit_definition(self, node):
+        node.name = self.rename(node.name)
+        first = node.body[0]
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            node.body = node.body[1:] or [ast.Pass()]  # the docstring
+        if not isinstance(node, ast.ClassDef):
+            node.returns = None
+        return self.generic_visit(node)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = visit_definition
+
+
+def _structure(definition: ast.AST) -> str:
+    """The canonical form of one function or class (:class:`_Canonical`): equal for two texts of the same code."""
+    return ast.dump(_Canonical().visit(copy.deepcopy(definition)))
+
+
+def _definitions(tree: ast.Module) -> list[ast.AST]:
+    return [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+
+
+def _reference_structures(file: str, reference: str | Path | None) -> set[str]:
+    """The canonical forms of the reference's functions and classes of ``file``: the reference file's (when there
+    is one) and the package's own pieces (their source: what ``inspect.getsource`` gives a learner)."""
+    texts = [Path(reference).read_text(encoding="utf-8")] if reference is not None and Path(reference).is_file() else []
+    for name in NAMES[file]:
+        try:
+            texts.append(textwrap.dedent(inspect.getsource(package_piece(file, name))))
+        except (OSError, TypeError):  # no source for this install (a zip): the reference file still counts
+            pass
+    return {_structure(d) for text in texts for d in _definitions(ast.parse(text))}
+
+
+def same_structure(tree: ast.Module, file: str, reference: str | Path | None = None) -> bool:
+    """True when every function and class of ``tree`` (a learner's ``file``, at least one) is one of the
+    reference's or the package's up to comments, whitespace, docstrings, annotations, names and formatting."""
+    mine = _definitions(tree)
+    if not mine:
+        return False
+    references = _reference_structures(file, reference)
+    return all(_structure(d) in references for d in mine)
+
+
 def file_status(path: str | Path, reference: str | Path | None = None) -> str:
     """Whose code one file is: a key of :data:`STATUSES`. ``reference``: the reference file to compare with."""
     path = Path(path)
@@ -248,12 +342,14 @@ def file_status(path: str | Path, reference: str | Path | None = None) -> str:
         return "blank"
     if _calls_an_implementation(tree):
         return "package"
+    if Path(path).name in FILES and same_structure(tree, Path(path).name, reference):
+        return "reference (edited)"
     return "yours"
 
 
 def provenance(folder: str | Path = "my_transformer") -> dict[str, str]:
-    """Per file of the course (:data:`FILES`), whose code ``folder`` holds: "yours", "reference", "blank",
-    "missing", "package" or "fallback" (:data:`STATUSES` says what each means)."""
+    """Per file of the course (:data:`FILES`), whose code ``folder`` holds: "yours", "reference", "reference
+    (edited)", "blank", "missing", "package" or "fallback" (:data:`STATUSES` says what each means)."""
     folder = Path(folder)
     references = reference_folder(folder)
     return {file: file_status(folder / file, references / file if references is not None else None) for file in FILES}
@@ -265,7 +361,7 @@ def describe_provenance(folder: str | Path = "my_transformer") -> dict[str, str]
     name = Path(folder).resolve().name
     width = max(len(f"{name}/{file}") for file in FILES)
     for file, status in found.items():
-        print(f"{name + '/' + file:{width}}  {FILES[file][:2]}  {status:9}  {STATUSES[status]}")
+        print(f"{name + '/' + file:{width}}  {FILES[file][:2]}  {status:{STATUS_WIDTH}}  {STATUSES[status]}")
     return found
 
 
