@@ -114,6 +114,34 @@ def test_the_spec_refuses_an_option_ctranslate2_cannot_express():
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "option", [dict(norm="rms"), dict(ffn="swiglu"), dict(n_kv_heads=2), dict(positional="rope")], ids=str
+)
+def test_the_spec_refuses_each_later_switch_in_one_line_that_names_it(option):
+    from dataclasses import replace
+
+    ((name, value),) = option.items()
+    with pytest.raises(ValueError, match=rf"export-ct2 cannot express {name}={value!r}") as err:
+        check_expressible(replace(ModelConfig(), **option))
+    assert "\n" not in str(err.value)
+
+
+def test_the_spec_takes_n_kv_heads_equal_to_h_as_multi_head_attention():
+    from dataclasses import replace
+
+    check_expressible(replace(ModelConfig(), n_kv_heads=8))
+
+
+def test_the_spec_refuses_a_decoder_only_model_in_one_line():
+    from types import SimpleNamespace
+
+    from transformer_course.model import make_lm
+
+    with pytest.raises(ValueError, match=r"decoder-only") as err:
+        model_spec(SimpleNamespace(model=make_lm(20, N=1, d_model=16, d_ff=32, h=2)))
+    assert "\n" not in str(err.value)
+
+
 def test_the_spec_refuses_a_weight_it_cannot_place(tmp_path):
     checkpoint = random_checkpoint(tmp_path / "m.pt", False, "sinusoidal", "decoder")
     checkpoint.model.register_parameter("gate", torch.nn.Parameter(torch.ones(3)))

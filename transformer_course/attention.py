@@ -18,6 +18,11 @@ can run one token at a time: self-attention appends the new keys/values to the c
 the encoder's keys/values once and reuses them. :class:`FixedLengthCache` is the same cache for an exported graph
 (notebook 10), whose tensors keep one shape from step to step.
 
+Two switches of later models live on the package's path only (notebook 12): grouped-query attention
+(``kv_heads`` < ``heads``: each group of heads/kv_heads query heads shares one key/value head, and the cache
+keeps kv_heads heads), and rotary positions (``rotary=True``: :func:`rotate` turns
+the queries and keys, not the values, at their positions, the cache's offset included).
+
 The learner's ``my_transformer/attention.py`` and ``multi_head.py`` (notebooks 02, 03) are cut from the regions
 marked ``# learner file:`` here (``python -m course_tools.edition.learner_files sync``): the lines marked
 ``package only`` stay out of them.
@@ -42,6 +47,7 @@ __all__ = [
     "MultiHeadAttention",
     "keeping_weights",
     "check_dropout",
+    "rotate",
 ]
 
 
@@ -70,6 +76,22 @@ def scaled_dot_product_attention(
 
 
 # end learner file
+
+
+def rotate(x: Tensor, positions: Tensor, base: float = 10000.0) -> Tensor:
+    """Rotary positions (RoFormer, Su et al., 2021): x (..., T, d_k) holds positions ``positions`` (T,); each
+    *adjacent pair* of features (x[2i], x[2i+1]) turns by the angle position · θ_i, θ_i = base^(−2i/d_k) (the
+    sinusoidal table's frequencies). Applied to queries and keys, not values: q_m · k_n then depends on m − n only.
+    Returns (..., T, d_k), the dtype of x."""
+    d_k = x.size(-1)
+    if d_k % 2:
+        raise ValueError(f"rotary positions turn pairs of features, so d_k = d_model / h must be even, got d_k={d_k}")
+    theta = base ** (-torch.arange(0, d_k, 2, device=x.device, dtype=torch.float32) / d_k)  # (d_k/2,)
+    angle = positions.to(torch.float32)[:, None] * theta  # (T, d_k/2)
+    cos, sin = angle.cos(), angle.sin()  # (T, d_k/2)
+    even, odd = x[..., 0::2].float(), x[..., 1::2].float()  # (..., T, d_k/2): the pairs' two features
+    turned = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)  # (..., T, d_k/2, 2)
+    return turned.flatten(-2).to(x.dtype)  # (..., T, d_k): the pairs side by side again
 
 
 class KVCache:
@@ -161,7 +183,15 @@ class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)."""
 
     # learner: def __init__(self, d_model, heads, dropout=0.0):
-    def __init__(self, d_model: int, heads: int, dropout: float = 0.0, fast: bool = True) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        heads: int,
+        dropout: float = 0.0,
+        fast: bool = True,
+        kv_heads: int | None = None,
+        rotary: bool = False,
+    ) -> None:
         super().__init__()
         # package only: begin
         if d_model <= 0 or heads <= 0:
@@ -171,7 +201,14 @@ class MultiHeadAttention(nn.Module):
         if d_model % heads != 0:
             raise ValueError(f"d_model={d_model} is not divisible by heads={heads}; choose a multiple of heads")
         self.heads, self.d_k = heads, d_model // heads
-        self.in_proj = nn.Linear(d_model, 3 * d_model)  # rows: W^Q, W^K, W^V of all heads
+        # package only: begin
+        kv_heads = heads if kv_heads is None else kv_heads
+        if not isinstance(kv_heads, int) or kv_heads <= 0 or heads % kv_heads:
+            raise ValueError(f"n_kv_heads={kv_heads!r} does not divide h={heads} heads; choose a divisor of h (h: MHA)")
+        self.kv_heads, self.rotary = kv_heads, rotary  # kv_heads < heads: grouped-query attention
+        # package only: end
+        # learner: self.in_proj = nn.Linear(d_model, 3 * d_model)  # rows: W^Q, W^K, W^V of all heads
+        self.in_proj = nn.Linear(d_model, d_model + 2 * kv_heads * self.d_k)  # rows: W^Q, W^K, W^V of all heads
         self.out_proj = nn.Linear(d_model, d_model)  # W^O
         self.dropout = nn.Dropout(dropout)  # on the attention weights
         self.weights = None  # (batch, heads, q_len, k_len) of the last call
@@ -214,6 +251,8 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"query must be (batch, len, d_model={self.d_model}), got shape {tuple(query.shape)}")
         if value is None or key is value or cache is not None:  # mha(x), mha(x, x, x), mha(x, memory, memory): fused
             return self.attend(query, None if key is None or key is query else key, mask, cache)
+        if self.kv_heads != self.heads or self.rotary:
+            raise ValueError("with n_kv_heads < h or rotary positions, pass key and value as one tensor: mha(x, m, m)")
         # package only: end
         w_q, w_k, w_v = self.in_proj.weight.chunk(3)  # 3 × (d_model, d_model)
         b_q, b_k, b_v = self.in_proj.bias.chunk(3)  # 3 × (d_model,)
@@ -236,7 +275,10 @@ class MultiHeadAttention(nn.Module):
         ``F.scaled_dot_product_attention`` runs unless ``keep_weights`` or ``fast=False`` asks for the weights."""
         d = self.d_model
         if memory is None and not (cache is not None and cache.from_memory):  # self-attention: Q, K, V in one product
-            q, k, v = self.split_heads_all(self.in_proj(query))  # 3 × (B, h, T, d_k)
+            q, k, v = self.split_heads_all(self.in_proj(query))  # (B, h, T, d_k), 2 × (B, kv_heads, T, d_k)
+            if self.rotary:  # positions past … past + T − 1 turn queries and keys; the cache keeps turned keys
+                positions = self.positions(cache, q.size(2), q.device)  # (T,)
+                q, k = rotate(q, positions), rotate(k, positions)
             if cache is not None:
                 k, v = cache.update(k, v)  # 2 × (B, h, past + T, d_k); (B, h, L, d_k) for a FixedLengthCache
         else:  # cross-attention: queries from the decoder, keys and values from the encoder
@@ -252,18 +294,30 @@ class MultiHeadAttention(nn.Module):
         if mask is not None:
             check_mask(mask, q.size(0), q.size(2), k.size(2))
 
+        group = self.heads // self.kv_heads  # query heads per key/value head: 1 for multi-head attention
         if self.keep_weights or not self.fast:
+            if group > 1:  # query head i reads key/value head i // group
+                k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # 2 × (B, h, k_len, d_k)
             x, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout)  # (B, h, T, d_k)
             self.weights = weights.detach()  # (B, h, T, k_len)
         else:
             p = self.dropout.p if self.training else 0.0
-            x = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, h, T, d_k)
+            x = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=p, enable_gqa=group > 1
+            )  # (B, h, T, d_k)
             self.weights = None
         return self.out_proj(self.merge_heads(x))  # (B, T, d_model)
 
     def split_heads_all(self, qkv: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """(batch, len, 3·d_model) → three (batch, heads, len, d_k) tensors for Q, K, V."""
+        """(batch, len, 3·d_model) → three (batch, heads, len, d_k) tensors for Q, K, V (K and V with kv_heads heads)."""
         batch, length, _ = qkv.shape
+        if self.kv_heads != self.heads:  # grouped-query: Q has d_model features, K and V kv_heads·d_k each
+            q, k, v = qkv.split([self.d_model, self.kv_heads * self.d_k, self.kv_heads * self.d_k], dim=-1)
+            return (
+                self.split_heads(q),
+                self.split_kv_heads(k),
+                self.split_kv_heads(v),
+            )  # (B, h, L, d_k), 2 × (B, kv, L, d_k)
         qkv = qkv.view(batch, length, 3, self.heads, self.d_k).permute(2, 0, 3, 1, 4)  # (3, B, h, L, d_k)
         q, k, v = qkv.unbind(0)  # unbind, not qkv[0], qkv[1], qkv[2]: its backward is one stack, not 3 zero-fills
         return q, k, v
@@ -272,8 +326,21 @@ class MultiHeadAttention(nn.Module):
         """Cross-attention's keys and values, projected from the memory (batch, S, d_model): 2 × (batch, heads, S, d_k)."""
         d = self.d_model
         kv = F.linear(memory, self.in_proj.weight[d:], self.in_proj.bias[d:])  # (B, S, 2·d_model)
-        k, v = kv.chunk(2, dim=-1)  # 2 × (B, S, d_model)
-        return self.split_heads(k), self.split_heads(v)  # 2 × (B, h, S, d_k)
+        k, v = kv.chunk(2, dim=-1)  # 2 × (B, S, kv_heads·d_k)
+        return self.split_kv_heads(k), self.split_kv_heads(v)  # 2 × (B, kv_heads, S, d_k)
+
+    def split_kv_heads(self, x: Tensor) -> Tensor:
+        """(batch, len, kv_heads·d_k) → (batch, kv_heads, len, d_k): :meth:`split_heads` for keys and values."""
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.kv_heads, self.d_k).transpose(1, 2)  # (batch, kv_heads, len, d_k)
+
+    @staticmethod
+    def positions(cache: KVCache | FixedLengthCache | None, length: int, device: torch.device) -> Tensor:
+        """The positions (length,) of this call's queries: after the ones the cache holds (0 without a cache)."""
+        steps = torch.arange(length, device=device)  # (length,)
+        if isinstance(cache, FixedLengthCache):
+            return cache.position.to(device) + steps  # a (1,) tensor: one exported graph serves every step
+        return steps + (len(cache) if cache is not None else 0)
 
 
 @contextlib.contextmanager

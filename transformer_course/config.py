@@ -63,7 +63,9 @@ FRACTIONS = {  # fields that are a fraction in (0, 1), with a value to suggest
     "warmup_fraction": "0.1 (the 45-minute CPU run warmed up for 300 of its 2,338 steps: 0.13)",
 }
 CHOICES = {
-    "positional": ("sinusoidal", "learned"),
+    "positional": ("sinusoidal", "learned", "rope"),
+    "norm": ("layer", "rms"),
+    "ffn": ("relu", "swiglu"),
     "tie_embeddings": ("none", "decoder", "all"),
     "task": ("multi30k", "copy", "reverse"),
     "tokenizer": ("words", "bpe"),
@@ -92,9 +94,12 @@ class Config:
     attention_dropout: float = 0.0  # on attention weights: §6.3 names it ("dropout, both attention and residual") but §5.4 applies only residual dropout; nn.Transformer uses P_drop
     ffn_dropout: float = 0.0  # on the FFN's hidden layer: not in the paper (nn.Transformer uses P_drop)
     norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN
-    positional: str = "sinusoidal"  # or "learned"
+    positional: str = "sinusoidal"  # or "learned", or "rope" (rotary: queries and keys turned inside attention)
     max_len: int = 512  # longest sequence the positional table holds
     tie_embeddings: str = "decoder"  # "none", "decoder" (target embedding = output layer) or "all" (§3.4)
+    norm: str = "layer"  # "layer": LayerNorm (the paper); "rms": RMSNorm
+    ffn: str = "relu"  # "relu": the paper's FFN (§3.3); "swiglu": gated, at the same parameter count
+    n_kv_heads: int | None = None  # key/value heads; None: h (the paper); fewer: grouped-query attention
     # data
     task: str = "multi30k"  # "multi30k", "copy" or "reverse"
     min_freq: int = 2  # a word seen fewer times in train becomes <unk>
@@ -187,6 +192,20 @@ class Config:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by h={self.h} heads; choose d_model as a multiple of "
                 f"h (e.g. d_model={self.h * max(1, round(self.d_model / self.h))})"
+            )
+        if self.n_kv_heads is not None and (
+            not _is_int(self.n_kv_heads) or self.n_kv_heads <= 0 or self.h % self.n_kv_heads
+        ):
+            raise ValueError(
+                f"n_kv_heads={self.n_kv_heads!r} does not divide h={self.h} heads; choose a divisor of h "
+                f"(None or {self.h}: multi-head attention, 1: one key/value head for all)"
+            )
+        if self.n_kv_heads is not None:
+            object.__setattr__(self, "n_kv_heads", int(self.n_kv_heads))  # a numpy integer becomes a plain int
+        if self.positional == "rope" and (self.d_model // self.h) % 2:
+            raise ValueError(
+                f"rotary positions turn pairs of features, so d_model / h must be even, got "
+                f"d_model={self.d_model}, h={self.h}; choose an even d_model / h or another positional"
             )
         if self.tokenizer == "bpe" and not self.shared_vocab:
             raise ValueError(

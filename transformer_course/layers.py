@@ -4,6 +4,11 @@ LayerNorm written out (``fast=False``) beside PyTorch's fused kernel (the defaul
 every sub-layer (post-LN as in the paper, or pre-LN), embeddings scaled by √d_model, the sinusoidal or learned
 positional encodings, and the position-wise feed-forward network.
 
+The switches later models flipped (notebook 12), each one :class:`~transformer_course.model.ModelConfig` field:
+:class:`RMSNorm` (``norm="rms"``), :class:`SwiGLUFeedForward` (``ffn="swiglu"``) and the rotary positions
+(``positional="rope"``: :func:`~transformer_course.attention.rotate` turns queries and keys inside attention;
+:class:`RotaryPositions` stands where the table was and adds nothing).
+
 The learner's ``my_transformer/norm_residual.py`` and ``embeddings.py`` (notebooks 04, 05) are cut from the regions
 marked ``# learner file:`` here (``python -m course_tools.edition.learner_files sync``): the lines marked
 ``package only`` stay out of them.
@@ -29,6 +34,10 @@ __all__ = [
     "Embeddings",
     "sinusoidal_table",
     "PositionalEncoding",
+    "RMSNorm",
+    "SwiGLUFeedForward",
+    "swiglu_hidden",
+    "RotaryPositions",
     "check_positive",
     "check_token_range",
     "token_ids_checked",
@@ -200,6 +209,79 @@ class PositionwiseFeedForward(nn.Module):
 
 
 # end learner file
+
+
+class RMSNorm(nn.Module):
+    """γ · x / √(mean(x²) + ε) over the last dimension (Zhang & Sennrich, 2019): LayerNorm without the mean and
+    without β, the numbers of ``torch.nn.RMSNorm``. ``norm="rms"`` puts it wherever the model had a LayerNorm."""
+
+    def __init__(self, features: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        check_positive(features=features)
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(features))  # γ, (features,)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x (..., features) → (..., features): each position divided by the root of its mean square."""
+        rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (..., 1)
+        return self.weight * x / rms  # (..., features)
+
+
+def swiglu_hidden(d_model: int, d_ff: int) -> int:
+    """The hidden size of a SwiGLU FFN with the parameters of the ReLU FFN (d_model, d_ff): SwiGLU has three
+    matrices where ReLU has two, so 3·d·f' + 2·f' + d = 2·d·f + f + d (weights and biases), f' = f·(2d + 1) / (3d + 2)
+    rounded to the nearest integer, about 2/3·d_ff (2048 → 1365 for d_model=512). The counts differ by less than
+    (3·d_model + 2) / 2, half a hidden unit."""
+    return max(1, round(d_ff * (2 * d_model + 1) / (3 * d_model + 2)))
+
+
+class SwiGLUFeedForward(nn.Module):
+    """FFN(x) = (Swish(x W_1 + b_1) ⊙ (x W_3 + b_3)) W_2 + b_2 (Shazeer, 2020), at the ReLU FFN's parameter count:
+    the hidden size is :func:`swiglu_hidden` (d_model, d_ff). Swish is SiLU: z · sigmoid(z)."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        check_positive(d_model=d_model, d_ff=d_ff)
+        check_dropout(dropout)
+        hidden = swiglu_hidden(d_model, d_ff)
+        self.w_1 = nn.Linear(d_model, hidden)  # the gate
+        self.w_3 = nn.Linear(d_model, hidden)  # the value the gate lets through
+        self.w_2 = nn.Linear(hidden, d_model)
+        self.dropout = nn.Dropout(dropout)  # on the hidden layer, as the ReLU FFN's
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x (batch, len, d_model) → (batch, len, d_model) through the gated hidden layer."""
+        hidden = F.silu(self.w_1(x)) * self.w_3(x)  # (B, L, hidden)
+        return self.w_2(self.dropout(hidden))  # (B, L, d_model)
+
+
+class RotaryPositions(nn.Module):
+    """Where the positional table stood with ``positional="rope"``: the positions are turned into the queries and
+    keys inside attention (:func:`~transformer_course.attention.rotate`), so nothing is added here; the dropout on the embeddings stays (§5.4),
+    and so does the length check against ``max_len``."""
+
+    kind = "rope"
+    table = None  # no table: nothing to train or to save
+
+    def __init__(self, d_model: int, dropout: float, max_len: int = 512) -> None:
+        super().__init__()
+        check_dropout(dropout)
+        check_positive(d_model=d_model, max_len=max_len)
+        self.max_len = max_len
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, start: int = 0) -> Tensor:
+        """x (batch, len, d_model) at positions start … start + len − 1 → Dropout(x), (batch, len, d_model)."""
+        if start + x.size(1) > self.max_len:
+            raise ValueError(
+                f"sequence of length {start + x.size(1)} is longer than max_len={self.max_len}; "
+                f"shorten the input or build the model with a larger max_len"
+            )
+        return self.dropout(x)
+
+    def at(self, x: Tensor, position: Tensor) -> Tensor:
+        """An exported decoding step's positions (see :meth:`PositionalEncoding.at`): Dropout(x)."""
+        return self.dropout(x)
 
 
 def check_positive(**sizes: int) -> None:

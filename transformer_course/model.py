@@ -10,6 +10,11 @@
 cache of notebook 09, the input checks, the run's config) stay out of them. The model keeps the run's config
 (``model.config``) and its architecture alone (``model.model_config``, a :class:`ModelConfig`, nanoGPT's
 ``GPTConfig``); ``build_model`` builds it from a run's ``Config``. ``Transformer`` is the package's name for it.
+
+The switches later models flipped are ModelConfig fields too (notebook 12): ``norm="rms"``, ``ffn="swiglu"``,
+``n_kv_heads`` (grouped-query attention) and ``positional="rope"``; :func:`use_switches` puts them into the model
+make_model builds. :func:`make_lm` builds a decoder-only language model (:class:`GPT`) from the same blocks: a
+``Decoder`` of ``DecoderLayer(…, cross_attention=False)``, a causal mask, the embedding tied to the output layer.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import warnings
 from dataclasses import asdict, dataclass, fields
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import KVCache, MultiHeadAttention
@@ -29,6 +35,9 @@ from .layers import (
     PositionalEncoding,
     PositionwiseFeedForward,
     ResidualConnection,
+    RMSNorm,
+    RotaryPositions,
+    SwiGLUFeedForward,
     check_positive,
 )
 from .masks import check_mask, check_token_ids
@@ -51,6 +60,12 @@ __all__ = [
     "first_draws",
     "make_model",
     "count_parameters",
+    "positions",
+    "use_switches",
+    "GPT",
+    "make_lm",
+    "lm_loss",
+    "causal_mask",
 ]
 
 
@@ -67,9 +82,12 @@ class ModelConfig:
     attention_dropout: float = 0.0  # on the attention weights (not in §5.4; nn.Transformer uses P_drop)
     ffn_dropout: float = 0.0  # on the FFN's hidden layer (not in the paper)
     norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN
-    positional: str = "sinusoidal"  # or "learned"
+    positional: str = "sinusoidal"  # or "learned", or "rope" (rotary, inside attention)
     max_len: int = 512  # longest sequence the positional table holds
     tie_embeddings: str = "decoder"  # "none", "decoder" or "all" (§3.4)
+    norm: str = "layer"  # "layer": LayerNorm (the paper); "rms": RMSNorm
+    ffn: str = "relu"  # "relu": the paper's FFN (§3.3); "swiglu": gated, at the same parameter count
+    n_kv_heads: int | None = None  # key/value heads; None: h (the paper); fewer: grouped-query attention
 
     @classmethod
     def of(cls, config) -> ModelConfig:
@@ -184,15 +202,19 @@ class DecoderLayer(nn.Module):
         norm_first: bool = False,
         attention_dropout: float = 0.0,
         ffn_dropout: float = 0.0,
+        cross_attention: bool = True,
     ) -> None:
         super().__init__()
         # learner: self.self_attn = MultiHeadAttention(d_model, heads)
         self.self_attn = MultiHeadAttention(d_model, heads, attention_dropout)
         # learner: self.cross_attn = MultiHeadAttention(d_model, heads)
-        self.cross_attn = MultiHeadAttention(d_model, heads, attention_dropout)
+        self.cross_attn = MultiHeadAttention(d_model, heads, attention_dropout) if cross_attention else None
         # learner: self.feed_forward = PositionwiseFeedForward(d_model, d_ff)
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, ffn_dropout)
-        self.sublayer = nn.ModuleList([ResidualConnection(d_model, dropout, norm_first) for _ in range(3)])
+        # learner: self.sublayer = nn.ModuleList([ResidualConnection(d_model, dropout, norm_first) for _ in range(3)])
+        self.sublayer = nn.ModuleList(
+            [ResidualConnection(d_model, dropout, norm_first) for _ in range(3 if cross_attention else 2)]
+        )  # cross_attention=False: a decoder-only LM's layer (GPT), masked self-attention and the FFN
         self.d_model, self.norm_first = d_model, norm_first
 
     # learner: def forward(self, x, memory, src_mask, tgt_mask):
@@ -215,6 +237,10 @@ class DecoderLayer(nn.Module):
         # package only: end
         # learner: x = self.sublayer[0](x, lambda x: self.self_attn(x, x, x, tgt_mask))  # (B, T, d_model): x and its past
         x = self.sublayer[0](x, lambda x: self.self_attn(x, x, x, tgt_mask, mine))  # (B, T, d_model): x and its past
+        # package only: begin
+        if self.cross_attn is None:  # a decoder-only LM: no memory to attend to
+            return self.sublayer[1](x, self.feed_forward)  # (B, T, d_model)
+        # package only: end
         # learner: x = self.sublayer[1](x, lambda x: self.cross_attn(x, memory, memory, src_mask))  # K, V: the memory
         x = self.sublayer[1](x, lambda x: self.cross_attn(x, memory, memory, src_mask, cross))  # K, V: the memory
         return self.sublayer[2](x, self.feed_forward)  # (B, T, d_model)
@@ -350,7 +376,8 @@ def check_options(src_vocab: int, tgt_vocab: int, tie_embeddings: str, positiona
             f"tie_embeddings='all' shares one matrix between both languages, so it needs one shared vocabulary, "
             f"got src_vocab={src_vocab}, tgt_vocab={tgt_vocab}; build a shared vocabulary or use tie_embeddings='decoder'"
         )
-    if positional not in ("sinusoidal", "learned"):
+    # learner: if positional not in ("sinusoidal", "learned"):
+    if positional not in ("sinusoidal", "learned", "rope"):
         raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
 
 
@@ -397,10 +424,13 @@ def make_model(
         Decoder(DecoderLayer(d_model, h, d_ff, dropout, norm_first, **extra), N),
         Embeddings(src_vocab, d_model),
         Embeddings(tgt_vocab, d_model),
-        PositionalEncoding(d_model, dropout, max_len, positional),
-        PositionalEncoding(d_model, dropout, max_len, positional),
+        # learner: PositionalEncoding(d_model, dropout, max_len, positional),
+        positions(d_model, dropout, max_len, positional),
+        # learner: PositionalEncoding(d_model, dropout, max_len, positional),
+        positions(d_model, dropout, max_len, positional),
         Generator(d_model, tgt_vocab),
     )
+    use_switches(model, config)  # package only
     first_draws(model, seed_state)  # package only
     for p in model.parameters():
         # learner: if p.dim() > 1:
@@ -422,6 +452,37 @@ def make_model(
 
 
 # end learner file
+
+
+def positions(d_model: int, dropout: float, max_len: int, positional: str) -> PositionalEncoding | RotaryPositions:
+    """The positions module of ``positional``: the table (sinusoidal or learned), or for "rope" a module that adds
+    nothing, since the queries and keys are turned inside attention."""
+    if positional == "rope":
+        return RotaryPositions(d_model, dropout, max_len)
+    return PositionalEncoding(d_model, dropout, max_len, positional)
+
+
+def use_switches(model: nn.Module, config) -> None:
+    """Put the architecture switches of ``config`` (a ModelConfig or a run's Config) into a model built of the
+    paper's blocks, before its weights are drawn: every LayerNorm becomes an RMSNorm (``norm="rms"``), every FFN a
+    SwiGLU FFN (``ffn="swiglu"``), every attention a grouped-query one (``n_kv_heads``), and self-attention turns
+    its queries and keys (``positional="rope"``). With the paper's values nothing changes."""
+    c = ModelConfig.of(config) if not isinstance(config, ModelConfig) else config
+    kv_heads = c.n_kv_heads if c.n_kv_heads is not None else c.h
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, LayerNorm) and c.norm == "rms":
+                setattr(parent, name, RMSNorm(child.weight.numel(), child.eps))
+            elif isinstance(child, PositionwiseFeedForward) and c.ffn == "swiglu":
+                d_model, d_ff = child.w_1.in_features, child.w_1.out_features
+                setattr(parent, name, SwiGLUFeedForward(d_model, d_ff, child.dropout.p))
+            elif isinstance(child, MultiHeadAttention) and (kv_heads != c.h or c.positional == "rope"):
+                rotary = c.positional == "rope" and name == "self_attn"  # cross-attention: no positions to relate
+                setattr(
+                    parent,
+                    name,
+                    MultiHeadAttention(child.d_model, child.heads, child.dropout.p, child.fast, int(kv_heads), rotary),
+                )
 
 
 def first_draws(model: EncoderDecoder, seed_state: Tensor) -> None:
@@ -454,3 +515,94 @@ def build_model(config, src_vocab: int, tgt_vocab: int) -> Transformer:
 def count_parameters(model: nn.Module) -> int:
     """Trainable parameters, each shared (tied) matrix counted once."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def causal_mask(length: int, past: int, device: torch.device | str | None = None) -> Tensor:
+    """(1, 1, length, past + length), True = may attend: the query at position past + i sees positions 0 … past + i."""
+    keys = torch.arange(past + length, device=device)  # (past + length,)
+    queries = torch.arange(past, past + length, device=device)  # (length,)
+    return (keys[None, :] <= queries[:, None]).view(1, 1, length, past + length)  # (1, 1, length, past + length)
+
+
+class GPT(nn.Module):
+    """A decoder-only language model built of the package's blocks (notebook 12): ids → Embeddings + positions →
+    Decoder (N × ``DecoderLayer(…, cross_attention=False)``) under a causal mask → Generator (tied to the embedding)
+    → logits. :func:`make_lm` builds it; ``model.model_config`` is its architecture."""
+
+    def __init__(self, embed: Embeddings, pos: nn.Module, decoder: Decoder, generator: Generator) -> None:
+        super().__init__()
+        self.embed, self.pos, self.decoder, self.generator = embed, pos, decoder, generator
+
+    def forward(self, ids: Tensor, cache: DecoderCache | None = None) -> Tensor:
+        """ids (batch, T) → logits (batch, T, vocab): the scores of the token after each position. With a cache,
+        ids holds the new tokens only, at positions len(cache) …; the ones before are read from the cache."""
+        check_token_ids(ids, "ids")
+        past = len(cache) if cache is not None else 0
+        mask = causal_mask(ids.size(1), past, ids.device)  # (1, 1, T, past + T)
+        hidden = self.decoder(self.pos(self.embed(ids), past), None, None, mask, cache)  # (B, T, d_model)
+        return self.generator(hidden)  # (B, T, vocab)
+
+    def new_cache(self, buffered: bool = False) -> DecoderCache:
+        """An empty key/value cache for generating one token at a time."""
+        return DecoderCache(len(self.decoder.layers), buffered)
+
+    @torch.no_grad()
+    def generate(self, ids: Tensor, steps: int, use_cache: bool = True) -> Tensor:
+        """Greedy: ids (batch, T) followed by ``steps`` tokens, each the argmax after the ones before → (batch, T + steps).
+        ``use_cache=False`` runs the whole sequence again at every step (the same tokens, slower)."""
+        cache = self.new_cache() if use_cache else None
+        out, new = ids, ids
+        for _ in range(steps):
+            logits = self(new if cache is not None else out, cache)[:, -1]  # (B, vocab): the last position's
+            token = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+            out, new = torch.cat([out, token], dim=1), token  # (B, T + 1)
+        return out
+
+
+def lm_loss(logits: Tensor, ids: Tensor, pad_idx: int | None = None) -> Tensor:
+    """The next-token loss: position t's logits (batch, T, vocab) against token t + 1 of ids (batch, T); the last
+    position has no next token. Padding (``pad_idx``) is left out of the mean."""
+    vocab = logits.size(-1)
+    predicted = logits[:, :-1].reshape(-1, vocab)  # (B·(T − 1), vocab)
+    target = ids[:, 1:].reshape(-1)  # (B·(T − 1),): the shifted ids
+    return F.cross_entropy(predicted, target, ignore_index=-100 if pad_idx is None else pad_idx)
+
+
+def make_lm(
+    vocab: int,
+    N: int = 6,
+    d_model: int = 512,
+    d_ff: int = 2048,
+    h: int = 8,
+    dropout: float = 0.1,
+    norm_first: bool = False,
+    max_len: int = 512,
+    positional: str = "sinusoidal",
+    **switches,
+) -> GPT:
+    """A decoder-only language model of the paper's blocks; the defaults are the paper's choices (post-LN,
+    sinusoidal positions, LayerNorm, the ReLU FFN, multi-head attention), ``switches`` the modern ones:
+    ``norm="rms"``, ``ffn="swiglu"``, ``n_kv_heads`` and ``positional="rope"`` (checked by the run's Config,
+    as every other value)."""
+    from .config import Config
+
+    sizes = dict(N=N, d_model=d_model, d_ff=d_ff, h=h, dropout=dropout, norm_first=norm_first, max_len=max_len)
+    config = Config.from_dict(dict(sizes, positional=positional, **switches))
+    check_positive(vocab=vocab)
+    extra = dict(attention_dropout=config.attention_dropout, ffn_dropout=config.ffn_dropout)
+    layer = DecoderLayer(d_model, h, d_ff, dropout, norm_first, **extra, cross_attention=False)
+    model = GPT(
+        Embeddings(vocab, d_model),
+        positions(d_model, dropout, max_len, positional),
+        Decoder(layer, N),
+        Generator(d_model, vocab),
+    )
+    use_switches(model, config)
+    for p in model.parameters():
+        if p.dim() > 1 and p is not model.pos.table:  # a learned table keeps N(0, 0.02²)
+            nn.init.xavier_uniform_(p)
+    model.generator.proj.weight = model.embed.lut.weight  # tied: one (vocab, d_model) matrix (§3.4)
+    model.config, model.model_config, model.vocab_size = config, ModelConfig.of(config), vocab
+    for attention in (m for m in model.modules() if isinstance(m, MultiHeadAttention)):
+        attention.keep_weights = False  # the fast path
+    return model

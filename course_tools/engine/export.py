@@ -56,7 +56,7 @@ from transformer_course.engine import (
 )
 from transformer_course.files import crash_point
 from transformer_course.layers import LayerNorm
-from transformer_course.model import ModelConfig
+from transformer_course.model import GPT, ModelConfig
 
 from ..folders import claim_folder, plan_writes, replace_owned_files
 
@@ -72,6 +72,10 @@ EXPRESSIBLE = {
     "norm_first": (False, True),
     "positional": ("sinusoidal", "learned"),
     "tie_embeddings": ("none", "decoder", "all"),
+    # the later switches: this map writes the paper's LayerNorm, ReLU FFN, multi-head attention and position table
+    "norm": ("layer",),
+    "ffn": ("relu",),
+    "n_kv_heads": (None,),  # or h itself: multi-head attention
 }
 IGNORED_AT_INFERENCE = {"N", "d_model", "d_ff", "h", "max_len", "dropout", "attention_dropout", "ffn_dropout"}
 IGNORED_AT_INFERENCE |= {"fast_dropout"}
@@ -82,7 +86,7 @@ def check_expressible(c: ModelConfig) -> None:
     express: an unknown field (a feature added after this map) or a value outside :data:`EXPRESSIBLE`."""
     for f in fields(c):
         value = getattr(c, f.name)
-        if f.name in IGNORED_AT_INFERENCE:
+        if f.name in IGNORED_AT_INFERENCE or (f.name == "n_kv_heads" and value == c.h):
             continue
         if f.name not in EXPRESSIBLE:
             raise ValueError(
@@ -136,6 +140,8 @@ def model_spec(checkpoint: Checkpoint):
     validated). A model option or a weight it cannot place is one ValueError naming it."""
     ctranslate2 = import_ctranslate2()
     model = checkpoint.model
+    if isinstance(model, GPT):
+        raise ValueError("export-ct2 exports a translation model (encoder-decoder); a decoder-only LM has no encoder")
     c = model.model_config
     check_expressible(c)
     eps = {m.eps for m in model.modules() if isinstance(m, LayerNorm)}
