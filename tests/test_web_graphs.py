@@ -20,11 +20,14 @@ from transformer_course.data import BOS
 from transformer_course.viz import capture_attention
 
 VOCAB = 30
-# post-LN and pre-LN, sinusoidal and learned positions, untied and tied embeddings
+# post-LN and pre-LN, sinusoidal, learned and rotary positions, untied and tied embeddings, LayerNorm and RMSNorm,
+# the ReLU and the SwiGLU FFN
 MODELS = [
     dict(norm_first=False, positional="sinusoidal", tie_embeddings="none"),
     dict(norm_first=True, positional="learned", tie_embeddings="decoder"),
     dict(norm_first=True, positional="sinusoidal", tie_embeddings="all"),
+    dict(norm_first=True, positional="rope", tie_embeddings="decoder", norm="rms", ffn="swiglu"),
+    dict(norm_first=False, positional="rope", tie_embeddings="none", norm="rms"),
 ]
 
 
@@ -156,3 +159,16 @@ def test_the_positional_encoding_at_a_position_tensor_equals_the_slice_at_that_s
     x = torch.randn(1, 1, 32)  # (B, 1, d_model)
     for position in (0, 7, 15):
         assert torch.equal(model.tgt_pos.at(x, torch.tensor([position])), model.tgt_pos(x, start=position))
+
+
+def test_the_graphs_refuse_grouped_query_attention_and_a_decoder_only_lm_in_one_line():
+    from transformer_course.model import make_lm
+
+    model = small_model(0, n_kv_heads=2)
+    for graph in (graphs.EncoderForWeb, graphs.DecoderStepForWeb):
+        with pytest.raises(ValueError, match=r"export-web cannot express n_kv_heads=2") as err:
+            graph(model)
+        assert "\n" not in str(err.value)
+        with pytest.raises(ValueError, match=r"decoder-only LM"):
+            graph(make_lm(VOCAB, N=1, d_model=16, d_ff=32, h=2))
+    graphs.check_exportable(small_model(0, n_kv_heads=4))  # n_kv_heads = h: multi-head attention

@@ -26,6 +26,10 @@ the first one included, without a dimension that starts at 0.
 
 Sentences go one at a time (batch 1) and have no padding, as in :func:`transformer_course.decode.translate`
 (which decodes sentences of equal length together, so no mask is needed there either).
+
+Of the later switches (notebook 12) the graphs carry RMSNorm, the SwiGLU FFN and rotary positions (the step's
+``position`` turns its query and key), all inside the package's forward. Grouped-query attention is refused in
+one line (the page's caches hold h heads), and so is a decoder-only LM (it has no encoder): :func:`check_exportable`.
 """
 
 from __future__ import annotations
@@ -34,13 +38,25 @@ import torch
 from torch import Tensor, nn
 
 from transformer_course.attention import FixedLengthCache, keeping_weights
-from transformer_course.model import DecoderCache, Transformer
+from transformer_course.model import GPT, DecoderCache, Transformer
 
-__all__ = ["EncoderForWeb", "DecoderStepForWeb", "ENCODER_OUTPUTS", "STEP_INPUTS", "STEP_OUTPUTS"]
+__all__ = ["EncoderForWeb", "DecoderStepForWeb", "ENCODER_OUTPUTS", "STEP_INPUTS", "STEP_OUTPUTS", "check_exportable"]
 
 ENCODER_OUTPUTS = ["memory", "encoder_attention", "cross_keys", "cross_values"]
 STEP_INPUTS = ["token", "position", "self_keys", "self_values", "cross_keys", "cross_values"]
 STEP_OUTPUTS = ["logits", "log_probs", "new_self_keys", "new_self_values", "decoder_attention", "cross_attention"]
+
+
+def check_exportable(model: nn.Module) -> None:
+    """One ValueError naming what the page cannot run: a decoder-only LM, or grouped-query attention."""
+    if isinstance(model, GPT):
+        raise ValueError("export-web exports a translation model (encoder-decoder); a decoder-only LM has no encoder")
+    c = model.model_config
+    if c.n_kv_heads not in (None, c.h):
+        raise ValueError(
+            f"export-web cannot express n_kv_heads={c.n_kv_heads}: the page's caches hold h={c.h} heads; "
+            "translate with the course's decoder, or train with n_kv_heads=None"
+        )
 
 
 class EncoderForWeb(nn.Module):
@@ -49,6 +65,7 @@ class EncoderForWeb(nn.Module):
 
     def __init__(self, model: Transformer) -> None:
         super().__init__()
+        check_exportable(model)
         self.model = model
         self.eval()  # no dropout: the graphs are for inference
 
@@ -91,6 +108,7 @@ class DecoderStepForWeb(nn.Module):
 
     def __init__(self, model: Transformer) -> None:
         super().__init__()
+        check_exportable(model)
         self.model = model
         self.eval()  # no dropout: the graphs are for inference
 
