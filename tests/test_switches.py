@@ -297,3 +297,23 @@ def test_lm_logits_one_token_at_a_time_with_the_cache_equal_the_full_forward(swi
         prompt = model(ids[:, :3], cache)  # three tokens at once, then one at a time
         steps = torch.cat([prompt] + [model(ids[:, t : t + 1], cache) for t in range(3, 7)], dim=1)
         assert_close(steps, model(ids))
+
+
+@pytest.mark.parametrize(
+    "switches", [dict(positional="rope", n_kv_heads=2), dict(positional="rope", n_kv_heads=1, ffn="swiglu")]
+)
+def test_the_package_s_decoders_agree_with_the_switches_on(switches):
+    from transformer_course.decode import beam_search, greedy_decode
+
+    torch.manual_seed(0)
+    model = make_model(11, 13, **SMALL, **switches).eval()
+    src = torch.randint(4, 11, (3, 6))
+    with torch.no_grad():
+        full = greedy_decode(model, src, None, 12, 1, 2, use_cache=False, return_result=True)  # the whole prefix
+        cached = greedy_decode(model, src, None, 12, 1, 2, return_result=True)  # the readable cached loop
+        fast = greedy_decode(model, src, None, 12, 1, 2)  # the fast path: a buffered cache
+        beam = beam_search(model, src, None, 12, 1, 2, beam_size=1, length_penalty=0.0)
+    uncached = full.tokens
+    assert_close(cached.logits, full.logits)  # every step's scores, not only their argmax
+    assert torch.equal(cached.tokens, uncached) and torch.equal(fast[:, : uncached.size(1)], uncached)
+    assert torch.equal(beam[:, : uncached.size(1)], uncached)
