@@ -114,7 +114,9 @@ def chosen_label(run: str | Path) -> str | None:
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path} is damaged ({err}); run `python -m transformer_course choose --run {run}` again") from None
+        raise ValueError(
+            f"{path} is damaged ({err}); run `python -m transformer_course choose --run {run}` again"
+        ) from None
     label = record.get("chosen") if isinstance(record, dict) else None
     if not isinstance(label, str):
         raise ValueError(f"{path} names no chosen checkpoint; run `python -m transformer_course choose` again")
