@@ -19,13 +19,17 @@ course                                           CTranslate2 spec
                                                  (``pre_norm`` = ``norm_first``: before the sub-layer or after
                                                  the residual sum)
 ``…feed_forward.w_1``, ``w_2``                   ``…ffn.linear_0``, ``linear_1`` (ReLU)
+``ffn="swiglu"``: ``w_1``, ``w_3``, ``w_2``      ``…ffn.linear_0`` (Swish), ``linear_0_noact``, ``linear_1``
+                                                 (``ffn_glu``)
+``norm="rms"``: ``…norm.weight``                 ``…layer_norm.gamma`` (``rms_norm``: no β)
 ``encoder.norm``, ``decoder.norm`` (pre-LN)      ``encoder.layer_norm``, ``decoder.layer_norm``
 ``generator.proj``                               ``decoder.projection``
 ===============================================  =============================================================
 
 A tied matrix (``tie_embeddings`` "decoder" or "all") is the same array in both places; CTranslate2 stores it once.
 Every parameter of the checkpoint must land somewhere: a model option this map does not know is refused in one
-line naming it, as is a weight left over.
+line naming it, as is a weight left over: grouped-query attention (``n_kv_heads`` < h) and rotary positions, which
+``TransformerSpec.from_config`` does not take for an encoder-decoder, and a decoder-only LM.
 
 Writes into ``OUT`` (claimed as ``export-web`` claims its folder: :func:`course_tools.folders.claim_folder`):
 ``model.bin``, ``config.json`` and the vocabularies (``shared_vocabulary.json``, or ``source_`` and
@@ -55,7 +59,7 @@ from transformer_course.engine import (
     load_engine,
 )
 from transformer_course.files import crash_point
-from transformer_course.layers import LayerNorm
+from transformer_course.layers import LayerNorm, RMSNorm
 from transformer_course.model import GPT, ModelConfig
 
 from ..folders import claim_folder, plan_writes, replace_owned_files
@@ -72,9 +76,10 @@ EXPRESSIBLE = {
     "norm_first": (False, True),
     "positional": ("sinusoidal", "learned"),
     "tie_embeddings": ("none", "decoder", "all"),
-    # the later switches: this map writes the paper's LayerNorm, ReLU FFN, multi-head attention and position table
-    "norm": ("layer",),
-    "ffn": ("relu",),
+    # the later switches: TransformerSpec's rms_norm and ffn_glu (with the Swish activation) express RMSNorm and
+    # SwiGLU; its from_config has no grouped-query attention or rotary positions for an encoder-decoder
+    "norm": ("layer", "rms"),
+    "ffn": ("relu", "swiglu"),
     "n_kv_heads": (None,),  # or h itself: multi-head attention
 }
 IGNORED_AT_INFERENCE = {"N", "d_model", "d_ff", "h", "max_len", "dropout", "attention_dropout", "ffn_dropout"}
@@ -125,7 +130,8 @@ def _linear(spec, weights: Weights, scope: str, rows: slice = slice(None)) -> No
 
 def _layer_norm(spec, weights: Weights, scope: str) -> None:
     spec.gamma = weights.take(f"{scope}.weight")  # (d_model,)
-    spec.beta = weights.take(f"{scope}.bias")
+    if hasattr(spec, "beta"):  # RMSNorm has no β
+        spec.beta = weights.take(f"{scope}.bias")
 
 
 def _positions(spec, weights: Weights, pos: torch.nn.Module, scope: str) -> None:
@@ -144,11 +150,15 @@ def model_spec(checkpoint: Checkpoint):
         raise ValueError("export-ct2 exports a translation model (encoder-decoder); a decoder-only LM has no encoder")
     c = model.model_config
     check_expressible(c)
-    eps = {m.eps for m in model.modules() if isinstance(m, LayerNorm)}
+    eps = {m.eps for m in model.modules() if isinstance(m, (LayerNorm, RMSNorm))}
     if len(eps) != 1:
         raise ValueError(f"export-ct2 needs one LayerNorm epsilon for the whole model, got {sorted(eps)}")
     weights = Weights(model)
-    spec = ctranslate2.specs.TransformerSpec.from_config((c.N, c.N), c.h, pre_norm=c.norm_first)
+    glu, rms = c.ffn == "swiglu", c.norm == "rms"
+    activation = ctranslate2.specs.Activation.SWISH if glu else ctranslate2.specs.Activation.RELU
+    spec = ctranslate2.specs.TransformerSpec.from_config(
+        (c.N, c.N), c.h, pre_norm=c.norm_first, activation=activation, ffn_glu=glu, rms_norm=rms
+    )
     spec.config.layer_norm_epsilon = eps.pop()  # CTranslate2 defaults to 1e-6; the course's LayerNorm uses 1e-5
     d = c.d_model
     for side, stack in (("encoder", spec.encoder), ("decoder", spec.decoder)):
@@ -169,7 +179,9 @@ def model_spec(checkpoint: Checkpoint):
                 _linear(layer.attention.linear[1], weights, f"{scope}.cross_attn.in_proj", slice(d, None))  # W^K, W^V
                 _linear(layer.attention.linear[2], weights, f"{scope}.cross_attn.out_proj")
                 _layer_norm(layer.attention.layer_norm, weights, f"{scope}.sublayer.1.norm")
-            _linear(layer.ffn.linear_0, weights, f"{scope}.feed_forward.w_1")  # (d_ff, d_model)
+            _linear(layer.ffn.linear_0, weights, f"{scope}.feed_forward.w_1")  # (d_ff, d_model); SwiGLU: the gate
+            if glu:
+                _linear(layer.ffn.linear_0_noact, weights, f"{scope}.feed_forward.w_3")  # the gated value
             _linear(layer.ffn.linear_1, weights, f"{scope}.feed_forward.w_2")  # (d_model, d_ff)
             _layer_norm(layer.ffn.layer_norm, weights, f"{scope}.sublayer.{2 if side == 'decoder' else 1}.norm")
     _linear(spec.decoder.projection, weights, "generator.proj")  # (tgt_vocab, d_model), tied or not
