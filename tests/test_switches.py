@@ -317,3 +317,19 @@ def test_the_package_s_decoders_agree_with_the_switches_on(switches):
     assert_close(cached.logits, full.logits)  # every step's scores, not only their argmax
     assert torch.equal(cached.tokens, uncached) and torch.equal(fast[:, : uncached.size(1)], uncached)
     assert torch.equal(beam[:, : uncached.size(1)], uncached)
+
+
+def test_a_checkpoint_with_the_switches_loads_the_same_model(tmp_path):
+    from transformer_course.checkpoint import load_checkpoint, save_checkpoint
+    from transformer_course.data import SPECIALS, Vocab
+
+    torch.manual_seed(0)
+    switches = dict(positional="rope", norm="rms", ffn="swiglu", n_kv_heads=2)
+    model = make_model(12, 12, **SMALL, **switches).eval()
+    vocab = Vocab(SPECIALS + [f"w{i}" for i in range(4, 12)])
+    save_checkpoint(tmp_path / "m.pt", model, model.config, vocab, vocab, rng=False)
+    loaded = load_checkpoint(tmp_path / "m.pt").model.eval()
+    assert loaded.model_config == model.model_config
+    src, tgt = torch.randint(4, 12, (2, 5)), torch.randint(4, 12, (2, 4))
+    with torch.no_grad():
+        assert torch.equal(loaded(src, tgt, None, subsequent_mask(4)), model(src, tgt, None, subsequent_mask(4)))
