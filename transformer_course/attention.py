@@ -302,9 +302,8 @@ class MultiHeadAttention(nn.Module):
             self.weights = weights.detach()  # (B, h, T, k_len)
         else:
             p = self.dropout.p if self.training else 0.0
-            x = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=p, enable_gqa=group > 1
-            )  # (B, h, T, d_k)
+            gqa = group > 1  # the kernel reads key/value head i // group for query head i
+            x = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, enable_gqa=gqa)  # (B, h, T, d_k)
             self.weights = None
         return self.out_proj(self.merge_heads(x))  # (B, T, d_model)
 
@@ -312,12 +311,9 @@ class MultiHeadAttention(nn.Module):
         """(batch, len, 3·d_model) → three (batch, heads, len, d_k) tensors for Q, K, V (K and V with kv_heads heads)."""
         batch, length, _ = qkv.shape
         if self.kv_heads != self.heads:  # grouped-query: Q has d_model features, K and V kv_heads·d_k each
-            q, k, v = qkv.split([self.d_model, self.kv_heads * self.d_k, self.kv_heads * self.d_k], dim=-1)
-            return (
-                self.split_heads(q),
-                self.split_kv_heads(k),
-                self.split_kv_heads(v),
-            )  # (B, h, L, d_k), 2 × (B, kv, L, d_k)
+            kv = self.kv_heads * self.d_k
+            q, k, v = qkv.split([self.d_model, kv, kv], dim=-1)  # (B, L, d_model), 2 × (B, L, kv_heads·d_k)
+            return self.split_heads(q), self.split_kv_heads(k), self.split_kv_heads(v)  # (B, h|kv_heads, L, d_k)
         qkv = qkv.view(batch, length, 3, self.heads, self.d_k).permute(2, 0, 3, 1, 4)  # (3, B, h, L, d_k)
         q, k, v = qkv.unbind(0)  # unbind, not qkv[0], qkv[1], qkv[2]: its backward is one stack, not 3 zero-fills
         return q, k, v

@@ -467,7 +467,7 @@ def use_switches(model: nn.Module, config) -> None:
     paper's blocks, before its weights are drawn: every LayerNorm becomes an RMSNorm (``norm="rms"``), every FFN a
     SwiGLU FFN (``ffn="swiglu"``), every attention a grouped-query one (``n_kv_heads``), and self-attention turns
     its queries and keys (``positional="rope"``). With the paper's values nothing changes."""
-    c = ModelConfig.of(config) if not isinstance(config, ModelConfig) else config
+    c = ModelConfig.of(config)
     kv_heads = c.n_kv_heads if c.n_kv_heads is not None else c.h
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
