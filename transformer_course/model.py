@@ -378,7 +378,8 @@ def check_options(src_vocab: int, tgt_vocab: int, tie_embeddings: str, positiona
         )
     # learner: if positional not in ("sinusoidal", "learned"):
     if positional not in ("sinusoidal", "learned", "rope"):
-        raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
+        # learner: raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
+        raise ValueError(f"positional must be 'sinusoidal', 'learned' or 'rope', got {positional!r}")
 
 
 def make_model(
