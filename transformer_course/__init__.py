@@ -44,7 +44,17 @@ from .layers import (
     sinusoidal_table,
 )
 from .masks import padding_mask, subsequent_mask, target_mask
-from .model import DecoderCache, ModelConfig, Transformer, build_model, count_parameters, make_model
+from .model import (
+    GPT,
+    DecoderCache,
+    ModelConfig,
+    Transformer,
+    build_model,
+    count_parameters,
+    lm_loss,
+    make_lm,
+    make_model,
+)
 from .paths import course_path, course_root
 from .train import (
     Checkpoint,
@@ -92,7 +102,10 @@ __all__ = [
     "learning_rate",
     "load_checkpoint",
     "load_pairs",
+    "make_lm",
     "make_model",
+    "lm_loss",
+    "GPT",
     "make_optimizer",
     "make_scheduler",
     "ModelConfig",
