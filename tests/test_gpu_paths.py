@@ -14,7 +14,7 @@ from transformer_course.config import get_preset
 from transformer_course.data import toy_batches
 from transformer_course.data.toy import toy_vocab
 from transformer_course.model import build_model
-from transformer_course.train import LabelSmoothingLoss, save_checkpoint
+from transformer_course.train import LabelSmoothingLoss, RunOptions, save_checkpoint
 from transformer_course.train import distributed as dist_module
 from transformer_course.train.distributed import (
     Distributed,
@@ -204,8 +204,7 @@ def test_the_memory_check_counts_the_gpu_memory_when_training_on_a_gpu(monkeypat
     monkeypatch.setattr(torch.cuda, "get_device_properties", properties)
     config = get_preset("toy-copy")
     with pytest.raises(ValueError, match="more than this machine's 0.0 GiB"):
-        training.start_training(
-            config, toy_data(n_train=64, batch_size=8), None, False, False, torch.device("cuda", 1), Distributed(),
-            compile=False, optimizer_factory=None, budget_minutes=None, epochs=1, max_steps=1, max_minutes=None,
-        )  # fmt: skip
+        dist = Distributed()
+        options = training.resolved_options(RunOptions(device="cuda:1", epochs=1, max_steps=1), config, dist)
+        training.start_training(config, toy_data(n_train=64, batch_size=8), options, dist, writer=False)
     assert asked == [torch.device("cuda", 1)]

@@ -20,7 +20,7 @@ One topic per module, imported in this order (each one only from those above it)
 Every name is re-exported here, so ``from transformer_course.data import Vocab, collate`` keeps working.
 """
 
-from .batching import Batch, PairDataset, TokenBatchSampler, collate, pad_sequences, padding_fraction
+from .batching import Batch, PairDataset, TokenBatchSampler, collate, pad_sequences, padding_fraction, word_dropout
 from .bpe import BPE, WORD_START, count_pairs, is_punctuation, learn_bpe, merge_pair, pretokenize
 from .corpus import check_aligned, read_lines, sha256_file
 from .download import (
@@ -83,6 +83,7 @@ __all__ = [
     "Multi30k",
     "PairDataset",
     "TokenBatchSampler",
+    "word_dropout",
     "TrainingData",
     "prepare_multi30k_subwords",
     "subword_tokenizer",
