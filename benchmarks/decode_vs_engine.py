@@ -6,7 +6,8 @@ Times, on the Multi30k test set (test2016, or its first ``--limit N`` sentences)
 - CTranslate2 fp32 and int8 (an ``export-ct2`` of the checkpoint, ``--quantization int8``), greedy and beam 4,
   ``intra_threads`` = ``--threads``;
 - with ``--baseline-ref REF``, the course's decoders as they were at git commit REF too (``git archive`` of that
-  ``transformer_course/`` into a temporary folder, timed in a child process that imports it), beside today's:
+  ``transformer_course/`` into a temporary folder, timed in a child process that imports it), beside today's (in
+  a child process of its own too):
   the speed-up and whether every output is the same, token for token.
 
 Each is timed (best of ``--repeat`` runs) from text to output ids (tokenization included; detokenizing, the same for all, is not), after one
@@ -78,32 +79,34 @@ def course_runs(args, checkpoint, sources) -> dict[int, tuple[float, list[list[i
     return runs
 
 
-def baseline_runs(args, sources) -> dict[int, tuple[float, list[list[int]]]]:
-    """:func:`course_runs` with the package at git commit ``args.baseline_ref``, in a child process."""
-    with tempfile.TemporaryDirectory(prefix="tc-bench-baseline-") as tmp:
-        archive = subprocess.run(
-            ["git", "-C", str(REPO), "archive", args.baseline_ref, "transformer_course"],
-            capture_output=True,
-            check=True,
-        )
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+def child_runs(args, sources, ref: str | None) -> dict[int, tuple[float, list[list[int]]]]:
+    """:func:`course_runs` in a child process, with the package at git commit ``ref`` (None: this checkout's).
+    Old and new each run alone in a fresh process: an idle parent's thread pool would slow a child down."""
+    with tempfile.TemporaryDirectory(prefix="tc-bench-course-") as tmp:
+        package = str(REPO)
+        if ref is not None:
+            package = tmp
+            archive = subprocess.run(
+                ["git", "-C", str(REPO), "archive", ref, "transformer_course"], capture_output=True, check=True
+            )
+            subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
         Path(tmp, "sources.json").write_text(json.dumps(sources))
-        worker = [sys.executable, __file__, args.checkpoint, "--worker", tmp, "--threads", str(args.threads)]
-        worker += ["--beam", str(args.beam), "--repeat", str(args.repeat)]
-        subprocess.run(worker, check=True, env={**os.environ, "PYTHONPATH": tmp}, cwd=tmp)
+        worker = [sys.executable, __file__, args.checkpoint, "--worker", package, "--io", tmp]
+        worker += ["--threads", str(args.threads), "--beam", str(args.beam), "--repeat", str(args.repeat)]
+        subprocess.run(worker, check=True, env={**os.environ, "PYTHONPATH": package}, cwd=tmp)
         runs = json.loads(Path(tmp, "runs.json").read_text())
     return {int(beam): (seconds, rows) for beam, (seconds, rows) in runs.items()}
 
 
 def worker(args) -> None:
-    """The child of :func:`baseline_runs`: the package imported from the folder ``args.worker``."""
+    """The child of :func:`child_runs`: the package imported from the folder ``args.worker``."""
     import transformer_course
 
     assert Path(transformer_course.__file__).is_relative_to(args.worker), transformer_course.__file__
     torch.set_num_threads(args.threads)
-    sources = json.loads(Path(args.worker, "sources.json").read_text())
+    sources = json.loads(Path(args.io, "sources.json").read_text())
     runs = course_runs(args, load_checkpoint(args.checkpoint), sources)
-    Path(args.worker, "runs.json").write_text(json.dumps(runs))
+    Path(args.io, "runs.json").write_text(json.dumps(runs))
 
 
 def main() -> None:
@@ -116,7 +119,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="time each this many times, keep the best (default: 3)")
     parser.add_argument("--baseline-ref", help="also time the course's decoders at this git commit (old against new)")
     parser.add_argument("--no-engine", action="store_true", help="leave CTranslate2 out")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)  # baseline_runs' child: the old package's folder
+    parser.add_argument("--worker", help=argparse.SUPPRESS)  # child_runs' child: the package's folder
+    parser.add_argument("--io", help=argparse.SUPPRESS)  # and the folder of its sources and runs
     args = parser.parse_args()
     if args.worker:
         return worker(args)
@@ -134,10 +138,13 @@ def main() -> None:
     )
     runs: dict[tuple[str, int], tuple[float, list[list[int]]]] = {}
     if args.baseline_ref:
-        for beam, run in baseline_runs(args, sources).items():
+        for beam, run in child_runs(args, sources, args.baseline_ref).items():
             runs[f"@{args.baseline_ref}"[:10], beam] = run
-    for beam, run in course_runs(args, checkpoint, sources).items():  # before CTranslate2's OpenMP threads exist
-        runs["course", beam] = run
+        for beam, run in child_runs(args, sources, None).items():  # today's too in a child of its own: like for like
+            runs["course", beam] = run
+    else:
+        for beam, run in course_runs(args, checkpoint, sources).items():  # before CTranslate2's OpenMP threads exist
+            runs["course", beam] = run
     if not args.no_engine:
         engine_runs(args, checkpoint, sources, runs)
     reference = "ct2 fp32" if not args.no_engine else "course"
