@@ -34,6 +34,7 @@ Conventions used throughout:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import warnings
@@ -58,6 +59,7 @@ from .beam import (
 from .checkpoint import resolve_model
 from .config import MAX_BEAM_SIZE, MAX_LENGTH_PENALTY
 from .data import BOS, EOS, PAD, detokenize, tokenize_many
+from .layers import token_ids_checked
 from .masks import padding_mask, subsequent_mask
 
 __all__ = [
@@ -264,7 +266,10 @@ def greedy_fast(
     word = tokens[:, :1]  # (b, 1): each open sentence's newest word
     length = max_len
     for t in range(1, max_len):
-        hidden = model.decode(memory, src_mask, word, None, cache)  # (b, 1, d_model)
+        # after the first step the words are the generator's argmax, ids of its vocabulary by construction: the
+        # embedding's range check (a read-back from the device) runs on the start symbol only
+        with token_ids_checked() if t > 1 else contextlib.nullcontext():
+            hidden = model.decode(memory, src_mask, word, None, cache)  # (b, 1, d_model)
         next_word = model.generator(hidden[:, -1]).log_softmax(dim=-1).argmax(dim=-1)  # (b,)
         tokens[rows, t] = next_word
         word = next_word[:, None]  # (b, 1)
@@ -372,7 +377,10 @@ def beam_search(
     rows = torch.arange(src.size(0), device=src.device)  # (b,): each searched sentence's row in src
     longest = max_len - 1  # the most words a hypothesis may have
     for t in range(1, max_len):  # t = |Y| of the hypotheses made at this step
-        candidates = extend(model, memory, src_mask, alive, alive_log_probs, cache)  # (b, k, V)
+        # after the first step the words come from topk over the generator's vocabulary: the embedding's range
+        # check (a read-back from the device) runs on the start symbol only
+        with token_ids_checked() if t > 1 else contextlib.nullcontext():
+            candidates = extend(model, memory, src_mask, alive, alive_log_probs, cache)  # (b, k, V)
         searched = torch.zeros(rows.size(0), dtype=torch.bool, device=src.device)  # (b,): none is done yet
         best = best_extensions(candidates) if t < longest else None  # (b, 2k): the k choices, then the runners-up
         finished.add(ended(candidates, t, longest, end_symbol, length_penalty, searched, best), alive, t)
