@@ -30,8 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import torch
 
-from transformer_course.data import MIRROR_ENV, multi30k_filename
+import transformer_course as tc
+from transformer_course.data import BOS, EOS, MIRROR_ENV, PAD, UNK, multi30k_filename
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -571,3 +573,40 @@ def reference_code_in(files: dict[str, str]) -> list[str]:
             if isinstance(f, ast.FunctionDef) and body_dump(f) in bodies
         ]
     return offenders
+
+
+# ---- random models with peaked distributions, for the decoders' tests (test_decode, test_decode_fast)
+
+
+def random_model(norm_first=False, vocab=20, seed=0, eos_bias=4.0, suppress_specials=True):
+    """A random model with peaked next-word distributions that ends sentences at different lengths
+    (an untouched random model spreads its probability thinly and rarely says </s>)."""
+    torch.manual_seed(seed)
+    model = tc.make_model(
+        vocab,
+        vocab,
+        N=2,
+        d_model=32,
+        d_ff=64,
+        h=4,
+        dropout=0.0,
+        max_len=64,
+        norm_first=norm_first,
+        tie_embeddings="none",
+    )
+    with torch.no_grad():
+        model.generator.proj.weight.mul_(4.0)
+        model.generator.proj.bias.normal_(0.0, 1.0)
+        if suppress_specials:  # as after training: <pad>, <unk> and <s> are never the next word
+            model.generator.proj.bias[[PAD, UNK, BOS]] = -20.0
+        model.generator.proj.bias[EOS] += eos_bias
+    return model.eval()
+
+
+def random_src(lengths, vocab=20, seed=1):
+    """(batch, max(lengths)) word ids >= 4, padded with PAD, and its padding mask."""
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, vocab, (len(lengths), max(lengths)), generator=g)  # (B, S)
+    for i, n in enumerate(lengths):
+        src[i, n:] = PAD
+    return src, tc.padding_mask(src, PAD)

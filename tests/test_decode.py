@@ -25,39 +25,7 @@ from transformer_course.decode import (
     translate,
 )
 
-
-def random_model(norm_first=False, vocab=20, seed=0, eos_bias=4.0, suppress_specials=True):
-    """A random model with peaked next-word distributions that ends sentences at different lengths
-    (an untouched random model spreads its probability thinly and rarely says </s>)."""
-    torch.manual_seed(seed)
-    model = tc.make_model(
-        vocab,
-        vocab,
-        N=2,
-        d_model=32,
-        d_ff=64,
-        h=4,
-        dropout=0.0,
-        max_len=64,
-        norm_first=norm_first,
-        tie_embeddings="none",
-    )
-    with torch.no_grad():
-        model.generator.proj.weight.mul_(4.0)
-        model.generator.proj.bias.normal_(0.0, 1.0)
-        if suppress_specials:  # as after training: <pad>, <unk> and <s> are never the next word
-            model.generator.proj.bias[[PAD, UNK, BOS]] = -20.0
-        model.generator.proj.bias[EOS] += eos_bias
-    return model.eval()
-
-
-def random_src(lengths, vocab=20, seed=1):
-    """(batch, max(lengths)) word ids >= 4, padded with PAD, and its padding mask."""
-    g = torch.Generator().manual_seed(seed)
-    src = torch.randint(4, vocab, (len(lengths), max(lengths)), generator=g)  # (B, S)
-    for i, n in enumerate(lengths):
-        src[i, n:] = PAD
-    return src, tc.padding_mask(src, PAD)
+from helpers import random_model, random_src
 
 
 def teacher_forced_log_probs(model, src, src_mask, tokens):

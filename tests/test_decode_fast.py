@@ -9,11 +9,12 @@ model on every prefix (the algorithm ``beam_search`` documents, written out as n
 import pytest
 import torch
 
-import transformer_course as tc
 from transformer_course.attention import KVCache
-from transformer_course.data import BOS, EOS, PAD, UNK, Vocab
+from transformer_course.data import BOS, EOS, PAD, Vocab
 from transformer_course.decode import beam_search, decode_sentences, gnmt_length_penalty, greedy_decode
 from transformer_course.masks import subsequent_mask
+
+from helpers import random_model, random_src
 
 LENGTHS = [1, 12, 3, 25, 7, 2, 18, 5]  # one padded batch of very different source lengths
 
@@ -24,26 +25,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-def random_model(seed=0, vocab=20, eos_bias=4.0):
-    """A random model with peaked next-word distributions whose sentences end at different lengths."""
-    torch.manual_seed(seed)
-    model = tc.make_model(vocab, vocab, N=2, d_model=32, d_ff=64, h=4, dropout=0.0, max_len=64, tie_embeddings="none")
-    with torch.no_grad():
-        model.generator.proj.weight.mul_(4.0)
-        model.generator.proj.bias.normal_(0.0, 1.0)
-        model.generator.proj.bias[[PAD, UNK, BOS]] = -20.0  # as after training: never the next word
-        model.generator.proj.bias[EOS] += eos_bias
-    return model.eval()
-
-
-def random_src(lengths, vocab=20, seed=1):
-    g = torch.Generator().manual_seed(seed)
-    src = torch.randint(4, vocab, (len(lengths), max(lengths)), generator=g)  # (B, S)
-    for i, n in enumerate(lengths):
-        src[i, n:] = PAD
-    return src, tc.padding_mask(src, PAD)
 
 
 def next_log_probs(model, src, prefix):
@@ -85,7 +66,7 @@ def words(row):
 
 @pytest.mark.parametrize("seed", [0, 3, 4])
 def test_greedy_equals_the_readable_greedy_one_sentence_at_a_time(seed):
-    model = random_model(seed)
+    model = random_model(seed=seed)
     src, src_mask = random_src(LENGTHS, seed=seed)
     fast = greedy_decode(model, src, src_mask, 30, BOS, EOS)  # (B, ≤ 30): the fast path
     readable = greedy_decode(model, src, src_mask, 30, BOS, EOS, return_result=True).tokens  # every row to the end
@@ -108,7 +89,7 @@ def test_greedy_without_end_symbol_gives_every_sentence_max_len_minus_one_words(
 @pytest.mark.parametrize("alpha", [0.0, 0.6])
 @pytest.mark.parametrize("seed", [0, 4])
 def test_beam_equals_the_readable_beam_one_sentence_at_a_time(seed, alpha):
-    model = random_model(seed, eos_bias=3.0)
+    model = random_model(seed=seed, eos_bias=3.0)
     src, src_mask = random_src(LENGTHS, seed=seed)
     out = beam_search(model, src, src_mask, 24, BOS, EOS, beam_size=4, length_penalty=alpha)  # (B, ≤ 24)
     lengths = [len(words(row)) for row in out.tolist()]
@@ -119,7 +100,7 @@ def test_beam_equals_the_readable_beam_one_sentence_at_a_time(seed, alpha):
 
 def test_beam_n_best_of_a_batch_equals_each_sentence_alone():
     """Sentences leave the batch when they are done; the ones that stay must not notice."""
-    model = random_model(0, eos_bias=3.0)
+    model = random_model(seed=0, eos_bias=3.0)
     src, src_mask = random_src(LENGTHS, seed=0)
     batch = beam_search(model, src, src_mask, 20, BOS, EOS, beam_size=4, n_best=3, return_result=True)
     for b, n in enumerate(LENGTHS):
@@ -133,7 +114,7 @@ def test_beam_n_best_of_a_batch_equals_each_sentence_alone():
 
 def test_sentences_of_many_lengths_decode_as_each_alone_in_the_input_order():
     """``translate`` (``decode_sentences``) groups sentences by length and puts the results back in order."""
-    model = random_model(7, vocab=30, eos_bias=2.0)
+    model = random_model(seed=7, vocab=30, eos_bias=2.0)
     names = [f"w{i}" for i in range(26)]
     vocab = Vocab.build([names], min_freq=1)
     sentences = [" ".join(names[(3 * i + j) % 26] for j in range(n)) for i, n in enumerate([9, 2, 14, 2, 5, 21, 1])]
@@ -189,7 +170,7 @@ def test_each_step_reads_one_number_back_from_the_device(beam_size, monkeypatch)
     """The stop test (which sentences go on) is the decoder's one host sync of a step; a GPU runs ahead otherwise.
     The embeddings' check that token ids are in the vocabulary (layers.check_token_range) reads the source's and the
     start symbol's ids once; the later steps' ids are the generator's own."""
-    model = random_model(0, eos_bias=3.0)
+    model = random_model(seed=0, eos_bias=3.0)
     src, src_mask = random_src(LENGTHS)
     reads, steps = [], []
     for name in READS:
