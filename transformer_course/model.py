@@ -41,6 +41,7 @@ from .layers import (
     check_positive,
 )
 from .masks import check_mask, check_token_ids
+from .sampling import sample_next
 
 __all__ = [
     "ModelConfig",
@@ -548,15 +549,35 @@ class GPT(nn.Module):
         return DecoderCache(len(self.decoder.layers), buffered)
 
     @torch.no_grad()
-    def generate(self, ids: Tensor, steps: int, use_cache: bool = True) -> Tensor:
-        """Greedy: ids (batch, T) followed by ``steps`` tokens, each the argmax after the ones before → (batch, T + steps).
-        ``use_cache=False`` runs the whole sequence again at every step (the same tokens, slower)."""
+    def generate(
+        self,
+        ids: Tensor,
+        steps: int,
+        use_cache: bool = True,
+        *,
+        temperature: float = 0.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        generator: torch.Generator | None = None,
+        eos: int | None = None,
+    ) -> Tensor:
+        """ids (batch, T) followed by up to ``steps`` tokens, each chosen after the ones before → (batch, T + steps).
+        The default, ``temperature=0``, is greedy (the argmax); a temperature > 0 samples, after ``top_k`` and
+        ``top_p`` (:func:`~transformer_course.sampling.sample_next`), with ``generator`` (a fixed seed: the same
+        tokens). With ``eos`` a row that has said it repeats it, and generation stops once every row has (a host
+        sync per step). ``use_cache=False`` runs the whole sequence again at every step (the same tokens, slower)."""
         cache = self.new_cache() if use_cache else None
         out, new = ids, ids
+        finished = torch.zeros(ids.size(0), 1, dtype=torch.bool, device=ids.device)  # (B, 1)
         for _ in range(steps):
             logits = self(new if cache is not None else out, cache)[:, -1]  # (B, vocab): the last position's
-            token = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+            token = sample_next(logits, temperature, top_k, top_p, generator)  # (B, 1)
+            if eos is not None:
+                token = token.masked_fill(finished, eos)  # a row that has ended stays ended
+                finished |= token == eos
             out, new = torch.cat([out, token], dim=1), token  # (B, T + 1)
+            if eos is not None and bool(finished.all()):  # the sync: every row has ended
+                break
         return out
 
 
