@@ -29,6 +29,7 @@ from transformer_course.exercises import (
     nb09_decoding,
     nb10_attention_visualization,
     nb11_train_multi30k,
+    nb12_gpt_from_the_same_parts,
 )
 from transformer_course.exercises import t as common_t
 from transformer_course.i18n import get_language, lazy_t, load_catalogue, messages, register, set_language, t
@@ -496,6 +497,17 @@ LINES = [
         "nb11 passes",
         lambda: nb11_train_multi30k.check_bleu_from_counts(solutions("nb11_train_multi30k").bleu_from_counts),
         "✅ BLEU from counts: passed: equal to sacreBLEU's BLEU",
+    ),
+    (
+        "nb12 fails",
+        lambda: nb12_gpt_from_the_same_parts.check_next_token_pairs(lambda ids: (ids, ids)),
+        "❌ the causal shift: next_token_pairs(ids (3, 7)): the targets are the inputs themselves: each position would "
+        "learn to copy the token it already reads; the target of position t is token t + 1",
+    ),
+    (
+        "nb12 passes",
+        lambda: nb12_gpt_from_the_same_parts.check_top_k_filter(solutions("nb12_gpt_from_the_same_parts").top_k_filter),
+        "✅ top-k filtering: passed: the k best scores of each row kept, the rest at -inf",
     ),
 ]
 IDEOGRAPH = re.compile(r"[\u4e00-\u9fff]")
