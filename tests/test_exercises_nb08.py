@@ -229,7 +229,7 @@ def test_quiz_passes_the_reference_answers_in_every_form():
 
 def test_quiz_answers_match_the_formula_and_the_paper():
     assert math.isclose(noam_rate(100, 512, 100) / noam_rate(100, 256, 100), 2**-0.5)  # q1
-    assert ex.QUESTIONS["q3"].is_right(25_000 * 100_000)  # §5.1 tokens per batch × §5.2 steps
+    assert ex.QUESTIONS["q3"].unlock(25_000 * 100_000)["right"]  # §5.1 tokens per batch × §5.2 steps
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,8 @@ __all__ = [
     "as_mask",
     "Choice",
     "Numeric",
+    "Lines",
+    "unlocked_text",
     "check_question",
     "check_quiz",
     "questions",
@@ -89,9 +91,10 @@ class Result:
         return t("mark_name_message", mark=mark, name=self.name, message=self.message)
 
 
-def run_check(name: str, check: Callable[[], None], success: str | None = None) -> Result:
+def run_check(name: str, check: Callable[[], None], success: str | Callable[[], str] | None = None) -> Result:
     """Run ``check``; a Hint or any error of the learner's code becomes a one-line message. ``name`` and
-    ``success`` are messages already put through ``t()``; ``success`` defaults to "passed". Inside a sealed
+    ``success`` are messages already put through ``t()`` (``success`` may be a function giving it, called after
+    a pass: an explanation the attempt unlocked); ``success`` defaults to "passed". Inside a sealed
     :func:`~.seal.answer_check` only a :class:`FormHint`, a blank or an error is told; a pass or any other hint
     becomes "🔒 noted" (:mod:`.seal`)."""
     result = _run(name, check, success)
@@ -121,7 +124,7 @@ def checker(name: str | LazyText, success: str | LazyText | None = None) -> Call
     return decorate
 
 
-def _run(name: str, check: Callable[[], None], success: str | None) -> Result:
+def _run(name: str, check: Callable[[], None], success: str | Callable[[], str] | None) -> Result:
     try:
         with keep_global_rng():  # a checker draws its own inputs and leaves the learner's random state as it was
             check()
@@ -140,6 +143,8 @@ def _run(name: str, check: Callable[[], None], success: str | None) -> Result:
         else:
             message = t("code_raised_line", error_type=type(error).__name__, error=error, line=frame.lineno)
         return _told(Result(name, False, message))
+    if callable(success):
+        success = success()
     return Result(name, True, t("passed") if success is None else success)
 
 
@@ -308,111 +313,135 @@ def as_mask(got, expected_shape: tuple[int, ...], what: str) -> torch.Tensor:
     return got != 0
 
 
+def unlocked_text(entry: dict) -> str:
+    """An unlocked entry's text in the language of the moment (English when it has none in that language)."""
+    from ..i18n import get_language
+
+    texts = entry["text"]
+    return texts.get(get_language(), texts["en"])
+
+
+def _unlocked(salt: str, key: str, form: str, locked: dict[str, str]) -> dict | None:
+    """The entry of ``locked`` that the attempt ``form`` unlocks, or None when it unlocks none (:mod:`.answer_key`).
+    Raises :class:`~.seal.Sealed` where the hub wheel left the question's salt out: nothing there is unlocked."""
+    from .answer_key import derive, tag, unlock
+    from .seal import PLACEHOLDER
+
+    if str(salt).startswith(PLACEHOLDER):
+        raise Sealed()  # run_check says "🔒 noted" (seal.SEALED_MESSAGE)
+    derived = derive(salt, key, form)
+    found = locked.get(tag(derived))
+    return None if found is None else unlock(derived, found)
+
+
 @dataclass
 class Choice:
-    """A multiple-choice question: the right letter stored only as its digest
-    (:func:`~transformer_course.exercises.guard.answer_digest` of ``key`` and the letter), why it is right,
-    and a hint for each wrong letter (texts written with ``lazy_t``, so that they are shown in the language of
-    the moment). ``letters`` lists every allowed letter, the right one included.
+    """A multiple-choice question: its ``letters`` and, for every one of them, an entry locked with that letter
+    (:mod:`.answer_key`): the right letter's says why it is right, each wrong one's what it mixes up, and only
+    the attempt tells which is which. ``salt`` (24 hex digits, kept in the checker module) salts the keys.
 
-        Choice(key="nb02-q1", digest="…", letters="abcd", why=lazy_t("…"), wrong={"a": lazy_t("…"), …})
+        Choice(key="nb02-q1", salt="<24 hex digits>", letters="abcd", locked={"<tag>": "<locked text>", ...})
     """
 
     key: str
-    digest: str
+    salt: str
     letters: str
-    why: str | LazyText
-    wrong: dict[str, str | LazyText]
+    locked: dict[str, str] = field(repr=False)
 
     def __post_init__(self) -> None:
         self.letters = "".join(sorted(set(self.letters)))
-        if not set(self.wrong) <= set(self.letters):
-            raise ValueError(
-                f"{self.key}: hints for letters {sorted(set(self.wrong) - set(self.letters))} not in {self.letters!r}"
-            )
 
-    def is_right(self, letter: str) -> bool:
-        from .guard import matches_digest
+    def unlock(self, letter: str) -> dict | None:
+        from .answer_key import canonical
 
-        return matches_digest(self.key, letter, self.digest)
+        return _unlocked(self.salt, self.key, canonical(letter), self.locked)
 
 
 @dataclass
 class Numeric:
-    """A question with a number for answer, stored only as digests
-    (:func:`~transformer_course.exercises.guard.number_digests` of ``key``, the value and ``rel_tol``): why,
-    and plausible wrong values with their hints (texts written with ``lazy_t``)."""
+    """A question with a number for answer: entries locked with the buckets of the right number (its
+    explanation) and of plausible wrong ones (each with its hint), on a logarithmic grid of width ``rel_tol``
+    (:func:`~.answer_key.number_forms`); ``otherwise`` is said of any other number."""
 
     key: str
-    digests: tuple[str, ...]
-    why: str | LazyText
-    mistakes: dict[str | LazyText, float]
+    salt: str
+    locked: dict[str, str] = field(repr=False)
     rel_tol: float = 1e-3
     otherwise: str | LazyText = lazy_t("not_number_work")
 
-    @classmethod
-    def of(cls, key: str, value: float, why, mistakes, rel_tol: float = 1e-3, **more) -> Numeric:
-        """A question whose value a checker computes when it runs (never stored at module level)."""
-        from .guard import number_digests
+    def unlock(self, got: float) -> dict | None:
+        import math
 
-        return cls(key, number_digests(key, float(value), rel_tol), why, mistakes, rel_tol, **more)
+        from .answer_key import number_form
 
-    def is_right(self, got: float) -> bool:
-        from .guard import number_matches
-
-        return number_matches(self.key, got, self.digests, self.rel_tol)
+        if not math.isfinite(got):
+            return None
+        return _unlocked(self.salt, self.key, number_form(got, self.rel_tol), self.locked)
 
 
-def questions(module: str, texts: Callable[..., LazyText], **digests) -> dict[str, Choice | Numeric]:
+@dataclass
+class Lines:
+    """A find-the-bug exercise: which of the lines 1 … ``lines`` are wrong. One entry is locked with the set of
+    wrong lines (what the fix is), and one with each line (why it is fine, or a nudge towards its bug when it is
+    left out), so that no key names a line."""
+
+    key: str
+    salt: str
+    lines: int
+    locked: dict[str, str] = field(repr=False)
+
+    def unlock(self, answer) -> dict | None:
+        from .answer_key import canonical
+
+        return _unlocked(self.salt, self.key, canonical(answer), self.locked)
+
+
+def questions(module: str, texts: Callable[..., LazyText], **salts: str) -> dict[str, Choice | Numeric | Lines]:
     """A notebook's quiz, ``{name: question}``: the questions are data, ``exercises/questions/<module>.json``, their
-    texts the message ids of the module (``texts``: the module's ``lazy_t``); only their digests are given here, a
-    Choice's one digest or a Numeric's tuple (``questions("nb01_masks", lazy_t, q1=("…",), q2="…")``).
+    hints locked with the answers (:mod:`.answer_key`); only each question's salt is given here, 24 hex digits
+    (``questions("nb01_masks", lazy_t, q1="<24 hex digits>", q2="<24 hex digits>")``).
 
-    A question holds ``key`` (the digests' salt), ``why`` (or ``why_formula``, a formula shown as it is) and either
-    ``letters`` and ``wrong`` (letter → hint) or ``mistakes`` (hint → a plausible wrong value, or a list of them),
-    ``rel_tol`` and ``otherwise``."""
+    A question holds ``key``, ``locked`` (tag → locked entry) and either ``letters`` (a multiple choice),
+    ``lines`` (the number of lines of a find-the-bug exercise) or ``rel_tol`` and ``otherwise`` (a message id of
+    the module: what to say of a number no entry knows)."""
     table = json.loads((Path(__file__).with_name("questions") / f"{module}.json").read_text(encoding="utf-8"))
-    if set(table) != set(digests):
-        raise ValueError(f"questions/{module}.json has {sorted(table)}, but digests were given for {sorted(digests)}")
-    made: dict[str, Choice | Numeric] = {}
+    if set(table) != set(salts):
+        raise ValueError(f"questions/{module}.json has {sorted(table)}, but digests were given for {sorted(salts)}")
+    made: dict[str, Choice | Numeric | Lines] = {}
     for name, q in table.items():
-        why = q["why_formula"] if "why_formula" in q else texts(q["why"])
         if "letters" in q:
-            wrong = {letter: texts(hint) for letter, hint in q["wrong"].items()}
-            made[name] = Choice(q["key"], digests[name], q["letters"], why, wrong)
-            continue
-        mistakes = {
-            texts(hint): value  # one text per value: a hint may name two values
-            for hint, values in q["mistakes"].items()
-            for value in (values if isinstance(values, list) else [values])
-        }
-        otherwise = texts(q["otherwise"]) if "otherwise" in q else Numeric.otherwise
-        made[name] = Numeric(q["key"], tuple(digests[name]), why, mistakes, q.get("rel_tol", 1e-3), otherwise)
+            made[name] = Choice(q["key"], salts[name], q["letters"], q["locked"])
+        elif "lines" in q:
+            made[name] = Lines(q["key"], salts[name], q["lines"], q["locked"])
+        else:
+            otherwise = texts(q["otherwise"]) if "otherwise" in q else Numeric.otherwise
+            made[name] = Numeric(q["key"], salts[name], q["locked"], q.get("rel_tol", 1e-3), otherwise)
     return made
 
 
 def check_question(name: str, question: Choice | Numeric, answer) -> Result:
     """Check one answer to a ``Choice`` (a letter: 'b', 'B', '(b)') or a ``Numeric`` question (a Python
-    or numpy number, or a one-number tensor). ``...`` (the notebook's blank) counts as not done yet."""
-    import math
+    or numpy number, or a one-number tensor). ``...`` (the notebook's blank) counts as not done yet. A right
+    answer unlocks its explanation, a known wrong one its hint."""
+    unlocked: dict[str, str] = {}
 
     def check():
         if answer is ... or answer is None:
             raise FormHint(t("not_done_yet_replace"))
         if isinstance(question, Choice):
-            letter = as_choice(answer, question.letters, t("answer"))
-            if not question.is_right(letter):
-                raise Hint(question.wrong.get(letter, t("not_read_question")))
-            return
-        got = as_number(answer, t("answer"))
-        if question.is_right(got):
-            return
-        for hint, value in question.mistakes.items():
-            if math.isclose(got, value, rel_tol=question.rel_tol, abs_tol=1e-12):
-                raise Hint(hint)
-        raise Hint(t("got_otherwise", got=got, otherwise=question.otherwise))
+            entry = question.unlock(as_choice(answer, question.letters, t("answer")))
+            if entry is None:
+                raise Hint(t("not_read_question"))
+        else:
+            got = as_number(answer, t("answer"))
+            entry = question.unlock(got)
+            if entry is None:
+                raise Hint(t("got_otherwise", got=got, otherwise=question.otherwise))
+        if not entry["right"]:
+            raise Hint(unlocked_text(entry))
+        unlocked["why"] = unlocked_text(entry)
 
-    return run_check(name, check, t("right", why=question.why))
+    return run_check(name, check, lambda: t("right", why=unlocked["why"]))
 
 
 def check_quiz(questions: dict[str, Choice | Numeric], answers: dict) -> Result:
@@ -444,8 +473,10 @@ def print_numbered(obj) -> None:
 def quiz_checker(questions: dict[str, Choice | Numeric]) -> Callable[..., Result]:
     """A notebook's ``check_quiz(q1=…, q2=…)``: the answers given to ``questions``, checked by :func:`check_quiz`."""
 
-    @answer_check
-    def check_quiz_answers(**answers) -> Result:
+    def check_answers(**answers) -> Result:
+        """``check_quiz(q1=..., q2=..., ...)``: your answers by question name (a letter as a string, or a number);
+        prints one line per answer and returns a Result that passes when every one is right."""
         return check_quiz(questions, answers)
 
-    return check_quiz_answers
+    check_answers.__name__ = check_answers.__qualname__ = "check_quiz"
+    return answer_check(check_answers)

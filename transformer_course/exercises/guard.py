@@ -26,20 +26,22 @@ compare against (replacing ``tc.attention.scaled_dot_product_attention`` later c
 :func:`read_only` refuses to rebind a checker module's names (``ex.no_shortcuts = …``). A grade that holds is
 computed outside that process: the classroom's graded path.
 
-**Answers by digest.** A quiz letter, a set of bug lines or a number that is the answer of an exercise is stored
-in a checker module only as :func:`answer_digest` of it, never as the value, so no attribute of the module a
-notebook imports passes a checker. Authors compute a digest with
-``python -m transformer_course.exercises.guard KEY ANSWER`` (``KEY`` names the question, e.g. ``nb02-q1``).
-Numbers are compared by :func:`number_digests`: the answer's bucket on a logarithmic grid of relative width
-``rel_tol`` and its two neighbours, so anything within ``rel_tol`` of the value passes and nothing else does
-beyond ``2 · rel_tol``; ``rel_tol=0`` means exactly this number.
+**Answers by digest.** A letter, a set of bug lines or a number that is the answer of an exercise outside a
+quiz is stored in a checker module only as :func:`answer_digest` of it, never as the value, so no attribute of
+the module a notebook imports passes a checker. A quiz stores less still: its hints are locked with the answers
+(:mod:`.answer_key`). A digest is scrypt of ``key`` and the normalized answer with the parameters of
+:data:`.answer_key.SCRYPT` (16 MiB, about 42 ms each on the course's CPU), not one SHA-256: a loop over 10⁴
+candidates costs minutes, not milliseconds; the hub wheel leaves every digest out (``"sealed:N"``). Authors
+compute a digest with ``python -m transformer_course.exercises.guard KEY ANSWER`` (``KEY`` names the question,
+e.g. ``nb02-q1``). Numbers are compared by :func:`number_digests`: the answer's bucket on a logarithmic grid of
+relative width ``rel_tol`` and its two neighbours, so anything within ``rel_tol`` of the value passes and nothing
+else does beyond ``2 · rel_tol``; ``rel_tol=0`` means exactly this number.
 """
 
 from __future__ import annotations
 
 import dis
 import functools
-import hashlib
 import importlib
 import math
 import sys
@@ -369,10 +371,11 @@ def normalize_answer(answer) -> str:
 
 
 def answer_digest(key: str, answer) -> str:
-    """The SHA-256 of ``key`` and the normalized ``answer`` (hex, first 24 characters): what a checker module
-    stores instead of the answer."""
-    text = f"{key}\x1f{normalize_answer(answer)}"
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+    """scrypt of the normalized ``answer`` salted with ``key`` (24 hex digits): what a checker module stores
+    instead of the answer (:data:`.answer_key.SCRYPT`: slow on purpose)."""
+    from .answer_key import derive
+
+    return derive("digest", key, normalize_answer(answer))[:12].hex()
 
 
 def _placeholders(digests: Iterable[str]) -> None:

@@ -144,17 +144,9 @@ def check_layers_to_connect(layers_to_connect):
 QUESTIONS = questions(
     "nb00_introduction",
     lazy_t,
-    q1=("b76610bab9b1a3a6aabaec5d",),
-    q2=("8e45d1bb8b0cc24e2ee8a25d", "5bd3637503e4e6daddcc4075", "420101621dbcdbd7a9cf49f1"),
-    # 12 h × 3,600 s and 100,000 steps × 0.4 s: both readings of §5.2, each within 2 %
-    q3=(
-        "f96c514df195f06ec9c4e9d1",
-        "ee5c877d7e439b9d25603282",
-        "d9c806600d4e33a2e3156afd",
-        "acf10a55abfbe42267306df7",
-        "51767a3659a3b2f3c97ba504",
-        "a69866212b554bec58c00d0b",
-    ),
+    q1="8be64ee7147ec576a3b6165c",
+    q2="bca91c009ee2f2c8992f1ef4",
+    q3="35ffa033ab83402a58d421e3",
 )
 
 

@@ -202,9 +202,9 @@ def check_local_mask(local_mask):
 QUESTIONS = questions(
     "nb01_masks",
     lazy_t,
-    q1=("1300d5beb277c5893e85b0da",),
-    q2="8e2ec1838d3ab560ee2da1f3",
-    q3=("4a44108998794c59750882a9",),
+    q1="cab5ccad1e1a633ec6455fb9",
+    q2="c1496610090d93d654b2832d",
+    q3="e504a6686ec9675aa5e606b8",
 )
 
 

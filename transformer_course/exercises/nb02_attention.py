@@ -32,10 +32,11 @@ from . import (
     checker,
     print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
     questions,
+    unlocked_text,
 )
 from .compare import close, expect_values
 from .dropout_calls import DROPOUT_WATCH, DropoutCalls
-from .guard import TORCH_ATTENTION, answer_digest, no_shortcuts, read_only
+from .guard import TORCH_ATTENTION, no_shortcuts, read_only
 
 t, lazy_t = messages("nb02_attention")
 
@@ -301,25 +302,11 @@ def buggy_attention(query, key, value, mask=None):
     return weights @ value, weights
 
 
-_BUG_LINES = "d6e0dd10545f1f810dbb2071"  # answer_digest("nb02-bug-lines", the wrong lines); line 1 is the def
-_RIGHT = {  # answer_digest("nb02-bug-right", n) of each line that is right → why it is right
-    "b50e00590edf26f6d32258e0": lazy_t("line_1_signature"),
-    "03f5147e824ef35afea3e116": lazy_t("line_3_right"),
-    "d41fec0be21d1c1baafbe006": lazy_t("line_4_right"),
-    "0011719b882dfec827d55c17": lazy_t("line_7_right"),
-    "38a6273ba874eba2c010df43": lazy_t("line_8_right"),
-}
-_MISSED = {  # answer_digest("nb02-bug-missed", n) of each wrong line → a nudge when it is left out
-    "3824746f5c2e4d179d49aa3b": lazy_t("bug_still_hidden"),
-    "20ae033c0a09efffd9fbf7c9": lazy_t("bug_still_hidden_does"),
-    "fb15bb0ef1d4de11a512284c": lazy_t("bug_still_hidden_subtracting"),
-}
-
-
 @answer_check
 @checker(lazy_t("find_bugs"), lazy_t("passed_now_show"))
 def check_bug_lines(bug_lines):
-    """``bug_lines``: the numbers of the lines of ``buggy_attention`` that are wrong (a list, tuple or set)."""
+    """``check_bug_lines([n, ...])``: the numbers of the lines of ``buggy_attention`` that are wrong (a list, tuple
+    or set), as ``ex.print_numbered(ex.buggy_attention)`` shows them."""
     if bug_lines is ... or bug_lines is None:
         raise Hint(t("not_done_yet"))
     if not isinstance(bug_lines, (list, tuple, set, frozenset)):
@@ -328,16 +315,18 @@ def check_bug_lines(bug_lines):
     outside = sorted(n for n in lines if not 1 <= n <= 8)
     if outside:
         raise Hint(t("buggy_attention_lines", outside=outside))
-    if answer_digest("nb02-bug-lines", lines) == _BUG_LINES:
+    bugs = QUESTIONS["bug_lines"]  # an entry locked with the wrong lines, and one with each line (.answer_key)
+    if bugs.unlock(lines) is not None:
         return
-    for n in sorted(lines):
-        hint = _RIGHT.get(answer_digest("nb02-bug-right", n))
-        if hint is not None:
-            raise Hint(hint)
-    for n in range(1, 9):
-        hint = _MISSED.get(answer_digest("nb02-bug-missed", n))
-        if n not in lines and hint is not None:
-            raise Hint(hint)
+    for n in sorted(lines):  # a line named that is fine: why it is
+        entry = bugs.unlock(n)
+        if entry is not None and not entry["bug"]:
+            raise Hint(unlocked_text(entry))
+    for n in range(1, bugs.lines + 1):  # a wrong line left out: a nudge towards its bug, not its number
+        if n not in lines:
+            entry = bugs.unlock(n)
+            if entry is not None and entry["bug"]:
+                raise Hint(unlocked_text(entry))
     raise Hint(t("not_these_lines"))
 
 
@@ -425,9 +414,10 @@ def check_weights_bytes(weights_bytes):
 QUESTIONS = questions(
     "nb02_attention",
     lazy_t,
-    scaling=("5040b76fa85fda5991a0fa9a", "95cb42ffe2333994c072a3b6", "5239be52f6d78a6c7c528c66"),
-    mask_sum=("620181ea02b933b069196477", "695b763eba2ba9b342a59d3f", "38aef1d7e654aac81d6ea845"),
-    saturation=("db5026e80da2a8f689d09276", "fe1785173e382d89aa2ea078", "669d41cf830a4ad6e4c5a39b"),
+    scaling="89cb89f63e0d6935de1eff83",
+    mask_sum="5083a38c26c09a442140267d",
+    saturation="a59c28b6bbf3bdda12855c30",
+    bug_lines="ec224a0b8491a9fbb165db95",
 )
 SCALING, MASK_SUM, SATURATION = QUESTIONS["scaling"], QUESTIONS["mask_sum"], QUESTIONS["saturation"]
 

@@ -410,7 +410,10 @@ def check_grouped_query_attention(grouped_query_attention):
 # ---- questions: a number to work out and a consequence ---------------------------------------------------------
 
 QUESTIONS = questions(
-    "nb03_multi_head_attention", lazy_t, gqa_parameters=("6879d44aaa039c7b4b4548e7",), cross="498598b8800b60a966388cb3"
+    "nb03_multi_head_attention",
+    lazy_t,
+    gqa_parameters="8a826b298f557b121def2628",
+    cross="85953bf589c362b086c15ee4",
 )
 GQA_PARAMETERS, CROSS = QUESTIONS["gqa_parameters"], QUESTIONS["cross"]
 

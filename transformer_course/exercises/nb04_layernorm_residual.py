@@ -286,11 +286,11 @@ class FusedLayerNorm(nn.Module):
 
 _LINES = 14  # print_numbered(FusedLayerNorm) shows lines 1–14
 _BUG_KEY = "nb04-fused-line"
-_BUG_DIGEST = "cb2dad4f4ef5141b20f11082"  # answer_digest(_BUG_KEY, [the wrong line])
+_BUG_DIGEST = "00eb4deebed563518897a262"  # answer_digest(_BUG_KEY, [the wrong line])
 _WRONG_LINE_HINTS = {  # answer_digest(_BUG_KEY, [line]) → why that line is fine
-    "f038ae26b0ae22cce2394783": lazy_t("line_computes_e"),
-    "2970418a6be6b85d78d6d0fd": lazy_t("line_2s_formula"),
-    "cd830e8bf930ce2f7435bbbd": lazy_t("mean_e_x"),
+    "5cc24bcc2e668f382fe36197": lazy_t("line_computes_e"),
+    "9e2f9108154c044b7072d1ce": lazy_t("line_2s_formula"),
+    "ffaf20f3e525416b5688351f": lazy_t("mean_e_x"),
 }
 
 
@@ -388,8 +388,8 @@ def check_layer_norm_parameter_count(count):
 QUESTIONS = questions(
     "nb04_layernorm_residual",
     lazy_t,
-    q1=("7a31e5abf36c46fdf82c71bd", "4be9e85892d40f4731febfee", "7e95f0f521464d3d483ca821"),
-    q2="10c11d051476c8ac71f866f0",
+    q1="5e5b03c5bdec13e6ffbd46e0",
+    q2="8d0e41ad4a8a7e33972c93c3",
 )
 
 

@@ -439,9 +439,9 @@ def _scaled_only(x: Tensor) -> Tensor:
 QUESTIONS = questions(
     "nb05_embeddings_positional_encoding",
     lazy_t,
-    q1=("20c53123eaf1e99d8b170496", "1f408579187844d34eabd0ee", "21e5b581274348497e3772e0"),
-    q2="3065c1ffc669bb58a341b265",
-    q3=("c40c343833718758a320b1cd", "b579de4decff46b475976be1", "0689cbe496bf5602aaa1df03"),
+    q1="f9aad29cf86ab3d6023f887c",
+    q2="6e1d85e6da786bd33732f814",
+    q3="22e841419e42122a15bb8cdb",
 )
 
 

@@ -300,9 +300,9 @@ def check_encoder_parameter_count(encoder_parameter_count: Callable[[int, int, i
 QUESTIONS = questions(
     "nb06_encoder",
     lazy_t,
-    q1=("85b7573b6adf85739d01431d",),
-    q2=("0c10046a54f7d9ac8b9f3c69", "e34bebb4c9edb8a3d78cd52c", "2e17b13172e6a2a3592a3beb"),
-    q3=("6321375fa105e0cd58cbd499",),
+    q1="a7ac22ec13bce75e648e47d2",
+    q2="1b23c42e46bf75a22f8cc220",
+    q3="c41a0c0f4d87a688b40c6098",
 )
 
 

@@ -370,7 +370,7 @@ RULED_OUT = {
     "c": lazy_t("change_word_source"),
     "d": lazy_t("model_generator_proj"),
 }
-MYSTERY_DIGESTS = {"model_1": "d7774578982178c115756399", "model_2": "3cfc081e72253c45b1f8dc61"}
+MYSTERY_DIGESTS = {"model_1": "442ae7874a63a4ca8b1ace81", "model_2": "6307e722667d6aa40b68759e"}
 
 
 @answer_check
@@ -446,9 +446,9 @@ def check_parameter_count(parameter_count: Callable[..., int]):
 QUESTIONS = questions(
     "nb07_decoder",
     lazy_t,
-    q1="2284b5d2c3cac6f2016a13ff",
-    q2=("5f6402df27442df1f54c1b98",),
-    q3=("0ffe30ac6d315760f301da45", "b3bb67c4d499e390c3c6c3af", "75e0a08d2160b8a4581018cd"),
+    q1="09d2b7ad09bfee668c68a4e9",
+    q2="c14420ddf347acbc45baa85e",
+    q3="7079fe29355a09ec4a3df015",
 )
 
 

@@ -189,9 +189,9 @@ def check_capture_shapes(encoder_shape, decoder_shape, cross_shape):
 QUESTIONS = questions(
     "nb10_attention_visualization",
     lazy_t,
-    q1=("0fdfd732fd020ec4e4c6ab89", "5593807e7fe30e7187b2564b", "11698de952388b02e19c937f"),
-    q2=("3074492de40af711a8045781", "48444ca4f78eb226a1d54dea", "0265bee061beb3e6e7a2367c"),
-    q3="9b23cf6852cb350629d71bf4",
+    q1="6570c8a6bd2b80dd93b91f1f",
+    q2="d125fcf2119f025527e04036",
+    q3="3f0078376f9181736bd472ce",
 )
 
 
