@@ -29,6 +29,7 @@ from .build_cells import build_references, build_stubs, learner_files
 from .cells import POINTS_RULE, is_stub_raise, parse_cell, placeholder_name, read_notebook
 from .convert import Conversion, convert_notebook
 from .hub import HUB_FOLDER, hub_wheel, write_hub_wheel
+from .judge import config_lines
 from .kernel_guard import DEFAULT_MEMORY_GIB, execute_config
 from .reference import ReferenceModule, find_reference_module
 from .verdict import FEEDBACK_CONFIG
@@ -158,6 +159,8 @@ def nbgrader_config(course_id: str, timeout: int, fast: bool, memory_gib: float 
             "",
             *execute_config(timeout, memory_gib),
             *FEEDBACK_CONFIG,
+            "",
+            *config_lines(),
             "",
             "# nbgrader's exchange (release_assignment, collect, release_feedback): this folder's own exchange/, so",
             "# nothing is written to /usr/local/share/nbgrader/exchange. On JupyterHub, name the hub's shared one,",

@@ -137,26 +137,49 @@ def fresh_package(home: str, modules: list[str], digests: dict | None = None, sh
 
 
 class _Checks:
-    """A checker module as the cell's alias sees it: each ``check_…`` call is recorded with its Result."""
+    """A checker module as the cell's alias sees it: each ``check_…`` call is recorded with its Result, and, in the
+    sandbox (``recorder``: judge.Recorder), what the check observed is written for the grader to replay."""
 
-    def __init__(self, module, record):
-        self._module, self._record = module, record
+    def __init__(self, module, record, recorder=None):
+        self._module, self._record, self._recorder = module, record, recorder
 
     def __getattr__(self, name):
         target = getattr(self._module, name)
         if not name.startswith("check_") or not callable(target):
             return target
+        results = []
 
-        def call(*args, **kwargs):
+        def run(target, args, kwargs):
             if name == "check_quiz" and kwargs and not args:  # one point per answer: each answer checked alone
-                results = [target(**{key: value}) for key, value in kwargs.items()]
-                self._record.append((name, sum(bool(r) for r in results)))
-                return results[-1]
+                each = [target(**{key: value}) for key, value in kwargs.items()]
+                passed = sum(bool(r) for r in each)
+                self._record.append((name, passed))
+                results.append(each[-1])
+                return passed
             result = target(*args, **kwargs)
             self._record.append((name, None if bool(result) else 0))
-            return result
+            results.append(result)
+            return bool(result)
+
+        def call(*args, **kwargs):
+            if self._recorder is None:
+                run(target, args, kwargs)
+            else:
+                self._recorder.run(name, target, args, kwargs, run)
+            return results[-1] if results else None
 
         return call
+
+
+def _recorder(cell: dict, language: str):
+    """In the sandbox (``TC_RECORDS`` set): judge.py, loaded by path like this file, records each check."""
+    folder = os.environ.get("TC_RECORDS")
+    if not folder:
+        return None
+    spec = importlib.util.spec_from_file_location("_tc_judge", os.path.join(os.path.dirname(__file__), "judge.py"))
+    judge = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(judge)
+    return judge.Recorder(folder, cell, language)
 
 
 @contextlib.contextmanager
@@ -198,7 +221,9 @@ def grade(home: str, namespace: dict, cell: dict) -> float:
             with fresh_package(home, list(cell["aliases"].values()), cell.get("digests"), cell.get("sha")) as mods:
                 t = sys.modules[f"{PACKAGE}.i18n"].t
                 scope = dict(namespace)
-                scope.update({alias: _Checks(mods[module], record) for alias, module in cell["aliases"].items()})
+                recorder = _recorder(cell, sys.modules[f"{PACKAGE}.i18n"].get_language())
+                checks = {alias: _Checks(mods[module], record, recorder) for alias, module in cell["aliases"].items()}
+                scope.update(checks)
                 try:
                     exec(compile(_keeping(cell["text"], set(cell["aliases"])), "<graded cell>", "exec"), scope)
                 except NameError as error:

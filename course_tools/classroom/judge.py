@@ -1,0 +1,596 @@
+"""The grade of a submission, computed in the grader's process from data the student's process recorded.
+
+Nothing can be defended inside a process the student's code runs in, so the verdict is not computed there. A
+graded cell's hidden test, run in the sandbox (:mod:`.sandbox`), only **records** what the checks observed, one
+file per check, written as the check finishes (a crash later keeps it):
+
+- the values given to the checker (answers: numbers, letters, lists, tensors), as plain data;
+- for each function given to the checker, every call the checker made to it: the inputs, the output, the random
+  generator's state after the call and, where the checker took gradients through the output, the gradient that
+  came in and the gradients that went out to the inputs.
+
+The grader (:class:`SandboxedExecute`, in nbgrader's own process, which never runs student code) loads the records
+with ``torch.load(weights_only=True)`` (tensors, numbers, strings, lists and dicts: no pickle of the student's
+objects) and **replays** each check: it calls the same checker, from the grader's own installed package, with a
+stand-in for each function that returns the recorded output once it has seen that the checker's inputs are the
+recorded ones (the checkers draw their inputs from fixed seeds; a difference scores the check 0). The checker's
+verdict in the grader is the score. Forging a record means writing down the right outputs for the checker's
+inputs: computing them, which is the work. A tensor subclass whose ``==`` is always true arrives as a plain tensor
+of its values; an object that is not plain data arrives as an opaque stand-in that fails the check.
+
+What replay cannot reproduce: a check given a **class** (a module the learner writes: ``LayerNorm``,
+``MultiHeadAttention``, the build cells' classes), whose checker builds objects, loads weights into them and
+reads their parameters. Those checks are graded by the fresh checkers inside the sandbox (:mod:`.verdict`), which
+cannot reach the gradebook, the course or the grader's process but can be fooled by code in the same kernel; the
+feedback marks them "checked in the sandbox", and docs/teaching.md lists them. The build knows which they are
+(the cell's ``replay`` flags, written from the source notebook, never from the submission).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import functools
+import io
+import math
+import numbers
+import os
+import re
+import time
+from pathlib import Path
+
+__all__ = [
+    "Recorder",
+    "config_lines",
+    "cell_key",
+    "decode",
+    "encode",
+    "grade_cell",
+    "hidden_cell",
+    "read_records",
+    "same",
+]
+
+KIND = "__kind__"
+MAX_RECORD_BYTES = 64 * 2**20
+MAX_NOTEBOOK_BYTES = 64 * 2**20
+MAX_DEPTH = 12
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,60}$")
+
+
+def cell_key(cell: dict) -> str:
+    """A graded cell's key in the records: the hash of its statements and its checks."""
+    import hashlib
+
+    return hashlib.sha256(repr((cell["text"], cell["calls"])).encode("utf-8")).hexdigest()[:16]
+
+
+# ---- plain data ------------------------------------------------------------------------------------------------
+
+
+def encode(x, depth: int = 0):
+    """``x`` as plain data: None, bools, ints, floats, strings, lists, dicts of kinds, and plain tensors."""
+    import torch
+
+    if depth > MAX_DEPTH:
+        return {KIND: "opaque", "type": "too deep"}
+    if x is None or type(x) in (bool, int, float, str):
+        return x
+    if x is Ellipsis:
+        return {KIND: "ellipsis"}
+    if isinstance(x, torch.Tensor):
+        plain = x.detach().as_subclass(torch.Tensor).clone()
+        return {KIND: "tensor", "t": plain, "grad": bool(x.requires_grad)}
+    if isinstance(x, bool) or type(x).__name__ == "bool_":
+        return bool(x)
+    if isinstance(x, str):
+        return {KIND: "opaque", "type": "str subclass"} if type(x) is not str else x
+    if isinstance(x, numbers.Integral):
+        return int(x)
+    if isinstance(x, numbers.Real):
+        return float(x)
+    if isinstance(x, torch.Size):
+        return {KIND: "size", "items": [int(n) for n in x]}
+    if type(x) is tuple:
+        return {KIND: "tuple", "items": [encode(v, depth + 1) for v in x]}
+    if type(x) is list:
+        return [encode(v, depth + 1) for v in x]
+    if type(x) in (set, frozenset):
+        return {KIND: "set", "items": [encode(v, depth + 1) for v in sorted(x, key=repr)]}
+    if type(x) is dict:
+        return {KIND: "dict", "items": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in x.items()]}
+    if isinstance(x, torch.dtype):
+        return {KIND: "dtype", "name": str(x)}
+    if type(x).__name__ == "ndarray" and type(x).__module__ == "numpy":
+        try:
+            return {KIND: "ndarray", "t": torch.from_numpy(x.copy())}
+        except TypeError:
+            return {KIND: "opaque", "type": "ndarray"}
+    kind = f"{type(x).__module__}.{type(x).__qualname__}"
+    if isinstance(x, torch.nn.Module):
+        return {KIND: "object", "type": kind, "repr": repr(x)[:500], "training": bool(x.training)}
+    return {KIND: "object", "type": kind}
+
+
+class Opaque:
+    """What the grader gets for a value that was not plain data: nothing a checker accepts."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"<{self.kind}: not plain data>"
+
+
+def decode(x, depth: int = 0):
+    """The value ``encode`` wrote (read back with ``torch.load(weights_only=True)``); anything else: Opaque."""
+    import torch
+
+    if depth > MAX_DEPTH:
+        return Opaque("too deep")
+    if x is None or type(x) in (bool, int, float, str):
+        return x
+    if type(x) is list:
+        return [decode(v, depth + 1) for v in x]
+    if type(x) is not dict or not isinstance(x.get(KIND), str):
+        return Opaque("unknown")
+    kind = x[KIND]
+    if kind == "ellipsis":
+        return ...
+    if kind in ("tensor", "ndarray") and type(x.get("t")) is torch.Tensor:
+        tensor = x["t"]
+        return tensor.numpy() if kind == "ndarray" else tensor
+    if kind == "size" and all(type(n) is int for n in x.get("items", ())):
+        return torch.Size(x["items"])
+    if kind == "tuple" and type(x.get("items")) is list:
+        return tuple(decode(v, depth + 1) for v in x["items"])
+    if kind == "set" and type(x.get("items")) is list:
+        try:
+            return {decode(v, depth + 1) for v in x["items"]}
+        except TypeError:
+            return Opaque("set")
+    if kind == "dict" and type(x.get("items")) is list:
+        try:
+            return {decode(k, depth + 1): decode(v, depth + 1) for k, v in x["items"]}
+        except (TypeError, ValueError):
+            return Opaque("dict")
+    if kind == "dtype" and isinstance(getattr(torch, str(x.get("name", "")).removeprefix("torch."), None), torch.dtype):
+        return getattr(torch, x["name"].removeprefix("torch."))
+    return Opaque(str(x.get("type", kind))[:100])
+
+
+def same(a, b) -> bool:
+    """Two encoded values are the same data (tensors: dtype, shape, gradient flag and every value, NaN = NaN)."""
+    import torch
+
+    if type(a) is not type(b):
+        return False
+    if type(a) is list:
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if type(a) is dict:
+        if set(a) != set(b):
+            return False
+        return all(same(a[k], b[k]) for k in a)
+    if isinstance(a, torch.Tensor):
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return False
+        if a.is_floating_point() or a.is_complex():
+            return bool(torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(0.0), b.nan_to_num(0.0)))
+        return bool(torch.equal(a, b))
+    if type(a) is float and math.isnan(a):
+        return math.isnan(b)
+    return a == b
+
+
+def _tensors(x, found: list) -> None:
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        found.append(x)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _tensors(v, found)
+    elif isinstance(x, dict):
+        for v in x.values():
+            _tensors(v, found)
+
+
+def _replace_tensors(x, new: list):
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return new.pop(0)
+    if type(x) is list:
+        return [_replace_tensors(v, new) for v in x]
+    if type(x) is tuple:
+        return tuple(_replace_tensors(v, new) for v in x)
+    if type(x) is dict:
+        return {k: _replace_tensors(v, new) for k, v in x.items()}
+    return x
+
+
+# ---- the child: recording ---------------------------------------------------------------------------------------
+
+
+def _is_function(x) -> bool:
+    import inspect
+
+    return inspect.isfunction(x) or inspect.ismethod(x) or isinstance(x, functools.partial)
+
+
+class Recorder:
+    """Records one graded cell's checks into the folder ``TC_RECORDS`` names (the sandbox sets it)."""
+
+    def __init__(self, folder: str, cell: dict, language: str = "en"):
+        self.folder, self.key, self.index, self.language = folder, cell_key(cell), 0, language
+
+    def run(self, name: str, target, args: tuple, kwargs: dict, score):
+        """Call ``target`` (the fresh checker) with each function argument wrapped to record its calls; write the
+        record; return what ``score(result)`` returned (the child's own verdict, kept for the non-replayed)."""
+        import torch
+
+        calls: list[list[dict]] = []
+        slots: dict[int, int] = {}
+
+        def wrap(value):
+            if not _is_function(value):
+                return value
+            slots.setdefault(id(value), len(calls))
+            if slots[id(value)] == len(calls):
+                calls.append([])
+            return self._recording(value, calls[slots[id(value)]])
+
+        record = {
+            "cell": self.key,
+            "index": self.index,
+            "checker": name,
+            "language": self.language,
+            "rng_start": torch.get_rng_state(),
+            "args": [{KIND: "function", "slot": len(calls)} if _is_function(a) else encode(a) for a in args],
+        }
+        wrapped_args = [wrap(a) for a in args]
+        record["kwargs"] = {}
+        wrapped_kwargs = {}
+        for key, value in kwargs.items():
+            record["kwargs"][key] = {KIND: "function", "slot": len(calls)} if _is_function(value) else encode(value)
+            wrapped_kwargs[key] = wrap(value)
+        self.index += 1
+        passed = None
+        try:
+            passed = score(target, wrapped_args, wrapped_kwargs)
+            return passed
+        finally:
+            record["passed"] = passed
+            record["calls"] = [[self._finished(entry) for entry in slot] for slot in calls]
+            self._write(record)
+
+    @staticmethod
+    def _recording(function, log: list):
+        import torch
+
+        def recorded(*args, **kwargs):
+            entry = {"args": encode(args), "kwargs": encode(kwargs)}
+            log.append(entry)
+            try:
+                out = function(*args, **kwargs)
+            except BaseException as error:
+                entry["raised"], entry["message"] = type(error).__name__, str(error)[:500]
+                raise
+            entry["out"], entry["rng"] = encode(out), torch.get_rng_state()
+            inputs, outputs = [], []
+            _tensors((args, kwargs), inputs)
+            _tensors(out, outputs)
+            inputs = [x for x in inputs if x.requires_grad]
+            outputs = [x for x in outputs if x.requires_grad]
+            if inputs and outputs:
+                entry["grad_out"], entry["grad_in"] = [None] * len(outputs), [None] * len(inputs)
+
+                def keep(where, i, grad):
+                    where[i] = grad.detach().clone()
+
+                for i, x in enumerate(outputs):
+                    x.register_hook(functools.partial(keep, entry["grad_out"], i))
+                for i, x in enumerate(inputs):
+                    x.register_hook(functools.partial(keep, entry["grad_in"], i))
+            return out
+
+        return recorded
+
+    @staticmethod
+    def _finished(entry: dict) -> dict:
+        done = dict(entry)
+        for key in ("grad_out", "grad_in"):
+            if key in done:
+                done[key] = [None if g is None else encode(g) for g in done[key]]
+        return done
+
+    def _write(self, record: dict) -> None:
+        import torch
+
+        os.makedirs(self.folder, exist_ok=True)
+        path = os.path.join(self.folder, f"{self.key}-{record['index']:03d}-{time.time_ns()}.pt")
+        try:
+            torch.save(record, path + ".part")
+            os.replace(path + ".part", path)
+        except Exception as error:  # an answer that is not plain data: record that much
+            record = {k: record[k] for k in ("cell", "index", "checker", "language", "passed")}
+            record["args"], record["kwargs"], record["calls"] = [], {}, []
+            record["unrecorded"] = str(error)[:200]
+            torch.save(record, path + ".part")
+            os.replace(path + ".part", path)
+
+
+# ---- the grader: replay -----------------------------------------------------------------------------------------
+
+
+class Mismatch(Exception):
+    """The replayed checker asked something the record does not hold (other inputs, more calls)."""
+
+
+def _rng(value):
+    import torch
+
+    if type(value) is torch.Tensor and value.dtype == torch.uint8 and value.shape == torch.get_rng_state().shape:
+        torch.set_rng_state(value)
+
+
+def _raised(entry: dict) -> BaseException:
+    kind = getattr(builtins, str(entry.get("raised", "")), None)
+    message = str(entry.get("message", ""))
+    if isinstance(kind, type) and issubclass(kind, Exception) and kind.__module__ == "builtins":
+        try:
+            return kind(message)
+        except Exception:
+            pass
+    return RuntimeError(f"{entry.get('raised', 'an error')}: {message}")
+
+
+def _stand_in(log: list, problems: list):
+    """A function that answers the checker's calls from ``log`` (the recorded calls, in order)."""
+    import torch
+
+    queue = list(log) if type(log) is list else []
+
+    class Replay(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, box, *inputs):
+            ctx.box = box
+            return tuple(t.clone() for t in box["outputs"])
+
+        @staticmethod
+        def backward(ctx, *grads):
+            box = ctx.box
+            recorded = [decode(g) if g is not None else None for g in box["grad_out"]]
+            for got, want in zip(grads, recorded):
+                if want is None:
+                    if got is not None and bool(got.abs().sum() != 0):
+                        problems.append("a gradient the recorded run did not take")
+                elif got is None or got.shape != want.shape or not torch.allclose(got, want.to(got.dtype), atol=1e-6):
+                    problems.append("gradients other than the recorded run's")
+            out = []
+            for x, g in zip(box["inputs"], box["grad_in"]):
+                g = decode(g) if g is not None else None
+                out.append(g.to(x.dtype) if isinstance(g, torch.Tensor) and g.shape == x.shape else None)
+            return (None, *out)
+
+    def replayed(*args, **kwargs):
+        if not queue:
+            problems.append("called more often than in the graded run")
+            raise Mismatch("the function was called more often than in the graded run")
+        entry = queue.pop(0)
+        if (
+            type(entry) is not dict
+            or not same(encode(args), entry.get("args"))
+            or not same(encode(kwargs), entry.get("kwargs"))
+        ):
+            problems.append("inputs other than the graded run's")
+            raise Mismatch("the checker's inputs differ from those of the graded run")
+        if "raised" in entry:
+            raise _raised(entry)
+        out = decode(entry.get("out"))
+        _rng(entry.get("rng"))
+        inputs = []
+        _tensors((args, kwargs), inputs)
+        inputs = [x for x in inputs if x.requires_grad]
+        if inputs and type(entry.get("grad_out")) is list and type(entry.get("grad_in")) is list:
+            outputs = []
+            _tensors(out, outputs)
+            marked = _marked(entry.get("out"))
+            outputs = [t for t, grad in zip(outputs, marked) if grad]
+            if len(entry["grad_out"]) == len(outputs) and len(entry["grad_in"]) == len(inputs):
+                box = {"outputs": outputs, "inputs": inputs, "grad_out": entry["grad_out"], "grad_in": entry["grad_in"]}
+                made = Replay.apply(box, *inputs)
+                made = list(made) if isinstance(made, tuple) else [made]
+                swapped = [made.pop(0) if grad else t for t, grad in zip(_all_tensors(out), marked)]
+                out = _replace_tensors(out, swapped)
+        return out
+
+    return replayed
+
+
+def _all_tensors(x) -> list:
+    found: list = []
+    _tensors(x, found)
+    return found
+
+
+def _marked(encoded) -> list[bool]:
+    """The gradient flags of an encoded value's tensors, in the order :func:`_tensors` walks its decoded form."""
+    found: list[bool] = []
+
+    def walk(x):
+        if type(x) is list:
+            for v in x:
+                walk(v)
+        elif type(x) is dict and x.get(KIND) == "tensor":
+            found.append(bool(x.get("grad")))
+        elif type(x) is dict and x.get(KIND) in ("tuple",):
+            for v in x.get("items", []):
+                walk(v)
+        elif type(x) is dict and x.get(KIND) == "dict":
+            for _, v in x.get("items", []):
+                walk(v)
+
+    walk(encoded)
+    return found
+
+
+def read_records(folder: Path) -> dict[str, list[dict]]:
+    """The records in ``folder``, by cell key (files too large or not plain data are left out)."""
+    import torch
+
+    found: dict[str, list[dict]] = {}
+    if not folder.is_dir() or folder.is_symlink():
+        return found
+    for path in sorted(folder.glob("*.pt")):
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_RECORD_BYTES:
+            continue
+        try:
+            record = torch.load(path, weights_only=True, map_location="cpu")
+        except Exception:
+            continue
+        if type(record) is dict and type(record.get("cell")) is str and type(record.get("index")) is int:
+            found.setdefault(record["cell"], []).append(record)
+    return found
+
+
+def hidden_cell(source: str) -> dict | None:
+    """The cell dict of a graded cell's hidden test (``_tc_score = _tc_grade({...})``), read from the grader's copy."""
+    match = re.search(r"^_tc_score = _tc_grade\(\n(.*?)\n\)\n### END HIDDEN TESTS", source, re.M | re.S)
+    if match is None:
+        return None
+    try:
+        cell = ast.literal_eval(match.group(1).strip())
+    except (ValueError, SyntaxError):
+        return None
+    return cell if isinstance(cell, dict) and "calls" in cell and "aliases" in cell else None
+
+
+@contextlib.contextmanager
+def _captured():
+    import sys
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        saved = sys.displayhook
+        sys.displayhook = lambda value: None
+        try:
+            yield buffer
+        finally:
+            sys.displayhook = saved
+
+
+def _checkers(modules) -> dict:
+    import importlib
+
+    return {m: importlib.import_module(f"transformer_course.exercises.{m}") for m in modules}
+
+
+def _replay_one(module, record: dict, quiz: bool) -> tuple[float, int | None, list[str]]:
+    """Replay one record with the grader's checker; (points fraction or count, None, problems)."""
+    import torch
+
+    problems: list[str] = []
+    checker = getattr(module, str(record.get("checker")), None)
+    if not callable(checker) or not str(record.get("checker")).startswith("check_"):
+        return 0, None, ["no such checker"]
+    slots = record.get("calls") if type(record.get("calls")) is list else []
+
+    def value(encoded):
+        if type(encoded) is dict and encoded.get(KIND) == "function":
+            slot = encoded.get("slot")
+            log = slots[slot] if type(slot) is int and 0 <= slot < len(slots) else []
+            return _stand_in(log, problems)
+        return decode(encoded)
+
+    args = [value(a) for a in record.get("args", [])] if type(record.get("args")) is list else []
+    kwargs = record.get("kwargs") if type(record.get("kwargs")) is dict else {}
+    kwargs = {k: value(v) for k, v in kwargs.items() if type(k) is str and NAME.match(k)}
+    with torch.random.fork_rng(devices=[]):
+        _rng(record.get("rng_start"))
+        if quiz and kwargs and not args:
+            passed = 0
+            for key, answer in kwargs.items():
+                passed += bool(checker(**{key: answer}))
+            return passed, None, problems
+        result = checker(*args, **kwargs)
+    return (1 if bool(result) and not problems else 0), None, problems
+
+
+def grade_cell(cell: dict, records: list[dict]) -> tuple[float, int, str]:
+    """The score of one graded cell from its records, replayed with the grader's checkers: (score, points, text),
+    the text being what the checkers printed, a line for each check that could not be replayed, and the points."""
+    from transformer_course import i18n
+    from transformer_course.exercises import unsealed
+
+    from .zh_verdict import ZH
+
+    i18n.register("zh", ZH)
+
+    total = sum(points for _, points in cell["calls"])
+    replay = cell.get("replay") or [True] * len(cell["calls"])
+    by_index: dict[int, list[dict]] = {}
+    for record in records:
+        by_index.setdefault(record["index"], []).append(record)
+    language = next((r.get("language") for r in records if r.get("language") in ("en", "zh")), "en")
+    lines, score = [], 0.0
+    pending = list(enumerate(cell["calls"]))
+    with _captured() as output:
+        previous = i18n.get_language()
+        i18n.set_language(language)
+        try:
+            modules = _checkers(set(cell["aliases"].values()))
+            for index in sorted(by_index):
+                found = by_index[index]
+                name = found[0].get("checker")
+                slot = next((i for i, (_, (checker, _)) in enumerate(pending) if checker == name), None)
+                if slot is None:
+                    continue
+                plan_index, (checker, points) = pending.pop(slot)
+                quiz = checker == "check_quiz" and points > 0
+                if len(found) > 1:
+                    lines.append(f"{checker}: recorded {len(found)} times in one run; it scores 0")
+                    continue
+                record = found[0]
+                if not replay[plan_index]:
+                    passed = record.get("passed")
+                    got = passed if type(passed) in (int, float) and not isinstance(passed, bool) else bool(passed)
+                    score += min(got, points) if quiz else points * bool(got)
+                    lines.append(f"{checker}: checked in the sandbox")
+                    continue
+                module = next((m for m in modules.values() if hasattr(m, checker)), None)
+                try:
+                    with unsealed():
+                        got, _, problems = _replay_one(module, record, quiz)
+                except Exception as error:  # a record the checker could not replay: the check scores 0
+                    got, problems = 0, [f"{type(error).__name__}: {str(error)[:200]}"]
+                if problems:
+                    lines.append(f"{checker}: the recorded run does not replay ({problems[0]}); it scores 0")
+                    got = 0
+                score += min(got, points) if quiz else points * got
+            score = min(score, total)
+            shown = int(score) if float(score).is_integer() else round(score, 6)
+            lines.append(i18n.t("graded: {score} of {points} points", score=shown, points=total))
+        finally:
+            i18n.set_language(previous)
+    text = "\n".join(line for line in [output.getvalue().rstrip(), *lines] if line)
+    return score, total, text
+
+
+def config_lines() -> list[str]:
+    """The lines of ``nbgrader_config.py`` that put the sandboxed step in nbgrader's place."""
+    return [
+        "# Each submission runs in a sandbox (course_tools/classroom/sandbox.py: its own mount, pid and network",
+        "# namespaces, this folder hidden); the points come from this process, which replays each check from what",
+        "# the sandbox recorded (course_tools/classroom/judge.py). nbgrader's other steps are its own.",
+        "from nbgrader.preprocessors import (  # noqa: E402",
+        "    AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput, SaveAutoGrades,",
+        ")",
+        "from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402",
+        "from course_tools.classroom.autograde import SandboxedExecute  # noqa: E402",
+        "c.Autograde.autograde_preprocessors = [",
+        "    SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,",
+        "    AssignLatePenalties, CheckCellMetadata,",
+        "]",
+    ]
