@@ -145,12 +145,32 @@ def test_a_timeouts_interrupt_that_comes_while_the_guard_cleans_up_does_not_stop
     assert t(FREED, names="blocks") in capfd.readouterr().out
 
 
+INTERRUPTED = "import os, signal, time\nxs = [1]\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)"  # the grader's
+
+
 def test_an_interrupted_cell_gets_the_timeout_line_in_the_notebooks_language(shell, capfd):
     shell.run_cell("from transformer_course.i18n import set_language\nset_language('zh')")
-    result = shell.run_cell("xs = [1]\nraise KeyboardInterrupt")
+    result = shell.run_cell(INTERRUPTED)
     assert isinstance(result.error_in_exec, KeyboardInterrupt) and "xs" in shell.user_ns  # only memory is freed
     printed = capfd.readouterr().out
     assert "此单元格运行超过 7 秒" in printed and printed.index("此单元格") < printed.index("KeyboardInterrupt")
+
+
+def test_a_keyboard_interrupt_the_cell_raises_itself_is_its_error_not_a_timeout(shell, capfd):
+    result = shell.run_cell("raise KeyboardInterrupt")
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    printed = capfd.readouterr().out
+    assert "KeyboardInterrupt" in printed and t(TIMEOUT, seconds=7) not in printed
+    shell.run_cell(INTERRUPTED)  # the grader's interrupt, in the next cell, is one again
+    assert t(TIMEOUT, seconds=7) in capfd.readouterr().out
+
+
+def test_a_cell_that_is_not_graded_is_not_told_it_scores_zero():
+    from course_tools.classroom.kernel_guard import TIMEOUT_UNGRADED, ungraded_timeout
+
+    outputs = [{"output_type": "stream", "name": "stdout", "text": t(TIMEOUT, seconds=7) + "\n"}]
+    ungraded_timeout(outputs, 7)
+    assert outputs[0]["text"] == t(TIMEOUT_UNGRADED, seconds=7) + "\n" and "scores 0" not in outputs[0]["text"]
 
 
 def test_other_errors_show_their_traceback_as_they_would_without_the_guard(shell, capfd):

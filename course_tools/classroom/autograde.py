@@ -30,6 +30,7 @@ from pathlib import Path
 from nbgrader.preprocessors import Execute
 
 from . import judge, sandbox
+from .kernel_guard import ungraded_timeout
 
 __all__ = ["SandboxedExecute", "without_digests"]
 
@@ -109,6 +110,8 @@ class SandboxedExecute(Execute):
                 if executed is not None:
                     cell.outputs = executed.cells[index].get("outputs", [])
                     cell.execution_count = executed.cells[index].get("execution_count")
+                    if not meta.get("grade"):  # a solution cell that timed out: its exercise is graded elsewhere
+                        ungraded_timeout(cell.outputs, timeout)
                 continue
             score, _, text = judge.grade_cell(hidden, records.get(judge.cell_key(hidden), []))
             cell.outputs = [

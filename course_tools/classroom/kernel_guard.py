@@ -13,10 +13,13 @@ nbgrader runs each submission in a fresh IPython kernel; ``nbgrader_config.py`` 
   traceback's frames, so the next cells have their memory back;
 - **caps each cell's printed text** at ``output_mb`` MB (stdout and stderr together); beyond it the text is
   dropped and one line says so, so a print loop cannot flood the grader;
-- **says why a runaway scores zero**: before the traceback of a timeout (nbgrader interrupts the cell, which the
-  kernel sees as ``KeyboardInterrupt``) or of an out-of-memory error it prints one line, in the notebook's
-  language (:mod:`transformer_course.i18n`), e.g. "this cell ran longer than 120 s and was stopped: it scores 0;
-  the other cells were graded". The error output stays, so nbgrader scores the cell zero.
+- **says why a runaway scores zero**: before the traceback of a timeout (nbgrader interrupts the cell with
+  SIGINT, which the guard's handler turns into ``KeyboardInterrupt``; a ``KeyboardInterrupt`` the cell raises
+  itself is shown as its error, with no such line) or of an out-of-memory error it prints one line, in the
+  notebook's language (:mod:`transformer_course.i18n`), e.g. "this cell ran longer than 120 s and was stopped: it
+  scores 0; the other cells were graded". In a cell that is not graded itself (a solution cell: its exercise is
+  graded by the checker cells after it) the grader (:mod:`.autograde`, which knows the cells' metadata) puts
+  :data:`TIMEOUT_UNGRADED` in that line's place. The error output stays, so nbgrader scores a graded cell zero.
 
 The guard itself writes only to stdout: any stderr output would zero a graded cell. The memory limit needs Linux
 (``/proc/self/status``); elsewhere only the output cap and the lines are installed.
@@ -38,6 +41,9 @@ from transformer_course.i18n import register, t
 
 __all__ = [
     "DEFAULT_MEMORY_GIB",
+    "TIMEOUT",
+    "TIMEOUT_UNGRADED",
+    "ungraded_timeout",
     "DEFAULT_OUTPUT_MB",
     "OutputCap",
     "bound_names",
@@ -54,6 +60,10 @@ OUTPUT_LINES = 900  # and lines per cell: nbgrader keeps 1000 (LimitOutput), so 
 IOPUB_TIMEOUT_S = 60  # after a reply, for its last outputs (the guard's clean-up of a big list); nbclient's is 4
 
 TIMEOUT = "this cell ran longer than {seconds} s and was stopped: it scores 0; the other cells were graded"
+TIMEOUT_UNGRADED = (
+    "this cell ran longer than {seconds} s and was stopped; it is not graded itself: the graded cells after it check "
+    "what it defined"
+)
 MEMORY = "this cell used more than {gib} GiB of memory and was stopped: it scores 0; the other cells were graded"
 FREED = "to give the memory back, the names this cell bound were removed: {names}"
 DROPPED = "… the rest of this cell's output (over {mb} MB or {lines} lines) was dropped"
@@ -61,6 +71,7 @@ register(
     "zh",
     {
         TIMEOUT: "此单元格运行超过 {seconds} 秒，已被停止：得 0 分；其他单元格照常评分",
+        TIMEOUT_UNGRADED: "此单元格运行超过 {seconds} 秒，已被停止；它本身不计分：后面的评分单元格核对它定义的内容",
         MEMORY: "此单元格使用的内存超过 {gib} GiB，已被停止：得 0 分；其他单元格照常评分",
         FREED: "为归还内存，已删除此单元格绑定的名称：{names}",
         DROPPED: "…… 此单元格其余的输出（超过 {mb} MB 或 {lines} 行）已丢弃",
@@ -207,10 +218,19 @@ def install(
     output = OutputCap(int(output_mb * 1e6), OUTPUT_LINES, lambda: t(DROPPED, mb=f"{output_mb:g}", lines=OUTPUT_LINES))
     output.install(shell)
 
+    cell = {"interrupted": False}
+
+    def on_sigint(signum, frame):  # the grader's interrupt (a timeout), told apart from a cell's own raise
+        cell["interrupted"] = True
+        raise KeyboardInterrupt
+
     def pre_run_cell(info=None) -> None:
         output.reset()
         before.clear()
         before.update({name: id(value) for name, value in shell.user_ns.items()})
+        cell["interrupted"] = False
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, on_sigint)
 
     def report(self, etype, value, tb, tb_offset) -> None:
         if is_out_of_memory(value):
@@ -229,7 +249,8 @@ def install(
         gc.collect()
 
     def on_runaway(self, etype, value, tb, tb_offset=None):
-        if not (is_out_of_memory(value) or issubclass(etype, KeyboardInterrupt)):
+        timed_out = issubclass(etype, KeyboardInterrupt) and cell["interrupted"]
+        if not (is_out_of_memory(value) or timed_out):  # a KeyboardInterrupt the cell raised itself: its error
             self.showtraceback((etype, value, tb), tb_offset=tb_offset, running_compiled_code=True)
             return None
         main = threading.current_thread() is threading.main_thread()
@@ -257,3 +278,21 @@ def get_ipython_shell():
     if shell is None:
         raise RuntimeError("the grading guard runs inside an IPython kernel; none is running here")
     return shell
+
+
+def ungraded_timeout(outputs: list, timeout_s: int) -> None:
+    """In the outputs of a cell that is not graded, the timeout's line (en or zh) says so instead of "it scores 0"."""
+    from transformer_course.i18n import get_language, set_language
+
+    language = get_language()
+    try:
+        pairs = []
+        for lang in ("en", "zh"):
+            set_language(lang)
+            pairs.append((t(TIMEOUT, seconds=timeout_s), t(TIMEOUT_UNGRADED, seconds=timeout_s)))
+    finally:
+        set_language(language)
+    for output in outputs:
+        if output.get("output_type") == "stream" and isinstance(output.get("text"), str):
+            for said, meant in pairs:
+                output["text"] = output["text"].replace(said, meant)
