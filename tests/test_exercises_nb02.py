@@ -364,27 +364,40 @@ def test_exposing_inputs_checker_names_each_mistake(cases, words):
     assert failed_with(ex.check_exposing_inputs(cases), *words)
 
 
-# ---- exercise 3: memory of the weights -----------------------------------------------------------------
+# ---- exercise 3: how long a sentence fits ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("convert", [int, float, np.int64, torch.tensor], ids=["int", "float", "numpy", "tensor"])
-def test_weights_bytes_checker_accepts_every_number_type(convert):
-    assert ex.check_weights_bytes(lambda *args, **kw: convert(sol.weights_bytes(*args, **kw))).passed
+def test_longest_sentence_checker_accepts_every_number_type(convert):
+    assert ex.check_longest_sentence(lambda *args, **kw: convert(sol.longest_sentence(*args, **kw))).passed
+
+
+def test_the_reference_is_the_longest_length_that_fits_by_brute_force():
+    """Independent of the formula: count n up until the (batch, heads, n, n) weights no longer fit."""
+    for memory, batch, heads, size in [(640_000, 2, 8, 4), (639_999, 2, 8, 4), (10**6, 3, 1, 2), (12_345, 1, 2, 4)]:
+        n = 0
+        while batch * heads * (n + 1) * (n + 1) * size <= memory:
+            n += 1
+        assert sol.longest_sentence(memory, batch, heads, bytes_per_number=size) == n
 
 
 @pytest.mark.parametrize(
     ("wrong", "words"),
     [
-        (lambda b, h, q, k, bytes_per_number=4: b * h * q * k, ["counts numbers"]),
-        (lambda b, h, q, k, bytes_per_number=4: b * h * q * k * bytes_per_number * 8, ["bits"]),
-        (lambda b, h, q, k, bytes_per_number=4: b * q * k * bytes_per_number, ["forgets the heads"]),
-        (lambda b, h, q, k, bytes_per_number=4: h * q * k * bytes_per_number, ["forgets the batch"]),
-        (lambda b, h, q, k, bytes_per_number=4: b * h * (q + k) * bytes_per_number, ["q_len × k_len"]),
-        (lambda b, h, q, k, bytes_per_number=4: b * h * q * q * bytes_per_number, ["is not"]),
+        (lambda m, b, h, bytes_per_number=4: m // (b * h * bytes_per_number), ["grow with n²"]),
+        (lambda m, b, h, bytes_per_number=4: math.isqrt(m // (b * bytes_per_number)), ["forgets the heads"]),
+        (lambda m, b, h, bytes_per_number=4: math.isqrt(m // (h * bytes_per_number)), ["forgets the batch"]),
+        (lambda m, b, h, bytes_per_number=4: math.isqrt(m * 8 // (b * h * bytes_per_number)), ["bits and bytes"]),
+        (lambda m, b, h, bytes_per_number=4: math.isqrt(m // (b * h)), ["not bytes"]),
+        (lambda m, b, h, bytes_per_number=4: math.ceil(math.sqrt(m / (b * h * bytes_per_number))), ["does not fit"]),
+        (lambda m, b, h, bytes_per_number=4: math.ceil(math.sqrt(m / (b * h * bytes_per_number))) - 1, ["exactly"]),
+        (lambda m, b, h, bytes_per_number=4: math.sqrt(m / (b * h * bytes_per_number)), ["whole number"]),
+        (lambda m, b, h, bytes_per_number=4: 7, ["not the longest"]),
     ],
+    ids=["linear", "heads", "batch", "bits", "numbers", "rounds-up", "exclusive", "not-whole", "other"],
 )
-def test_weights_bytes_checker_names_each_mistake(wrong, words):
-    assert failed_with(ex.check_weights_bytes(wrong), *words)
+def test_longest_sentence_checker_names_each_mistake(wrong, words):
+    assert failed_with(ex.check_longest_sentence(wrong), *words)
 
 
 # ---- questions: numbers to work out -------------------------------------------------------------------------
@@ -416,7 +429,7 @@ CHECKERS = [
     ex.check_additive_attention,
     ex.check_bug_lines,
     ex.check_exposing_inputs,
-    ex.check_weights_bytes,
+    ex.check_longest_sentence,
     ex.check_question_scaling,
     ex.check_question_mask_sum,
     ex.check_question_saturation,

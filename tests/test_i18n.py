@@ -381,8 +381,9 @@ LINES = [
     ),
     (
         "nb02 passes",
-        lambda: nb02_attention.check_weights_bytes(solutions("nb02_attention").weights_bytes),
-        "✅ memory of the weights: passed: batch · heads · q_len · k_len · bytes_per_number",
+        lambda: nb02_attention.check_longest_sentence(solutions("nb02_attention").longest_sentence),
+        "✅ how long a sentence fits: passed: the weights grow with n², so n = ⌊√(memory / (batch · heads · "
+        "bytes_per_number))⌋: 4 times the memory gives sentences twice as long",
     ),
     (
         "nb03 fails",

@@ -37,9 +37,10 @@ cases = [
 ]
 
 
-def weights_bytes(batch, heads, q_len, k_len, bytes_per_number=4):
-    """Exercise 3: one weight per (query, key) pair, per head, per sentence."""
-    return batch * heads * q_len * k_len * bytes_per_number
+def longest_sentence(memory_bytes, batch, heads, bytes_per_number=4):
+    """Exercise 3: self-attention's weights are batch · heads · n · n numbers (q_len = k_len = n): the largest whole
+    n with batch · heads · n² · bytes_per_number ≤ memory_bytes."""
+    return math.isqrt(memory_bytes // (batch * heads * bytes_per_number))
 
 
 question_scaling = 2 * 2 * 256**0.5 / 256**0.5  # std of q_i k_i is 2 · 2; of the sum √256 times that; scaled: 4

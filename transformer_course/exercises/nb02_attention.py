@@ -5,7 +5,7 @@
     ex.check_additive_attention(additive_attention)    # exercise 1: a variant (Bahdanau's additive attention)
     ex.check_bug_lines(bug_lines)                      # exercise 2: which lines of ex.buggy_attention are wrong
     ex.check_exposing_inputs(cases)                    # exercise 2: inputs of your own on which each bug shows
-    ex.check_weights_bytes(weights_bytes)              # exercise 3: estimate the memory of the weights
+    ex.check_longest_sentence(longest_sentence)        # exercise 3: how long a sentence the weights' memory allows
     ex.check_question_scaling(…), ex.check_question_mask_sum(…), ex.check_question_saturation(…)
 
 Each call of the learner's code gets copies of its inputs (an input changed in place is named) and has its dropout
@@ -26,7 +26,6 @@ from . import (
     Result,
     answer_check,
     as_int,
-    as_number,
     as_sequence,
     check_question,
     checker,
@@ -46,7 +45,7 @@ __all__ = [
     "buggy_attention",
     "check_bug_lines",
     "check_exposing_inputs",
-    "check_weights_bytes",
+    "check_longest_sentence",
     "SCALING",
     "MASK_SUM",
     "SATURATION",
@@ -387,26 +386,39 @@ def check_exposing_inputs(cases):
         raise Hint(t("cases_show_some_bugs", count=len(exposed)))
 
 
-# ---- exercise 3: the memory of the weights -----------------------------------------------------------
+# ---- exercise 3: how long may a sentence be? ------------------------------------------------------------
+
+# (memory_bytes, batch, heads, bytes_per_number): the first tells every mistake below apart; a weights tensor of
+# exactly 2 · 8 · 100 · 100 · 4 bytes fits, one byte less does not; the last two are a GPU's sizes
+_MEMORY_CASES = ((10**6, 3, 5, 2), (640_000, 2, 8, 4), (639_999, 2, 8, 4), (2**30, 64, 8, 4), (8 * 2**30, 32, 16, 2))
 
 
-@checker(lazy_t("memory_weights"), lazy_t("passed_batch_heads"))
-def check_weights_bytes(weights_bytes):
-    """``weights_bytes(batch, heads, q_len, k_len, bytes_per_number=4)``: bytes of the weights tensor."""
-    for batch, heads, q_len, k_len, size in ((2, 8, 10, 12, 4), (32, 8, 100, 100, 4), (3, 1, 7, 5, 2)):
-        what = f"weights_bytes({batch}, {heads}, {q_len}, {k_len}, bytes_per_number={size})"
-        got = as_number(weights_bytes(batch, heads, q_len, k_len, bytes_per_number=size), what)
-        numbers = batch * heads * q_len * k_len
+@checker(lazy_t("longest_sentence"), lazy_t("passed_longest_sentence"))
+def check_longest_sentence(longest_sentence):
+    """``longest_sentence(memory_bytes, batch, heads, bytes_per_number=4)``: the longest sentence length n (whole
+    tokens) whose self-attention weights, a (batch, heads, n, n) tensor, fit in ``memory_bytes``."""
+    for memory, batch, heads, size in _MEMORY_CASES:
+        what = f"longest_sentence({memory}, {batch}, {heads}, bytes_per_number={size})"
+        got = as_int(longest_sentence(memory, batch, heads, bytes_per_number=size), what)
+        pair = batch * heads * size  # bytes per (query, key) pair of positions, over the batch and the heads
+        right = math.isqrt(memory // pair)
+        if got == right:
+            continue
         wrong = {
-            numbers: t("counts_numbers_multiply"),
-            numbers * size * 8: t("counts_bits_byte"),
-            batch * q_len * k_len * size: t("forgets_heads_each"),
-            heads * q_len * k_len * size: t("forgets_batch_each"),
-            batch * heads * (q_len + k_len) * size: t("adds_q_len"),
+            memory // pair: t("grows_linearly"),
+            math.isqrt(memory // (batch * size)): t("forgets_heads_each"),
+            math.isqrt(memory // (heads * size)): t("forgets_batch_each"),
+            math.isqrt(memory * 8 // pair): t("counts_bits_byte"),
+            math.isqrt(memory // (batch * heads)): t("forgets_bytes_per_number"),
         }
-        if got != numbers * size:
-            hint = wrong.get(got) or t("not_batch_heads")
-            raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
+        wrong.pop(right, None)
+        if got in wrong:
+            raise Hint(t("what_got_hint", what=what, got=got, hint=wrong[got]))
+        if got > right:
+            raise Hint(t("does_not_fit", what=what, got=got, need=got * got * pair, memory=memory))
+        if got == right - 1 and right * right * pair == memory:
+            raise Hint(t("exactly_fits", what=what, got=got, fits=right))
+        raise Hint(t("what_got_hint", what=what, got=got, hint=t("not_longest")))
 
 
 # ---- questions: a number to work out, each ------------------------------------------------------------
