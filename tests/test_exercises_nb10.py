@@ -63,53 +63,87 @@ def test_shapes_checker_blank_is_not_done_yet():
     assert failed_with(ex.check_capture_shapes(..., ..., ...), "not done yet")
 
 
-# ---- exercise 2: head entropy -----------------------------------------------------------------------
+# ---- exercise 2: head focus under a mask --------------------------------------------------------------
 
 
-def test_head_entropy_checker_passes_the_solution_and_float64():
-    assert ex.check_head_entropy(sol.head_entropy).passed
-    assert ex.check_head_entropy(lambda w: sol.head_entropy(w.double())).passed
+def entropy_rows(w):
+    return -torch.where(w > 0, w * w.clamp_min(1e-30).log(), 0.0).sum(-1)  # (h, q)
 
 
-def test_head_entropy_checker_names_the_package_function_as_not_yours():
-    """viz.stats.attention_entropy computes the right numbers, but it is the package's, not the learner's."""
-    assert failed_with(ex.check_head_entropy(attention_entropy), "attention_entropy", "not counted as yours")
-    assert failed_with(ex.check_head_entropy(lambda w: attention_entropy(w)), "not counted as yours")
+def test_head_focus_checker_passes_the_solution_float64_and_another_base():
+    assert ex.check_head_focus(sol.head_focus).passed
+    assert ex.check_head_focus(lambda w, m: sol.head_focus(w.double(), m)).passed
+
+    def bits(w, m):  # H and n in one base: the same ratio
+        h = -torch.where(w > 0, w * w.clamp_min(1e-30).log2(), 0.0).sum(-1)
+        n = m.sum(-1)
+        return (1 - h[:, n > 1] / n[n > 1].float().log2()).mean(-1)
+
+    assert ex.check_head_focus(bits).passed
 
 
-def test_head_entropy_checker_catches_nan_from_zero_weights():
-    def naive(w):
-        return -(w * w.log()).sum(-1).mean(-1)  # 0 · log 0 = NaN
-
-    assert failed_with(ex.check_head_entropy(naive), "NaN", "0 · log 0")
-
-
-def test_head_entropy_checker_catches_bits_instead_of_nats():
-    def bits(w):
-        return -(w * w.clamp_min(1e-30).log2()).sum(-1).mean(-1)
-
-    assert failed_with(ex.check_head_entropy(bits), "bits")
+def test_a_uniform_causal_head_has_focus_zero_though_its_entropy_is_small():
+    """What the exercise is about, by brute force: rows uniform over 1 … 5 keys have entropy ln 1 … ln 5."""
+    mask = torch.ones(5, 5, dtype=torch.bool).tril()
+    uniform = (mask / mask.sum(-1, keepdim=True))[None]  # (1, 5, 5)
+    entropy = sum(math.log(n) for n in range(1, 6)) / 5
+    assert math.isclose(float(entropy_rows(uniform).mean()), entropy, rel_tol=1e-6)
+    assert abs(float(sol.head_focus(uniform, mask)[0])) < 1e-6
 
 
-def test_head_entropy_checker_catches_a_sum_over_queries():
-    def summed(w):
-        return -(w * w.clamp_min(1e-30).log()).sum(-1).sum(-1)
-
-    assert failed_with(ex.check_head_entropy(summed), "mean over the queries")
-
-
-def test_head_entropy_checker_catches_the_wrong_axis():
-    def columns(w):
-        return -(w * w.clamp_min(1e-30).log()).sum(-2).mean(-1)
-
-    assert failed_with(ex.check_head_entropy(columns), "dim -1")
+def test_head_focus_checker_names_the_package_function_as_not_yours():
+    """viz.stats.attention_entropy is the package's: a focus built on it is not the learner's."""
+    assert failed_with(
+        ex.check_head_focus(lambda w, m: 1 - attention_entropy(w)), "attention_entropy", "not counted as yours"
+    )
 
 
-def test_head_entropy_checker_reports_a_stub_as_not_done():
-    def stub(w):
+def with_one_key(value):
+    def focus(w, m):
+        n = m.sum(-1)
+        rows = torch.where(n > 1, 1 - entropy_rows(w) / n.clamp_min(2).log(), torch.tensor(value))
+        return rows.mean(-1)
+
+    return focus
+
+
+@pytest.mark.parametrize(
+    ("wrong", "words"),
+    [
+        (lambda w, m: entropy_rows(w).mean(-1), ["entropy itself"]),
+        (lambda w, m: (entropy_rows(w)[:, m.sum(-1) > 1] / m.sum(-1)[m.sum(-1) > 1].log()).mean(-1), ["1 minus"]),
+        (lambda w, m: (1 - entropy_rows(w)[:, m.sum(-1) > 1] / math.log(m.size(-1))).mean(-1), ["ln k_len"]),
+        (with_one_key(1.0), ["one key", "as 1"]),
+        (with_one_key(0.0), ["one key", "as 0"]),
+        (lambda w, m: (1 - entropy_rows(w) / m.sum(-1).log()).mean(-1), ["NaN", "0 / ln 1"]),
+        (lambda w, m: (1 + (w * w.log()).sum(-1) / m.sum(-1).log()).nanmean(-1), ["NaN", "0 · ln 0"]),
+        (
+            lambda w, m: (1 - entropy_rows(w)[:, m.sum(-1) > 1] / m.sum(-1)[m.sum(-1) > 1].log2()).mean(-1),
+            ["bases"],
+        ),
+        (lambda w, m: (1 - entropy_rows(w)[:, m.sum(-1) > 1] / m.sum(-1)[m.sum(-1) > 1].log()).sum(-1), ["summed"]),
+    ],
+    ids=[
+        "entropy",
+        "no-one-minus",
+        "ln-k-len",
+        "one-key-as-1",
+        "one-key-as-0",
+        "nan-one-key",
+        "nan-zero",
+        "bases",
+        "sum",
+    ],
+)
+def test_head_focus_checker_names_each_mistake(wrong, words):
+    assert failed_with(ex.check_head_focus(wrong), *words)
+
+
+def test_head_focus_checker_reports_a_stub_as_not_done():
+    def stub(w, m):
         raise NotImplementedError
 
-    assert failed_with(ex.check_head_entropy(stub), "not done yet")
+    assert failed_with(ex.check_head_focus(stub), "not done yet")
 
 
 # ---- exercise 3: attention rollout ------------------------------------------------------------------
@@ -238,7 +272,7 @@ def test_quiz_names_each_mistake(answers, words, capsys):
 @pytest.mark.parametrize("name", sorted(vars(ex)))
 def test_no_attribute_of_the_module_passes_a_checker(name):
     value = getattr(ex, name)
-    assert not ex.check_head_entropy(value).passed, name
+    assert not ex.check_head_focus(value).passed, name
     assert not ex.check_rollout(value).passed, name
     assert not ex.check_capture_shapes(value, value, value).passed, name
     assert not ex.check_quiz(q1=value, q2=value, q3=value).passed, name

@@ -5,9 +5,13 @@ import math
 import torch
 
 
-def head_entropy(weights: torch.Tensor) -> torch.Tensor:
+def head_focus(weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     plogp = torch.where(weights > 0, weights * weights.clamp_min(1e-30).log(), torch.zeros_like(weights))  # (h, q, k)
-    return -plogp.sum(-1).mean(-1)  # sum over keys, mean over queries → (h,)
+    entropy = -plogp.sum(-1)  # (h, q): each row's entropy, in nats
+    allowed = mask.sum(-1)  # (q,): the keys each row may see; a row's entropy is at most ln of that
+    counted = allowed > 1  # (q,): a row that may see one key has no choice (0 / ln 1): left out
+    focus = 1 - entropy[:, counted] / allowed[counted].log()  # (h, rows counted)
+    return focus.mean(-1)  # (h,)
 
 
 def rollout(layers: list[torch.Tensor]) -> torch.Tensor:

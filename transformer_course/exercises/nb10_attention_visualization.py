@@ -2,7 +2,7 @@
 
 from transformer_course.exercises import nb10_attention_visualization as ex
 ex.check_capture_shapes(encoder_shape, decoder_shape, cross_shape)  # predict the captured shapes
-ex.check_head_entropy(head_entropy)
+ex.check_head_focus(head_focus)               # which heads focus, under a mask
 ex.check_rollout(rollout)                     # attention rollout through the encoder layers
 ex.check_quiz(q1=..., q2=..., q3=...)
 
@@ -24,72 +24,97 @@ from .seal import answer_check
 
 t, lazy_t = messages("nb10_attention_visualization")
 
-__all__ = ["check_head_entropy", "check_rollout", "check_capture_shapes", "QUESTIONS", "check_quiz"]
+__all__ = ["check_head_focus", "check_rollout", "check_capture_shapes", "QUESTIONS", "check_quiz"]
 
 
-def _weights(seed: int, heads: int, q_len: int, k_len: int, causal: bool = False) -> torch.Tensor:
-    """Random attention weights (heads, q_len, k_len); rows sum to 1; zeros above the diagonal if causal."""
+def _weights(seed: int, heads: int, mask: torch.Tensor) -> torch.Tensor:
+    """Random attention weights (heads, q_len, k_len) under ``mask`` (q_len, k_len), True = may attend: rows sum to 1,
+    masked keys get exactly 0."""
     g = torch.Generator().manual_seed(seed)
-    scores = 2.0 * torch.randn(heads, q_len, k_len, generator=g)  # (h, q, k)
-    if causal:
-        future = torch.ones(q_len, k_len, dtype=torch.bool).triu(1)  # (q, k): True = a future key
-        scores = scores.masked_fill(future, float("-inf"))
-    return scores.softmax(-1)  # (h, q, k)
+    scores = 2.0 * torch.randn(heads, *mask.shape, generator=g)  # (h, q, k)
+    return scores.masked_fill(~mask, float("-inf")).softmax(-1)  # (h, q, k)
 
 
-def _entropy_by_hand(weights: torch.Tensor) -> torch.Tensor:
-    """Mean over queries of −Σ_j w_ij ln w_ij, with 0 · ln 0 = 0, one plain loop per number: (heads,)."""
-    heads, q_len, k_len = weights.shape
+def _focus_by_hand(weights: torch.Tensor, mask: torch.Tensor, log=math.log, size_log=math.log, one_key=None,
+                   rows_mean: bool = True, one_minus: bool = True) -> torch.Tensor:  # fmt: skip
+    """Mean over the rows that may see at least two keys of 1 − H(row) / ln(keys the row may see), one plain loop per
+    number: (heads,). The keywords switch in a plausible mistake (the log of H or of n, rows with one key counted as
+    ``one_key``, a sum over the rows, no 1 −), for naming it."""
+    heads, q_len, _ = weights.shape
     out = torch.zeros(heads, dtype=torch.float64)
     for h in range(heads):
-        total = 0.0
+        values = []
         for i in range(q_len):
-            total -= sum(float(w) * math.log(float(w)) for w in weights[h, i] if w > 0)
-        out[h] = total / q_len
+            allowed = int(mask[i].sum())
+            if allowed < 2:
+                if one_key is not None:
+                    values.append(one_key)
+                continue
+            entropy = -sum(float(w) * log(float(w)) for w in weights[h, i] if w > 0)
+            share = entropy / size_log(allowed)
+            values.append(1 - share if one_minus else share)
+        out[h] = sum(values) / (len(values) if rows_mean else 1)
     return out
 
 
-@checker(lazy_t("head_entropy"), lazy_t("passed_head_entropy"))
-def check_head_entropy(head_entropy):
-    """``head_entropy(weights)``: weights (heads, q, k) → (heads,), the mean entropy of each head's rows in nats."""
-    # a one-hot head (entropy 0) and a uniform head (entropy ln k) first: the easiest numbers to reason about
+def _raw_entropy(weights: torch.Tensor) -> torch.Tensor:
+    """Mean over all rows of −Σ_j w_ij ln w_ij: (heads,) (the entropy, not the focus)."""
+    return -torch.where(weights > 0, weights * weights.clamp_min(1e-30).log(), 0.0).sum(-1).mean(-1).double()
+
+
+def _focus_mistakes(weights: torch.Tensor, mask: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
+    """Plausible wrong focuses on ``weights``, each with the hint that names it."""
+    k_len = mask.size(-1)
+    return [
+        (t("focus_is_entropy"), _raw_entropy(weights)),
+        (t("focus_one_minus"), _focus_by_hand(weights, mask, one_minus=False)),
+        (t("focus_ln_k_len"), _focus_by_hand(weights, mask, size_log=lambda n: math.log(k_len))),
+        (t("focus_one_key_rows"), _focus_by_hand(weights, mask, one_key=1.0)),
+        (t("focus_one_key_rows_zero"), _focus_by_hand(weights, mask, one_key=0.0)),
+        (t("focus_mixed_bases"), _focus_by_hand(weights, mask, log=math.log2)),
+        (t("focus_mixed_bases"), _focus_by_hand(weights, mask, size_log=math.log2)),
+        (t("focus_summed_rows"), _focus_by_hand(weights, mask, rows_mean=False)),
+    ]
+
+
+@checker(lazy_t("head_focus"), lazy_t("passed_head_focus"))
+def check_head_focus(head_focus):
+    """``head_focus(weights, mask)``: weights (heads, q_len, k_len), mask (q_len, k_len) with True where a query may
+    attend → (heads,): the mean over the rows that may see two keys or more of 1 − H(row) / ln(keys the row may see)."""
     k = 4
-    simple = torch.stack([torch.eye(k), torch.full((k, k), 1 / k)])  # (2, k, k)
-    with no_shortcuts(t("entropy")):
-        got = head_entropy(simple)
-    if isinstance(got, torch.Tensor) and got.shape == (2,) and torch.isnan(got).any():
-        raise Hint(t("entropy_nan_head"))
-    expected = torch.tensor([0.0, math.log(k)])
-    if (
-        isinstance(got, torch.Tensor)
-        and got.shape == (2,)
-        and torch.allclose(got.double(), expected.double() / math.log(2), atol=1e-4)
-    ):
-        raise Hint(t("values_bits_log2"))
-    if (
-        isinstance(got, torch.Tensor)
-        and got.shape == (2,)
-        and torch.allclose(got.double(), expected.double() * k, atol=1e-4)
-    ):
-        raise Hint(t("summed_entropies_rows"))
-    expect_tensor(got, expected, t("head_entropy_hot"))
-    for seed, causal in ((0, False), (1, True)):
-        w = _weights(seed, heads=3, q_len=5, k_len=6 if not causal else 5, causal=causal)  # (3, q, k)
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()  # (5, 5): query i may see keys 0 … i
+    padded = torch.ones(4, 6, dtype=torch.bool)
+    padded[:, 4:] = False  # (4, 6): the last two keys are pads
+    padded[0, 1:] = False  # query 0 may see key 0 alone (a window of one)
+    uniform_causal = causal / causal.sum(-1, keepdim=True)  # (5, 5): each row uniform over what it may see
+    cases = [
+        # a one-hot head and a uniform head, nothing masked: focus 1 and 0
+        (torch.stack([torch.eye(k), torch.full((k, k), 1 / k)]), torch.ones(k, k, dtype=torch.bool), "simple"),
+        # a causal head uniform over what each row may see (focus 0) and one on its own position (focus 1)
+        (torch.stack([uniform_causal, torch.eye(5)]), causal, "causal"),
+        (_weights(0, 3, causal), causal, "causal"),
+        (_weights(1, 3, padded), padded, "padded"),
+    ]
+    for weights, mask, case in cases:
         with no_shortcuts(t("entropy")):
-            got = head_entropy(w)
-        expected = _entropy_by_hand(w).float()
-        if isinstance(got, torch.Tensor) and torch.isnan(got).any():
-            raise Hint(t("nan_masked_keys"))
-        if isinstance(got, torch.Tensor) and got.shape == (3,):
-            over_queries = -(w * w.clamp_min(1e-30).log()).sum(-2).mean(-1)  # entropy down the columns
-            if (
-                not causal
-                and torch.allclose(got.float(), over_queries, atol=1e-4)  # any float dtype is fine
-                and not torch.allclose(got.float(), expected, atol=1e-4)
-            ):
-                raise Hint(t("summed_over_queries"))
-        what = t("head_entropy_weights", shape=tuple(w.shape)) if causal else f"head_entropy(weights {tuple(w.shape)})"
-        expect_tensor(got, expected, what, atol=1e-4)
+            got = head_focus(weights.clone(), mask.clone())
+        if case == "simple":
+            what = t("focus_simple_case")
+        elif case == "causal":
+            what = t("focus_causal_case", shape=tuple(weights.shape))
+        else:
+            what = t("focus_padded_case", shape=tuple(weights.shape))
+        if isinstance(got, torch.Tensor) and got.shape == (weights.size(0),) and torch.isnan(got).any():
+            raise Hint(t("focus_nan"))
+        expected = _focus_by_hand(weights, mask)
+        if isinstance(got, torch.Tensor) and got.shape == expected.shape and got.is_floating_point():
+            if not torch.allclose(got.double(), expected, atol=1e-4):
+                for hint, wrong in _focus_mistakes(weights, mask):
+                    if not torch.allclose(wrong, expected, atol=1e-4) and torch.allclose(
+                        got.double(), wrong, atol=1e-4
+                    ):
+                        raise Hint(hint)
+        expect_tensor(got, expected.float(), what, atol=1e-4)
 
 
 @checker(lazy_t("rollout_name"), lazy_t("passed_rollout"))
