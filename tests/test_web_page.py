@@ -497,3 +497,117 @@ def test_the_switch_under_a_head_turns_it_off_and_on_again(page):
     assert chromium.evaluate("tcPage.pending.then(r => r.text)") == before
     assert chromium.evaluate("document.querySelectorAll('#tc-grid figure.off').length") == 0
     assert chromium.evaluate("document.getElementById('tc-notes').textContent") == ""
+
+
+def package_beam(checkpoint_path, sentences, beam_size):
+    """The package's batched beam on ``sentences``: each one's ids (``<s> … </s>``, the padding dropped) and its
+    best score (log P / lp), from ``decode_sentences`` and ``beam_search(..., return_result=True)``."""
+    from transformer_course.data import BOS, PAD
+    from transformer_course.decode import beam_search, output_limit, positions_of
+
+    resolved = resolve_model(load_checkpoint(checkpoint_path))
+    model, config = resolved.model, resolved.model.config
+    decoded = decode_sentences(
+        model,
+        resolved.src_vocab,
+        sentences,
+        beam_size=beam_size,
+        src_lang=resolved.src_lang,
+        tokenizer=resolved.tokenizer,
+    )
+    ids = [row[: row.index(EOS) + 1] if EOS in row else [i for i in row if i != PAD] for _, row in decoded]
+    scores = []
+    with torch.inference_mode():
+        for tokens, _ in decoded:  # one sentence at a time: a sentence's beam does not depend on the batch
+            src = torch.tensor([resolved.src_vocab.encode(tokens)])
+            limit = output_limit(src.size(1), None, positions_of(model))
+            result = beam_search(
+                model, src, None, limit, BOS, EOS, beam_size, config.length_penalty, return_result=True
+            )
+            scores.append(float(result.scores[0, 0]))
+    return ids, scores
+
+
+BEAM_IN_PAGE = """(async () => {
+  tcPage.setDecoding("beam");
+  try {
+    const out = [];
+    for (const s of %s) {
+      const r = await tcPage.translate(s);
+      out.push({text: r.text, ids: r.ids, score: r.score, steps: r.beam.map(step => step.hypotheses.map(h =>
+        ({ys: h.ys, logp: h.logp, status: h.status, score: h.score === undefined ? null : h.score})))});
+    }
+    return out;
+  } finally {
+    tcPage.setDecoding("greedy");
+  }
+})()"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@needs_chromium
+def test_beam_search_in_the_page_gives_the_packages_beam_on_sixty_test_sentences(page, test_pairs):
+    """Beam 4 with the run's length penalty: the page's best hypothesis is the package's batched beam's, token for
+    token, with its score; and the beam the page draws is a beam: each step's extensions best first, k of them
+    open (the last step excepted), one winner marked finished, which is the translation."""
+    sentences = [de for de, _ in test_pairs[200:260]]
+    k = load_checkpoint(page["checkpoint"]).model.config.beam_size
+    assert k == 4
+    expected_ids, expected_scores = package_beam(page["checkpoint"], sentences, k)
+    got = page["browser"].evaluate(BEAM_IN_PAGE % json.dumps(sentences, ensure_ascii=False))
+    assert [g["ids"] for g in got] == expected_ids
+    assert [g["text"] for g in got] == translate(page["checkpoint"], sentences, beam_size=k)
+    assert [g["score"] for g in got] == pytest.approx(expected_scores, abs=1e-4)
+    greedy = translate(page["checkpoint"], sentences, beam_size=1)
+    assert sum(a != b for a, b in zip(translate(page["checkpoint"], sentences, beam_size=k), greedy)) > 0, (
+        "beam and greedy should differ on some sentence, or the comparison cannot tell them apart"
+    )
+    for g in got:
+        winners = [h for step in g["steps"] for h in step if h["status"] == "finished"]
+        assert len(winners) == 1 and winners[0]["ys"] == g["ids"] and winners[0]["score"] == g["score"]
+        for step in g["steps"][:-1]:
+            logps = [h["logp"] for h in step]
+            assert logps == sorted(logps, reverse=True)
+            assert sum(h["status"] == "open" for h in step) == k
+        assert {h["status"] for step in g["steps"] for h in step} <= {"open", "pruned", "finished", "beaten"}
+    assert page["browser"].console == []
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@needs_chromium
+def test_the_beam_is_drawn_step_by_step_and_hovering_a_hypothesis_shows_its_cross_attention(page):
+    chromium = page["browser"]
+    chromium.evaluate("tcPage.setDecoding('beam')")
+    try:
+        r = chromium.evaluate(
+            "tcPage.translate('Zwei Männer sitzen auf einer Bank.').then(r => ({steps: r.beam.length, S: r.S}))"
+        )
+        drawn = chromium.evaluate(
+            """(() => {
+              const rows = document.querySelectorAll('#tc-beam .beam-step');
+              const chips = document.querySelectorAll('#tc-beam .hyp');
+              const open = Array.from(chips).filter(c => c.classList.contains('open'));
+              const target = open[open.length - 1];
+              target.dispatchEvent(new MouseEvent('mouseenter'));
+              const svg = document.querySelector('#tc-beam-attention svg');
+              return {
+                hidden: document.getElementById('tc-beam-section').hidden, rows: rows.length,
+                finished: document.querySelectorAll('#tc-beam .hyp.finished').length,
+                greyed: getComputedStyle(document.querySelector('#tc-beam .hyp.pruned')).opacity,
+                cells: svg ? svg.querySelectorAll('rect').length : 0,
+                readout: document.getElementById('tc-readout').textContent,
+                status: document.getElementById('tc-status').textContent,
+              };
+            })()"""
+        )
+    finally:
+        chromium.evaluate("tcPage.setDecoding('greedy')")
+    assert drawn["hidden"] is False and drawn["rows"] == r["steps"] and drawn["finished"] == 1
+    assert float(drawn["greyed"]) < 0.5
+    # the hovered open hypothesis of the last drawn step read <s> and one word per earlier step: steps rows × S keys
+    assert drawn["cells"] == r["steps"] * r["S"]
+    assert "log P" in drawn["readout"] and "beam search (k = 4" in drawn["status"]
+    chromium.evaluate("tcPage.translate('Zwei Männer sitzen auf einer Bank.').then(() => 0)")
+    assert chromium.evaluate("document.getElementById('tc-beam-section').hidden") is True  # greedy: no beam shown

@@ -395,7 +395,9 @@ def manifest_for(checkpoint: Checkpoint, files: dict[str, bytes], check: float, 
         "max_len": c.max_len,
         "specials": {"pad": PAD, "unk": UNK, "bos": BOS, "eos": EOS},
         "precision": precision,
-        "decoding": "greedy; at most source length + 50 tokens after <s>, and at most max_len positions in all",
+        "decoding": "greedy or beam search; at most source length + 50 tokens after <s>, and at most max_len "
+        "positions in all",
+        "beam": {"size": c.beam_size, "length_penalty": c.length_penalty},
         "graphs": {"encoder": "encoder.onnx", "decoder_step": "decoder_step.onnx", **shapes},
         "made_with": {
             "exporter": "torch.onnx.export(dynamo=True)",

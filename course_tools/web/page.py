@@ -46,7 +46,20 @@ PAGE_TEXT = {
     "switch_off": "switch off",
     "switch_on": "switch on",
     "switched_off": "Switched off: {heads}. Click “switch on” under a head to bring it back.",
-    "timing": "Translated in {ms} ms: {pieces} source tokens, {steps} decoder steps (greedy).",
+    "timing": "Translated in {ms} ms: {pieces} source tokens, {steps} decoder steps ({mode}).",
+    "decoding": "decoding",
+    "greedy": "greedy",
+    "beam": "beam search (k = {k}, α = {alpha})",
+    "beam_title": "The beam, step by step (k = {k}, α = {alpha})",
+    "beam_help": "Each row is one step: its best extensions, best first, each with its log P (an ended one: its "
+    "score, log P / lp). Grey ones were pruned; a crossed-out </s> ended but scored lower; ✓ marks the best "
+    "finished one. Hover one to see its cross-attention.",
+    "hyp_open": "“{text}”: log P {logp} ({status})",
+    "hyp_ended": "“{text}” </s>: log P {logp}, score {score} ({status})",
+    "open": "open: goes on",
+    "pruned": "pruned: not among the k best that go on",
+    "finished": "finished: the best so far",
+    "beaten": "ended, but a finished one scores higher",
     "attention": "attention",
     "layer": "layer",
     "head": "head",
@@ -65,7 +78,8 @@ PAGE_TEXT = {
     "note": "What runs where: everything runs in this page. The tokenizer is JavaScript (a port of the course's, "
     "tested against Python); the model is two ONNX graphs (the encoder and one decoder step with its key/value cache) "
     "run by onnxruntime-web {ort} on WebAssembly, one thread, with {precision} weights. Decoding is greedy, as "
-    "translate(checkpoint, sentences, beam_size=1) decodes; int8 weights change a few words. Nothing is downloaded "
+    "translate(checkpoint, sentences, beam_size=1) decodes, or beam search, as translate(…, beam_size={k}) does; "
+    "int8 weights change a few words. Nothing is downloaded "
     "and nothing you type leaves the page. "
     "Rows are queries, columns are keys; each row sums to 1. Made with: python -m transformer_course export-web.",
 }
@@ -84,7 +98,20 @@ ZH = {
     "switch off": "关闭",
     "switch on": "打开",
     PAGE_TEXT["switched_off"]: "已关闭：{heads}。点击该头下方的“打开”即可恢复。",
-    "Translated in {ms} ms: {pieces} source tokens, {steps} decoder steps (greedy).": "翻译用时 {ms} 毫秒：{pieces} 个源词元，{steps} 个解码步（贪心解码）。",
+    PAGE_TEXT["timing"]: "翻译用时 {ms} 毫秒：{pieces} 个源词元，{steps} 个解码步（{mode}）。",
+    "decoding": "解码",
+    "greedy": "贪心解码",
+    PAGE_TEXT["beam"]: "束搜索（k = {k}，α = {alpha}）",
+    PAGE_TEXT["beam_title"]: "束搜索的每一步（k = {k}，α = {alpha}）",
+    PAGE_TEXT["beam_help"]: "每行是一步：这一步最好的若干扩展，按 log P 从高到低排列（已结束的假设显示得分，即 "
+    "log P / lp）。灰色的已被剪掉；划掉的 </s> 虽已结束但得分较低；✓ 标出最好的已完成假设。把鼠标移到一个假设上，"
+    "可看它的交叉注意力。",
+    PAGE_TEXT["hyp_open"]: "“{text}”：log P {logp}（{status}）",
+    PAGE_TEXT["hyp_ended"]: "“{text}” </s>：log P {logp}，得分 {score}（{status}）",
+    PAGE_TEXT["open"]: "未结束：继续扩展",
+    PAGE_TEXT["pruned"]: "被剪掉：不在继续扩展的前 k 个之中",
+    PAGE_TEXT["finished"]: "已完成：目前最好",
+    PAGE_TEXT["beaten"]: "已结束，但有得分更高的已完成假设",
     "attention": "注意力",
     "layer": "层",
     "head": "头",
@@ -103,8 +130,8 @@ ZH = {
     "d_model = {d_model}；{tokenizer}，源语言词表 {vocab} 个词元。",
     PAGE_TEXT["note"]: "什么在哪里运行：一切都在本页面中运行。分词由 JavaScript 完成（移植自课程的分词器，并与 Python "
     "逐一对照测试）；模型是两个 ONNX 计算图（编码器，以及带键值缓存的单步解码器），由 onnxruntime-web {ort} 在 "
-    "WebAssembly 上单线程运行，权重为 {precision}。解码为贪心解码，与 translate(checkpoint, sentences, beam_size=1) "
-    "的解码方式相同；int8 权重会改变少数词。"
+    "WebAssembly 上单线程运行，权重为 {precision}。解码可选贪心解码（与 translate(checkpoint, sentences, beam_size=1) "
+    "相同）或束搜索（与 translate(…, beam_size={k}) 相同）；int8 权重会改变少数词。"
     "页面不下载任何东西，你输入的内容也不会离开页面。行是查询，列是键；每行之和为 1。生成命令：python -m "
     "transformer_course export-web。",
     "German": "德语",
@@ -114,7 +141,7 @@ register("zh", ZH)
 LANGUAGE_NAMES = {"de": "German", "en": "English", "fr": "French", "cs": "Czech"}
 
 
-def _text(language: str, src_lang: str, tgt_lang: str, manifest_precision: str = "fp32") -> dict:
+def _text(language: str, src_lang: str, tgt_lang: str, manifest_precision: str = "fp32", beam_size: int = 4) -> dict:
     """The page's words in ``language``, as the script wants them (``{n}``-style fields left to the page)."""
     from transformer_course.i18n import get_language, set_language
 
@@ -124,7 +151,8 @@ def _text(language: str, src_lang: str, tgt_lang: str, manifest_precision: str =
         names = {k: t(LANGUAGE_NAMES.get(k, k)) for k in (src_lang, tgt_lang)}
         keep = {
             f: "{" + f + "}"
-            for f in ("n", "max", "ms", "steps", "pieces", "kind", "query", "key", "weight", "total", "heads")
+            for f in ("n", "max", "ms", "steps", "pieces", "kind", "query", "key", "weight", "total", "heads", "mode")
+            + ("k", "alpha", "text", "logp", "score", "status")
         }
         precision = {"precision": manifest_precision}
         keep.update(
@@ -133,7 +161,8 @@ def _text(language: str, src_lang: str, tgt_lang: str, manifest_precision: str =
         text = {
             "title": t(PAGE_TEXT["title"], src=names[src_lang], tgt=names[tgt_lang]),
             "input_label": t(PAGE_TEXT["input_label"], src=names[src_lang]),
-            "note": t(PAGE_TEXT["note"], ort=ORT_VERSION, **precision),
+            "note": t(PAGE_TEXT["note"], ort=ORT_VERSION, k=beam_size, **precision),
+            "status": {k: t(PAGE_TEXT[k]) for k in ("open", "pruned", "finished", "beaten")},
             "model_info": t(PAGE_TEXT["model_info"], **keep),
             "tooltip": t(PAGE_TEXT["{query} → {key}: {weight}"], **keep),
             "layer_n": t("layer {n}", **keep),
@@ -164,6 +193,13 @@ def _text(language: str, src_lang: str, tgt_lang: str, manifest_precision: str =
             "layer",
             "head",
             "mean",
+            "decoding",
+            "greedy",
+            "beam",
+            "beam_title",
+            "beam_help",
+            "hyp_open",
+            "hyp_ended",
         ):
             text[key] = t(PAGE_TEXT[key], **keep)
     finally:
@@ -206,7 +242,8 @@ def build_page(manifest: dict, tokenizer: dict, encoder: bytes, decoder_step: by
     export_web`), the two ONNX graphs (bytes, weights inside), onnxruntime-web, labels in ``language``."""
     if language not in LANGUAGES:
         raise ValueError(f"language must be one of {list(LANGUAGES)} (English or 中文), got {language!r}")
-    text = _text(language, manifest["src_lang"], manifest["tgt_lang"], manifest.get("precision", "fp32"))
+    beam_size = manifest["beam"]["size"]
+    text = _text(language, manifest["src_lang"], manifest["tgt_lang"], manifest.get("precision", "fp32"), beam_size)
     examples = EXAMPLES.get(manifest["src_lang"], [])
     data = {"manifest": manifest, "tokenizer": tokenizer, "text": text, "examples": examples}
     ort = _vendor("ort.wasm.min.js").decode("utf-8")
@@ -221,6 +258,7 @@ def build_page(manifest: dict, tokenizer: dict, encoder: bytes, decoder_step: by
         "attention": text["attention"],
         "layer": text["layer"],
         "head": text["head"],
+        "decoding": text["decoding"],
         "legend": text["legend"],
         "note": text["note"],
     }

@@ -1,7 +1,9 @@
-/* The exported page: tokenize (tokenizers.js), encode once, decode greedily one step at a time with the
+/* The exported page: tokenize (tokenizers.js), encode once, decode one step at a time with the
  * key/value cache (onnxruntime-web, WebAssembly, one thread), then draw every attention weight.
  * Everything it needs is inside this HTML file: nothing is fetched, nothing is sent.
- * window.tcPage is the page's handle for tests: ready (a promise), translate(text), view(kind, layer, head). */
+ * Decoding is greedy or beam search (the package's, step for step), and the beam is drawn as it grew.
+ * window.tcPage is the page's handle for tests: ready (a promise), translate(text), view(kind, layer, head),
+ * setDecoding(mode), ablate(kind, layer, head, off), restoreHeads(). */
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("tc-data").textContent);
@@ -50,7 +52,8 @@
     return best;
   }
 
-  // Greedy decoding as transformer_course.decode.translate(..., beam_size=1) does it.
+  // Decoding as transformer_course.decode.translate does it: greedy (beam_size=1), or beam search (beam.py).
+  var decoding = {mode: "greedy", size: m.beam.size, alpha: m.beam.length_penalty};
   async function translate(text) {
     var started = performance.now();
     if (!text.trim()) return {text: "", ids: [], src: {ids: [], pieces: []}, steps: 0, ms: 0, notes: []};
@@ -61,15 +64,38 @@
     var limit = Math.min(S + 50 + 1, m.max_len);  // the paper's rule: source length + 50 (+ 1 for <s>)
     var mask = new ort.Tensor("float32", headMask.slice(), [3, m.layers, m.heads]);
     var enc = await encoder.run({src: int64(src.ids, [1, S]), head_mask: mask});
-    var N = m.layers, H = m.heads, L = limit, cache = [N, 1, H, L, m.d_k];
-    var keys = new ort.Tensor("float32", new Float32Array(N * H * L * m.d_k), cache);
-    var values = new ort.Tensor("float32", new Float32Array(N * H * L * m.d_k), cache);
+    var ctx = {enc: enc, mask: mask, L: limit};
+    var d = decoding.mode === "beam" ? await beamSearch(ctx, limit, decoding.size, decoding.alpha) : await greedy(ctx, limit);
+    var tgt = d.ys.slice(0, d.selfRows.length);  // what the decoder read, one row each: <s> y1 … yn
+    var result = {
+      text: tok.targetText(d.ys), ids: d.ys, src: src, srcLabels: tok.sourceLabels(src.pieces),
+      tgtLabels: targetLabels(tgt), S: S, T: tgt.length, L: limit,
+      encoder: enc.encoder_attention.data, selfRows: d.selfRows, crossRows: d.crossRows,
+      ms: performance.now() - started, steps: d.steps, notes: notes(text, src), mode: decoding.mode,
+      beam: d.beam || null, score: d.score === undefined ? null : d.score, logp: d.logp === undefined ? null : d.logp
+    };
+    result.weights = function (kind, layer, head) { return weights(result, kind, layer, head); };
+    return result;
+  }
+  function targetLabels(read) { return ["<s>"].concat(tok.targetLabels(read.slice(1))); }
+
+  function emptyCache(L) {
+    var dims = [m.layers, 1, m.heads, L, m.d_k], size = m.layers * m.heads * L * m.d_k;
+    return [new ort.Tensor("float32", new Float32Array(size), dims), new ort.Tensor("float32", new Float32Array(size), dims)];
+  }
+  // One decoder step of one prefix: its newest token at `position`, with its own self-attention cache.
+  function runStep(ctx, token, position, keys, values) {
+    return step.run({
+      token: int64([token], [1, 1]), position: int64([position], [1]), self_keys: keys, self_values: values,
+      cross_keys: ctx.enc.cross_keys, cross_values: ctx.enc.cross_values, head_mask: ctx.mask
+    });
+  }
+
+  async function greedy(ctx, limit) {
+    var cache = emptyCache(limit), keys = cache[0], values = cache[1];
     var ys = [BOS], selfRows = [], crossRows = [];
     for (var pos = 0; pos < limit; pos++) {
-      var out = await step.run({
-        token: int64([ys[pos]], [1, 1]), position: int64([pos], [1]), self_keys: keys, self_values: values,
-        cross_keys: enc.cross_keys, cross_values: enc.cross_values, head_mask: mask
-      });
+      var out = await runStep(ctx, ys[pos], pos, keys, values);
       selfRows.push(out.decoder_attention.data);  // (N, h, 1, L): this step's query row, 0 beyond pos
       crossRows.push(out.cross_attention.data);  // (N, h, 1, S)
       keys = out.new_self_keys;
@@ -79,15 +105,97 @@
       ys.push(next);
       if (next === EOS) break;
     }
-    var tgt = ys[ys.length - 1] === EOS ? ys.slice(0, -1) : ys;  // what the decoder read: <s> y1 … yn
-    var result = {
-      text: tok.targetText(ys), ids: ys, src: src, srcLabels: tok.sourceLabels(src.pieces),
-      tgtLabels: ["<s>"].concat(tok.targetLabels(tgt.slice(1))), S: S, T: tgt.length, L: L,
-      encoder: enc.encoder_attention.data, selfRows: selfRows, crossRows: crossRows,
-      ms: performance.now() - started, steps: selfRows.length, notes: notes(text, src)
-    };
-    result.weights = function (kind, layer, head) { return weights(result, kind, layer, head); };
-    return result;
+    return {ys: ys, selfRows: selfRows, crossRows: crossRows, steps: selfRows.length};
+  }
+
+  // lp(Y) = ((5 + |Y|) / 6)^α, the GNMT length penalty (beam.gnmt_length_penalty); scores are float32, as in torch.
+  function lengthPenalty(t, alpha) { return Math.fround(Math.pow((5 + t) / 6, alpha)); }
+  function finite(pair) { return pair[1] > -Infinity; }
+  // The n largest of values, best first (ties: the lower index first), as [index, value] pairs.
+  function best(values, n) {
+    var top = [];
+    for (var i = 0; i < values.length; i++) {
+      var v = values[i];
+      if (top.length === n && !(v > top[n - 1][1])) continue;
+      var at = top.length;
+      while (at > 0 && v > top[at - 1][1]) at--;
+      top.splice(at, 0, [i, v]);
+      if (top.length > n) top.pop();
+    }
+    return top;
+  }
+
+  // Beam search for one sentence, step for step as transformer_course.decode.beam_search (beam.py) does it with
+  // n_best = 1: each step extends the k open prefixes by every word; of the k·V extensions the k best are the
+  // beam's choices (a choice that is </s> is finished, scored log P / lp), the k best that go on stay open, the
+  // rest of the 2k best are pruned; at the last position every extension ends. The search stops when no open
+  // prefix can beat the best finished one. Each prefix carries its own cache and attention rows, so the page
+  // can show any hypothesis' cross-attention. beam: one entry per step, for the beam's picture.
+  async function beamSearch(ctx, limit, k, alpha) {
+    var longest = limit - 1, cache = emptyCache(limit);
+    var start = {ys: [BOS], logp: 0, keys: cache[0], values: cache[1], selfRows: [], crossRows: []};
+    var alive = [start];  // only beam 0 counts at first: the others (log P −∞) cannot be chosen
+    var finished = null, beam = [], steps = 0;
+    for (var t = 1; t <= longest; t++) {
+      var outs = [];
+      for (var j = 0; j < alive.length; j++) {
+        var a = alive[j];
+        outs.push(await runStep(ctx, a.ys[a.ys.length - 1], t - 1, a.keys, a.values));
+      }
+      steps++;
+      var V = outs[0].log_probs.data.length, candidates = new Float32Array(k * V).fill(-Infinity);
+      alive.forEach(function (a, j) {  // float32 sums, as alive_log_probs + log_p
+        var lp = outs[j].log_probs.data;
+        for (var w = 0; w < V; w++) candidates[j * V + w] = a.logp + lp[w];
+      });
+      var penalty = lengthPenalty(t, alpha);
+      var extension = function (pair) {
+        var j = Math.floor(pair[0] / V), w = pair[0] % V, a = alive[j];
+        return {
+          ys: a.ys.concat([w]), word: w, logp: pair[1], parent: j, out: outs[j],
+          selfRows: a.selfRows.concat([outs[j].decoder_attention.data]), crossRows: a.crossRows.concat([outs[j].cross_attention.data])
+        };
+      };
+      var step_ = {t: t, hypotheses: []};
+      beam.push(step_);
+      var offer = function (h) {  // Finished.add with n = 1: a tie keeps the one found first
+        h.score = Math.fround(h.logp / penalty);
+        h.length = t;
+        if (h.score > -Infinity && (finished === null || h.score > finished.score)) finished = h;
+      };
+      if (t === longest) {  // the last step: every extension ends here; the best by score is offered
+        var last = best(candidates, 2 * k).filter(finite).map(extension);
+        last.forEach(function (h) { h.status = "pruned"; });
+        var top = last[0];  // the highest log P is the highest score: they share lp(t)
+        offer(top);
+        top.status = finished === top ? "finished" : "beaten";
+        step_.hypotheses = last;
+        break;
+      }
+      var chosen = best(candidates, 2 * k).filter(finite).map(extension);  // the 2k best, best first
+      chosen.forEach(function (h, i) {
+        h.status = "pruned";
+        if (i < k && h.word === EOS) { h.status = "ended"; offer(h); }
+      });
+      var next = chosen.filter(function (h) { return h.word !== EOS; }).slice(0, k);  // go_on: the k best that go on
+      next.forEach(function (h) {
+        h.status = "open";
+        h.keys = h.out.new_self_keys;
+        h.values = h.out.new_self_values;
+      });
+      chosen.forEach(function (h) { if (h.status === "ended") h.status = finished === h ? "finished" : "beaten"; });
+      step_.hypotheses = chosen;
+      alive = next;
+      // cannot_improve: an open prefix at best reaches log P_now / max lp over the lengths still allowed
+      var future = Math.max(lengthPenalty(t + 1, alpha), lengthPenalty(longest, alpha));
+      var bound = Math.fround(Math.max.apply(null, alive.map(function (a) { return a.logp; })) / future);
+      if (finished !== null && finished.score >= bound) break;
+    }
+    beam.forEach(function (s) {  // the finished hypothesis that won, marked in every step it appears
+      s.hypotheses.forEach(function (h) { if (h.status === "finished" && h !== finished) h.status = "beaten"; });
+    });
+    return {ys: finished.ys, selfRows: finished.selfRows, crossRows: finished.crossRows, steps: steps, beam: beam,
+            score: finished.score, logp: finished.logp};
   }
 
   // What the page says about a sentence the model reads badly: pieces it does not know, or no word at all.
@@ -231,6 +339,69 @@
   }
   [kindSel, layerSel, headSel].forEach(function (s) { s.addEventListener("change", draw); });
 
+  // The beam as it grew: a row per step with its 2k best extensions, best first. Open ones go on; pruned ones
+  // (grey) fell out of the beam; a finished one (✓) ended in </s> and is the best so far; beaten ones ended but
+  // scored lower. Hovering one draws its cross-attention (the layer and head chosen above).
+  function drawBeam() {
+    var r = page.last, box = $("tc-beam"), section = $("tc-beam-section");
+    box.textContent = $("tc-beam-attention").textContent = "";
+    section.hidden = !(r && r.beam);
+    if (!r || !r.beam) return;
+    $("tc-beam-title").textContent = format(T.beam_title, {k: decoding.size, alpha: decoding.alpha});
+    $("tc-beam-help").textContent = T.beam_help;
+    r.beam.forEach(function (s) {
+      var row = document.createElement("div");
+      row.className = "beam-step";
+      var label = document.createElement("span");
+      label.className = "beam-t";
+      label.textContent = "t = " + s.t;
+      row.appendChild(label);
+      var hyps = document.createElement("div");
+      hyps.className = "hyps";
+      row.appendChild(hyps);
+      s.hypotheses.forEach(function (h) {
+        var chip = document.createElement("span"), text = tok.targetText(h.ys), before = tok.targetText(h.ys.slice(0, -1));
+        chip.className = "hyp " + h.status;
+        var ended = h.status === "finished" || h.status === "beaten";
+        // the prefix's last characters, then what this step added (the word, or </s>), then log P or the score
+        var added = h.word === EOS ? "</s>" : text.startsWith(before) ? text.slice(before.length) : text;
+        var shown = text.startsWith(before) ? before : "";
+        var prefix = document.createElement("span");
+        prefix.className = "prefix";
+        prefix.textContent = (h.status === "finished" ? "✓ " : "") + (shown.length > 28 ? "…" + shown.slice(-28) : shown);
+        var word = document.createElement("b");
+        word.textContent = added.trim() ? (h.word === EOS ? " " : "") + added : added + "·";
+        var value = document.createElement("span");
+        value.className = "value";
+        value.textContent = " " + (ended ? h.score : h.logp).toFixed(2);
+        chip.append(prefix, word, value);
+        var tip = format(ended ? T.hyp_ended : T.hyp_open, {
+          text: text, logp: h.logp.toFixed(3), score: ended ? h.score.toFixed(3) : "", status: T.status[h.status]
+        });
+        chip.title = tip;
+        chip.addEventListener("mouseenter", function () { showHypothesis(r, h, tip); });
+        hyps.appendChild(chip);
+      });
+      box.appendChild(row);
+    });
+  }
+  function showHypothesis(r, h, tip) {
+    var v = current(), read = h.ys.slice(0, h.crossRows.length);
+    var hr = {S: r.S, T: read.length, L: r.L, crossRows: h.crossRows};
+    var target = $("tc-beam-attention");
+    target.textContent = "";
+    var caption = document.createElement("div");
+    caption.textContent = tip + " — " + T.kinds.cross + ", " + format(T.layer_n, {n: v.layer}) + ", " +
+      (v.head === "mean" ? T.mean : format(T.head_n, {n: v.head}));
+    target.appendChild(caption);
+    target.appendChild(heatmap(weights(hr, "cross", v.layer, v.head), targetLabels(read), r.srcLabels, 20, 11));
+    $("tc-readout").textContent = tip;
+  }
+  var decodingSel = $("tc-decoding");
+  option(decodingSel, "greedy", T.greedy);
+  option(decodingSel, "beam", format(T.beam, {k: decoding.size, alpha: decoding.alpha}));
+  decodingSel.addEventListener("change", function () { decoding.mode = decodingSel.value; run(); });
+
   function status(text, error) { var s = $("tc-status"); s.textContent = text; s.className = error ? "error" : ""; }
 
   function run() {  // tests wait on tcPage.pending; a failure is shown in the status line, not thrown at the button
@@ -246,15 +417,18 @@
       var r = await translate($("tc-input").value);
       page.last = r;
       $("tc-translation").textContent = r.text;
-      status(r.S ? format(T.timing, {ms: r.ms.toFixed(0), steps: r.steps, pieces: r.S}) : T.empty);
+      status(r.S ? format(T.timing, {ms: r.ms.toFixed(0), steps: r.steps, pieces: r.S, mode: r.mode === "beam" ?
+        format(T.beam, {k: decoding.size, alpha: decoding.alpha}) : T.greedy}) : T.empty);
       $("tc-notes").textContent = r.notes.join(" ");
       $("tc-readout").textContent = "";
       draw();
+      drawBeam();
       return r;
     } catch (err) {  // the old sentence's translation and heatmaps go: what is on the page is what was typed
       page.last = null;
       $("tc-translation").textContent = $("tc-notes").textContent = $("tc-readout").textContent = "";
       draw();
+      drawBeam();
       status(String(err.message || err), true);
       throw err;
     } finally {
@@ -280,6 +454,10 @@
 
   page.ablate = function (kind, layer, head, off) { headMask[maskAt(kind, layer, head)] = off ? 0 : 1; };
   page.restoreHeads = function () { headMask.fill(1); };
+  page.setDecoding = function (mode) {  // "greedy" or "beam"; the next translation uses it
+    if (mode !== "greedy" && mode !== "beam") throw new Error("decoding is 'greedy' or 'beam', got " + mode);
+    decoding.mode = decodingSel.value = mode;
+  };
   page.translate = function (text) { $("tc-input").value = text; return run(); };
   page.view = function (kind, layer, head) {
     kindSel.value = kind; layerSel.value = String(layer); headSel.value = String(head); draw();
