@@ -28,6 +28,7 @@ TARGETS = {f"{n:02d}": (60, False) for n in range(8)} | {
     "09": (60, False),
     "10": (90, False),
     "11": (180, True),
+    "12": (180, False),
 }
 
 

@@ -129,7 +129,7 @@ def test_a_student_kernel_on_the_hub_install_reaches_no_solution(tmp_path):
     assert not reference_code_in(files)
     assert PACKAGE_DIR.parent.joinpath("notebooks", "solutions").is_dir()  # the checkout itself still has them
     checkers = {name: text for name, text in files.items() if re.search(r"exercises/nb\d\d_\w+\.py$", name)}
-    assert len(checkers) == 12 and not [n for n, text in checkers.items() if re.search(r'"[0-9a-f]{24}"', text)]
+    assert len(checkers) == 13 and not [n for n, text in checkers.items() if re.search(r'"[0-9a-f]{24}"', text)]
 
 
 SEALED_PROBE = """

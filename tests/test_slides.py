@@ -59,8 +59,8 @@ def reveal_slides(types: list[str]) -> int:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def test_the_course_has_twelve_notebooks_to_present():
-    assert [p.name[:2] for p in COURSE] == [f"{n:02d}" for n in range(12)]
+def test_the_course_has_thirteen_notebooks_to_present():
+    assert [p.name[:2] for p in COURSE] == [f"{n:02d}" for n in range(13)]
 
 
 @pytest.mark.parametrize("path", COURSE, ids=lambda p: p.name[:2])
