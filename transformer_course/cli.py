@@ -6,6 +6,8 @@
     python -m transformer_course evaluate --checkpoint runs/multi30k-cpu/best.pt --split test --beam 4
     python -m transformer_course translate --checkpoint runs/multi30k-cpu/best.pt "Ein Mann fährt Fahrrad."
     python -m transformer_course choose --run runs/multi30k-cpu     # best / best-ema / averaged-… by validation
+    python -m transformer_course train --preset gpt-cpu --out runs/gpt-cpu     # a language model (notebook 12)
+    python -m transformer_course generate --checkpoint runs/gpt-cpu/lm.pt --prompt "A dog" --temperature 0.8
 
 Every failure a user can act on — a bad argument or config, a missing or damaged file, a failed download, a
 diverged training, a full disk — ends the program with exit code 1 and one line ``error: …`` on stderr that
@@ -81,6 +83,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="Multi30k: only the first N pairs of each split (quick checks)")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+    p = commands.add_parser(
+        "generate",
+        help="continue a prompt with a language model (train --preset gpt-cpu)",
+        description="Sample captions from a language model checkpoint: --temperature 0 is greedy; otherwise top-k, "
+        "then top-p, then a draw seeded by --seed.",
+    )
+    p.add_argument("--checkpoint", required=True, help="the lm.pt that `train --preset gpt-cpu` wrote")
+    p.add_argument("--prompt", default="", help="the start of each caption (default: none, a caption from scratch)")
+    p.add_argument(
+        "--temperature", type=float, default=0.8, help="0 = greedy, 1 = the model's distribution (default: 0.8)"
+    )
+    p.add_argument("--top-k", type=int, help="keep only the k most probable tokens (default: all)")
+    p.add_argument("--top-p", type=float, help="nucleus: keep the most probable tokens up to this mass (default: 1)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="the sampling seed: the same seed, the same captions (default: 0)"
+    )
+    p.add_argument("--steps", type=int, default=40, help="at most this many tokens after the prompt (default: 40)")
+    p.add_argument("--samples", type=int, default=1, help="how many captions to write (default: 1)")
 
     p = commands.add_parser(
         "evaluate",
@@ -177,6 +198,8 @@ def cmd_train(args) -> None:
     check_positive(args, ("epochs", "max_minutes", "max_steps", "save_every", "limit", "threads"))
     check_device(args.device)  # before the run folder is made
     check_train_options(args, config)
+    if config.task == "captions":
+        return train_language_model(config, args)
     if args.adopt and not args.resume:
         raise ValueError("--adopt continues a last.pt copied from another run: give it with --resume")
     out = Path(args.out or f"runs/{config.name}")
@@ -223,6 +246,84 @@ def cmd_train(args) -> None:
             f"done ({result.stopped_by}): {result.step} steps, {result.epoch} full epochs, "
             f"{result.train_seconds / 60:.1f} min of training; checkpoints in {out}/"
         )
+
+
+def train_language_model(config, args) -> None:
+    """``train`` for a decoder-only LM preset (task="captions"): Multi30k's English captions, ``train_lm``, and
+    ``OUT/lm.pt`` (with ``history.json``) for ``generate``."""
+    import torch
+
+    from .data.captions import prepare_captions
+    from .train.lm import save_lm, train_from_config
+
+    refused = [f"--{n.replace('_', '-')}" for n in ("resume", "adopt", "compile") if getattr(args, n)]
+    refused += ["--save-every"] if args.save_every is not None else []
+    if refused:
+        raise ValueError(
+            f"{' and '.join(refused)} {'apply' if len(refused) > 1 else 'applies'} to translation presets only; "
+            f"{config.name} trains a language model in minutes: drop {' and '.join(refused)}"
+        )
+    out = Path(args.out or f"runs/{config.name}")
+    check_writable_folder(out, "--out")
+    if (out / "lm.pt").exists():
+        raise ValueError(f"{out} already holds a language model (lm.pt); choose another --out or remove it")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    progress = not args.no_progress
+    if progress:
+        print(f"preparing Multi30k's English captions in {args.root or 'data'}/ (download, verify, subwords) …")
+    data = prepare_captions(args.root or "data", config.subword_vocab, "en", args.limit)
+    config = config.replace(epochs=args.epochs) if args.epochs else config
+    model, result = train_from_config(config, data, args.max_steps, args.max_minutes, progress, device)
+    out.mkdir(parents=True, exist_ok=True)
+    save_lm(out / "lm.pt", model, config, data.tokenizer, result.history)
+    write_text(out / "history.json", json.dumps(result.history, indent=1))
+    print(
+        f"done: {result.steps} steps, {result.seconds / 60:.1f} min of training, validation perplexity "
+        f"{result.valid_perplexity:.2f}; the model is {out / 'lm.pt'}"
+    )
+
+
+def cmd_generate(args) -> None:
+    import torch
+
+    from .data import EOS
+    from .train.lm import load_lm
+
+    if args.steps < 1 or args.samples < 1:
+        name, value = ("--steps", args.steps) if args.steps < 1 else ("--samples", args.samples)
+        raise ValueError(f"{name} must be a whole number >= 1, got {value}")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be a whole number >= 0, got {args.seed}")
+    check_sampling(args.temperature, args.top_k, args.top_p)  # before the checkpoint is read
+    model, config, tokenizer = load_lm(args.checkpoint)
+    prompt = tokenizer.encode_ids(args.prompt) if args.prompt else []
+    if 1 + len(prompt) + args.steps > config.max_len:
+        raise ValueError(
+            f"the prompt's {len(prompt)} tokens + --steps {args.steps} exceed the model's {config.max_len - 1} "
+            "positions after </s>; give a shorter prompt or fewer --steps"
+        )
+    ids = torch.tensor([[EOS] + prompt] * args.samples)  # (samples, 1 + prompt): a caption starts after </s>
+    generator = torch.Generator().manual_seed(args.seed)
+    out = model.generate(
+        ids, args.steps, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, generator=generator, eos=EOS
+    )
+    for row in out[:, 1:]:
+        print(tokenizer.decode(row.tolist()))
+
+
+def check_sampling(temperature: float, top_k: int | None, top_p: float | None) -> None:
+    """The sampler's checks (sampling.check_settings), the message naming the command line's option."""
+    from .sampling import check_settings
+
+    try:
+        check_settings(temperature, top_k, top_p)
+    except ValueError as err:
+        message = str(err)
+        for name in ("temperature", "top_k", "top_p"):
+            message = message.replace(f"{name} must", f"--{name.replace('_', '-')} must", 1)
+        raise ValueError(message) from None
 
 
 def cmd_evaluate(args) -> None:
@@ -384,6 +485,7 @@ COMMANDS = {
     "train": cmd_train,
     "evaluate": cmd_evaluate,
     "translate": cmd_translate,
+    "generate": cmd_generate,
     "average": cmd_average,
     "choose": cmd_choose,
 }

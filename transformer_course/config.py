@@ -50,6 +50,7 @@ LIMITS: dict[str, tuple[int, int]] = {
     "seed": (0, 2**63 - 1),
     "beam_size": (1, MAX_BEAM_SIZE),
     "subword_vocab": (5, 1_000_000),  # the 4 specials + at least one character; the paper: about 37000 (§5.1)
+    "context": (1, 65536),  # a language model's row: context + 1 ids, context predictions
 }
 PROBABILITIES = {  # fields that are probabilities in [0, 1), with the paper's value to suggest
     "dropout": "0.1 (the paper's P_drop)",
@@ -67,7 +68,7 @@ CHOICES = {
     "norm": ("layer", "rms"),
     "ffn": ("relu", "swiglu"),
     "tie_embeddings": ("none", "decoder", "all"),
-    "task": ("multi30k", "copy", "reverse"),
+    "task": ("multi30k", "copy", "reverse", "captions"),
     "tokenizer": ("words", "bpe"),
     "schedule": ("noam", "budget"),
     "word_dropout_on": ("both", "source", "target"),
@@ -101,11 +102,12 @@ class Config:
     ffn: str = "relu"  # "relu": the paper's FFN (§3.3); "swiglu": gated, at the same parameter count
     n_kv_heads: int | None = None  # key/value heads; None: h (the paper); fewer: grouped-query attention
     # data
-    task: str = "multi30k"  # "multi30k", "copy" or "reverse"
+    task: str = "multi30k"  # "multi30k", "copy", "reverse", or "captions" (a decoder-only LM, notebook 12)
     min_freq: int = 2  # a word seen fewer times in train becomes <unk>
     shared_vocab: bool = False  # one vocabulary for both languages (needed for tie_embeddings="all")
     tokenizer: str = "words"  # "words": spaCy words, min_freq vocabularies; "bpe": one joint subword model (§5.1)
     subword_vocab: int = 8000  # with tokenizer="bpe": pieces in the shared vocabulary, specials included
+    context: int = 64  # task="captions": the ids a language model reads before each prediction (a row is context + 1)
     # training (§5.3, §5.4)
     tokens_per_batch: int = 4000  # target tokens per batch
     label_smoothing: float = 0.1
@@ -212,6 +214,11 @@ class Config:
                 "tokenizer='bpe' learns one joint German+English subword model with one vocabulary for both "
                 "languages; set shared_vocab=True (or use tokenizer='words')"
             )
+        if self.task == "captions" and self.context + 1 > self.max_len:
+            raise ValueError(
+                f"a language model's row holds context + 1 = {self.context + 1} positions, more than max_len="
+                f"{self.max_len}; raise max_len to at least {self.context + 1} or lower context"
+            )
         if self.positional == "sinusoidal" and self.d_model % 2:
             raise ValueError(
                 f"sinusoidal positions need an even d_model (sin/cos pairs), got d_model={self.d_model}; "
@@ -317,6 +324,60 @@ PRESETS: dict[str, Config] = {
         validate_every=5,  # on a GPU an epoch of Multi30k takes seconds: validating and saving each would dominate
     ),
 }
+
+# A decoder-only language model of the same blocks on Multi30k's English captions (notebook 12; train/lm.py): an
+# English byte-pair vocabulary of 2,000 pieces, rows of 64 ids, 32 rows a step, a linear warmup over the first
+# 10 % of the planned steps to a peak rate of 2e-3 and a linear decay to 0 (schedule="budget"; the peak is
+# lr_factor · (d_model · warmup)^-0.5, as for multi30k-base). The blocks are the modern ones (pre-LN, rotary
+# positions, RMSNorm, SwiGLU, 2 key/value heads of 4): docs/results.md measures each against the paper's choice.
+# 4 epochs of the train captions (about 950 steps) take a few minutes on 2 CPU cores.
+GPT_CPU = Config(
+    name="gpt-cpu",
+    task="captions",
+    N=4,
+    d_model=128,
+    d_ff=512,
+    h=4,
+    n_kv_heads=2,
+    norm_first=True,
+    positional="rope",
+    norm="rms",
+    ffn="swiglu",
+    dropout=0.0,
+    max_len=256,
+    tie_embeddings="decoder",
+    tokenizer="bpe",
+    shared_vocab=True,  # one vocabulary (the LM has one language; the field keeps the Config's rule for bpe)
+    subword_vocab=2000,
+    context=64,
+    tokens_per_batch=32 * 64,
+    label_smoothing=0.0,
+    schedule="budget",
+    warmup_fraction=0.1,
+    warmup=100,
+    lr_factor=2e-3 * (128 * 100) ** 0.5,  # peak 2e-3
+    epochs=4,
+)
+PRESETS["gpt-cpu"] = GPT_CPU
+# The same recipe scaled for one GPU, reasoned, NOT yet measured on a GPU: GPT-2 small's width per head (64)
+# at 8 layers, d_model 512, d_ff 2048 (the paper's base sizes), 8 heads with 2 key/value heads, rows of 128 ids,
+# 64 rows a step (8,192 tokens, as multi30k-base's batch), an English vocabulary of 8,000 pieces, dropout 0.1
+# (about 25 M parameters on 0.5 M captions tokens overfit without it), a peak rate of 6e-4 (GPT-2 small's
+# for a model this size), 20 epochs.
+PRESETS["gpt-gpu"] = GPT_CPU.replace(
+    name="gpt-gpu",
+    N=8,
+    d_model=512,
+    d_ff=2048,
+    h=8,
+    n_kv_heads=2,
+    dropout=0.1,
+    subword_vocab=8000,
+    context=128,
+    tokens_per_batch=64 * 128,
+    lr_factor=6e-4 * (512 * 100) ** 0.5,  # peak 6e-4
+    epochs=20,
+)
 
 
 def machine_memory_bytes() -> int | None:

@@ -28,7 +28,7 @@ import numbers
 import torch
 from torch import Tensor
 
-__all__ = ["check_logits", "filter_top_k", "filter_top_p", "sample_next"]
+__all__ = ["check_logits", "check_settings", "filter_top_k", "filter_top_p", "sample_next"]
 
 
 def check_logits(logits: Tensor, what: str = "logits") -> None:
@@ -65,6 +65,16 @@ def _check_temperature(temperature) -> float:
     return float(temperature)
 
 
+def check_settings(temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None) -> None:
+    """One ValueError naming the first bad setting: temperature a finite number >= 0, top_k a whole number >= 1,
+    top_p in (0, 1]; None for top_k or top_p: that filter is off."""
+    _check_temperature(temperature)
+    if top_k is not None:
+        _check_k(top_k)
+    if top_p is not None:
+        _check_p(top_p)
+
+
 def filter_top_k(logits: Tensor, k: int) -> Tensor:
     """logits (..., V) with all but the k largest of each row set to −inf → (..., V). Ties at the k-th largest
     value are all kept (so a row may keep more than k); k >= V keeps everything."""
@@ -98,11 +108,7 @@ def sample_next(
 ) -> Tensor:
     """The next token of each row: logits (B, V) → ids (B, 1). Temperature first (0: the argmax, no draw), then
     top-k, then top-p, then a draw from the softmax of what is left (renormalised) with ``generator``."""
-    temperature = _check_temperature(temperature)
-    if top_k is not None:
-        _check_k(top_k)
-    if top_p is not None:
-        _check_p(top_p)
+    check_settings(temperature, top_k, top_p)
     if not isinstance(logits, Tensor) or logits.dim() != 2:
         shape = tuple(logits.shape) if isinstance(logits, Tensor) else type(logits).__name__
         raise ValueError(f"logits must be a tensor (batch, vocab), got {shape}; take the model's logits[:, -1]")
