@@ -132,6 +132,24 @@ def test_the_hidden_tests_digests_are_left_out_of_what_the_sandbox_runs():
     assert judge.cell_key(judge.hidden_cell(stripped)) == judge.cell_key(judge.hidden_cell(source))
 
 
+def test_the_guide_lists_exactly_the_checks_that_are_not_replayed(tmp_path):
+    import re
+
+    from course_tools.classroom import build_course
+
+    notebooks = Path(HOME).parent / "notebooks"
+    made = build_course(tmp_path / "course", notebooks, notebooks / "solutions", only=["03", "04", "05", "06", "07"])
+    kept = set()
+    for assignment in made:
+        for cell in assignment.conversion.notebook.cells:
+            hidden = judge.hidden_cell(cell.source) if cell.cell_type == "code" else None
+            if hidden:
+                kept |= {name for (name, _), replayed in zip(hidden["calls"], hidden["replay"]) if not replayed}
+    guide = (Path(HOME).parent / "docs" / "teaching.md").read_text(encoding="utf-8")
+    paragraph = guide[guide.index("**What replay does not cover.**") :].split("\n\n")[0]
+    assert kept and set(re.findall(r"`(check_\w+)`", paragraph)) == kept
+
+
 # --- the sandbox itself -------------------------------------------------------------------------------------------
 
 PROBE = """
@@ -243,11 +261,11 @@ import glob, os
 found = glob.glob("../../../source/*/*.ipynb") + glob.glob({course!r} + "/source/*/*.ipynb")
 found += glob.glob({solutions!r})
 for path in found:
-    print("SEEN", path, open(path).read()[:200])
+    print("TC-SEEN:", path, open(path).read()[:200])
 for path in ({course!r} + "/pwned.txt",):
     try:
         open(path, "w").write("x")
-        print("WROTE", path)
+        print("TC-WROTE:", path)
     except OSError:
         pass
 """,
@@ -325,7 +343,7 @@ def test_the_course_files_are_neither_read_nor_written_from_the_sandbox(cheated)
     course = cheated[0]
     [graded] = (course / "autograded" / "cheat-source" / "nb01").glob("*.ipynb")
     text = json.dumps([c.get("outputs", []) for c in nbformat.read(graded, as_version=4).cells])
-    assert "SEEN" not in text and "WROTE" not in text and not (course / "pwned.txt").exists()
+    assert "TC-SEEN:" not in text and "TC-WROTE:" not in text and not (course / "pwned.txt").exists()
 
 
 @pytest.mark.slow

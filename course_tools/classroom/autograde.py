@@ -114,12 +114,25 @@ class SandboxedExecute(Execute):
                         ungraded_timeout(cell.outputs, timeout)
                 continue
             score, _, text = judge.grade_cell(hidden, records.get(judge.cell_key(hidden), []))
+            stopped = _stopped(executed.cells[index]) if executed is not None else None
+            if stopped:
+                text = f"{stopped}\n{text}"
             cell.outputs = [
                 nbformat.v4.new_output("stream", name="stdout", text=text + "\n"),
                 nbformat.v4.new_output("execute_result", data={"text/plain": str(_number(score))}, execution_count=1),
             ]
             cell.execution_count = 1
         return nb, resources
+
+
+def _stopped(cell) -> str | None:
+    """One line for the error a graded cell stopped with in the sandbox (a timeout, a crash), or None; said as
+    what it is, never as points (the grader's own line follows it)."""
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "error":
+            error = f"{output.get('ename', '')}: {output.get('evalue', '')}".strip(": ")[:300]
+            return f"in the sandbox this cell stopped with {error or 'an error'}"
+    return None
 
 
 def _read_executed(path: Path, nb):

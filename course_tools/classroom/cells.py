@@ -42,6 +42,9 @@ POINTS_RULE = (
     "1 point when it is given answers (name = ...), and a quiz (check_quiz) 1 point per answer; "
     "a graded cell scores the points of the checks that pass (partial credit)."
 )
+# checkers given a function that returns an object (a model), which a record of plain data cannot stand in for:
+# graded inside the sandbox, like the checks given a class (judge.py)
+RETURNS_OBJECTS = frozenset({"check_make_model"})
 CHECKERS = (
     Path(transformer_course.__file__).resolve().parent / "exercises"
 )  # the checker modules the course is built with
@@ -270,7 +273,7 @@ def graded_source(
         answer_only = answer_only and bool(given) and set(given) <= set(answers)
         quiz = call.func.attr == "check_quiz" and call.keywords and not call.args
         plan.append([call.func.attr, len(call.keywords) if quiz else points_of(call, to_write)])
-        replay.append(not set(given) & set(objects))
+        replay.append(not set(given) & set(objects) and call.func.attr not in RETURNS_OBJECTS)
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} & aliases
     cell = {"text": python_lines(text), "aliases": {a: modules[a] for a in sorted(used)}, "calls": plan}
     cell["replay"] = replay

@@ -260,7 +260,8 @@ def convert_notebook(
         file = build_file(cell.source)
         if file is not None and build_stubs(cell.source):  # a build cell: its stubs are solution regions
             builds.append(SolutionCell(*solve_build_cell(state, index, cell, file, build_references or {}, name)))
-            state.objects |= set(builds[-1].names)
+            module = parse_cell(cell.source.partition("\n")[2])  # its classes are not replayed; functions are
+            state.objects |= {n.name for n in (module.body if module else []) if isinstance(n, ast.ClassDef)}
             result.notebook.cells.append(cell), result.solutions.append(builds[-1])
             continue
         if tree is None:

@@ -84,7 +84,9 @@ def _hidden(course: Path) -> list[str]:
     import transformer_course
 
     package = Path(transformer_course.__file__).resolve().parent
-    found = [str(course.resolve()), str(package.parent), "/tmp", "/home", "/root", "/var/tmp"]
+    found = [str(course.resolve()), "/tmp", "/home", "/root", "/var/tmp"]
+    if any((package.parent / name).exists() for name in ("pyproject.toml", ".git", "notebooks")):
+        found.append(str(package.parent))  # a checkout (an editable install): its solutions and tests hidden
     return [f for f in dict.fromkeys(found) if Path(f).is_dir()]
 
 
@@ -287,7 +289,8 @@ def execute(spec_path: str) -> int:
             print(f"grading stopped: {type(error).__name__}: {error}", flush=True)
             break
     nbformat.write(nb, scratch / EXECUTED)
-    return 0
+    sys.stdout.flush()
+    os._exit(0)  # now: a client whose kernel died would wait on its sockets at exit (zmq), and nothing else is left
 
 
 if __name__ == "__main__":
