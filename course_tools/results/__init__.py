@@ -29,6 +29,7 @@ __all__ = [
     "load_results",
     "main",
     "record_evaluation",
+    "record_figures",
     "record_run",
     "render_markdown",
     "render_table",
@@ -53,8 +54,11 @@ def _fmt(value, digits: int = 2) -> str:
 
 
 def render_table(run_name: str, data: dict) -> str:
-    """The BLEU table of one run: one row per (checkpoint, decoding) scored on test, best first."""
+    """The BLEU table of one run: one row per (checkpoint, decoding) scored on test, best first; for a run of kind
+    ``lm-switches``, the language model's perplexity per switch (:func:`render_lm_switches`)."""
     run = data["runs"][run_name]
+    if run.get("kind") == "lm-switches":
+        return render_lm_switches(run_name, data)
     rows = [
         "| checkpoint | decoding | sacreBLEU (detokenized, cased) | tokenized lowercase BLEU | outputs with `<unk>` "
         "| time for 1,000 sentences |",
@@ -75,6 +79,40 @@ def render_table(run_name: str, data: dict) -> str:
             f"{_fmt(scores['tokenized_bleu'])} | {_fmt(scores.get('unk_outputs'))} | "
             f"{'–' if seconds is None else f'{seconds:.0f} s'} |"
         )
+    return "\n".join(rows) + "\n"
+
+
+def render_lm_switches(run_name: str, data: dict) -> str:
+    """The switch table of a language model (benchmarks/gpt_switches.py): one row per switch with its held-out
+    (test) perplexity for each seed, their mean and spread, the validation mean, the parameters and the wall time
+    of one run; then the unigram and bigram baselines. The rows are the runs ``RUN-SWITCH-seedN``."""
+    summary = data["runs"][run_name]
+    seeds = summary.get("seeds", [])
+    rows = [
+        "| model | " + " | ".join(f"test perplexity, seed {s}" for s in seeds) + " | mean | spread "
+        "| validation (mean) | parameters | wall time of a run |",
+        "|---|" + "---:|" * (len(seeds) + 5),
+    ]
+    for switch, what in summary.get("switches", {}).items():
+        runs = [data["runs"].get(f"{run_name}-{switch}-seed{s}") for s in seeds]
+        if not all(runs):
+            continue  # a switch not (yet) measured for every seed
+        tests = [r["test_perplexity"] for r in runs]
+        valids = [r["valid_perplexity"] for r in runs]
+        wall = sum(r["wall_seconds"] for r in runs) / len(runs)
+        rows.append(
+            f"| {switch} ({what}) | " + " | ".join(_fmt(t) for t in tests) + f" | {_fmt(sum(tests) / len(tests))} | "
+            f"{_fmt(max(tests) - min(tests))} | {_fmt(sum(valids) / len(valids))} | {_fmt(runs[0]['parameters'])} | "
+            f"{wall:.0f} s |"
+        )
+    for name in ("unigram", "bigram"):
+        if f"{name}_test_perplexity" in summary:
+            k = summary[f"{name}_k"]
+            rows.append(
+                f"| {name} counts, add-k smoothing (k = {k:g}, chosen on validation) | "
+                + " | ".join("" for _ in seeds)
+                + f" | {_fmt(summary[f'{name}_test_perplexity'])} | | {_fmt(summary[f'{name}_valid_perplexity'])} | | |"
+            )
     return "\n".join(rows) + "\n"
 
 
@@ -180,6 +218,21 @@ def record_evaluation(
     entry.setdefault("evaluations", {})[key] = scores
     _write(data, path)
     return scores
+
+
+def record_figures(run: str, figures: dict, path: str | Path | None = None) -> dict:
+    """Add (or update) ``run``'s fields from ``figures`` (a benchmark's measurements: numbers, strings, lists of
+    them, a mapping of names); returns the run's entry."""
+    path = Path(path) if path is not None else results_path()
+    if not isinstance(run, str) or not re.fullmatch(r"[\w.-]+", run):
+        raise ValueError(f"a run's name is letters, digits, '.', '-' and '_', got {run!r}")
+    for key, value in figures.items():
+        if isinstance(value, float) and value != value:
+            raise ValueError(f"{run}/{key} is NaN: record a measured figure")
+    data = load_results(path)
+    data["runs"].setdefault(run, {}).update(figures)
+    _write(data, path)
+    return data["runs"][run]
 
 
 def record_run(
