@@ -64,65 +64,77 @@ def test_update_average_checker_catches_changing_the_inputs():
     assert failed_with(ex.check_update_average(in_place), "changed an input")
 
 
-# ---- exercise 2: BLEU from counts -------------------------------------------------------------------
+# ---- exercise 2: which part of BLEU moved -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("form", [float, np.float64, torch.tensor], ids=lambda f: f.__name__)
-def test_bleu_checker_passes_every_number_form(form):
-    assert ex.check_bleu_from_counts(lambda *args: form(sol.bleu_from_counts(*args))).passed
+@pytest.mark.parametrize("form", [list, tuple, np.array, torch.tensor], ids=lambda f: f.__name__)
+def test_bleu_change_checker_passes_every_sequence_form(form):
+    assert ex.check_bleu_change(lambda before, after: form(sol.bleu_change(before, after))).passed
 
 
-def test_bleu_solution_matches_sacrebleu_on_real_sentences():
+def test_the_parts_add_up_to_sacrebleus_change_on_real_sentences():
+    """Independent of the formula: sacreBLEU scores two outputs of the same references (a short, precise one and a
+    longer one), and the five parts add up to the log of the ratio of its two scores."""
     from sacrebleu.metrics import BLEU
 
-    hyps = ["a dog runs on the green grass .", "two men are playing music on a street ."]
     refs = ["a dog is running on the green grass .", "two men play music on a busy street ."]
-    score = BLEU().corpus_score(hyps, [refs])
-    assert all(score.counts)  # every n-gram order matches somewhere: no smoothing involved
-    mine = sol.bleu_from_counts(score.counts, score.totals, score.sys_len, score.ref_len)
-    assert math.isclose(mine, score.score, rel_tol=1e-9)
+    long = ["a dog runs on the green grass in the park .", "two men are playing music on a street ."]
+    short = ["a dog running on the green grass .", "two men play music on a street ."]
+    scores = [BLEU().corpus_score(hyps, [refs]) for hyps in (long, short)]
+    assert all(all(s.counts) for s in scores) and scores[1].sys_len < scores[1].ref_len  # no smoothing; a penalty
+    runs = [(s.counts, s.totals, s.sys_len, s.ref_len) for s in scores]
+    parts = sol.bleu_change(*runs)
+    assert len(parts) == 5 and math.isclose(sum(parts), math.log(scores[1].score / scores[0].score), rel_tol=1e-9)
+    assert parts[0] < 0  # the shorter output pays in the brevity part
+
+
+def quarter_logs(run):
+    correct, total, sys_len, ref_len = run
+    return [0.0 if sys_len > ref_len else 1 - ref_len / sys_len] + [math.log(c / t) / 4 for c, t in zip(correct, total)]
+
+
+def penalty(s, r):
+    return 1.0 if s > r else math.exp(1 - r / s)
 
 
 @pytest.mark.parametrize(
     "mistake, words",
     [
         (
-            lambda c, t, s, r: (
-                100 * (1 if s > r else math.exp(1 - r / s)) * sum(a / b for a, b in zip(c, t)) / 4  # arithmetic mean
+            lambda b, a: (
+                [penalty(*a[2:]) - penalty(*b[2:])] + [a[0][n] / a[1][n] - b[0][n] / b[1][n] for n in range(4)]
             ),
-            ["geometric"],
+            ["product", "take logs"],
         ),
+        (lambda b, a: [x * 4 if i else x for i, x in enumerate(sol.bleu_change(b, a))], ["quarter of its log"]),
         (
-            lambda c, t, s, r: 100 * math.exp(sum(math.log(a / b) for a, b in zip(c, t)) / 4),
-            ["brevity penalty is missing"],
-        ),
-        (lambda c, t, s, r: sol.bleu_from_counts(c, t, s, r) / 100, ["0–100"]),
-        (
-            lambda c, t, s, r: (
-                sol.bleu_from_counts(c, t, s, r) * (1 if s > r else math.exp(1 - s / r) / math.exp(1 - r / s))
+            lambda b, a: (
+                [penalty(*a[2:]) / penalty(*b[2:])]
+                + [(a[0][n] / a[1][n] * b[1][n] / b[0][n]) ** 0.25 for n in range(4)]
             ),
+            ["ratios multiply"],
+        ),
+        (lambda b, a: sol.bleu_change(a, b), ["swapped"]),
+        (lambda b, a: [x / math.log(10) for x in sol.bleu_change(b, a)], ["natural logs"]),
+        (
+            lambda b, a: [
+                (0.0 if a[2] > a[3] else 1 - a[2] / a[3]) - (0.0 if b[2] > b[3] else 1 - b[2] / b[3]),
+                *sol.bleu_change(b, a)[1:],
+            ],
             ["upside down"],
         ),
+        (lambda b, a: [0.0] + [x + sol.bleu_change(b, a)[0] / 4 for x in sol.bleu_change(b, a)[1:]], ["split"]),
+        (lambda b, a: [0.0, 0.0, 0.0, 0.0, 1.0], ["add up to ln"]),
+        (lambda b, a: sol.bleu_change(b, a)[:4], ["5 items"]),
     ],
-    ids=["arithmetic-mean", "no-brevity-penalty", "fraction", "inverted-penalty"],
+    ids=["differences", "no-quarter", "ratios", "swapped", "log10", "upside-down", "split", "other", "four"],
 )
-def test_bleu_checker_names_each_mistake(mistake, words):
-    assert failed_with(ex.check_bleu_from_counts(mistake), *words)
+def test_bleu_change_checker_names_each_mistake(mistake, words):
+    assert failed_with(ex.check_bleu_change(mistake), *words)
 
 
-def test_bleu_checker_names_sacrebleu_itself_as_not_yours():
-    from sacrebleu.metrics import BLEU
-
-    def with_sacrebleu(correct, total, sys_len, ref_len):
-        return BLEU.compute_bleu(list(correct), list(total), sys_len, ref_len, smooth_method="none").score
-
-    assert failed_with(ex.check_bleu_from_counts(with_sacrebleu), "compute_bleu", "not counted as yours")
-    assert isinstance(BLEU.__dict__["compute_bleu"], staticmethod)  # put back as it was
-    assert BLEU.compute_bleu([1, 1, 1, 1], [1, 1, 1, 1], 1, 1).score == pytest.approx(100)
-
-
-def test_bleu_checker_names_a_checker_helper_as_not_yours():
-    assert failed_with(ex.check_bleu_from_counts(ex._sacrebleu_score), "not counted as yours")
+def test_bleu_change_checker_names_a_checker_helper_as_not_yours():
+    assert failed_with(ex.check_bleu_change(ex._parts), "not counted as yours")
 
 
 # ---- exercise 3: batches by length ------------------------------------------------------------------
@@ -253,7 +265,7 @@ def test_quiz_names_each_mistake(answers, words, capsys):
 
 
 def test_checkers_report_a_stub_as_not_done_yet():
-    for check in (ex.check_update_average, ex.check_bleu_from_counts, ex.check_length_batches):
+    for check in (ex.check_update_average, ex.check_bleu_change, ex.check_length_batches):
         assert failed_with(check(not_done), "not done yet")
 
 
@@ -268,6 +280,6 @@ def test_a_float16_cast_of_100000_is_inf_and_a_bfloat16_one_is_finite():
 @pytest.mark.parametrize("name", sorted(vars(ex)))
 def test_no_attribute_of_the_module_passes_a_checker(name):
     value = getattr(ex, name)
-    for checker in (ex.check_update_average, ex.check_bleu_from_counts, ex.check_length_batches):
+    for checker in (ex.check_update_average, ex.check_bleu_change, ex.check_length_batches):
         assert not checker(value).passed, name
     assert not ex.check_quiz(q1=value, q2=value, q3=value).passed, name

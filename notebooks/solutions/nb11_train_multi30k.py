@@ -8,10 +8,14 @@ def update_average(average: dict, state_dict: dict, count: int) -> dict:
     return {name: average[name] + (state_dict[name] - average[name]) / count for name in average}
 
 
-def bleu_from_counts(correct, total, sys_len, ref_len):
-    log_precisions = [math.log(c / t) for c, t in zip(correct, total)]  # n = 1 … 4
-    brevity_penalty = 1.0 if sys_len > ref_len else math.exp(1 - ref_len / sys_len)
-    return 100 * brevity_penalty * math.exp(sum(log_precisions) / len(log_precisions))
+def bleu_change(before, after):
+    """ln BLEU = ln BP + ¼ Σ ln p_n: a sum, so the change of ln BLEU splits into the change of each term."""
+
+    def log_terms(correct, total, sys_len, ref_len):  # [ln BP, ¼ ln p_1, …, ¼ ln p_4]
+        log_penalty = 0.0 if sys_len > ref_len else 1 - ref_len / sys_len
+        return [log_penalty] + [math.log(c / t) / 4 for c, t in zip(correct, total)]
+
+    return [a - b for a, b in zip(log_terms(*after), log_terms(*before))]
 
 
 def length_batches(lengths, max_tokens):

@@ -3,7 +3,7 @@ checkpoint averaging; BLEU, Papineni et al. 2002).
 
 from transformer_course.exercises import nb11_train_multi30k as ex
 ex.check_update_average(update_average)          # average many checkpoints holding two at a time
-ex.check_bleu_from_counts(bleu_from_counts)      # BLEU from its n-gram counts and lengths
+ex.check_bleu_change(bleu_change)                # which part of BLEU moved between two runs
 ex.check_length_batches(length_batches)          # batches by length, as the paper's §5.1
 ex.check_quiz(q1=..., q2=..., q3=...)
 
@@ -12,7 +12,6 @@ Handing the work to the package (``data.TokenBatchSampler``) or to sacreBLEU's o
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 
@@ -24,7 +23,7 @@ from .guard import no_shortcuts, read_only
 
 t, lazy_t = messages("nb11_train_multi30k")
 
-__all__ = ["check_update_average", "check_bleu_from_counts", "check_length_batches", "QUESTIONS", "check_quiz"]
+__all__ = ["check_update_average", "check_bleu_change", "check_length_batches", "QUESTIONS", "check_quiz"]
 
 # ---- Exercise 1: a running average of checkpoints (§6.1 averages the last 5, or 20 for the big models) --------------
 
@@ -78,7 +77,7 @@ def check_update_average(update_average):
         expect_tensor(value, expected, t("average_4_checkpoints", name=name))
 
 
-# ---- Exercise 2: BLEU from its parts --------------------------------------------------------------------------------
+# ---- Exercise 2: which part of BLEU moved? ------------------------------------------------------------------------
 
 
 def _sacrebleu_score(correct, total, sys_len: int, ref_len: int) -> float:
@@ -88,71 +87,77 @@ def _sacrebleu_score(correct, total, sys_len: int, ref_len: int) -> float:
     return BLEU.compute_bleu(list(correct), list(total), sys_len, ref_len, smooth_method="none").score
 
 
-# (correct n-grams, hypothesis n-grams for n = 1…4, words in the translations, words in the references)
-_BLEU_CASES = [
-    ([70, 40, 22, 12], [100, 90, 80, 70], 100, 110),  # short output: the brevity penalty acts
-    ([180, 120, 70, 40], [240, 220, 200, 180], 240, 230),  # long output: no penalty
-    ([9, 5, 3, 2], [10, 9, 8, 7], 10, 10),
+# (before, after), each (correct n-grams, hypothesis n-grams for n = 1…4, words in the translations, in the references)
+_CHANGE_CASES = [
+    # greedy → beam: shorter output (the brevity penalty bites harder), higher precisions
+    (([70, 40, 22, 12], [100, 90, 80, 70], 100, 110), ([68, 41, 24, 14], [92, 83, 74, 65], 92, 110)),
+    # both longer than the references: no penalty on either side, only the precisions move
+    (([180, 120, 70, 40], [240, 220, 200, 180], 240, 230), ([185, 126, 75, 44], [240, 220, 200, 180], 240, 230)),
+    # a shorter output that is still longer than the references, one 4-gram more
+    (([9, 5, 3, 2], [10, 9, 8, 7], 12, 10), ([9, 5, 3, 3], [10, 9, 8, 7], 11, 10)),
 ]
 
 
-@contextlib.contextmanager
-def _sacrebleu_watched():
-    """Run the block with sacreBLEU's BLEU from counts (``BLEU.compute_bleu``) recorded: yields a list that
-    holds True once it was called."""
-    from sacrebleu.metrics import BLEU
+def _parts(before, after, log=math.log, quarter=0.25, penalty=None) -> list[float]:
+    """[brevity, p1, p2, p3, p4]: each part's share of ln(BLEU_after / BLEU_before). The keywords switch in a
+    plausible mistake (another log, no ¼, the penalty upside down), for naming it."""
 
-    original = BLEU.__dict__["compute_bleu"]  # a staticmethod
-    called: list[bool] = []
+    def log_penalty(sys_len: int, ref_len: int) -> float:  # ln BP
+        if penalty is not None:
+            return log(penalty(sys_len, ref_len))
+        return 0.0 if sys_len > ref_len else (1 - ref_len / sys_len) * log(math.e)  # ln BP, in log's base
 
-    def recorded(*args, **kwargs):
-        called.append(True)
-        return original.__func__(*args, **kwargs)
-
-    BLEU.compute_bleu = staticmethod(recorded)
-    try:
-        yield called
-    finally:
-        BLEU.compute_bleu = original
+    (c0, t0, s0, r0), (c1, t1, s1, r1) = before, after
+    parts = [log_penalty(s1, r1) - log_penalty(s0, r0)]
+    return parts + [quarter * (log(c1[n] / t1[n]) - log(c0[n] / t0[n])) for n in range(4)]
 
 
-def _bleu_mistakes(correct, total, sys_len: int, ref_len: int) -> dict[str, float]:
-    precisions = [c / n for c, n in zip(correct, total)]
-    geometric = math.exp(sum(math.log(p) for p in precisions) / 4)
-    bp = 1.0 if sys_len > ref_len else math.exp(1 - ref_len / sys_len)
-    return {
-        t("precisions_combined_geometric"): (100 * bp * sum(precisions) / 4),
-        t("brevity_penalty_missing"): 100 * geometric,
-        t("bleu_reported_0"): bp * geometric,
-        t("brevity_penalty_upside"): (
-            100 * geometric * (1.0 if sys_len > ref_len else math.exp(1 - sys_len / ref_len))
+def _change_mistakes(before, after) -> list[tuple[str, list[float]]]:
+    (c0, t0, s0, r0), (c1, t1, s1, r1) = before, after
+
+    def penalty(sys_len, ref_len):
+        return 1.0 if sys_len > ref_len else math.exp(1 - ref_len / sys_len)
+
+    return [
+        (
+            t("change_differences"),
+            [penalty(s1, r1) - penalty(s0, r0)] + [c1[n] / t1[n] - c0[n] / t0[n] for n in range(4)],
         ),
-    }
+        (
+            t("change_ratios"),
+            [penalty(s1, r1) / penalty(s0, r0)] + [(c1[n] / t1[n] * t0[n] / c0[n]) ** 0.25 for n in range(4)],
+        ),
+        (t("change_no_quarter"), _parts(before, after, quarter=1.0)),
+        (t("change_upside_down"), _parts(before, after, penalty=lambda s, r: 1.0 if s > r else math.exp(1 - s / r))),
+        (t("change_swapped"), [-x for x in _parts(before, after)]),
+        (t("change_log_base"), _parts(before, after, log=math.log10)),
+        (t("change_log_base"), _parts(before, after, log=math.log2)),
+    ]
 
 
-@checker(lazy_t("bleu_counts"), lazy_t("passed_equal_sacrebleus"))
-def check_bleu_from_counts(bleu_from_counts):
-    """``bleu_from_counts(correct, total, sys_len, ref_len)``: ``correct[n-1]`` of the ``total[n-1]``
-    n-grams of the translations also occur in the references (n = 1…4, lists or tuples); ``sys_len`` and
-    ``ref_len`` are their lengths in words. Return BLEU on a 0–100 scale, as sacreBLEU does."""
-    for correct, total, sys_len, ref_len in _BLEU_CASES:
-        what = f"bleu_from_counts({correct}, {total}, sys_len={sys_len}, ref_len={ref_len})"
-        counts = (list(correct), tuple(total), sys_len, ref_len)
-        with _sacrebleu_watched() as called:
-            try:
-                with no_shortcuts(t("bleu")):
-                    answer = bleu_from_counts(*counts)
-            finally:
-                if called:  # (the watch also names the recorder, a function of this module: say what it recorded)
-                    raise Hint(t("code_calls_sacrebleus"))
-        got = as_number(answer, what)
-        want = _sacrebleu_score(correct, total, sys_len, ref_len)
-        if math.isclose(got, want, rel_tol=1e-6):
+@checker(lazy_t("bleu_change"), lazy_t("passed_bleu_change"))
+def check_bleu_change(bleu_change):
+    """``bleu_change(before, after)``: each run as ``(correct, total, sys_len, ref_len)`` (``correct[n-1]`` of the
+    ``total[n-1]`` n-grams also occur in the references, n = 1…4; lengths in words) → five numbers,
+    ``[brevity, p1, p2, p3, p4]``, each part's share of ln(BLEU_after / BLEU_before)."""
+    for before, after in _CHANGE_CASES:
+        what = f"bleu_change({before}, {after})"
+        with no_shortcuts(t("bleu")):
+            answer = bleu_change(tuple(before), tuple(after))
+        if isinstance(answer, torch.Tensor) or type(answer).__name__ == "ndarray":  # five numbers in one array is fine
+            answer = answer.tolist() if answer.ndim == 1 else answer
+        got = [as_number(x, t("part", what=what, i=i)) for i, x in enumerate(as_sequence(answer, 5, what))]
+        want = _parts(before, after)
+        if all(math.isclose(g, w, rel_tol=1e-6, abs_tol=1e-9) for g, w in zip(got, want)):
             continue
-        for hint, value in _bleu_mistakes(correct, total, sys_len, ref_len).items():
-            if math.isclose(got, value, rel_tol=1e-6):
-                raise Hint(t("what_got_hint", what=what, got=got, hint=hint))
-        raise Hint(t("sacrebleu_says", what=what, got=got, want=want))
+        shown = ", ".join(f"{x:.4f}" for x in got)
+        for hint, wrong in _change_mistakes(before, after):
+            if all(math.isclose(g, w, rel_tol=1e-6, abs_tol=1e-9) for g, w in zip(got, wrong)):
+                raise Hint(t("change_got_hint", what=what, got=shown, hint=hint))
+        total = math.log(_sacrebleu_score(*after) / _sacrebleu_score(*before))  # sacreBLEU's two scores
+        if math.isclose(sum(got), total, rel_tol=1e-6, abs_tol=1e-9):
+            raise Hint(t("change_got_hint", what=what, got=shown, hint=t("change_split_wrong")))
+        raise Hint(t("change_not_adding_up", what=what, got=shown, total=total))
 
 
 # ---- Exercise 3: batches by length (§5.1: "Sentence pairs were batched together by approximate sequence length") ----

@@ -9,9 +9,9 @@ the answer's *form* (not a letter, not a list of line numbers, not a number: a :
 Answers are sealed inside ``with sealed():`` (the classroom release wraps its answer checks in it) and everywhere in
 an installation that holds the marker file ``transformer_course/exercises/SEALED`` (the hub wheel of
 ``python -m transformer_course classroom OUT --hub``). The graded hidden tests check the answers with fresh copies
-of the checkers inside :func:`unsealed`; in the hub wheel the answers' digests are not in the files at all
-(``"sealed:N"`` placeholders, :mod:`course_tools.classroom.sealing`), so nothing on the hub can tell a right
-answer from a wrong one.
+of the checkers inside :func:`unsealed`; in the hub wheel the answers' digests and the quizzes' salts are not in
+the files at all (``"sealed:N"`` placeholders, :mod:`course_tools.classroom.verdict`), so nothing on the hub can
+tell a right answer from a wrong one, nor unlock a quiz's texts (:mod:`.answer_key`).
 """
 
 from __future__ import annotations
