@@ -105,6 +105,44 @@ def test_a_forged_output_or_other_inputs_in_a_record_score_zero(tmp_path):
     assert judge.grade_cell(LOCAL_CELL, [good, good])[0] == 0  # a check recorded twice in one run: 0
 
 
+ATTENTION_CELL = {
+    "text": "ex.check_attention(attention)",
+    "aliases": {"ex": "nb02_attention"},
+    "calls": [["check_attention", 2]],
+    "replay": [True],
+}
+
+
+def test_gradients_through_the_learners_function_are_replayed_and_forged_ones_score_zero(tmp_path):
+    from course_tools.classroom import verdict
+    from transformer_course.attention import scaled_dot_product_attention
+
+    def attention(query, key, value, mask=None, dropout=None):  # the package's formula, in the learner's place
+        scores = query @ key.transpose(-2, -1) / query.size(-1) ** 0.5
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        weights = scores.softmax(-1)
+        if dropout is not None:
+            weights = dropout(weights)
+        return weights @ value, weights
+
+    q = torch.randn(1, 2, 3, 4, requires_grad=True)
+    assert torch.allclose(attention(q, q, q)[0], scaled_dot_product_attention(q, q, q)[0], atol=1e-6)
+    folder = tmp_path / "records"
+    os.environ["TC_RECORDS"] = str(folder)
+    try:
+        verdict.grade(HOME, {"attention": attention}, ATTENTION_CELL)
+    finally:
+        del os.environ["TC_RECORDS"]
+    [good] = judge.read_records(folder)[judge.cell_key(ATTENTION_CELL)]
+    assert any("grad_in" in call for call in good["calls"][0])
+    assert judge.grade_cell(ATTENTION_CELL, [good])[0] == 2
+    calls = [dict(c) for c in good["calls"][0]]
+    last = next(c for c in reversed(calls) if "grad_in" in c)
+    last["grad_in"] = [judge.encode(torch.zeros_like(judge.decode(g))) for g in last["grad_in"]]
+    assert judge.grade_cell(ATTENTION_CELL, [dict(good, calls=[calls])])[0] == 0
+
+
 def test_each_quiz_answer_is_replayed_alone_one_point_each(tmp_path):
     records = record(tmp_path, QUIZ_CELL, dict(RIGHT, q2="a"))
     assert judge.grade_cell(QUIZ_CELL, records)[:2] == (2, 3)

@@ -289,10 +289,22 @@ class Recorder:
                 def keep(where, i, grad):
                     where[i] = grad.detach().clone()
 
-                for i, x in enumerate(outputs):
-                    x.register_hook(functools.partial(keep, entry["grad_out"], i))
+                class Tap(torch.autograd.Function):  # the gradient each output gets from the checker, not from
+                    @staticmethod  # the other outputs (weights feed the output inside the learner's function)
+                    def forward(ctx, *xs):
+                        return tuple(x.clone() for x in xs)
+
+                    @staticmethod
+                    def backward(ctx, *grads):
+                        for i, grad in enumerate(grads):
+                            if grad is not None:
+                                keep(entry["grad_out"], i, grad)
+                        return grads
+
                 for i, x in enumerate(inputs):
                     x.register_hook(functools.partial(keep, entry["grad_in"], i))
+                tapped = list(Tap.apply(*outputs))
+                out = _replace_tensors(out, [tapped.pop(0) if t.requires_grad else t for t in _all_tensors(out)])
             return out
 
         return recorded
