@@ -6,8 +6,8 @@ from, no explanation that names the answer, and no digest a short loop inverts:
 
 - **One entry per answer the checker speaks about.** A multiple-choice question has an entry for *every* letter,
   the right one's (why it is right) and each wrong one's (what it mixes up) alike; a number has one for each of
-  the three buckets it accepts (:func:`number_forms`); a find-the-bug exercise has one for every line and one
-  for the set of wrong lines. Each entry is filed under a *tag* and its text is encrypted, both derived from the
+  the three buckets it accepts (:func:`number_forms`) and for those of each plausible wrong number (its hint);
+  a find-the-bug exercise has one for every line and one for the set of wrong lines. Each entry is filed under a *tag* and its text is encrypted, both derived from the
   answer it belongs to, so the entries' keys say nothing, and all the texts of one question are padded to one
   length, so their sizes say nothing either.
 - **The attempt is the key.** A check derives a key from ``salt``, the question's ``key`` and the canonical form
@@ -17,10 +17,10 @@ from, no explanation that names the answer, and no digest a short loop inverts:
   ``python -m transformer_course.exercises.answer_key notebooks/solutions/quiz`` writes the locked entries
   into ``exercises/questions/<module>.json``.
 - **A slow key.** The derivation is scrypt (n = 2¹⁴, r = 8, p = 1: 16 MiB of memory each), not one SHA-256.
-  Measured on the course's 2-core CPU: about 42 ms per derivation, so one check stays under 50 ms, and a loop
-  over 10⁴ candidate buckets costs about 7 minutes of one core (10⁶: about 12 hours), where the former
-  SHA-256 digests fell to the same loop in a few milliseconds. The memory per try keeps a GPU from doing it
-  much faster.
+  Measured on the course's 2-core CPU: 42 ms per derivation on a quiet machine (73 ms with four other jobs
+  running), so one check stays under 50 ms, and a loop over 10⁴ candidate buckets costs about 7 minutes of one
+  core (10⁶: about 12 hours), where the same loop over the former SHA-256 digests took 5 ms. The 16 MiB each
+  try needs keep a GPU from doing it much faster.
 - **A salt the hub does not get.** Each question's ``salt`` is a 24-digit hex string in its checker module, the
   form the hub wheel leaves out (``"sealed:N"``, :mod:`course_tools.classroom.verdict`); the graded hidden test
   carries it back. Without it no entry of the hub wheel can be unlocked, whatever the loop.
