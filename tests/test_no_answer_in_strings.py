@@ -378,3 +378,15 @@ def test_a_cheap_loop_finds_no_digest_of_the_other_answer_exercises():
     for name, digest in nb07.MYSTERY_DIGESTS.items():
         assert guard.answer_digest(f"nb07-mystery-{name}", every["nb07_decoder"][name]) == digest
         assert not any(cheap(f"nb07-mystery-{name}", letter) == digest for letter in "abcdefghijklmnopqrstuvwxyz")
+
+
+@pytest.mark.slow
+def test_the_locked_entries_are_the_plain_texts_locked_again(tmp_path):
+    """``python -m transformer_course.exercises.answer_key notebooks/solutions/quiz`` rewrites each question's
+    ``locked`` entries from the plain texts: locking them again gives the committed files byte for byte, so the
+    texts a learner unlocks are the ones kept with the solutions."""
+    copy = tmp_path / "questions"
+    shutil.copytree(EXERCISES / "questions", copy)
+    answer_key.write_locked(QUIZ_SOURCES, copy)
+    for path in sorted((EXERCISES / "questions").glob("*.json")):
+        assert (copy / path.name).read_text(encoding="utf-8") == path.read_text(encoding="utf-8"), path.name
