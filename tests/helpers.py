@@ -116,11 +116,11 @@ def failing_cell_report(nb, path: Path) -> str:
 
 
 def course_copy(tmp_path: Path, language: str = "en") -> Path:
-    """A course folder in ``tmp_path`` with the repository's package, data/, runs/, figures/ and solutions/
+    """A course folder in ``tmp_path`` with the repository's package, data/, runs/, docs/, figures/ and solutions/
     linked in; returns the folder its notebooks run in (``notebooks/`` or ``notebooks/zh/``)."""
     root = tmp_path / "course"
     (root / "notebooks").mkdir(parents=True)
-    for name in ("transformer_course", "data", "runs", "pyproject.toml"):
+    for name in ("transformer_course", "data", "runs", "docs", "pyproject.toml"):
         if (REPO / name).exists():
             (root / name).symlink_to(REPO / name)
     for name in ("figures", "solutions", "GLOSSARY.md"):
