@@ -232,6 +232,22 @@ def test_the_sandbox_hides_the_course_refuses_writes_and_leaves_no_process(tmp_p
         assert "uid 65534" in text
 
 
+@pytest.mark.slow
+def test_where_namespaces_are_not_permitted_the_fallback_still_runs_the_notebook_in_a_child(tmp_path, monkeypatch):
+    nbformat = pytest.importorskip("nbformat")
+    monkeypatch.setenv("TC_SANDBOX", "process")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    code = "import os\nprint('pid', os.getpid(), 'home', os.environ.get('HOME'), 'secret', 'TC_SECRET' in os.environ)"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)]), scratch / "probe.ipynb")
+    monkeypatch.setenv("TC_SECRET", "the teacher's")
+    mode, log = sandbox.run(scratch, tmp_path / "course", {"notebook": "probe.ipynb", "timeout": 60}, wall_s=300)
+    executed = nbformat.read(scratch / sandbox.EXECUTED, as_version=4)
+    text = "".join(o.get("text", "") for o in executed.cells[0].outputs)
+    assert mode == "process" and f"home {scratch}" in text and "secret False" in text, (text, log)
+    assert f"pid {os.getpid()}" not in text
+
+
 # --- end to end: the cheats on the real nbgrader ------------------------------------------------------------------
 
 # code a student puts in a cell of their own after the checkers' import; the exercises are left undone
