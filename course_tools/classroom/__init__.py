@@ -23,8 +23,10 @@ with a :class:`ConventionError` naming the cell and what to change):
   graded cell that starts with an nbgrader hidden test (``### BEGIN HIDDEN TESTS``: not in the student's
   release, put back by ``nbgrader autograde``): :mod:`.verdict` runs the cell's checks again with fresh copies of
   the checker modules loaded from their files, so no name the student's cells rebound (``ex``, a checker, a
-  ``sys.modules`` entry) takes part, and makes the points the cell's first result (partial credit). The cell's own
-  text follows: the self-check the student runs while working, with every hint; a cell that checks answers only
+  ``sys.modules`` entry) takes part. Under ``nbgrader autograde`` the notebook runs in a sandbox (:mod:`.sandbox`:
+  its own mount, pid and network namespaces, the course hidden) where the hidden test only records what each
+  check observed; nbgrader's process replays the checks from those records with its own checkers (:mod:`.judge`,
+  :mod:`.autograde`) and makes their points the cell's result (partial credit). The cell's own text follows: the self-check the student runs while working, with every hint; a cell that checks answers only
   (``name = ...``) runs it inside ``sealed()`` (:mod:`transformer_course.exercises.seal`): it tells the answers'
   form, not whether they are right, so trying every letter reveals nothing. A cell with exercise lines and then
   checker calls is split in two cells: the solution cell, then the graded cell. Every exercise must be given (by

@@ -199,7 +199,7 @@ def readme(assignments: list[Assignment], course_id: str, timeout: int) -> str:
             "",
             "    nbgrader generate_assignment nb01    # release/nb01/: the student version, no solutions",
             "    # students' work goes to submitted/<student>/nb01/ (nbgrader collect, or copy it there)",
-            "    nbgrader autograde nb01              # runs every submission, scores into gradebook.db",
+            "    nbgrader autograde nb01              # each submission in a sandbox; the points, replayed here, into gradebook.db",
             "    nbgrader generate_feedback nb01      # feedback/<student>/nb01/*.html, with the checkers' hints",
             "",
             f"A cell that runs longer than {timeout} s or outgrows the memory limit scores zero; the rest is graded.",
