@@ -153,7 +153,7 @@ def test_the_glossary_lists_the_courses_term_choices_and_d2ls_forms_first():
         "Multi-head attention": "多头注意力",
         "Mask": "掩码",
         "Positional encoding": "位置编码",
-        "LayerNorm": "层归一化",
+        "LayerNorm": "层规范化",
         "Residual connection": "残差连接",
         "Label smoothing": "标签平滑",
         "Beam search": "束搜索",
@@ -165,7 +165,9 @@ def test_the_glossary_lists_the_courses_term_choices_and_d2ls_forms_first():
         "Batch size": "批量大小",
         "Causal (subsequent) mask": "因果掩码",
         "To attend": "关注",
-        "To mask": "屏蔽",
+        "To mask": "掩蔽",
+        "Heatmap": "热图",
+        "Cost (compute)": "开销",
         "Stack (of layers)": "堆叠",
         "Explorer (interactive)": "交互式查看器",
         "Package": "包",
@@ -173,7 +175,9 @@ def test_the_glossary_lists_the_courses_term_choices_and_d2ls_forms_first():
     }
     assert {english: accepted[english][0] for english in d2l_first} == d2l_first
     avoided = {a.variant for t in terms.values() for a in t.avoided}
-    assert not avoided & {"层规范化", "批量规范化", "批量大小", "关注"}, "d2l's own terms are not avoided"
+    assert not avoided & {"层规范化", "批量规范化", "批量大小", "关注", "掩蔽", "热图", "开销", "束宽"}, (
+        "d2l's own terms are not avoided"
+    )
     for coined in ("Diagonality", "Anti-diagonality"):
         assert "本课程自拟" in terms[coined].explanation, f"{coined}: say that the term is the course's own"
     assert "64 个十六进制字符" in terms["SHA-256"].explanation
@@ -387,7 +391,7 @@ def test_the_glossary_check_finds_a_missing_term_a_wrong_number_and_an_english_f
     broken = GLOSSARY_ZH.read_text(encoding="utf-8")
     broken = "\n".join(line for line in broken.splitlines() if not line.startswith("| Beam search |"))
     broken = broken.replace("| Dropout | dropout |", "| Dropout | drop-out |")
-    broken = broken.replace("再做层归一化。[04]", "再做层归一化。[05]")
+    broken = broken.replace("再做层规范化。[04]", "再做层规范化。[05]")
     (tmp_path / "GLOSSARY.md").write_text(broken, encoding="utf-8")
     problems = "\n".join(glossary_problems(tmp_path / "GLOSSARY.md"))
     assert "'Beam search' of GLOSSARY.md has no row" in problems

@@ -209,13 +209,13 @@ def test_the_label_check_finds_a_zh_cell_without_the_label(tmp_path):
 
 def test_the_glossary_avoids_the_style_sheets_rejected_words():
     found = avoided_uses(
-        [("x", "课程包里的基础模型；结构图的开销。检查一下，再看下一篇。可以注意键；被掩码的位置；编码器栈。")],
+        [("x", "课程包里的基础模型；结构图的训练代价。检查一下，再看下一篇。可以注意键；被掩码的位置；编码器栈。")],
         parse_glossary(GLOSSARY_ZH),
     )
     words = sorted(line.split("'")[1] for line in found)
-    assert words == sorted(["课程包", "基础模型", "结构图", "开销", "检查", "下一篇", "可以注意", "被掩码", "栈"])
+    assert words == sorted(["课程包", "基础模型", "结构图", "训练代价", "检查", "下一篇", "可以注意", "被掩码", "栈"])
     spared = avoided_uses(
-        [("x", "检查器和检查点；单元格；LSTM 是循环单元；被掩码屏蔽的键；每个头各自关注不同的位置。")],
+        [("x", "检查器和检查点；单元格；LSTM 是循环单元；被掩码掩蔽的键；每个头各自关注不同的位置。")],
         parse_glossary(GLOSSARY_ZH),
     )
     assert spared == []

@@ -5,7 +5,7 @@ passed through :func:`chart_text`. In English it comes out as written. After ``s
 looked up in :data:`ZH` (registered with :func:`transformer_course.i18n.register`), but only if a CJK font can
 draw it (:func:`~transformer_course.viz.fonts.chinese_font`); without one the labels stay English, never boxes.
 Terms follow the 中文版's glossary (notebooks/zh/GLOSSARY.md): 注意力, 自注意力, 交叉注意力, 查询 / 键 / 值,
-掩码, 位置编码, 学习率, 热力图, …
+掩码, 位置编码, 学习率, 热图, …
 
 A few entries are titles that the notebooks pass to the charts (``plot_mask(…, title="sentence 0: …")``): the
 code of a Chinese notebook is the English code, and its charts still speak Chinese.
@@ -52,8 +52,8 @@ ZH = {
     "{kind}: layer × head ({queries} queries × {keys} keys)": "{kind}：层 × 头（{queries} 个查询 × {keys} 个键）",
     "head statistics: {stat}": "各注意力头的统计量：{stat}",
     "entropy": "熵",
-    "diagonality": "对角性",
-    "anti_diagonality": "反对角性",
+    "diagonality": "对角度",
+    "anti_diagonality": "反对角度",
     # masks, positional encoding, learning rate (plots.py)
     "mask (True = may attend)": "掩码（True = 允许关注）",
     "may attend": "允许关注",
