@@ -219,3 +219,126 @@ def test_the_glossary_avoids_the_style_sheets_rejected_words():
         parse_glossary(GLOSSARY_ZH),
     )
     assert spared == []
+
+
+# ---- punctuation, headings, glosses: the rules added to the sheet ----------------------------------------------
+
+HAN_OR_CJK_PUNCT = "\u4e00-\u9fff\u3000-\u303f\uff00-\uffef“”"
+# a half-width , ; : ? ! or ( ) touching Chinese text on its left and followed by Chinese (after one space, if any)
+HALF_WIDTH = re.compile(r"[\u4e00-\u9fff][,;:?!](?= ?[\u4e00-\u9fff])|[\u4e00-\u9fff]\((?=[^)]*[\u4e00-\u9fff])")
+# one em dash alone (not the pair ——), "--", or a spaced - or – between Chinese text
+WRONG_DASH = re.compile(
+    rf"(?<![—\"] )(?<!—)—(?!—)|(?<=[{HAN_OR_CJK_PUNCT}]) ?--+ ?(?=[{HAN_OR_CJK_PUNCT}])|"
+    rf"(?<=[{HAN_OR_CJK_PUNCT}]) [-–] (?=[{HAN_OR_CJK_PUNCT}])|(?<=[{HAN_OR_CJK_PUNCT}])–|–(?=[{HAN_OR_CJK_PUNCT}])"
+)
+NUMBERED_HEADING = re.compile(r"^#{2,3} \d+ ?[·、）)] ?|^#{2,3} \d+\.(?! )")
+EXERCISE_LABEL = re.compile(r"练习 ?\d+ ?(?:——|—|–|-|：|\.) ?")
+# an English gloss right after a Chinese term: 词元（token）, 前馈网络（feed-forward network，FFN）
+GLOSS = re.compile(r"(?<=[\u4e00-\u9fff*”])（([A-Za-z][A-Za-z\-/ ']*[A-Za-z])(?:，[A-Za-z]+)?）")
+
+
+def punctuation_problems(where: str, text: str) -> list[str]:
+    """The sheet's punctuation and heading rules on one text (code, math and link targets left out):
+    one dash style (——), full-width punctuation inside Chinese sentences, no 的的, the heading styles."""
+    found = []
+    for line in prose_lines(text):
+        if set(line.strip()) <= set("|-: "):
+            continue  # a table's rule line
+        for match in WRONG_DASH.finditer(line):
+            found.append(f"{where}: {match[0].strip()!r} → —— (one dash style) in: {line.strip()}")
+        for match in HALF_WIDTH.finditer(line):
+            found.append(
+                f"{where}: half-width {match[0][-1]!r} inside a Chinese sentence (full width) in: {line.strip()}"
+            )
+        if "的的" in line:
+            found.append(f"{where}: 的的 in: {line.strip()}")
+        if NUMBERED_HEADING.match(line):
+            found.append(f"{where}: a numbered heading is written “## N. 标题” in: {line.strip()}")
+        if EXERCISE_LABEL.search(line):
+            found.append(f"{where}: an exercise is labelled “练习 N · 标题” in: {line.strip()}")
+    return found
+
+
+def repeated_glosses(texts: list[tuple[str, str]]) -> list[str]:
+    """An English gloss 词元（token） seen again after its first use, the texts read in order (the book's order)."""
+    first, found = {}, []
+    for where, text in texts:
+        for line in prose_lines(text):
+            for match in GLOSS.finditer(line):
+                key = match[1].lower()
+                if key in first:
+                    found.append(f"{where}: {match[0]} was glossed first in {first[key]}; write the Chinese only")
+                else:
+                    first[key] = where
+    return found
+
+
+def chart_label_texts() -> list[tuple[str, str]]:
+    """The Chinese words on the charts (transformer_course/viz/labels.py ZH) and of the graded verdict."""
+    from course_tools.classroom.zh_verdict import ZH as VERDICT
+    from transformer_course.viz.labels import ZH as LABELS
+
+    return [(f"viz/labels.py {k!r}", v) for k, v in LABELS.items()] + [
+        (f"classroom/zh_verdict.py {k[:30]!r}", v) for k, v in VERDICT.items()
+    ]
+
+
+def book_texts() -> list[tuple[str, str]]:
+    """The notebooks' markdown in the course's order (00, 01, …): where a gloss is used first."""
+    return [(where, markdown) for where, markdown, _ in chinese_texts() if ".ipynb cell" in where]
+
+
+def test_chinese_text_has_one_dash_full_width_punctuation_and_the_sheets_headings():
+    texts = [t for t in all_texts() if t[0] != "notebooks/zh/STYLE.md"] + chart_label_texts()
+    found = [problem for where, text in texts for problem in punctuation_problems(where, text)]
+    assert not found, f"{len(found)} departures from notebooks/zh/STYLE.md:\n" + "\n".join(found)
+
+
+def test_an_english_gloss_is_given_once_in_the_whole_course():
+    found = repeated_glosses(book_texts())
+    assert not found, f"{len(found)} glosses repeated after their first use:\n" + "\n".join(found)
+
+
+def test_the_chart_labels_use_no_avoided_variant():
+    found = avoided_uses(chart_label_texts(), parse_glossary(GLOSSARY_ZH))
+    assert not found, f"{len(found)} chart labels use variants the glossary avoids:\n" + "\n".join(found)
+
+
+def test_the_punctuation_check_finds_each_wrong_dash_half_width_mark_heading_and_的的():
+    found = punctuation_problems(
+        "x",
+        "注意力—按权重读取。\n注意力 -- 按权重读取。\n注意力 - 按权重读取。\n查询,键和值。\n比值(很大)。\n"
+        "我们的的模型。\n## 1 · 标题\n**练习 2 — 核。**\n"
+        '注意力——按权重读取。\n> "text." — §3.2\n笔记本 02–07，0.5，`a, b`，$x(y)$。\n|---|---|\n## 3. 学习率\n**练习 2 · 核。**',
+    )
+    assert [line.split(" in: ")[0] for line in found] == [
+        "x: '—' → —— (one dash style)",
+        "x: '--' → —— (one dash style)",
+        "x: '-' → —— (one dash style)",
+        "x: half-width ',' inside a Chinese sentence (full width)",
+        "x: half-width '(' inside a Chinese sentence (full width)",
+        "x: 的的",
+        "x: a numbered heading is written “## N. 标题”",
+        "x: '—' → —— (one dash style)",
+        "x: an exercise is labelled “练习 N · 标题”",
+    ]
+
+
+def test_the_gloss_check_finds_a_gloss_repeated_in_a_later_notebook():
+    texts = [
+        ("00 cell a", "模型看到的是词元（token）。自注意力（self-attention）很快。"),
+        ("01 cell b", "每个词元（token）都有 id；`词元（token）` 在代码里不算。"),
+        ("02 cell c", "前馈网络（feed-forward network，FFN）；自注意力（Self-Attention）。"),
+    ]
+    assert repeated_glosses(texts) == [
+        "01 cell b: （token） was glossed first in 00 cell a; write the Chinese only",
+        "02 cell c: （Self-Attention） was glossed first in 00 cell a; write the Chinese only",
+    ]
+
+
+def test_the_chart_label_check_finds_an_avoided_variant():
+    found = avoided_uses([("viz/labels.py 'diagonality'", "对角性"), ("x", "热力图")], parse_glossary(GLOSSARY_ZH))
+    assert [line.split(" (write")[0] for line in found] == [
+        "viz/labels.py 'diagonality': '对角性'",
+        "x: '热力图'",
+    ]
