@@ -124,7 +124,10 @@ def test_a_drifted_build_cell_or_solution_is_named_and_sync_writes_it_again(tmp_
     path = notebooks / "zh" / FILES["norm_residual.py"]
     notebook = json.loads(path.read_text(encoding="utf-8"))
     cell = lf.build_cell(notebook, "norm_residual.py")
-    cell["source"] = "".join(cell["source"]).replace("about 3 lines", "about 4 lines")
+    assert "# 在这里写你的代码：大约 3 行" in "".join(cell["source"]), (
+        "the zh build cell's comments come from zh_comments.json"
+    )
+    cell["source"] = "".join(cell["source"]).replace("大约 3 行", "大约 4 行")
     path.write_text(json.dumps(notebook, ensure_ascii=False, indent=1), encoding="utf-8")
     (notebooks / "solutions" / "my_transformer" / "encoder.py").write_text("# edited by hand\n", encoding="utf-8")
     assert lf.differences() == [

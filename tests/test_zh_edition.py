@@ -447,3 +447,71 @@ def test_the_readme_section_is_read_up_to_the_next_heading(tmp_path):
     assert readme_section(tmp_path / "README.md") == "\n## 中文版\n用 补零"
     found = avoided_uses([("README", readme_section(tmp_path / "README.md"))], parse_glossary(GLOSSARY_ZH))
     assert found == ["README: '补零' (write 填充) in: 用 补零"]
+
+
+# ---- code cells: Chinese comments, the same code ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("english", ENGLISH, ids=[p.stem for p in ENGLISH])
+def test_the_zh_code_cells_carry_the_comment_tables_chinese(english):
+    """Each zh code cell is its English cell put through the comment table (course_tools/edition/zh_comments.json):
+    ``python -m course_tools.edition.zh sync`` writes them so, and nothing else changes."""
+    target = ZH / english.name
+    twins = {c.get("id"): cell_source(c) for c in json.loads(target.read_text(encoding="utf-8"))["cells"]}
+    stale = [
+        f"{target.name} cell {cell.get('id')}"
+        for cell in json.loads(english.read_text(encoding="utf-8"))["cells"]
+        if cell["cell_type"] == "code"
+        and zh.strip_language(zh.to_chinese(cell_source(cell))) != zh.strip_language(twins.get(cell.get("id"), ""))
+    ]
+    assert not stale, "run python -m course_tools.edition.zh sync:\n" + "\n".join(stale)
+
+
+def test_the_comment_table_is_chinese_and_keeps_each_comments_code():
+    comments, strings = zh.translations()
+    assert comments, "course_tools/edition/zh_comments.json has no comments"
+    for english, chinese in {**comments, **strings}.items():
+        assert re.search(r"[\u4e00-\u9fff]", chinese), f"{english!r}: its translation {chinese!r} holds no 汉字"
+        for number in re.findall(r"\d+(?:\.\d+)?", english):
+            assert number in chinese, f"{english!r} → {chinese!r}: the number {number} is lost"
+
+
+def test_same_code_ignores_comments_and_chinese_strings_only():
+    english = 'x = f(a, 2)  # the scores\nprint("scores", x)\nif x:\n    y = "cuda"  # a device\n'
+    table = ({"the scores": "分数", "a device": "设备"}, {'"scores"': '"分数"'})
+    chinese = zh.to_chinese(english, table)
+    assert chinese == 'x = f(a, 2)  # 分数\nprint("分数", x)\nif x:\n    y = "cuda"  # 设备\n'
+    assert zh.same_code(english, chinese)
+    assert zh.same_code(english, chinese + "\n".join(zh.LANGUAGE_LINES))
+    assert zh.same_code("%%writefile a.py\nx = 1  # one\n", "%%writefile a.py\nx = 1  # 一\n")
+    for changed in (
+        chinese.replace("f(a, 2)", "f(a, 3)"),  # a number
+        chinese.replace("f(a,", "g(a,"),  # a name
+        chinese.replace('"cuda"', '"cpu"'),  # an English string: code reads it
+        chinese.replace("    y =", "y ="),  # an indent
+        chinese.replace("x = f", "x = -f"),  # an operator
+        chinese + "z = 1\n",  # a line more
+    ):
+        assert not zh.same_code(english, changed), changed
+    assert not zh.same_code("%%writefile a.py\nx = 1\n", "%%writefile b.py\nx = 1\n")
+
+
+def test_differences_finds_a_code_change_hidden_behind_a_chinese_comment(zh_copy):
+    english = zh_copy / "04_layernorm_residual.ipynb"
+    english.write_text((NOTEBOOKS / english.name).read_text(encoding="utf-8"), encoding="utf-8")
+
+    def translate(cells):
+        for cell in cells:
+            if cell["cell_type"] == "code":
+                cell["source"] = zh.to_chinese(cell_source(cell))
+
+    copy_notebook(english, zh_copy / "zh", translate)
+    assert zh.differences(english) == []
+
+    def translate_and_break(cells):
+        translate(cells)
+        build = next(c for c in cells if cell_source(c).startswith("%%writefile"))
+        build["source"] = cell_source(build).replace("self.eps = eps", "self.eps = 1e-6", 1)
+
+    copy_notebook(english, zh_copy / "zh", translate_and_break)
+    assert any("differs from English" in line for line in zh.differences(english))

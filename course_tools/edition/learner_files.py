@@ -253,8 +253,15 @@ def build_cell(notebook: dict, file: str) -> dict | None:
     return None
 
 
-def _cell_text(file: str) -> str:
-    return f"%%writefile my_transformer/{file}\n{scaffold(file).rstrip()}"
+def _cell_text(file: str, notebook: Path | None = None) -> str:
+    """The build cell of ``file``; in a 中文版 notebook (``notebooks/zh/``) its comments come from the zh comment
+    table (``course_tools/edition/zh_comments.json``, :func:`course_tools.edition.zh.to_chinese`)."""
+    text = f"%%writefile my_transformer/{file}\n{scaffold(file).rstrip()}"
+    if notebook is not None and notebook.parent.name == "zh":
+        from .zh import to_chinese
+
+        text = to_chinese(text)
+    return text
 
 
 def differences() -> list[str]:
@@ -268,7 +275,7 @@ def differences() -> list[str]:
             cell = build_cell(json.loads(path.read_text(encoding="utf-8")), file) if path.is_file() else None
             if cell is None:
                 found.append(f"{path.relative_to(ROOT)}: no build cell %%writefile my_transformer/{file}")
-            elif "".join(cell["source"]).rstrip() != _cell_text(file):
+            elif "".join(cell["source"]).rstrip() != _cell_text(file, path):
                 found.append(f"{path.relative_to(ROOT)}: the build cell of {file} is not the package's scaffold")
     return found
 
@@ -287,8 +294,8 @@ def sync() -> list[str]:
             cell = build_cell(notebook, file)
             if cell is None:
                 raise ValueError(f"{path.relative_to(ROOT)} has no build cell %%writefile my_transformer/{file}")
-            if "".join(cell["source"]).rstrip() != _cell_text(file):
-                cell["source"] = _cell_text(file).splitlines(keepends=True)
+            if "".join(cell["source"]).rstrip() != _cell_text(file, path):
+                cell["source"] = _cell_text(file, path).splitlines(keepends=True)
                 path.write_text(json.dumps(notebook, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
                 changed.append(str(path.relative_to(ROOT)))
     return changed

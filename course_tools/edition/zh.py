@@ -1,9 +1,12 @@
 """The 中文版 (notebooks/zh/) shares its code with the English notebooks: this module keeps it that way.
 
 A Chinese notebook has the same file name, the same cells in the same order with the same ids and types as
-its English notebook. Its code cells are the English code cells, character for character, except that the
-first code cell ends with :data:`LANGUAGE_LINES` (checker messages and chart labels in Chinese). Only the
-markdown cells are written in Chinese.
+its English notebook. Its code cells are the English code cells, token for token, except that the first code
+cell ends with :data:`LANGUAGE_LINES` (checker messages and chart labels in Chinese), that comments are
+Chinese and that a string shown to the reader may be Chinese: :func:`to_chinese` puts in the translations of
+:data:`COMMENTS_FILE` (English comment or string → Chinese, written once for every notebook and for the build
+cells that ``learner_files`` writes), and :func:`same_code` compares two cells ignoring comments and the
+strings a translation made Chinese, so a changed name, number, operator or English string is still found.
 
     python -m course_tools.edition.zh new 04      # start notebooks/zh/04_*.ipynb: English markdown, zh code
     python -m course_tools.edition.zh sync        # copy every English code cell into its zh notebook
@@ -14,11 +17,29 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
+import io
 import json
+import re
 import sys
+import tokenize
 from pathlib import Path
 
-__all__ = ["LANGUAGE_LINES", "check", "differences", "is_language_line", "main", "new", "strip_language", "sync"]
+__all__ = [
+    "COMMENTS_FILE",
+    "LANGUAGE_LINES",
+    "check",
+    "code_tokens",
+    "differences",
+    "is_language_line",
+    "main",
+    "new",
+    "same_code",
+    "strip_language",
+    "sync",
+    "to_chinese",
+    "translations",
+]
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 ZH = NOTEBOOKS / "zh"
@@ -26,6 +47,91 @@ LANGUAGE_LINES = (
     "from transformer_course.i18n import set_language  # 中文版",
     'set_language("zh")  # 检查器消息和图表标签用中文',
 )
+
+
+COMMENTS_FILE = Path(__file__).resolve().parent / "zh_comments.json"
+HAN = re.compile(r"[\u4e00-\u9fff]")
+MAGIC = re.compile(r"^\s*[%!]")  # %%writefile, %time, !pip: IPython's lines, not Python
+
+
+@functools.cache
+def translations(path: Path = COMMENTS_FILE) -> tuple[dict[str, str], dict[str, str]]:
+    """``(comments, strings)`` of the table: an English comment's text (after ``# ``) → its Chinese text, and a
+    string literal as written in the code (quotes and prefix included) → the Chinese literal."""
+    table = json.loads(path.read_text(encoding="utf-8"))
+    return table.get("comments", {}), table.get("strings", {})
+
+
+def _tokens(source: str) -> list[tokenize.TokenInfo] | None:
+    """The Python tokens of a cell, IPython's magic and shell lines left blank; None if it does not tokenize."""
+    python = "".join("\n" if MAGIC.match(line) else line for line in source.splitlines(keepends=True))
+    try:
+        return list(tokenize.generate_tokens(io.StringIO(python).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+
+
+def to_chinese(source: str, table: tuple[dict[str, str], dict[str, str]] | None = None) -> str:
+    """``source`` with every comment and string found in the table replaced by its Chinese text; the code
+    itself untouched. A cell that does not tokenize is returned as it is."""
+    comments, strings = table or translations()
+    tokens = _tokens(source)
+    if tokens is None:
+        return source
+    lines = source.splitlines(keepends=True)
+    edits = []
+    for token in tokens:
+        if token.type == tokenize.COMMENT:
+            text = token.string[1:].strip()
+            if text in comments:
+                edits.append((token.start, token.end, "# " + comments[text]))
+        elif token.type == tokenize.STRING and token.start[0] == token.end[0] and token.string in strings:
+            edits.append((token.start, token.end, strings[token.string]))
+    for (row, start), (_, end), text in reversed(edits):  # from the end, so earlier columns stay right
+        line = lines[row - 1]
+        lines[row - 1] = line[:start] + text + line[end:]
+    return "".join(lines)
+
+
+def code_tokens(source: str) -> list[tuple[str, str]]:
+    """What must be equal in an English code cell and its zh twin: its magic lines and its Python tokens,
+    comments left out and a string written in Chinese (it holds a 汉字) read as one placeholder."""
+    lines = [("magic", line.strip()) for line in source.splitlines() if MAGIC.match(line)]
+    tokens = _tokens(source)
+    if tokens is None:
+        return lines + [("text", line.rstrip()) for line in source.splitlines() if not MAGIC.match(line)]
+    skipped = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+    for token in tokens:
+        if token.type in skipped:
+            continue
+        if token.type == tokenize.STRING and HAN.search(token.string):
+            lines.append(("string", "中文"))
+        else:
+            lines.append((tokenize.tok_name[token.type], token.string))
+    return lines
+
+
+def same_code(english: str, chinese: str) -> bool:
+    """True when the two cells differ only in comments and in strings the zh cell writes in Chinese (and in the
+    language lines); layout inside a line is compared too, through the tokens' order, not their columns."""
+    english, chinese = strip_language(english), strip_language(chinese)
+    if english == chinese:
+        return True
+    ours, theirs = code_tokens(english), code_tokens(chinese)
+    if len(ours) != len(theirs) or _layout(english) != _layout(chinese):
+        return False
+    # a Chinese string stands for any string of the English cell; every other token must be the same
+    return all(a == b or (b == ("string", "中文") and a[0] in ("STRING", "string")) for a, b in zip(ours, theirs))
+
+
+def _layout(source: str) -> list[str]:
+    """Each line's indentation and whether it holds code: a moved line or a changed indent is a difference."""
+    tokens = _tokens(source)
+    if tokens is None:
+        return source.splitlines()
+    code_rows = {t.start[0] for t in tokens if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE)}
+    lines = source.splitlines()
+    return [re.match(r"\s*", line)[0] + ("code" if n in code_rows else "") for n, line in enumerate(lines, 1)]
 
 
 def is_language_line(line: str) -> bool:
@@ -66,7 +172,8 @@ def _english(number: str) -> Path:
 def _code_cell(cell: dict, first: bool) -> dict:
     cell = copy.deepcopy(cell)
     cell["outputs"], cell["execution_count"] = [], None
-    cell["source"] = _with_language(_source(cell)) if first else _source(cell)
+    source = to_chinese(_source(cell))
+    cell["source"] = _with_language(source) if first else source
     return cell
 
 
@@ -131,7 +238,7 @@ def differences(english: Path) -> list[str]:
             if first and not all(line in _source(b).splitlines() for line in LANGUAGE_LINES):
                 problems.append(f"{target.name}: the first code cell must end with the language lines")
             first = False
-            if strip_language(_source(a)) != strip_language(_source(b)):
+            if not same_code(_source(a), _source(b)):
                 problems.append(f"{target.name}: code cell {b.get('id')} differs from English; run `sync`")
             if b.get("outputs"):
                 problems.append(f"{target.name}: code cell {b.get('id')} has outputs")
