@@ -34,6 +34,9 @@ from .kernel_guard import ungraded_timeout
 
 __all__ = ["SandboxedExecute", "without_digests"]
 
+GUARD_LINE = re.compile(
+    r"^(this cell ran longer than|this cell used more than|此单元格运行超过|此单元格使用的内存超过)"
+)
 HIDDEN_DICT = re.compile(r"^(_tc_score = _tc_grade\(\n)(.*?)(\n\)\n### END HIDDEN TESTS)", re.M | re.S)
 
 
@@ -126,13 +129,15 @@ class SandboxedExecute(Execute):
 
 
 def _stopped(cell) -> str | None:
-    """One line for the error a graded cell stopped with in the sandbox (a timeout, a crash), or None; said as
-    what it is, never as points (the grader's own line follows it)."""
-    for output in cell.get("outputs", []):
-        if output.get("output_type") == "error":
-            error = f"{output.get('ename', '')}: {output.get('evalue', '')}".strip(": ")[:300]
-            return f"in the sandbox this cell stopped with {error or 'an error'}"
-    return None
+    """What a graded cell stopped with in the sandbox, or None: the kernel guard's line (a timeout, memory) when it
+    printed one, else the error's name; said as what it is, never as points (the grader's own line follows)."""
+    errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    if not errors:
+        return None
+    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+    said = [line for line in text.splitlines() if GUARD_LINE.search(line)]
+    error = f"{errors[0].get('ename', '')}: {errors[0].get('evalue', '')}".strip(": ")[:300]
+    return "\n".join([*said[:2], f"in the sandbox this cell stopped with {error or 'an error'}"])
 
 
 def _read_executed(path: Path, nb):

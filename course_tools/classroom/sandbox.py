@@ -246,7 +246,7 @@ def execute(spec_path: str) -> int:
     ``EXECUTED``. A kernel that is slow to start is tried again with twice the time, up to three times; a
     kernel that dies (``os._exit``, a crash) ends the run, and what ran until then is written."""
     import nbformat
-    from jupyter_client.manager import KernelManager
+    from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
 
@@ -256,7 +256,7 @@ def execute(spec_path: str) -> int:
     nb = nbformat.read(scratch / spec["notebook"], as_version=4)
     startup = float(spec.get("startup_timeout", 60))
     for _ in range(int(spec.get("start_tries", 3))):
-        manager = KernelManager(transport="ipc", ip=str(scratch / ".kernel"), kernel_name="python3")
+        manager = AsyncKernelManager(transport="ipc", ip=str(scratch / ".kernel"), kernel_name="python3")
         client = NotebookClient(
             nb,
             km=manager,
