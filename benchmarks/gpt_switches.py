@@ -14,7 +14,8 @@ the time of one two-thread run each, and a run's numbers do not depend on the ma
     python -m transformer_course results render                        # the table in docs/results.md
 
 Each (switch, seed) is written to docs/results.json as the run ``gpt-switches-SWITCH-seedN`` as soon as it ends
-(a stopped benchmark keeps what it measured); ``--dry-run`` writes nothing.
+(a stopped benchmark keeps what it measured); at the end the run ``gpt-switches`` gets the baselines and each
+switch's mean over the seeds (``SWITCH_test_perplexity``, ``SWITCH_spread``). ``--dry-run`` writes nothing.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from course_tools.results import record_figures  # noqa: E402
+from course_tools.results import load_results, record_figures  # noqa: E402
 from transformer_course.config import get_preset  # noqa: E402
 from transformer_course.data.captions import (  # noqa: E402
     best_k,
@@ -95,7 +96,10 @@ def main(argv=None) -> None:
     parser.add_argument("--only", nargs="+", choices=list(SWITCHES), help="run only these switches")
     parser.add_argument("--workers", type=int, default=2, help="runs at a time, one thread each (default 2)")
     parser.add_argument("--dry-run", action="store_true", help="print the rows, write nothing")
+    parser.add_argument("--summarise", action="store_true", help="only record the means of the recorded rows")
     args = parser.parse_args(argv)
+    if args.summarise:
+        return summarise(args.seeds)
     global DATA
     base = get_preset("gpt-cpu").replace(**PAPER, max_len=max(256, args.context + 1), context=args.context)
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the workers are forked after the tokenizer ran
@@ -141,6 +145,25 @@ def main(argv=None) -> None:
         baselines[f"{name}_test_perplexity"] = round(perplexity(data.train, data.test, data.vocab_size, k), 2)
         print(f"{name:>11} (k={k:g}): test {baselines[f'{name}_test_perplexity']:7.2f}", flush=True)
     record(RUN, baselines)
+    if not args.dry_run:
+        summarise(args.seeds)
+
+
+def summarise(seeds: list[int]) -> None:
+    """Record each switch's mean test and validation perplexity over ``seeds`` and their spread (largest minus
+    smallest test perplexity) on the summary run, from the rows in docs/results.json, for prose to quote."""
+    runs = load_results()["runs"]
+    means = {}
+    for name in SWITCHES:
+        rows = [runs.get(f"{RUN}-{name}-seed{seed}") for seed in seeds]
+        if not all(rows):
+            continue
+        tests = [r["test_perplexity"] for r in rows]
+        means[f"{name}_test_perplexity"] = round(sum(tests) / len(tests), 2)
+        means[f"{name}_valid_perplexity"] = round(sum(r["valid_perplexity"] for r in rows) / len(rows), 2)
+        means[f"{name}_spread"] = round(max(tests) - min(tests), 2)
+        print(f"{name:>11}: mean test {means[f'{name}_test_perplexity']:.2f}, spread {means[f'{name}_spread']:.2f}")
+    record_figures(RUN, means)
 
 
 if __name__ == "__main__":

@@ -359,11 +359,11 @@ GPT_CPU = Config(
     epochs=4,
 )
 PRESETS["gpt-cpu"] = GPT_CPU
-# The same recipe scaled for one GPU, reasoned, NOT yet measured on a GPU: GPT-2 small's width per head (64)
-# at 8 layers, d_model 512, d_ff 2048 (the paper's base sizes), 8 heads with 2 key/value heads, rows of 128 ids,
-# 64 rows a step (8,192 tokens, as multi30k-base's batch), an English vocabulary of 8,000 pieces, dropout 0.1
-# (about 25 M parameters on 0.5 M captions tokens overfit without it), a peak rate of 6e-4 (GPT-2 small's
-# for a model this size), 20 epochs.
+# The same recipe scaled for one GPU, reasoned, NOT yet measured on a GPU: 8 layers of the paper's base width
+# (d_model 512, d_ff 2048) with GPT-2 small's 64 features per head (8 heads, 2 key/value heads), rows of 129 ids,
+# 64 rows a step (8,192 tokens, multi30k-base's batch), an English vocabulary of 8,000 pieces: 26 M parameters.
+# A model this size overfits half a million caption tokens quickly, so dropout 0.1 and a peak rate of 6e-4
+# (GPT-2 small's, for a model of its width), for 20 epochs.
 PRESETS["gpt-gpu"] = GPT_CPU.replace(
     name="gpt-gpu",
     N=8,

@@ -101,8 +101,11 @@ def render_lm_switches(run_name: str, data: dict) -> str:
         valids = [r["valid_perplexity"] for r in runs]
         wall = sum(r["wall_seconds"] for r in runs) / len(runs)
         rows.append(
-            f"| {switch} ({what}) | " + " | ".join(_fmt(t) for t in tests) + f" | {_fmt(sum(tests) / len(tests))} | "
-            f"{_fmt(max(tests) - min(tests))} | {_fmt(sum(valids) / len(valids))} | {_fmt(runs[0]['parameters'])} | "
+            f"| {switch} ({what}) | "
+            + " | ".join(_fmt(t) for t in tests)
+            + f" | {_fmt(round(sum(tests) / len(tests), 2))} | "
+            f"{_fmt(round(max(tests) - min(tests), 2))} | {_fmt(round(sum(valids) / len(valids), 2))} | "
+            f"{_fmt(runs[0]['parameters'])} | "
             f"{wall:.0f} s |"
         )
     for name in ("unigram", "bigram"):
