@@ -477,8 +477,8 @@ def test_the_comment_table_is_chinese_and_keeps_each_comments_code():
 
 
 def test_same_code_ignores_comments_and_chinese_strings_only():
-    english = 'x = f(a, 2)  # the scores\nprint("scores", x)\nif x:\n    y = "cuda"  # a device\n'
-    table = ({"the scores": "分数", "a device": "设备"}, {'"scores"': '"分数"'})
+    english = 'x = f(a, 2)  # the scores\nprint("the scores", x)\nif x:\n    y = "cuda"  # a device\n'
+    table = ({"the scores": "分数", "a device": "设备"}, {'"the scores"': '"分数"'})
     chinese = zh.to_chinese(english, table)
     assert chinese == 'x = f(a, 2)  # 分数\nprint("分数", x)\nif x:\n    y = "cuda"  # 设备\n'
     assert zh.same_code(english, chinese)
@@ -494,6 +494,10 @@ def test_same_code_ignores_comments_and_chinese_strings_only():
     ):
         assert not zh.same_code(english, changed), changed
     assert not zh.same_code("%%writefile a.py\nx = 1\n", "%%writefile b.py\nx = 1\n")
+    # a bare word is a key or a setting that code reads: the table never translates it
+    assert zh.to_chinese(
+        'h["loss"]; ax.set_ylabel("loss per token")', ({}, {'"loss"': '"损失"', '"loss per token"': '"每个词元的损失"'})
+    ) == ('h["loss"]; ax.set_ylabel("每个词元的损失")')
 
 
 def test_differences_finds_a_code_change_hidden_behind_a_chinese_comment(zh_copy):

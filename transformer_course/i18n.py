@@ -29,6 +29,7 @@ import json
 import os
 import re
 import string
+import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -80,6 +81,11 @@ def set_language(language: str) -> None:
             f"unknown language {language!r}: use set_language('en') for English or set_language('zh') for 中文"
         )
     _language = language
+    if language != "en" and "matplotlib" in sys.modules:
+        # a chart the notebook draws itself (plt.title("…")) needs the CJK font too, not only the package's charts
+        from .viz.fonts import chinese_font
+
+        chinese_font()
 
 
 def get_language() -> str:

@@ -72,8 +72,9 @@ def _tokens(source: str) -> list[tokenize.TokenInfo] | None:
 
 
 def to_chinese(source: str, table: tuple[dict[str, str], dict[str, str]] | None = None) -> str:
-    """``source`` with every comment and string found in the table replaced by its Chinese text; the code
-    itself untouched. A cell that does not tokenize is returned as it is."""
+    """``source`` with every comment and every shown string (a title, a label: not a bare word) found in the
+    table replaced by its Chinese text; the code itself untouched. A cell that does not tokenize is returned as
+    it is."""
     comments, strings = table or translations()
     tokens = _tokens(source)
     if tokens is None:
@@ -85,12 +86,19 @@ def to_chinese(source: str, table: tuple[dict[str, str], dict[str, str]] | None 
             text = token.string[1:].strip()
             if text in comments:
                 edits.append((token.start, token.end, "# " + comments[text]))
-        elif token.type == tokenize.STRING and token.start[0] == token.end[0] and token.string in strings:
+        elif token.type == tokenize.STRING and token.string in strings and _shown(token):
             edits.append((token.start, token.end, strings[token.string]))
     for (row, start), (_, end), text in reversed(edits):  # from the end, so earlier columns stay right
         line = lines[row - 1]
         lines[row - 1] = line[:start] + text + line[end:]
     return "".join(lines)
+
+
+def _shown(token: tokenize.TokenInfo) -> bool:
+    """A string the table may translate: on one line and not a bare word. A key, a column or a setting such as
+    "loss", "step" or "noam" is read by code, so a table entry for it is never applied."""
+    text = re.sub(r"^[rRbBuUfF]*(['\"])(.*)\1$", r"\2", token.string)
+    return token.start[0] == token.end[0] and not text.isidentifier()
 
 
 def code_tokens(source: str) -> list[tuple[str, str]]:
