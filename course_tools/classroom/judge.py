@@ -354,6 +354,8 @@ def _rng(value):
 
 
 def _raised(entry: dict) -> BaseException:
+    if entry.get("raised") in ("KeyboardInterrupt", "SystemExit"):  # the cell's time limit, or an exit
+        return TimeoutError("it was stopped in the sandbox before it returned")
     kind = getattr(builtins, str(entry.get("raised", "")), None)
     message = str(entry.get("message", ""))
     if isinstance(kind, type) and issubclass(kind, Exception) and kind.__module__ == "builtins":
