@@ -557,7 +557,7 @@ def test_a_quiz_summary_follows_the_language():
     assert repr(result) == "❌ quiz: 0 of 1 right"
     set_language("zh")
     assert repr(result) == "❌ quiz：0 of 1 right"  # its words were made in English; the frame follows the language
-    assert repr(nb00_introduction.check_quiz(q1=21)) == "✅ 小测验：共 1 题，答对 1 题"
+    assert repr(nb00_introduction.check_quiz(q1=21)) == "✅ 问答题：共 1 题，答对 1 题"
 
 
 def test_not_done_and_a_crash_are_said_in_chinese(capsys):

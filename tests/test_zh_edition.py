@@ -494,10 +494,14 @@ def test_same_code_ignores_comments_and_chinese_strings_only():
     ):
         assert not zh.same_code(english, changed), changed
     assert not zh.same_code("%%writefile a.py\nx = 1\n", "%%writefile b.py\nx = 1\n")
-    # a bare word is a key or a setting that code reads: the table never translates it
-    assert zh.to_chinese(
-        'h["loss"]; ax.set_ylabel("loss per token")', ({}, {'"loss"': '"损失"', '"loss per token"': '"每个词元的损失"'})
-    ) == ('h["loss"]; ax.set_ylabel("每个词元的损失")')
+    # a bare word may be a key or a setting that code reads: translated only where it is a chart's label
+    table = ({}, {'"loss"': '"损失"', '"loss per token"': '"每个词元的损失"'})
+    assert zh.to_chinese('h["loss"]; ax.set_ylabel("loss per token"); f("loss")', table) == (
+        'h["loss"]; ax.set_ylabel("每个词元的损失"); f("loss")'
+    )
+    assert zh.to_chinese('ax.set(xlabel="loss"); ax.plot(y, label="loss"); ax.set_title("loss")', table) == (
+        'ax.set(xlabel="损失"); ax.plot(y, label="损失"); ax.set_title("损失")'
+    )
 
 
 def test_differences_finds_a_code_change_hidden_behind_a_chinese_comment(zh_copy):

@@ -81,12 +81,16 @@ def to_chinese(source: str, table: tuple[dict[str, str], dict[str, str]] | None 
         return source
     lines = source.splitlines(keepends=True)
     edits = []
-    for token in tokens:
+    for index, token in enumerate(tokens):
         if token.type == tokenize.COMMENT:
             text = token.string[1:].strip()
             if text in comments:
                 edits.append((token.start, token.end, "# " + comments[text]))
-        elif token.type == tokenize.STRING and token.string in strings and _shown(token):
+        elif (
+            token.type == tokenize.STRING
+            and token.string in strings
+            and _shown(token, tokens[max(0, index - 2) : index])
+        ):
             edits.append((token.start, token.end, strings[token.string]))
     for (row, start), (_, end), text in reversed(edits):  # from the end, so earlier columns stay right
         line = lines[row - 1]
@@ -94,11 +98,16 @@ def to_chinese(source: str, table: tuple[dict[str, str], dict[str, str]] | None 
     return "".join(lines)
 
 
-def _shown(token: tokenize.TokenInfo) -> bool:
-    """A string the table may translate: on one line and not a bare word. A key, a column or a setting such as
-    "loss", "step" or "noam" is read by code, so a table entry for it is never applied."""
+LABELS = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "title", "xlabel", "ylabel", "label"}
+
+
+def _shown(token: tokenize.TokenInfo, before: list[tokenize.TokenInfo] = ()) -> bool:
+    """A string the table may translate: on one line, and not a bare word unless it is written straight into a
+    chart's label (``ax.set_xlabel("step")``, ``label="train"``). Elsewhere a word such as "loss", "step" or
+    "noam" may be a key or a setting that code reads, so a table entry for it is not applied there."""
     text = re.sub(r"^[rRbBuUfF]*(['\"])(.*)\1$", r"\2", token.string)
-    return token.start[0] == token.end[0] and not text.isidentifier()
+    labelled = len(before) == 2 and before[0].string in LABELS and before[1].string in ("(", "=")
+    return token.start[0] == token.end[0] and (labelled or not text.isidentifier())
 
 
 def code_tokens(source: str) -> list[tuple[str, str]]:
