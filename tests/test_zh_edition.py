@@ -504,6 +504,15 @@ def test_same_code_ignores_comments_and_chinese_strings_only():
     )
 
 
+def test_a_docstring_is_translated_and_a_triple_quoted_value_is_not():
+    doc = '"""x (batch, len) → (batch,):\n    the sum."""'
+    english = f"def f(x):\n    {doc}\n    return x.sum(-1)\n\n\ny = {doc}\n"
+    table = ({}, {doc: '"""x (batch, len) → (batch,)：\n    求和。"""'})
+    chinese = zh.to_chinese(english, table)
+    assert chinese == english.replace(doc, table[1][doc], 1)
+    assert zh.same_code(english, chinese)
+
+
 def test_differences_finds_a_code_change_hidden_behind_a_chinese_comment(zh_copy):
     english = zh_copy / "04_layernorm_residual.ipynb"
     english.write_text((NOTEBOOKS / english.name).read_text(encoding="utf-8"), encoding="utf-8")

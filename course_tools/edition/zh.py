@@ -72,9 +72,9 @@ def _tokens(source: str) -> list[tokenize.TokenInfo] | None:
 
 
 def to_chinese(source: str, table: tuple[dict[str, str], dict[str, str]] | None = None) -> str:
-    """``source`` with every comment and every shown string (a title, a label: not a bare word) found in the
-    table replaced by its Chinese text; the code itself untouched. A cell that does not tokenize is returned as
-    it is."""
+    """``source`` with every comment, every shown string (a title, a label: not a bare word) and every docstring
+    found in the table replaced by its Chinese text; the code itself untouched. A cell that does not tokenize is
+    returned as it is."""
     comments, strings = table or translations()
     tokens = _tokens(source)
     if tokens is None:
@@ -89,13 +89,29 @@ def to_chinese(source: str, table: tuple[dict[str, str], dict[str, str]] | None 
         elif (
             token.type == tokenize.STRING
             and token.string in strings
-            and _shown(token, tokens[max(0, index - 2) : index])
+            and (
+                _docstring(token, tokens[:index], tokens[index + 1 :])
+                or _shown(token, tokens[max(0, index - 2) : index])
+            )
         ):
             edits.append((token.start, token.end, strings[token.string]))
-    for (row, start), (_, end), text in reversed(edits):  # from the end, so earlier columns stay right
-        line = lines[row - 1]
-        lines[row - 1] = line[:start] + text + line[end:]
-    return "".join(lines)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    for (row, start), (end_row, end), text in reversed(edits):  # from the end, so earlier offsets stay right
+        source = source[: offsets[row - 1] + start] + text + source[offsets[end_row - 1] + end :]
+    return source
+
+
+def _docstring(token: tokenize.TokenInfo, before: list[tokenize.TokenInfo], after: list[tokenize.TokenInfo]) -> bool:
+    """A triple-quoted string that is a statement of its own (a docstring): text for the reader, never read by
+    code (a triple-quoted value after ``y =`` is not a docstring)."""
+    skip = (tokenize.NL, tokenize.COMMENT)
+    previous = [t for t in before if t.type not in skip][-1:]
+    following = [t for t in after if t.type not in skip][:1]
+    starts = not previous or previous[0].type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+    ends = bool(following) and following[0].type in (tokenize.NEWLINE, tokenize.ENDMARKER)
+    return token.string.startswith(('"""', "'''")) and starts and ends
 
 
 LABELS = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "title", "xlabel", "ylabel", "label"}
