@@ -231,8 +231,10 @@ WRONG_DASH = re.compile(
     rf"(?<![—\"] )(?<!—)—(?!—)|(?<=[{HAN_OR_CJK_PUNCT}]) ?--+ ?(?=[{HAN_OR_CJK_PUNCT}])|"
     rf"(?<=[{HAN_OR_CJK_PUNCT}]) [-–] (?=[{HAN_OR_CJK_PUNCT}])|(?<=[{HAN_OR_CJK_PUNCT}])–|–(?=[{HAN_OR_CJK_PUNCT}])"
 )
-# a space between a 汉字 and full-width punctuation: 标题是 “BLEU”, “A” 这一行
-SPACED_PUNCTUATION = re.compile(r"[\u4e00-\u9fff] [“（，。；：！？]|[”），。；：！？] [\u4e00-\u9fff]")
+# a space between a 汉字 and full-width punctuation or another 汉字: 标题是 “BLEU”, “A” 这一行, 完成 下载
+SPACED_PUNCTUATION = re.compile(
+    r"[\u4e00-\u9fff] [“（，。；：！？]|[”），。；：！？] [\u4e00-\u9fff]|(?<! )[\u4e00-\u9fff] [\u4e00-\u9fff](?! )"
+)
 NUMBERED_HEADING = re.compile(r"^#{2,3} \d+ ?[·、）)] ?|^#{2,3} \d+\.(?! )")
 EXERCISE_LABEL = re.compile(r"练习 ?\d+ ?(?:——|—|–|-|：|\.) ?")
 # an English gloss right after a Chinese term: 词元（token）, 前馈网络（feed-forward network，FFN）
@@ -253,7 +255,9 @@ def punctuation_problems(where: str, text: str) -> list[str]:
                 f"{where}: half-width {match[0][-1]!r} inside a Chinese sentence (full width) in: {line.strip()}"
             )
         for match in SPACED_PUNCTUATION.finditer(line):
-            found.append(f"{where}: no space beside full-width punctuation: {match[0]!r} in: {line.strip()}")
+            found.append(
+                f"{where}: no space beside full-width punctuation or between two 汉字: {match[0]!r} in: {line.strip()}"
+            )
         if "的的" in line:
             found.append(f"{where}: 的的 in: {line.strip()}")
         if NUMBERED_HEADING.match(line):
@@ -312,7 +316,7 @@ def test_the_punctuation_check_finds_each_wrong_dash_half_width_mark_heading_and
     found = punctuation_problems(
         "x",
         "注意力—按权重读取。\n注意力 -- 按权重读取。\n注意力 - 按权重读取。\n查询,键和值。\n比值(很大)。\n"
-        "我们的的模型。\n## 1 · 标题\n**练习 2 — 核。**\n标题是 “BLEU”。\n"
+        "我们的的模型。\n## 1 · 标题\n**练习 2 — 核。**\n标题是 “BLEU”。\n依次完成 下载。\n"
         '注意力——按权重读取。\n> "text." — §3.2\n笔记本 02–07，0.5，`a, b`，$x(y)$。\n|---|---|\n## 3. 学习率\n**练习 2 · 核。**',
     )
     assert [line.split(" in: ")[0] for line in found] == [
@@ -325,7 +329,8 @@ def test_the_punctuation_check_finds_each_wrong_dash_half_width_mark_heading_and
         "x: a numbered heading is written “## N. 标题”",
         "x: '—' → —— (one dash style)",
         "x: an exercise is labelled “练习 N · 标题”",
-        "x: no space beside full-width punctuation: '是 “'",
+        "x: no space beside full-width punctuation or between two 汉字: '是 “'",
+        "x: no space beside full-width punctuation or between two 汉字: '成 下'",
     ]
 
 
