@@ -237,8 +237,8 @@ SPACED_PUNCTUATION = re.compile(
 )
 NUMBERED_HEADING = re.compile(r"^#{2,3} \d+ ?[·、）)] ?|^#{2,3} \d+\.(?! )")
 EXERCISE_LABEL = re.compile(r"练习 ?\d+ ?(?:——|—|–|-|：|\.) ?")
-# an English gloss right after a Chinese term: 词元（token）, 前馈网络（feed-forward network，FFN）
-GLOSS = re.compile(r"(?<=[\u4e00-\u9fff*”])（([A-Za-z][A-Za-z\-/ ']*[A-Za-z])(?:，[A-Za-z]+)?）")
+# an English gloss right after a Chinese term: 词元（token）, 前馈网络（feed-forward network，FFN）, 填充掩码（padding mask；笔记本 01）
+GLOSS = re.compile(r"(?<=[\u4e00-\u9fff*”])（([A-Za-z][A-Za-z\-/ ']*[A-Za-z])(?:[，；][^（）]*)?）")
 
 
 def punctuation_problems(where: str, text: str) -> list[str]:
@@ -337,12 +337,14 @@ def test_the_punctuation_check_finds_each_wrong_dash_half_width_mark_heading_and
 def test_the_gloss_check_finds_a_gloss_repeated_in_a_later_notebook():
     texts = [
         ("00 cell a", "模型看到的是词元（token）。自注意力（self-attention）很快。"),
-        ("01 cell b", "每个词元（token）都有 id；`词元（token）` 在代码里不算。"),
+        ("01 cell b", "每个词元（token）都有 id；`词元（token）` 在代码里不算。填充掩码（padding mask，先看这里）。"),
         ("02 cell c", "前馈网络（feed-forward network，FFN）；自注意力（Self-Attention）。"),
+        ("03 cell d", "填充掩码（padding mask；笔记本 01）。"),
     ]
     assert repeated_glosses(texts) == [
         "01 cell b: （token） was glossed first in 00 cell a; write the Chinese only",
         "02 cell c: （Self-Attention） was glossed first in 00 cell a; write the Chinese only",
+        "03 cell d: （padding mask；笔记本 01） was glossed first in 01 cell b; write the Chinese only",
     ]
 
 
