@@ -241,10 +241,28 @@ EXERCISE_LABEL = re.compile(r"练习 ?\d+ ?(?:——|—|–|-|：|\.) ?")
 GLOSS = re.compile(r"(?<=[\u4e00-\u9fff*”])（([A-Za-z][A-Za-z\-/ ']*[A-Za-z])(?:[，；][^（）]*)?）")
 
 
+# `code` or $math$ touching a 汉字: 属于它的$d_k$ 列 (a space goes between Chinese and code, as between Chinese and English)
+INLINE_CODE = re.compile(r"`[^`\n]+`|\$[^$\n]+\$")
+
+
+def glued_code(where: str, text: str) -> list[str]:
+    """Inline code or math written right against a 汉字, outside fenced code blocks (spans read left to right)."""
+    found, fenced = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        for span in [] if fenced else INLINE_CODE.finditer(line):
+            before, after = line[span.start() - 1 : span.start()], line[span.end() : span.end() + 1]
+            if HAN.match(before) or HAN.match(after):
+                found.append(f"{where}: a space between Chinese and {span[0]!r} in: {line.strip()}")
+    return found
+
+
 def punctuation_problems(where: str, text: str) -> list[str]:
     """The sheet's punctuation and heading rules on one text (code, math and link targets left out):
     one dash style (——), full-width punctuation inside Chinese sentences, no 的的, the heading styles."""
-    found = []
+    found = glued_code(where, text)
     for line in prose_lines(text):
         if set(line.strip()) <= set("|-: "):
             continue  # a table's rule line
@@ -316,10 +334,11 @@ def test_the_punctuation_check_finds_each_wrong_dash_half_width_mark_heading_and
     found = punctuation_problems(
         "x",
         "注意力—按权重读取。\n注意力 -- 按权重读取。\n注意力 - 按权重读取。\n查询,键和值。\n比值(很大)。\n"
-        "我们的的模型。\n## 1 · 标题\n**练习 2 — 核。**\n标题是 “BLEU”。\n依次完成 下载。\n"
+        "我们的的模型。\n## 1 · 标题\n**练习 2 — 核。**\n标题是 “BLEU”。\n依次完成 下载。\n属于它的$d_k$ 列。\n"
         '注意力——按权重读取。\n> "text." — §3.2\n笔记本 02–07，0.5，`a, b`，$x(y)$。\n|---|---|\n## 3. 学习率\n**练习 2 · 核。**',
     )
     assert [line.split(" in: ")[0] for line in found] == [
+        "x: a space between Chinese and '$d_k$'",
         "x: '—' → —— (one dash style)",
         "x: '--' → —— (one dash style)",
         "x: '-' → —— (one dash style)",
