@@ -300,13 +300,17 @@ def repeated_glosses(texts: list[tuple[str, str]]) -> list[str]:
 
 
 def chart_label_texts() -> list[tuple[str, str]]:
-    """The Chinese words on the charts (transformer_course/viz/labels.py ZH) and of the graded verdict."""
+    """The Chinese words on the charts (transformer_course/viz/labels.py ZH), of the graded verdict and of the
+    HTML edition's and the slides' own pages (course_tools/edition/contents.py)."""
     from course_tools.classroom.zh_verdict import ZH as VERDICT
+    from course_tools.edition.contents import WORDS
     from transformer_course.viz.labels import ZH as LABELS
 
-    return [(f"viz/labels.py {k!r}", v) for k, v in LABELS.items()] + [
-        (f"classroom/zh_verdict.py {k[:30]!r}", v) for k, v in VERDICT.items()
-    ]
+    return (
+        [(f"viz/labels.py {k!r}", v) for k, v in LABELS.items()]
+        + [(f"classroom/zh_verdict.py {k[:30]!r}", v) for k, v in VERDICT.items()]
+        + [(f"edition/contents.py {k!r}", v) for k, v in WORDS["zh"].items()]
+    )
 
 
 def book_texts() -> list[tuple[str, str]]:
