@@ -276,6 +276,8 @@ def punctuation_problems(where: str, text: str) -> list[str]:
             found.append(
                 f"{where}: no space beside full-width punctuation or between two 汉字: {match[0]!r} in: {line.strip()}"
             )
+        for match in re.finditer(r"[\u4e00-\u9fff][A-Za-z0-9]|[A-Za-z0-9][\u4e00-\u9fff]", line):
+            found.append(f"{where}: a space between Chinese and English or a number: {match[0]!r} in: {line.strip()}")
         if "的的" in line:
             found.append(f"{where}: 的的 in: {line.strip()}")
         if NUMBERED_HEADING.match(line):
@@ -338,7 +340,7 @@ def test_the_punctuation_check_finds_each_wrong_dash_half_width_mark_heading_and
     found = punctuation_problems(
         "x",
         "注意力—按权重读取。\n注意力 -- 按权重读取。\n注意力 - 按权重读取。\n查询,键和值。\n比值(很大)。\n"
-        "我们的的模型。\n## 1 · 标题\n**练习 2 — 核。**\n标题是 “BLEU”。\n依次完成 下载。\n属于它的$d_k$ 列。\n"
+        "我们的的模型。\n## 1 · 标题\n**练习 2 — 核。**\n标题是 “BLEU”。\n依次完成 下载。\n属于它的$d_k$ 列。\n把词元id 变成向量。\n"
         '注意力——按权重读取。\n> "text." — §3.2\n笔记本 02–07，0.5，`a, b`，$x(y)$。\n|---|---|\n## 3. 学习率\n**练习 2 · 核。**',
     )
     assert [line.split(" in: ")[0] for line in found] == [
@@ -354,6 +356,7 @@ def test_the_punctuation_check_finds_each_wrong_dash_half_width_mark_heading_and
         "x: an exercise is labelled “练习 N · 标题”",
         "x: no space beside full-width punctuation or between two 汉字: '是 “'",
         "x: no space beside full-width punctuation or between two 汉字: '成 下'",
+        "x: a space between Chinese and English or a number: '元i'",
     ]
 
 
