@@ -267,7 +267,7 @@ def execute(spec_path: str) -> int:
             iopub_timeout=spec.get("iopub_timeout", 60),
             raise_on_iopub_timeout=False,
             extra_arguments=spec.get("extra_arguments", []),
-            record_timing=False,
+            record_timing=bool(spec.get("record_timing")),
             resources={"metadata": {"path": str(scratch)}},
             error_on_timeout=spec.get("error_on_timeout"),
         )
