@@ -56,7 +56,7 @@ def test_the_guide_names_no_grep_for_cheats():
 @pytest.mark.slow
 def test_every_command_of_the_guides_nbgrader_block_runs_as_written(tmp_path):
     pytest.importorskip("nbgrader", reason="the classroom extra: pip install -e '.[classroom]'")
-    import test_classroom as tc
+    import classroom_helpers as tc
 
     [build] = [c for b in bash_blocks(section(6)) for c in commands(b) if "transformer_course classroom" in c]
     build = build.replace("course/", str(tmp_path / "course")).replace("--hub", "--only 01")  # the hub: its own test

@@ -332,7 +332,7 @@ def cheated(tmp_path_factory):
     all autograded by one ``nbgrader autograde`` in the sandbox."""
     pytest.importorskip("nbgrader", reason="the classroom extra: pip install -e '.[classroom]'")
     nbformat = pytest.importorskip("nbformat")
-    import test_classroom as tc
+    import classroom_helpers as tc
 
     course = tmp_path_factory.mktemp("boundary") / "course"
     [assignment] = tc.build_course(course, tc.NOTEBOOKS_DIR, tc.SOLUTIONS_DIR, only=["01"], timeout=60)
@@ -378,7 +378,7 @@ def submit_after_solutions(tc, course: Path, student: str, code: str) -> None:
 
 @pytest.mark.slow
 def test_every_cheat_scores_zero_in_the_sandbox(cheated):
-    import test_classroom as tc
+    import classroom_helpers as tc
 
     course, _, cheats, _ = cheated
     scored = {name: tc.scores(course, "nb01", f"cheat-{name}")[:2] for name in cheats}
@@ -402,7 +402,7 @@ def test_the_course_files_are_neither_read_nor_written_from_the_sandbox(cheated)
 
 @pytest.mark.slow
 def test_the_reference_gets_full_marks_also_when_its_last_cell_ends_the_kernel(cheated):
-    import test_classroom as tc
+    import classroom_helpers as tc
 
     course, assignment, _, _ = cheated
     for student in ("alice", "exits"):
@@ -412,7 +412,7 @@ def test_the_reference_gets_full_marks_also_when_its_last_cell_ends_the_kernel(c
 
 @pytest.mark.slow
 def test_the_feedback_shows_the_graders_lines(cheated):
-    import test_classroom as tc
+    import classroom_helpers as tc
 
     page = tc.feedback(cheated[0], "alice", "nb01")
     assert "graded: 2 of 2 points" in page and "✅" in page and "_tc_grade" not in page
