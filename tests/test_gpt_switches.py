@@ -48,7 +48,9 @@ def test_the_table_renders_each_switch_s_seeds_mean_and_spread_then_the_baseline
         for switch, ppl in (("paper", paper), ("rope", rope)):
             row = dict(test_perplexity=ppl, valid_perplexity=ppl + 1, parameters=1000, wall_seconds=10.0 + seed)
             results.record_figures(f"lm-{switch}-seed{seed}", row, path)
-    results.record_figures("lm", dict(bigram_k=0.01, bigram_test_perplexity=38.76, bigram_valid_perplexity=39.0), path)
+    results.record_figures(
+        "lm", dict(bigram_k="0.01", bigram_test_perplexity=38.76, bigram_valid_perplexity=39.0), path
+    )
     table = results.render_table("lm", results.load_results(path)).splitlines()
     assert table[2] == "| paper (post-LN) | 30.00 | 31.00 | 30.50 | 1.00 | 31.50 | 1,000 | 10 s |"
     assert table[3].startswith("| rope (positional=rope) | 28.00 | 27.50 | 27.75 | 0.50 | 28.75 |")

@@ -112,7 +112,7 @@ def render_lm_switches(run_name: str, data: dict) -> str:
         if f"{name}_test_perplexity" in summary:
             k = summary[f"{name}_k"]
             rows.append(
-                f"| {name} counts, add-k smoothing (k = {k:g}, chosen on validation) | "
+                f"| {name} counts, add-k smoothing (k = {k}, chosen on validation) | "
                 + " | ".join("" for _ in seeds)
                 + f" | {_fmt(summary[f'{name}_test_perplexity'])} | | {_fmt(summary[f'{name}_valid_perplexity'])} | | |"
             )
