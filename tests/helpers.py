@@ -610,3 +610,13 @@ def random_src(lengths, vocab=20, seed=1):
     for i, n in enumerate(lengths):
         src[i, n:] = PAD
     return src, tc.padding_mask(src, PAD)
+
+
+def reference_in_language(text: str, notebook: Path) -> str:
+    """A reference file's text as a notebook's build cell writes it: the 中文版 carries its comments and docstrings
+    in Chinese (``course_tools.edition.zh.to_chinese``), its code unchanged."""
+    if notebook.parent.name != "zh":
+        return text
+    from course_tools.edition.zh import to_chinese
+
+    return to_chinese(text)

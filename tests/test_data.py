@@ -65,6 +65,7 @@ DATA_MODULES = [
     "batching",
     "toy",
     "multi30k",
+    "captions",
     "loaders",
     "__init__",
 ]

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from transformer_course.attention import scaled_dot_product_attention as package_attention
 from transformer_course.exercises import nb02_attention as ex
 
-from helpers import solutions
+from helpers import reference_in_language, solutions
 
 sol = solutions("nb02_attention")  # notebooks/solutions/nb02_attention.py
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,8 +55,10 @@ def build_cell(notebook: Path) -> str:
 def test_the_build_cell_is_a_scaffold_that_says_not_done_yet(notebook, tmp_path):
     (tmp_path / "attention.py").write_text(build_cell(notebook), encoding="utf-8")
     scaffold = load_file(tmp_path / "attention.py", f"_scaffold_{notebook.parent.name}")
+    (tmp_path / "reference.py").write_text(reference_in_language(REFERENCE.read_text(encoding="utf-8"), notebook))
+    in_language = load_file(tmp_path / "reference.py", f"_reference_{notebook.parent.name}")
     assert inspect.signature(scaffold.scaled_dot_product_attention) == inspect.signature(reference)
-    assert scaffold.scaled_dot_product_attention.__doc__ == reference.__doc__
+    assert scaffold.scaled_dot_product_attention.__doc__ == in_language.scaled_dot_product_attention.__doc__
     assert failed_with(ex.check_attention(scaffold.scaled_dot_product_attention), "not done yet")
 
 
@@ -463,5 +465,5 @@ def solved(scaffold: str, reference_text: str) -> str:
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=["en", "zh"])
 def test_solving_the_build_cell_gives_the_reference_file(notebook):
-    text = REFERENCE.read_text(encoding="utf-8")
+    text = reference_in_language(REFERENCE.read_text(encoding="utf-8"), notebook)
     assert solved(build_cell(notebook), text) == ast.dump(ast.parse(text))

@@ -18,7 +18,7 @@ from torch import nn
 import transformer_course as tc
 from transformer_course.exercises import nb03_multi_head_attention as ex
 
-from helpers import solutions
+from helpers import reference_in_language, solutions
 
 sol = solutions("nb03_multi_head_attention")  # notebooks/solutions/nb03_multi_head_attention.py
 ROOT = Path(__file__).resolve().parent.parent
@@ -482,7 +482,7 @@ def test_the_module_holds_no_shape_table_count_or_letter():
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=["en", "zh"])
 def test_solving_the_build_cell_gives_the_reference_file(notebook):
     """Each stub (docstring + raise) takes the reference's body; everything else is already the reference's."""
-    text = (REFERENCES / "multi_head.py").read_text(encoding="utf-8")
+    text = reference_in_language((REFERENCES / "multi_head.py").read_text(encoding="utf-8"), notebook)
     tree, ref = ast.parse(build_cell(notebook, "multi_head.py")), ast.parse(text)
     bodies = {n.name: n.body for n in ast.walk(ref) if isinstance(n, ast.FunctionDef)}
     stubs = []

@@ -15,6 +15,8 @@ One topic per module, imported in this order (each one only from those above it)
     batching   Batch (shifted target and masks), pad_sequences, collate, PairDataset, TokenBatchSampler
     toy        the copy and reverse tasks: toy_pairs, toy_batches, toy_dataset, toy_vocab
     multi30k   load_pairs, prepare_multi30k → Multi30k (download, tokenize, vocabularies, datasets)
+    captions   the language model's corpus (notebook 12): one side's captions as one subword id stream, with
+               add-k unigram and bigram baselines
     loaders    TrainingData, toy_data, multi30k_data (spaCy words or subwords), subword_tokenizer: what ``fit`` reads
 
 Every name is re-exported here, so ``from transformer_course.data import Vocab, collate`` keeps working.
@@ -22,6 +24,14 @@ Every name is re-exported here, so ``from transformer_course.data import Vocab, 
 
 from .batching import Batch, PairDataset, TokenBatchSampler, collate, pad_sequences, padding_fraction, word_dropout
 from .bpe import BPE, WORD_START, count_pairs, is_punctuation, learn_bpe, merge_pair, pretokenize
+from .captions import (
+    Captions,
+    best_k,
+    bigram_perplexity,
+    caption_stream,
+    prepare_captions,
+    unigram_perplexity,
+)
 from .corpus import check_aligned, read_lines, sha256_file
 from .download import (
     LANGUAGES,
@@ -53,6 +63,12 @@ from .toy import TOY_TASKS, toy_batches, toy_dataset, toy_pairs, toy_vocab
 from .vocab import BOS, EOS, PAD, SPECIALS, UNK, Vocab, VocabMismatchError
 
 __all__ = [
+    "Captions",
+    "best_k",
+    "bigram_perplexity",
+    "caption_stream",
+    "prepare_captions",
+    "unigram_perplexity",
     "BPE",
     "WORD_START",
     "count_pairs",
