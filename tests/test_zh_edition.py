@@ -532,3 +532,31 @@ def test_differences_finds_a_code_change_hidden_behind_a_chinese_comment(zh_copy
 
     copy_notebook(english, zh_copy / "zh", translate_and_break)
     assert any("differs from English" in line for line in zh.differences(english))
+
+
+def test_a_chinese_f_string_must_keep_the_english_replacement_fields():
+    """A translated f-string may change its words and their order around the fields, never the code inside ``{}``:
+    an expression, a conversion or a format spec changed, a field dropped, added or moved is a difference."""
+    english = 'print(f"speed on {device}: {rate:.1f} steps/s, {n:,} steps")\n'
+    table = (
+        {},
+        {
+            'f"speed on {device}: {rate:.1f} steps/s, {n:,} steps"': 'f"{device} 上的速度：每秒 {rate:.1f} 步，共 {n:,} 步"'
+        },
+    )
+    chinese = zh.to_chinese(english, table)
+    assert chinese == 'print(f"{device} 上的速度：每秒 {rate:.1f} 步，共 {n:,} 步")\n'
+    assert zh.same_code(english, chinese)
+    assert zh.same_code(english, chinese.replace("{rate:.1f}", "{ rate :.1f}"))  # spacing inside is not code
+    for changed in (
+        chinese.replace("{rate:.1f}", "{rate * 2:.1f}"),  # an expression
+        chinese.replace("{rate:.1f}", "{steps:.1f}"),  # a name
+        chinese.replace("{rate:.1f}", "{rate:.2f}"),  # a format spec
+        chinese.replace("{device}", "{device!r}"),  # a conversion
+        chinese.replace("，共 {n:,} 步", ""),  # a field dropped
+        chinese.replace("的速度", "的速度 {n}"),  # a field added
+        'print(f"每秒 {rate:.1f} 步，{device} 上，共 {n:,} 步")\n',  # fields in another order
+        'print("每秒若干步")\n',  # a plain string for an f-string
+    ):
+        assert not zh.same_code(english, changed), changed
+    assert zh.fields('"plain {x}"') == () and len(zh.fields('rf"{a!s:>{w}} {b}"')) == 2

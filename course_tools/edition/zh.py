@@ -16,6 +16,7 @@ strings a translation made Chinese, so a changed name, number, operator or Engli
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import functools
 import io
@@ -31,6 +32,7 @@ __all__ = [
     "check",
     "code_tokens",
     "differences",
+    "fields",
     "is_language_line",
     "main",
     "new",
@@ -126,9 +128,10 @@ def _shown(token: tokenize.TokenInfo, before: list[tokenize.TokenInfo] = ()) -> 
     return token.start[0] == token.end[0] and (labelled or not text.isidentifier())
 
 
-def code_tokens(source: str) -> list[tuple[str, str]]:
+def code_tokens(source: str) -> list[tuple[str, ...]]:
     """What must be equal in an English code cell and its zh twin: its magic lines and its Python tokens,
-    comments left out and a string written in Chinese (it holds a 汉字) read as one placeholder."""
+    comments left out and a string written in Chinese (it holds a 汉字) read as a placeholder that keeps the
+    replacement fields of an f-string (:func:`fields`): the words may change, the code inside ``{}`` may not."""
     lines = [("magic", line.strip()) for line in source.splitlines() if MAGIC.match(line)]
     tokens = _tokens(source)
     if tokens is None:
@@ -138,23 +141,42 @@ def code_tokens(source: str) -> list[tuple[str, str]]:
         if token.type in skipped:
             continue
         if token.type == tokenize.STRING and HAN.search(token.string):
-            lines.append(("string", "中文"))
+            lines.append(("string", "中文", *fields(token.string)))
         else:
             lines.append((tokenize.tok_name[token.type], token.string))
     return lines
 
 
+def fields(literal: str) -> tuple[str, ...]:
+    """The replacement fields of an f-string literal, in order: each expression with its conversion and format
+    spec (``f"{x!r:>8}"`` → ``("FormattedValue(...)",)``, read through :mod:`ast`, so spacing does not count);
+    ``()`` for a plain string. A literal that does not parse stands for itself."""
+    if not re.match(r"^[rRbBuU]*[fF]", literal):
+        return ()
+    try:
+        node = ast.parse(literal, mode="eval").body
+    except SyntaxError:
+        return (literal,)
+    values = node.values if isinstance(node, ast.JoinedStr) else []
+    return tuple(ast.dump(value) for value in values if isinstance(value, ast.FormattedValue))
+
+
 def same_code(english: str, chinese: str) -> bool:
     """True when the two cells differ only in comments and in strings the zh cell writes in Chinese (and in the
-    language lines); layout inside a line is compared too, through the tokens' order, not their columns."""
+    language lines); layout inside a line is compared too, through the tokens' order, not their columns. A
+    Chinese f-string must keep the English one's replacement fields: the same expressions and format specs, in
+    the same order."""
     english, chinese = strip_language(english), strip_language(chinese)
     if english == chinese:
         return True
     ours, theirs = code_tokens(english), code_tokens(chinese)
     if len(ours) != len(theirs) or _layout(english) != _layout(chinese):
         return False
-    # a Chinese string stands for any string of the English cell; every other token must be the same
-    return all(a == b or (b == ("string", "中文") and a[0] in ("STRING", "string")) for a, b in zip(ours, theirs))
+    # a Chinese string stands for an English string with the same replacement fields; every other token is equal
+    return all(
+        a == b or (b[:2] == ("string", "中文") and a[0] == "STRING" and fields(a[1]) == b[2:])
+        for a, b in zip(ours, theirs)
+    )
 
 
 def _layout(source: str) -> list[str]:
