@@ -15,9 +15,15 @@ warm-up sentence. Prints sentences/s, generated tokens/s (``</s>`` included), th
 fp32 at the same beam, and sacreBLEU of each against the references.
 
     python benchmarks/decode_vs_engine.py CHECKPOINT [--limit 200] [--threads 2] [--repeat 3] [--root data]
-        [--baseline-ref 4811c75] [--no-engine]
+        [--baseline-ref 4811c75] [--no-engine] [--record decode-vs-engine]
 
-On a shared machine wall-clock time measures the neighbours too: read ``uptime`` before and after.
+``--record RUN`` writes the table as the run RUN of docs/results.json (``course_tools.results.record_figures``;
+``--results FILE`` names another file): the machine (threads, torch and ctranslate2 versions, the load average
+before and after), the checkpoint (preset, parameters), the number of sentences, one row per decoder and how many
+of the course's greedy outputs are CTranslate2 fp32's, token for token. Notebook 11 prints that run.
+
+On a shared machine wall-clock time measures the neighbours too: read ``uptime`` before and after (``--record``
+keeps both).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -109,7 +116,7 @@ def worker(args) -> None:
     Path(args.io, "runs.json").write_text(json.dumps(runs))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", help="a .pt file written by train")
     parser.add_argument("--limit", type=int, help="only the first N test sentences")
@@ -119,11 +126,25 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="time each this many times, keep the best (default: 3)")
     parser.add_argument("--baseline-ref", help="also time the course's decoders at this git commit (old against new)")
     parser.add_argument("--no-engine", action="store_true", help="leave CTranslate2 out")
+    parser.add_argument("--record", metavar="RUN", help="write the table as this run of docs/results.json")
+    parser.add_argument(
+        "--results", metavar="FILE", help="with --record: this results file (default: docs/results.json)"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # child_runs' child: the package's folder
     parser.add_argument("--io", help=argparse.SUPPRESS)  # and the folder of its sources and runs
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.worker:
         return worker(args)
+    if args.record and args.no_engine:
+        parser.error("--record measures against CTranslate2 fp32: leave out --no-engine")
+    if args.record and not re.fullmatch(r"[\w.-]+", args.record):
+        parser.error(f"--record takes a run's name (letters, digits, '.', '-', '_'), got {args.record!r}")
+    if args.record:  # a results file that cannot take the row fails now, not after the timing
+        try:
+            results_file(args)
+        except (OSError, ValueError) as error:
+            parser.error(str(error))
+    load_before = os.getloadavg()
 
     torch.set_num_threads(args.threads)
     checkpoint = load_checkpoint(args.checkpoint)
@@ -151,6 +172,7 @@ def main() -> None:
     print(
         f"\n{'decoder':<10} {'beam':>4} {'seconds':>8} {'sent/s':>8} {'tok/s':>8} {'vs ' + reference:>11} {'BLEU':>6}"
     )
+    rows_measured = []
     for (name, beam), (seconds, rows) in sorted(runs.items(), key=lambda run: run[0][1]):
         reference_seconds = runs[reference, beam][0]
         bleu, _ = sacre_bleu(to_text(checkpoint, rows), references)
@@ -158,15 +180,99 @@ def main() -> None:
             f"{name:<10} {beam:>4} {seconds:>8.2f} {len(rows) / seconds:>8.1f} {generated(rows) / seconds:>8.0f} "
             f"{reference_seconds / seconds:>10.2f}× {bleu.score:>6.2f}"
         )
-    if args.baseline_ref:
-        for beam in (1, args.beam):
-            (old_seconds, old_rows), (seconds, rows) = runs[f"@{args.baseline_ref}"[:10], beam], runs["course", beam]
-            same = sum(a == b for a, b in zip(old_rows, rows))
-            print(
-                f"beam {beam}: the course's decoder is {old_seconds / seconds:.2f}× as fast as at {args.baseline_ref}; "
-                f"{same} of {len(rows)} outputs the same, token for token"
-            )
-    print(f"\nload average after: {os.getloadavg()[0]:.2f} (1 min)")
+        rows_measured.append(
+            {
+                "decoder": name,
+                "beam": beam,
+                "seconds": round(seconds, 6),
+                "tokens": generated(rows),
+                "sentences_per_s": round(len(rows) / seconds, 1),
+                "tokens_per_s": round(generated(rows) / seconds),
+                "x_ct2_fp32": round(reference_seconds / seconds, 2),
+                "sacrebleu": round(bleu.score, 2),
+            }
+        )
+    load_after = os.getloadavg()
+    print(f"\nload average after: {load_after[0]:.2f} (1 min)")
+    if args.no_engine:
+        return
+    identical = same_ids(runs["course", 1][1], runs["ct2 fp32", 1][1])
+    print(f"greedy: {identical} of {len(sources)} course outputs are CTranslate2 fp32's, token for token")
+    if args.record:
+        record(args, checkpoint, model, sources, rows_measured, identical, load_before, load_after)
+
+
+def record(args, checkpoint, model, sources, rows_measured, identical, load_before, load_after) -> None:
+    """The table as the run ``args.record`` of docs/results.json (or ``args.results``), through the course's
+    results helpers (imported here: a ``--baseline-ref`` child imports an older package, without them)."""
+    from course_tools.results import record_figures
+    from transformer_course.model import count_parameters
+
+    alpha = checkpoint.config.length_penalty
+    figures = {
+        "kind": "decode-vs-engine",
+        "about": "benchmarks/decode_vs_engine.py: the course's greedy and beam search (decode_sentences) beside "
+        "CTranslate2 fp32 and int8 (an export-ct2 of the same checkpoint) on the first sentences of test2016, "
+        "the same threads; best of the repeats, text to output ids; tokens: generated ids, </s> included; "
+        "x_ct2_fp32: CTranslate2 fp32's seconds at the same beam over the decoder's.",
+        "measured": time.strftime("%Y-%m-%d"),
+        "commit": commit(),
+        "machine": {
+            "threads": args.threads,
+            "cpu_count": os.cpu_count(),
+            "torch": torch.__version__,
+            "ctranslate2": ctranslate2_version(),
+            "load_before": [round(x, 2) for x in load_before],
+            "load_after": [round(x, 2) for x in load_after],
+        },
+        "checkpoint": {
+            "file": checkpoint_label(args.checkpoint),
+            "preset": checkpoint.config.name,
+            "tokenizer": checkpoint.config.tokenizer,
+            "parameters": count_parameters(model),
+            "step": checkpoint.step,
+        },
+        "test": {"split": "test2016", "sentences": len(sources), "beam": args.beam, "repeat": args.repeat,
+                 "length_penalty": alpha},
+        "decoders": rows_measured,
+        "greedy_identical": {"identical": identical, "of": len(sources)},
+    }  # fmt: skip
+    # Every number sits one level down: a run's top-level numbers are figures that prose must mark when it writes
+    # them, and this run's counts (1,000 sentences, beam 4) are the course's settings, written everywhere.
+    path = results_file(args)
+    record_figures(args.record, figures, path)
+    print(f"recorded as the run {args.record!r} of {path}")
+
+
+def results_file(args) -> Path:
+    """The results file ``--record`` writes (``--results``, else docs/results.json), loaded once to check it."""
+    from course_tools.results import load_results, results_path
+
+    path = Path(args.results) if args.results else results_path()
+    load_results(path)
+    return path
+
+
+def same_ids(course: list[list[int]], engine: list[list[int]]) -> int:
+    """How many outputs are the same ids, the course's padding left out."""
+    return sum([i for i in a if i != PAD] == [i for i in b if i != PAD] for a, b in zip(course, engine))
+
+
+def commit() -> str | None:
+    done = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or None
+
+
+def ctranslate2_version() -> str:
+    import ctranslate2
+
+    return ctranslate2.__version__
+
+
+def checkpoint_label(path: str) -> str:
+    """The checkpoint as the repository names it (runs/…/best.pt), else its file name: no machine's own path."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(REPO)) if resolved.is_relative_to(REPO) else resolved.name
 
 
 def engine_runs(args, checkpoint, sources, runs) -> None:
