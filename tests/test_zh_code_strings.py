@@ -46,7 +46,10 @@ READ_BY_CODE = {
     ("11", '"Ein Schneemobil fährt durch den Schnee."'),
     ("10", '"Ein kleines Mädchen spielt mit einem roten Ball im Park."'),
     ("12", '"A man in a"'),
-    # the keys by which the package's chart_text finds a chart's Chinese words (transformer_course/viz/labels.py)
+    # titles the package's chart_text finds by their English words (transformer_course/viz/labels.py NOTEBOOK_TITLES):
+    # drawn in Chinese where a CJK font is installed, in English, never as boxes, where none is
+    ("01", '"sentence 0: target mask (hover me)"'),
+    ("08", '"tgt_mask of sentence 1 (rows: query, columns: key)"'),
     ("10", '"German (key)"'),
     ("10", '"English so far (query)"'),
     ("12", '"{kind}, layer {layer}, head {head}"'),
