@@ -200,6 +200,12 @@ def test_a_split_size_an_evaluation_records_is_no_run_figure():
     assert results.figure("r/best/test/beam4/sentences", data) == 1000  # and a marker may still name the size
 
 
+def test_a_runs_seed_is_a_setting_not_a_run_figure():
+    data = {"runs": {"r": {"seed": 1, "steps": 1235, "evaluations": {}}}}
+    assert results.check_quotes("a ratio of 1.00 for seed 1", data, "x") == []
+    assert results.check_quotes("it ran 1,235 steps", data, "x")  # what the run measured still needs a marker
+
+
 def test_record_run_takes_what_train_writes_validation_rows_included(tmp_path):
     import torch
 
@@ -225,6 +231,7 @@ def test_record_run_takes_what_train_writes_validation_rows_included(tmp_path):
     assert entry["tokens_per_s_median"] == 1100 and entry["steps"] == 3 and entry["train_minutes"] == 2.1
     assert entry["val_loss_by_epoch"] == [2.95] and entry["preset"] == "toy-copy"
     assert entry["parameters"] == count_parameters(model) and entry["torch"] == torch.__version__
+    assert entry["best_epoch"] == 1
     (run / "history.json").write_text(json.dumps(rows[2:3]), encoding="utf-8")
     with pytest.raises(ValueError, match="no training row"):
         results.record_run("x", run, data_file)
@@ -294,3 +301,33 @@ def test_add_run_and_add_eval_keep_the_seed_and_the_checkpoint_chosen_by_validat
         results.record_evaluation("y", "best/test/beam4", evaluation, data_file, seed=-1)
     with pytest.raises(ValueError, match="--chosen is a checkpoint's label"):
         results.record_evaluation("y", "best/test/beam4", evaluation, data_file, chosen="a b")
+
+
+def test_the_search_table_has_one_row_per_candidate_run_with_its_chosen_checkpoints_scores():
+    def scores(sacre, tok):
+        return {"sacrebleu": sacre, "tokenized_bleu": tok, "unk_outputs": 0, "sentences": 1000}
+
+    data = {
+        "schema": 1,
+        "runs": {
+            "search": {"kind": "bleu-search", "candidates": {"a-s1": "dropout 0.3", "b-s1": "not run yet"}},
+            "a-s1": {
+                "set": ["dropout=0.3", "ema_decay=0.999"],
+                "seed": 1,
+                "steps": 4321,
+                "best_epoch": 17,
+                "chosen": "best-ema",
+                "evaluations": {
+                    "best-ema/test/greedy": scores(41.2, 41.71),
+                    "best-ema/test/beam4": scores(42.05, 42.6),
+                    "best/test/beam4": scores(1.0, 1.0),  # not the chosen checkpoint: not in the table
+                },
+            },
+        },
+    }
+    table = results.render_table("search", data).splitlines()
+    assert len(table) == 3  # the header, its rule and the one candidate that ran
+    assert table[2] == (
+        "| a-s1 | dropout 0.3 | `dropout=0.3`, `ema_decay=0.999` | 1 | 4,321 | 17 | `best-ema` | 41.20 / 41.71 "
+        "| 42.05 / 42.60 |"
+    )

@@ -59,6 +59,8 @@ def render_table(run_name: str, data: dict) -> str:
     run = data["runs"][run_name]
     if run.get("kind") == "lm-switches":
         return render_lm_switches(run_name, data)
+    if run.get("kind") == "bleu-search":
+        return render_bleu_search(run_name, data)
     rows = [
         "| checkpoint | decoding | sacreBLEU (detokenized, cased) | tokenized lowercase BLEU | outputs with `<unk>` "
         "| time for 1,000 sentences |",
@@ -116,6 +118,36 @@ def render_lm_switches(run_name: str, data: dict) -> str:
                 + " | ".join("" for _ in seeds)
                 + f" | {_fmt(summary[f'{name}_test_perplexity'])} | | {_fmt(summary[f'{name}_valid_perplexity'])} | | |"
             )
+    return "\n".join(rows) + "\n"
+
+
+def _scores(run: dict, decoding: str) -> str:
+    """``sacre / tok`` of the run's chosen checkpoint on test with ``decoding``, or – where it was not scored."""
+    scores = run.get("evaluations", {}).get(f"{run.get('chosen', 'best')}/test/{decoding}")
+    return "–" if scores is None else f"{_fmt(scores['sacrebleu'])} / {_fmt(scores['tokenized_bleu'])}"
+
+
+def render_bleu_search(run_name: str, data: dict) -> str:
+    """The search for a better recipe (benchmarks/bleu_search.py): one row per candidate run named in the summary's
+    ``candidates`` (label → the idea it tries), its settings against the preset, seed, steps, best epoch, the
+    checkpoint chosen by validation and that checkpoint's test BLEU, greedy and beam 4 (sacreBLEU / tokenized
+    lowercase). A candidate not yet run is left out."""
+    summary = data["runs"][run_name]
+    rows = [
+        "| candidate | idea | settings (`--set`) | seed | steps | best epoch | chosen by validation "
+        "| test greedy (sacre / tok-lc) | test beam 4 (sacre / tok-lc) |",
+        "|---|---|---|---:|---:|---:|---|---:|---:|",
+    ]
+    for label, idea in summary.get("candidates", {}).items():
+        run = data["runs"].get(label)
+        if run is None:
+            continue
+        settings = ", ".join(f"`{s}`" for s in run.get("set", [])) or "the preset as it is"
+        rows.append(
+            f"| {label} | {idea} | {settings} | {_fmt(run.get('seed'))} | {_fmt(run.get('steps'))} | "
+            f"{_fmt(run.get('best_epoch'))} | `{run.get('chosen', 'best')}` | {_scores(run, 'greedy')} | "
+            f"{_scores(run, 'beam4')} |"
+        )
     return "\n".join(rows) + "\n"
 
 
@@ -275,6 +307,9 @@ def record_run(
         val_loss_by_epoch=[round(r["val_loss"], 2) for r in history if r.get("val_loss") is not None],
         torch=torch.__version__,
     )
+    validations = [r for r in history if r.get("val_loss") is not None and r.get("epoch") is not None]
+    if validations:  # best.pt's epoch: the first validation with the lowest loss, as train keeps it
+        entry["best_epoch"] = min(validations, key=lambda r: r["val_loss"])["epoch"]
     chosen = chosen if chosen is not None else chosen_label(folder)
     _seed_and_choice(entry, checkpoint.config.seed if seed is None else seed, chosen)
     _write(data, path)

@@ -110,6 +110,9 @@ def _number(path: str, value) -> float:
 # How many sentences an evaluation scored (record_evaluation writes it) is the split's size, a fact of the data
 # quoted all over the course ("the 1,000 sentences of test2016"), not something the run measured.
 SPLIT_SIZES = frozenset({"sentences"})
+# A run's seed (results add-run keeps it) is a setting the run was given, not something it measured: "seed 1" or
+# "1.00" in prose is no quote of it.
+SETTINGS = frozenset({"seed"})
 
 
 def run_figures(data: dict) -> dict[str, float]:
@@ -117,7 +120,7 @@ def run_figures(data: dict) -> dict[str, float]:
     found = {}
     for name, run in data["runs"].items():
         for key, value in run.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and key not in SETTINGS:
                 found[f"{name}/{key}"] = value
         for evaluation, scores in run.get("evaluations", {}).items():
             for key, value in scores.items():
