@@ -325,8 +325,14 @@ def test_the_search_table_has_one_row_per_candidate_run_with_its_chosen_checkpoi
             },
         },
     }
+    data["runs"]["a-s1"]["val_loss_by_epoch"] = [5.0, 4.26, 3.7]
     table = results.render_table("search", data).splitlines()
-    assert len(table) == 3  # the header, its rule and the one candidate that ran
+    assert len(table) == 7  # the header, its rule and the one candidate that ran; then its validation losses
+    assert table[4:] == [
+        "| validation loss after epoch | 1 | 2 | 3 |",
+        "|---|---:|---:|---:|",
+        "| a-s1 | 5.00 | 4.26 | 3.70 |",
+    ]
     assert table[2] == (
         "| a-s1 | dropout 0.3 | `dropout=0.3`, `ema_decay=0.999` | 1 | 4,321 | 17 | `best-ema` | 41.20 / 41.71 "
         "| 42.05 / 42.60 |"

@@ -148,6 +148,17 @@ def render_bleu_search(run_name: str, data: dict) -> str:
             f"{_fmt(run.get('best_epoch'))} | `{run.get('chosen', 'best')}` | {_scores(run, 'greedy')} | "
             f"{_scores(run, 'beam4')} |"
         )
+    curves = {
+        label: data["runs"].get(label, {}).get("val_loss_by_epoch", []) for label in summary.get("candidates", {})
+    }
+    curves = {label: losses for label, losses in curves.items() if losses}
+    if curves:  # the validation loss after each epoch: where each candidate stands at the same step
+        epochs = max(map(len, curves.values()))
+        rows += ["", "| validation loss after epoch | " + " | ".join(map(str, range(1, epochs + 1))) + " |"]
+        rows.append("|---|" + "---:|" * epochs)
+        for label, losses in curves.items():
+            cells = [_fmt(float(x)) for x in losses] + [""] * (epochs - len(losses))
+            rows.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
 
 
