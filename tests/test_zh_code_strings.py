@@ -32,13 +32,8 @@ READ_BY_CODE = {
     ("*", '"upper right"'),
     ("*", '"lower right"'),
     ("*", '"offset points"'),
-    # keys of dicts that the cell looks up with a key it builds from English parts (f"{layout}, {schedule}",
-    # f"{name}, variant"), where "warmup", "learner" and "package" are keys read elsewhere too
-    ("08", '"no warmup"'),
-    ("08", '"post-LN, warmup"'),
-    ("08", '"post-LN, no warmup"'),
-    ("08", '"pre-LN, warmup"'),
-    ("08", '"pre-LN, no warmup"'),
+    # keys of a dict that the cell looks up with a key it builds from English parts (f"{name}, variant"), where
+    # "learner" and "package" are keys read elsewhere too
     ("08", '"learner, variant"'),
     ("08", '"package, variant"'),
     # the input of a model or a tokenizer: German sentences to translate or split, English text to split or continue

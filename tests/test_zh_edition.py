@@ -471,7 +471,7 @@ def test_the_comment_table_is_chinese_and_keeps_each_comments_code():
     comments, strings = zh.translations()
     assert comments, "course_tools/edition/zh_comments.json has no comments"
     for english, chinese in {**comments, **strings}.items():
-        assert re.search(r"[\u4e00-\u9fff]", chinese), f"{english!r}: its translation {chinese!r} holds no 汉字"
+        assert zh.HAN.search(chinese), f"{english!r}: its translation {chinese!r} holds no 汉字 or Chinese punctuation"
         for number in re.findall(r"\d+(?:\.\d+)?", english):
             assert number in chinese, f"{english!r} → {chinese!r}: the number {number} is lost"
 
@@ -560,3 +560,12 @@ def test_a_chinese_f_string_must_keep_the_english_replacement_fields():
     ):
         assert not zh.same_code(english, changed), changed
     assert zh.fields('"plain {x}"') == () and len(zh.fields('rf"{a!s:>{w}} {b}"')) == 2
+
+
+def test_an_f_string_translated_only_in_its_punctuation_is_chinese_text_and_keeps_its_fields():
+    """``f"{layout}, {name}"`` → ``f"{layout}，{name}"``: no 汉字, but its full-width comma is written for a Chinese
+    reader, so the string is read as a translation (its fields still compared), not as changed English."""
+    english = 'label = f"{layout}, {name}"\n'
+    assert zh.same_code(english, 'label = f"{layout}，{name}"\n')
+    assert not zh.same_code(english, 'label = f"{name}，{layout}"\n')  # the fields swapped
+    assert not zh.same_code(english, 'label = f"{layout}; {name}"\n')  # English changed: a difference
