@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -205,9 +208,14 @@ print("uid", os.getuid())
 
 
 @pytest.mark.slow
-def test_the_sandbox_hides_the_course_refuses_writes_and_leaves_no_process(tmp_path):
+@pytest.mark.parametrize("forced", [None, "user-namespaces"], ids=["strongest", "user-namespaces"])
+def test_the_sandbox_hides_the_course_refuses_writes_and_leaves_no_process(tmp_path, forced):
+    """The strongest isolation this machine permits, and the one a teacher who is not root gets (``unshare --user
+    --map-root-user``, capabilities dropped), forced here where the machine permits it."""
     nbformat = pytest.importorskip("nbformat")
     pytest.importorskip("nbclient")
+    if forced and not sandbox._can_unshare(user=True):
+        pytest.skip("this machine does not permit user namespaces")
     course = tmp_path / "course"
     (course / "source").mkdir(parents=True)
     secret = course / "source" / "answers.txt"
@@ -220,7 +228,14 @@ def test_the_sandbox_hides_the_course_refuses_writes_and_leaves_no_process(tmp_p
         cells=[nbformat.v4.new_code_cell(PROBE.format(secret=[str(secret), str(solutions)], outside=outside))]
     )
     nbformat.write(nb, scratch / "probe.ipynb")
-    mode, log = sandbox.run(scratch, course, {"notebook": "probe.ipynb", "timeout": 60}, wall_s=300)
+    mode, log = sandbox.run(
+        scratch,
+        course,
+        {"notebook": "probe.ipynb", "timeout": 60},
+        wall_s=300,
+        mode=forced and sandbox.Isolation(forced),
+    )
+    assert forced is None or mode == forced
     executed = nbformat.read(scratch / sandbox.EXECUTED, as_version=4)
     text = "".join(o.get("text", "") for o in executed.cells[0].outputs)
     assert "SEEN []" in text, (mode, text, log)
@@ -230,6 +245,93 @@ def test_the_sandbox_hides_the_course_refuses_writes_and_leaves_no_process(tmp_p
         assert "tc-cheat-marker" not in alive, "a process started in the sandbox outlived it"
     if mode == "namespaces":
         assert "uid 65534" in text
+
+
+DRIVER = """
+import json, sys
+from pathlib import Path
+from course_tools.classroom import sandbox
+mode, log = sandbox.run(Path(sys.argv[1]), Path(sys.argv[2]), {"notebook": "probe.ipynb", "timeout": 60}, wall_s=300)
+print(json.dumps({"mode": mode, "log": log}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="becoming an unprivileged teacher needs root and setpriv",
+)
+def test_a_teacher_who_is_not_root_grades_in_a_user_namespace_behind_the_same_walls():
+    """The grader run by an ordinary user (here ``nobody``): the sandbox takes a user namespace (``unshare --user``)
+    and the student's notebook still sees neither the course nor the repository, writes nothing outside its scratch
+    folder and leaves no process behind."""
+    nbformat = pytest.importorskip("nbformat")
+    base = Path(tempfile.mkdtemp(prefix="tc-teacher-"))  # pytest's tmp_path is root's alone: nobody cannot enter
+    try:
+        course, scratch = base / "course", base / "scratch"
+        (course / "source").mkdir(parents=True)
+        scratch.mkdir()
+        secret = course / "source" / "answers.txt"
+        secret.write_text("the answers")
+        solutions = Path(HOME).parent / "notebooks" / "solutions" / "nb01_masks.py"
+        outside = str(course / "pwned.txt")
+        probe = PROBE.format(secret=[str(secret), str(solutions)], outside=outside)
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(probe)]), scratch / "probe.ipynb")
+        for path in [base, *base.rglob("*")]:
+            os.lchown(path, sandbox.NOBODY, sandbox.NOBODY)  # the teacher's own course and scratch folders
+        env = {"PATH": os.environ["PATH"], "HOME": str(base), "PYTHONPATH": str(Path(HOME).parent)}
+        become = ["setpriv", f"--reuid={sandbox.NOBODY}", f"--regid={sandbox.NOBODY}", "--clear-groups"]
+        reach = "import os, sys, course_tools; sys.exit(not os.access(os.path.realpath(sys.executable), os.X_OK))"
+        if subprocess.run([*become, sys.executable, "-c", reach], env=env, capture_output=True).returncode:
+            pytest.skip("this machine's Python or the course lies where an unprivileged user cannot reach it")
+        done = subprocess.run(
+            [*become, sys.executable, "-c", DRIVER, str(scratch), str(course)],
+            cwd=base,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=400,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        if result["mode"] == "process":
+            pytest.skip("this kernel does not let an unprivileged user create namespaces (unshare --user)")
+        assert result["mode"] == "user-namespaces"
+        executed = nbformat.read(scratch / sandbox.EXECUTED, as_version=4)
+        text = "".join(o.get("text", "") for o in executed.cells[0].outputs)
+        assert "SEEN []" in text, (text, result["log"])
+        assert "write refused" in text and not Path(outside).exists(), text
+        alive = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+        assert "tc-cheat-marker" not in alive, "a process started in the sandbox outlived it"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_kernel_slow_to_start_is_tried_again_with_twice_the_time_and_the_notebook_still_runs(tmp_path, capsys):
+    """nbclient's "Kernel didn't respond" twice, then a start: the budget doubles each time (whole seconds, as
+    nbclient takes them; a fraction is rounded up) and the notebook runs on the third try."""
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('ran')")])
+    budgets = []
+
+    class SlowToStart:  # nbclient.NotebookClient's constructor and execute(), as sandbox.run_notebook uses them
+        def __init__(self, nb, startup_timeout, **_):
+            self.nb = nb
+            budgets.append(startup_timeout)
+
+        def execute(self):
+            if len(budgets) < 3:
+                raise RuntimeError(f"Kernel didn't respond in {budgets[-1]} seconds")
+            self.nb.cells[0].execution_count = 1
+
+    sandbox.run_notebook(nb, {"startup_timeout": 0.5, "start_tries": 5}, tmp_path, client_class=SlowToStart)
+    assert budgets == [1, 2, 4] and nb.cells[0].execution_count == 1
+    assert capsys.readouterr().out.count("did not start") == 2
+    budgets.clear()
+    nb.cells[0].execution_count = None
+    sandbox.run_notebook(nb, {"startup_timeout": 1, "start_tries": 2}, tmp_path, client_class=SlowToStart)
+    assert budgets == [1, 2] and nb.cells[0].execution_count is None  # out of tries: said, and nothing ran
+    assert "did not start in 2 tries" in capsys.readouterr().out
 
 
 @pytest.mark.slow

@@ -29,6 +29,7 @@ longer holds there is in docs/teaching.md ("Grading at a process boundary").
 from __future__ import annotations
 
 import json
+import math
 import os
 import resource
 import shutil
@@ -38,7 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["SPEC", "Isolation", "execute", "inside", "isolation", "run"]
+__all__ = ["SPEC", "Isolation", "execute", "inside", "isolation", "run", "run_notebook"]
 
 SPEC = ".tc_sandbox.json"  # what to run, written by the parent into the scratch folder
 EXECUTED = ".tc_executed.ipynb"  # the notebook with its outputs, written by the child (read as untrusted data)
@@ -87,7 +88,7 @@ def _hidden(course: Path) -> list[str]:
     found = [str(course.resolve()), "/tmp", "/home", "/root", "/var/tmp"]
     if any((package.parent / name).exists() for name in ("pyproject.toml", ".git", "notebooks")):
         found.append(str(package.parent))  # a checkout (an editable install): its solutions and tests hidden
-    return [f for f in dict.fromkeys(found) if Path(f).is_dir()]
+    return [f for f in dict.fromkeys(found) if _exists(f) and Path(f).is_dir()]
 
 
 def _kept() -> list[str]:
@@ -104,7 +105,15 @@ def _kept() -> list[str]:
     for name in ("TC_DATA_MIRROR", "TC_CHECKPOINT"):
         if os.environ.get(name):
             kept.append(os.environ[name])
-    return [k for k in dict.fromkeys(kept) if k and Path(k).exists() and k != "/"]
+    return [k for k in dict.fromkeys(kept) if k and _exists(k) and k != "/"]
+
+
+def _exists(path: str) -> bool:
+    """Whether ``path`` exists for this user: a folder a non-root teacher may not enter counts as absent."""
+    try:
+        return Path(path).exists()
+    except OSError:  # PermissionError: a parent this user cannot enter
+        return False
 
 
 def environment(scratch: Path) -> dict[str, str]:
@@ -242,22 +251,33 @@ def inside(spec_path: str) -> int:
 
 
 def execute(spec_path: str) -> int:
-    """Run the notebook with nbclient and a fresh kernel (both in the sandbox); write it with its outputs to
-    ``EXECUTED``. A kernel that is slow to start is tried again with twice the time, up to three times; a
-    kernel that dies (``os._exit``, a crash) ends the run, and what ran until then is written."""
+    """Run the notebook with nbclient and a fresh kernel (both in the sandbox, :func:`run_notebook`); write it with
+    its outputs to ``EXECUTED``."""
     import nbformat
-    from jupyter_client.manager import AsyncKernelManager
-    from nbclient import NotebookClient
-    from nbclient.exceptions import DeadKernelError
 
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     scratch = Path(spec["scratch"])
     os.environ["TC_RECORDS"] = str(scratch / RECORDS)
     nb = nbformat.read(scratch / spec["notebook"], as_version=4)
-    startup = float(spec.get("startup_timeout", 60))
+    run_notebook(nb, spec, scratch)
+    nbformat.write(nb, scratch / EXECUTED)
+    sys.stdout.flush()
+    os._exit(0)  # now: a client whose kernel died would wait on its sockets at exit (zmq), and nothing else is left
+
+
+def run_notebook(nb, spec: dict, scratch: Path, client_class=None) -> None:
+    """Execute ``nb`` in place. A kernel that is slow to start is tried again with twice the time, up to
+    ``start_tries`` times (the budget in whole seconds, as nbclient takes it); a kernel that dies (``os._exit``, a
+    crash) or a cell that fails ends the run, and what ran until then stays in ``nb``."""
+    from jupyter_client.manager import AsyncKernelManager
+    from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
+
+    client_class = client_class or NotebookClient
+    startup = max(1, math.ceil(float(spec.get("startup_timeout", 60))))
     for _ in range(int(spec.get("start_tries", 3))):
         manager = AsyncKernelManager(transport="ipc", ip=str(scratch / ".kernel"), kernel_name="python3")
-        client = NotebookClient(
+        client = client_class(
             nb,
             km=manager,
             timeout=spec.get("timeout", 120),
@@ -274,23 +294,21 @@ def execute(spec_path: str) -> int:
         started = time.monotonic()
         try:
             client.execute()
-            break
+            return
         except DeadKernelError as error:
             print(f"the kernel died: {error}", flush=True)
-            break
+            return
         except (RuntimeError, TimeoutError) as error:
             ran = any(c.get("execution_count") for c in nb.cells if c.cell_type == "code")
             if ran or "respond" not in str(error) and not isinstance(error, TimeoutError):
                 print(f"grading stopped: {type(error).__name__}: {error}", flush=True)
-                break
+                return
             print(f"the kernel did not start in {time.monotonic() - started:.0f} s; trying again", flush=True)
             startup *= 2
         except Exception as error:  # the run stops; what ran is kept
             print(f"grading stopped: {type(error).__name__}: {error}", flush=True)
-            break
-    nbformat.write(nb, scratch / EXECUTED)
-    sys.stdout.flush()
-    os._exit(0)  # now: a client whose kernel died would wait on its sockets at exit (zmq), and nothing else is left
+            return
+    print(f"the kernel did not start in {int(spec.get('start_tries', 3))} tries; nothing ran", flush=True)
 
 
 if __name__ == "__main__":
