@@ -328,6 +328,11 @@ def test_the_search_table_has_one_row_per_candidate_run_with_its_chosen_checkpoi
     data["runs"]["a-s1"]["val_loss_by_epoch"] = [5.0, 4.26, 3.7]
     table = results.render_table("search", data).splitlines()
     assert len(table) == 7  # the header, its rule and the one candidate that ran; then its validation losses
+    data["runs"]["b-s1"] = {"set": ["dropout=0.5"], "steps": 988, "val_loss_by_epoch": [5.3]}  # stopped early
+    assert results.render_table("search", data).splitlines()[3] == (
+        "| b-s1 | not run yet | `dropout=0.5` | – | 988 | – | – | – | – |"
+    )
+    del data["runs"]["b-s1"]
     assert table[4:] == [
         "| validation loss after epoch | 1 | 2 | 3 |",
         "|---|---:|---:|---:|",
@@ -337,3 +342,30 @@ def test_the_search_table_has_one_row_per_candidate_run_with_its_chosen_checkpoi
         "| a-s1 | dropout 0.3 | `dropout=0.3`, `ema_decay=0.999` | 1 | 4,321 | 17 | `best-ema` | 41.20 / 41.71 "
         "| 42.05 / 42.60 |"
     )
+
+
+def test_the_engine_table_has_one_row_per_decoder_with_its_speed_over_ctranslate2s():
+    rows = [
+        {
+            "decoder": "course",
+            "beam": 4,
+            "seconds": 19.2438,
+            "sentences_per_s": 52.0,
+            "tokens_per_s": 738,
+            "x_ct2_fp32": 0.65,
+            "sacrebleu": 40.67,
+        },
+        {
+            "decoder": "ct2 fp32",
+            "beam": 4,
+            "seconds": 12.48,
+            "sentences_per_s": 80.1,
+            "tokens_per_s": 1139,
+            "x_ct2_fp32": 1.0,
+            "sacrebleu": 40.37,
+        },
+    ]
+    data = {"schema": 1, "runs": {"engine": {"kind": "decode-vs-engine", "decoders": rows}}}
+    table = results.render_table("engine", data).splitlines()
+    assert table[2] == "| course | 4 | 19.24 | 52.0 | 738 | 0.65 | 40.67 |"
+    assert table[3] == "| ct2 fp32 | 4 | 12.48 | 80.1 | 1,139 | 1.00 | 40.37 |" and len(table) == 4

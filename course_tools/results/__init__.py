@@ -61,6 +61,8 @@ def render_table(run_name: str, data: dict) -> str:
         return render_lm_switches(run_name, data)
     if run.get("kind") == "bleu-search":
         return render_bleu_search(run_name, data)
+    if run.get("kind") == "decode-vs-engine":
+        return render_decode_vs_engine(run_name, data)
     rows = [
         "| checkpoint | decoding | sacreBLEU (detokenized, cased) | tokenized lowercase BLEU | outputs with `<unk>` "
         "| time for 1,000 sentences |",
@@ -143,9 +145,11 @@ def render_bleu_search(run_name: str, data: dict) -> str:
         if run is None:
             continue
         settings = ", ".join(f"`{s}`" for s in run.get("set", [])) or "the preset as it is"
+        chosen = run.get("chosen", "best" if run.get("evaluations") else None)  # a run stopped early chose nothing
+        chosen = "–" if chosen is None else f"`{chosen}`"
         rows.append(
             f"| {label} | {idea} | {settings} | {_fmt(run.get('seed'))} | {_fmt(run.get('steps'))} | "
-            f"{_fmt(run.get('best_epoch'))} | `{run.get('chosen', 'best')}` | {_scores(run, 'greedy')} | "
+            f"{_fmt(run.get('best_epoch'))} | {chosen} | {_scores(run, 'greedy')} | "
             f"{_scores(run, 'beam4')} |"
         )
     curves = {
@@ -159,6 +163,21 @@ def render_bleu_search(run_name: str, data: dict) -> str:
         for label, losses in curves.items():
             cells = [_fmt(float(x)) for x in losses] + [""] * (epochs - len(losses))
             rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def render_decode_vs_engine(run_name: str, data: dict) -> str:
+    """The course's decoders beside CTranslate2 (benchmarks/decode_vs_engine.py ``--record``): one row per decoder
+    and beam, with its speed, its speed over CTranslate2 fp32's at the same beam, and its sacreBLEU."""
+    rows = [
+        "| decoder | beam | seconds | sentences/s | tokens/s | × CTranslate2 fp32 | sacreBLEU |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in data["runs"][run_name]["decoders"]:
+        rows.append(
+            f"| {row['decoder']} | {row['beam']} | {_fmt(row['seconds'])} | {_fmt(float(row['sentences_per_s']), 1)} | "
+            f"{_fmt(row['tokens_per_s'])} | {_fmt(float(row['x_ct2_fp32']))} | {_fmt(float(row['sacrebleu']))} |"
+        )
     return "\n".join(rows) + "\n"
 
 

@@ -110,9 +110,10 @@ def _number(path: str, value) -> float:
 # How many sentences an evaluation scored (record_evaluation writes it) is the split's size, a fact of the data
 # quoted all over the course ("the 1,000 sentences of test2016"), not something the run measured.
 SPLIT_SIZES = frozenset({"sentences"})
-# A run's seed (results add-run keeps it) is a setting the run was given, not something it measured: "seed 1" or
-# "1.00" in prose is no quote of it.
-SETTINGS = frozenset({"seed"})
+# A run's seed (results add-run keeps it) is a setting the run was given, and the load average beside it the state
+# of the machine it ran on: conditions of the measurement, not what it measured ("seed 1" or "1.6" in prose is no
+# quote of either).
+SETTINGS = frozenset({"seed", "load_average"})
 
 
 def run_figures(data: dict) -> dict[str, float]:
