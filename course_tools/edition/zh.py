@@ -52,7 +52,8 @@ LANGUAGE_LINES = (
 
 
 COMMENTS_FILE = Path(__file__).resolve().parent / "zh_comments.json"
-HAN = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff01-\uff5e]")  # 汉字 and full-width punctuation (，：（）): Chinese text
+# Chinese text: 汉字, and full-width punctuation (，：（）) written for a Chinese reader
+HAN = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff01-\uff5e]")
 MAGIC = re.compile(r"^\s*[%!]")  # %%writefile, %time, !pip: IPython's lines, not Python
 
 
