@@ -110,10 +110,52 @@ def worker(args) -> None:
     import transformer_course
 
     assert Path(transformer_course.__file__).is_relative_to(args.worker), transformer_course.__file__
+    if not Path(args.worker).samefile(REPO):
+        read_with_older_package()
     torch.set_num_threads(args.threads)
     sources = json.loads(Path(args.io, "sources.json").read_text())
     runs = course_runs(args, load_checkpoint(args.checkpoint), sources)
     Path(args.io, "runs.json").write_text(json.dumps(runs))
+
+
+# Config fields an older package may not know, with the value at which today's model computes what it computed
+# (None: a run option, which the decoders never read). A checkpoint with any other value is refused.
+LATER_FIELDS = {
+    "norm": "layer",
+    "ffn": "relu",
+    "n_kv_heads": None,
+    "context": None,
+    "ema_decay": None,
+    "word_dropout": None,
+    "word_dropout_on": None,
+    "rdrop": None,
+}
+
+
+def read_with_older_package() -> None:
+    """Let the package at ``--baseline-ref`` load today's checkpoint: its ``read_checkpoint`` drops the config
+    fields it predates (:data:`LATER_FIELDS`), and only where their value leaves the model what it was then."""
+    import dataclasses
+
+    import transformer_course.checkpoint as old
+
+    known = {f.name for f in dataclasses.fields(old.Config)}
+    read = old.read_checkpoint
+
+    def read_compatible(path, map_location="cpu"):
+        state = read(path, map_location)
+        for name in set(state["config"]) - known:
+            if name not in LATER_FIELDS:
+                raise SystemExit(f"the baseline's package does not know the config field {name!r}: pick a later ref")
+            if LATER_FIELDS[name] is not None and state["config"][name] != LATER_FIELDS[name]:
+                raise SystemExit(
+                    f"{name}={state['config'][name]!r} is a model the baseline's package cannot build "
+                    f"(it has only {LATER_FIELDS[name]!r}): compare on a checkpoint without it"
+                )
+            del state["config"][name]
+        return state
+
+    old.read_checkpoint = read_compatible
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -194,15 +236,16 @@ def main(argv: list[str] | None = None) -> None:
         )
     load_after = os.getloadavg()
     print(f"\nload average after: {load_after[0]:.2f} (1 min)")
+    versus = versus_baseline(args, runs, len(sources)) if args.baseline_ref else None
     if args.no_engine:
         return
     identical = same_ids(runs["course", 1][1], runs["ct2 fp32", 1][1])
     print(f"greedy: {identical} of {len(sources)} course outputs are CTranslate2 fp32's, token for token")
     if args.record:
-        record(args, checkpoint, model, sources, rows_measured, identical, load_before, load_after)
+        record(args, checkpoint, model, sources, rows_measured, identical, load_before, load_after, versus)
 
 
-def record(args, checkpoint, model, sources, rows_measured, identical, load_before, load_after) -> None:
+def record(args, checkpoint, model, sources, rows_measured, identical, load_before, load_after, versus=None):
     """The table as the run ``args.record`` of docs/results.json (or ``args.results``), through the course's
     results helpers (imported here: a ``--baseline-ref`` child imports an older package, without them)."""
     from course_tools.results import record_figures
@@ -237,11 +280,28 @@ def record(args, checkpoint, model, sources, rows_measured, identical, load_befo
         "decoders": rows_measured,
         "greedy_identical": {"identical": identical, "of": len(sources)},
     }  # fmt: skip
+    if versus is not None:
+        figures["versus_baseline"] = versus
     # Every number sits one level down: a run's top-level numbers are figures that prose must mark when it writes
     # them, and this run's counts (1,000 sentences, beam 4) are the course's settings, written everywhere.
     path = results_file(args)
     record_figures(args.record, figures, path)
     print(f"recorded as the run {args.record!r} of {path}")
+
+
+def versus_baseline(args, runs, sentences: int) -> dict:
+    """Today's decoders against ``--baseline-ref``'s, printed and returned for the record: per beam, the speed-up
+    (the baseline's seconds over today's) and how many outputs are the same, token for token."""
+    baseline = f"@{args.baseline_ref}"[:10]
+    versus = {"ref": args.baseline_ref, "beams": []}
+    for beam in (1, args.beam):
+        (old_seconds, old_rows), (new_seconds, new_rows) = runs[baseline, beam], runs["course", beam]
+        same = same_ids(new_rows, old_rows)
+        print(
+            f"beam {beam}: {old_seconds / new_seconds:.2f}× as fast as {baseline}; {same} of {sentences} outputs the same"
+        )
+        versus["beams"].append({"beam": beam, "speedup": round(old_seconds / new_seconds, 2), "same": same})
+    return versus
 
 
 def results_file(args) -> Path:

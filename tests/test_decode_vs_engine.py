@@ -117,3 +117,29 @@ def test_record_refuses_a_results_file_it_cannot_write_before_any_timing(tmp_pat
     with pytest.raises(SystemExit):
         benchmark().main(["missing.pt", "--record", "decode-vs-engine", "--no-engine"])
     assert "leave out --no-engine" in capsys.readouterr().err
+
+
+def test_an_older_package_reads_todays_checkpoint_without_the_fields_it_predates(tmp_path, monkeypatch):
+    """--baseline-ref's child: the old package's read_checkpoint drops the config fields it does not know where
+    their value is the model it could build, and refuses one it could not build, naming the field."""
+    import dataclasses
+
+    import transformer_course.checkpoint as package
+
+    @dataclasses.dataclass
+    class OlderConfig:  # a package from before the norm, ffn and ema_decay fields
+        N: int = 6
+        d_model: int = 512
+
+    state = {"config": {"N": 3, "d_model": 256, "norm": "layer", "ffn": "relu", "ema_decay": 0.999}}
+    monkeypatch.setattr(package, "Config", OlderConfig)
+    monkeypatch.setattr(package, "read_checkpoint", lambda path, map_location="cpu": json.loads(json.dumps(state)))
+    benchmark().read_with_older_package()
+    assert package.read_checkpoint("any.pt")["config"] == {"N": 3, "d_model": 256}
+
+    state["config"]["norm"] = "rms"
+    with pytest.raises(SystemExit, match="norm='rms' is a model the baseline's package cannot build"):
+        package.read_checkpoint("any.pt")
+    state["config"] = {"N": 3, "d_model": 256, "experts": 8}
+    with pytest.raises(SystemExit, match="does not know the config field 'experts'"):
+        package.read_checkpoint("any.pt")
