@@ -226,7 +226,7 @@ def test_translate_with_the_engine_prints_what_translate_prints(web_checkpoints,
         assert main([*engine, *sentences]) == 0
         printed = capsys.readouterr().out.split("\n")
         assert len(printed) == len(course) == len(sentences) + 1 and printed[2] == ""  # one line each, "" for ""
-        if beam == "1":  # greedy: the same words; beam 4 ranks by another length penalty (the BLEU test below)
+        if beam == "1":  # greedy: the same words; beam 4 stops differently (the BLEU test below)
             assert printed == course
     assert translate_with_engine(ct2_exports[kind], []) == []
 
@@ -253,8 +253,8 @@ def test_greedy_agrees_token_for_token_on_test2016(web_checkpoints, ct2_exports,
 
 @pytest.mark.slow
 def test_beam_4_bleu_agrees_within_a_tenth(web_checkpoints, ct2_exports):
-    """The course's beam ranks by GNMT's ((5 + |Y|) / 6)^α, CTranslate2's by |Y|^α (and stops when its best
-    hypothesis ends): translations may differ, corpus BLEU must not by more than 0.1."""
+    """The engine's k finished hypotheses ranked by the course's GNMT penalty (gnmt_best): the searches still stop
+    differently, so translations may differ; corpus BLEU must not by more than 0.1."""
     from transformer_course.decode import translate
     from transformer_course.evaluate import sacre_bleu
 
@@ -268,3 +268,19 @@ def test_beam_4_bleu_agrees_within_a_tenth(web_checkpoints, ct2_exports):
     same = sum(a == b for a, b in zip(course, engine))
     print(f"beam 4: course BLEU {course_bleu:.2f}, CTranslate2 {engine_bleu:.2f}; {same} of 1000 identical")
     assert abs(course_bleu - engine_bleu) <= 0.1
+
+
+def test_gnmt_best_picks_what_gnmts_penalty_ranks_first():
+    """CTranslate2's scores are log P / |Y|^α; the pick is the hypothesis with the best log P / ((5 + |Y|) / 6)^α,
+    computed here from log P directly (brute force), for α from 0 to 2 and hypotheses of 1 to 9 tokens."""
+    from transformer_course.engine import gnmt_best
+
+    g = torch.Generator().manual_seed(0)
+    for alpha in (0.0, 0.6, 1.0, 2.0):
+        for _ in range(200):
+            lengths = torch.randint(1, 10, (4,), generator=g).tolist()
+            log_p = (-torch.rand(4, generator=g) * 8).tolist()
+            hypotheses = [["w"] * (n - 1) + ["</s>"] for n in lengths]
+            scores = [lp / n**alpha for lp, n in zip(log_p, lengths)]
+            gnmt = [lp / ((5 + n) / 6) ** alpha for lp, n in zip(log_p, lengths)]
+            assert gnmt_best(hypotheses, scores, alpha) == gnmt.index(max(gnmt))

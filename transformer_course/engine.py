@@ -11,11 +11,14 @@ tokenizer travels as :data:`TOKENIZER_FILE`. Text goes in and comes out through 
 :func:`transformer_course.decode.translate`. ``ctranslate2`` is imported only when a model is loaded
 (the ``[engine]`` extra).
 
-Two differences from the course's decoders, measured in ``tests/test_engine_ct2.py``:
+What differs from the course's decoders, measured in ``tests/test_engine_ct2.py``:
 
 - greedy search is the same algorithm: equal tokens up to float rounding (a near-tie can flip);
-- CTranslate2's beam ranks a finished hypothesis by log P / |Y|^α, not GNMT's log P / ((5 + |Y|) / 6)^α, and
-  stops when its best hypothesis has ended, so beam translations can differ; corpus BLEU is compared instead.
+- CTranslate2's beam ranks a finished hypothesis by log P / |Y|^α (|Y| counts ``</s>``), not by GNMT's
+  log P / ((5 + |Y|) / 6)^α (§6.1), which the course uses. So :func:`engine_ids` asks it for its k finished
+  hypotheses with their scores and ranks them as the course does (:func:`gnmt_best`: log P is the score · |Y|^α).
+  The searches still stop differently (CTranslate2 once its best open prefix has ended and k hypotheses are
+  done; the course once no open prefix can win), so a few translations differ; corpus BLEU is compared.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .beam import gnmt_length_penalty
 from .data import BOS, SubwordTokenizer, Vocab
 
 __all__ = [
@@ -35,6 +39,7 @@ __all__ = [
     "TOKENIZER_FILE",
     "EngineModel",
     "engine_ids",
+    "gnmt_best",
     "load_engine",
     "translate_with_engine",
 ]
@@ -166,6 +171,8 @@ def engine_ids(
             [tokens[i] for i in members],
             max_batch_size=batch_size,
             beam_size=beam_size,
+            num_hypotheses=beam_size,  # the k finished ones, ranked by gnmt_best below
+            return_scores=beam_size > 1,
             length_penalty=length_penalty if beam_size > 1 else 0.0,
             max_decoding_length=limit,
             min_decoding_length=0,  # the course lets </s> come first (an empty translation)
@@ -173,8 +180,16 @@ def engine_ids(
             return_end_token=True,
         )
         for i, result in zip(members, results):
-            outputs[i] = [BOS, *(stoi[token] for token in result.hypotheses[0])]
+            best = gnmt_best(result.hypotheses, result.scores, length_penalty) if beam_size > 1 else 0
+            outputs[i] = [BOS, *(stoi[token] for token in result.hypotheses[best])]
     return list(zip(tokens, outputs))
+
+
+def gnmt_best(hypotheses: Sequence[Sequence[str]], scores: Sequence[float], alpha: float) -> int:
+    """Which of CTranslate2's finished hypotheses the course's beam would pick: each one's log P is its score
+    (log P / |Y|^α, |Y| with ``</s>``) times |Y|^α, divided by GNMT's ((5 + |Y|) / 6)^α; the first best wins."""
+    ranked = [s * len(h) ** alpha / gnmt_length_penalty(len(h), alpha) for h, s in zip(hypotheses, scores)]
+    return max(range(len(ranked)), key=ranked.__getitem__)
 
 
 def translate_with_engine(
