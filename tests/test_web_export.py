@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from course_tools.web import graphs
-from course_tools.web.export import with_head_mask
+from course_tools.web.export import SESSION_CONFIG, with_head_mask
 from course_tools.web.tokenizers import js_regex
 from transformer_course.checkpoint import load_checkpoint
 from transformer_course.data import BOS, EOS, PAD, load_pairs
@@ -38,6 +38,8 @@ def source_ids(checkpoint, sentences):
 def session(path):
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1  # tiny graphs: one thread, as in the page
+    for key, value in SESSION_CONFIG.items():  # as the page makes its sessions
+        options.add_session_config_entry(key, value)
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
@@ -295,6 +297,7 @@ def test_the_default_export_stores_every_weight_matrix_once_as_int8(int8_export,
 
     manifest = json.loads((int8_export / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["precision"] == "int8"
+    assert manifest["int8"]["session_config"] == SESSION_CONFIG  # what another tool's session needs to match
     assert json.loads((web_exports["bpe"] / "manifest.json").read_text(encoding="utf-8"))["precision"] == "fp32"
     for name in ("encoder.onnx", "decoder_step.onnx"):
         graph = onnx.load(int8_export / name).graph
@@ -303,7 +306,10 @@ def test_the_default_export_stores_every_weight_matrix_once_as_int8(int8_export,
         fp32 = [n for n, a in matrices.items() if a.dtype == np.float32]
         assert all("pos" in n or n.startswith("val_") for n in fp32), f"{name}: weights left in fp32: {fp32}"
         assert len(fp32) <= 1, f"{name}: only the positional table stays fp32, found {fp32}"
-        assert not [n for n in matrices if n.endswith("generator.proj.weight_quantized")], "the tied matrix twice"
+        tied = [n for n, a in matrices.items() if a.shape == (manifest["vocab"]["tgt"], manifest["d_model"])]
+        assert len(tied) <= 1 and all(arrays[n].dtype == np.int8 for n in tied), f"{name}: the tied matrix: {tied}"
+        stored = [n for n, a in arrays.items() if a.dtype == np.int8]
+        assert stored and all(n.endswith("_quantized") for n in stored), f"{name}: int8 arrays {stored}"
         int8 = (int8_export / name).stat().st_size
         assert int8 < 0.4 * (web_exports["bpe"] / name).stat().st_size, f"{name}: {int8} bytes"
 

@@ -17,8 +17,9 @@ writes into ``OUT``:
 
 Before writing the page the export checks itself: onnxruntime (Python) runs both graphs on one sentence and must
 give PyTorch's numbers (tests/test_web_export.py checks 100 test sentences). Then, by default
-(``precision="int8"``, ``--precision int8``), :func:`quantize_graphs` stores every weight matrix as int8: a page
-about a third the size that loads faster and changes a few translations (docs/results.md counts them);
+(``precision="int8"``, ``--precision int8``), :func:`quantize_graphs` stores every weight matrix as int8 with a scale
+per output channel (weights only: the activations stay fp32): a page about a third the size that loads faster and
+changes a few translations (docs/results.md counts them);
 ``--precision fp32`` keeps the checked graphs as they are.
 
 ``OUT`` is claimed as every folder-writing command claims its folder (:func:`course_tools.folders.claim_folder`,
@@ -63,8 +64,10 @@ __all__ = [
     "export_graphs",
     "export_web",
     "graph_difference",
+    "inference_session",
     "with_head_mask",
     "quantize_graphs",
+    "quantize_weights",
 ]
 
 FORMAT = "course_tools/web-v1"
@@ -221,10 +224,8 @@ def export_graphs(model, out: str | Path, head_mask: bool = False) -> tuple[Path
 def check_graphs(model, encoder_path: str | Path, step_path: str | Path, src_ids: list[int]) -> float:
     """Run both graphs with onnxruntime on one sentence (three decoder steps) and return the largest difference
     from PyTorch over every output; a ValueError if it is above :data:`CHECK_TOLERANCE`."""
-    import onnxruntime
 
-    encoder = onnxruntime.InferenceSession(str(encoder_path), providers=["CPUExecutionProvider"])
-    step = onnxruntime.InferenceSession(str(step_path), providers=["CPUExecutionProvider"])
+    encoder, step = inference_session(encoder_path), inference_session(step_path)
     src = torch.tensor([src_ids])
     with torch.no_grad():
         expected = EncoderForWeb(model)(src)
@@ -247,81 +248,92 @@ def check_graphs(model, encoder_path: str | Path, step_path: str | Path, src_ids
     return worst
 
 
+# The ops whose weight :func:`quantize_graphs` stores as int8, and the axis of that weight that holds one output
+# channel each (its own scale): MatMul's B is (in, out); Gemm's B, with transB, and a Gather's table are (out, in);
+# a Slice cuts the packed query/key/value projection (3·d_model, d_model) by rows.
+QUANTIZED_OPS = {"MatMul": 1, "Gemm": 0, "Gather": 0, "Slice": 0}
+# onnxruntime folds each constant weight's DequantizeLinear at load; left to itself it may fuse one with its MatMul
+# into an int8 product (MatMulNBits) that rounds the activations too. The page's sessions are made with it.
+SESSION_CONFIG = {"session.disable_quant_qdq": "1"}
+
+
 def quantize_graphs(paths: tuple[Path, Path], out: str | Path) -> tuple[Path, Path]:
     """The two fp32 graphs with int8 weights, in ``out`` under the same names.
 
-    Three passes: onnxruntime's pre-processing (``quant_pre_process``: constant folding, so that a weight the
-    graph slices or transposes at run time, the packed query/key/value projection of cross-attention, becomes a
-    plain matrix), its dynamic quantization (``quantize_dynamic``: every MatMul's and Gather's weight stored as
-    int8 with one fp32 scale; activations are quantized to uint8 at run time), then :func:`_share_tied_weight`
-    (the target embedding, tied to the output layer, is kept once). A quarter of the fp32 bytes; the
-    translations it changes are counted in docs/results.md."""
+    Weight-only quantization: every matrix a MatMul, Gemm, Gather or Slice reads is stored as int8 with one fp32
+    scale per output channel (symmetric: ``w ≈ q · scale``, ``scale = max |w| / 127`` over the channel), and a
+    ``DequantizeLinear`` node at the graph's start gives the matrix back under its own name, so every op that read
+    it reads it as before. A tied matrix (the target embedding and the output layer) is one initializer and stays
+    one. Activations stay fp32, so the only change from the fp32 graphs is each weight's rounding, and a session
+    made with :data:`SESSION_CONFIG` folds the dequantization once at load: fp32 speed from a quarter of the bytes.
+    The positional table (a GatherND's) stays fp32. The translations it changes are counted in docs/results.md."""
     import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from onnxruntime.quantization.shape_inference import quant_pre_process
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     quantized = out / paths[0].name, out / paths[1].name
-    logger = logging.getLogger()  # the quantizer logs "please run pre-processing" to the root logger
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        for fp32, int8 in zip(paths, quantized):
-            folded = out / f"folded-{fp32.name}"
-            quant_pre_process(fp32, folded, skip_symbolic_shape=True)
-            quantize_dynamic(folded, int8, weight_type=QuantType.QInt8)
-            onnx.save(_share_tied_weight(onnx.load(int8)), int8)
-    finally:
-        logger.setLevel(level)
+    for fp32, int8 in zip(paths, quantized):
+        onnx.save(quantize_weights(onnx.load(fp32)), int8)
     return quantized
 
 
-def _share_tied_weight(model):
-    """Keep a tied embedding once. The quantizer stores a matrix that a Gather (the embedding) and a MatMul (the
-    output layer, through its transpose) both read twice: (vocab, d_model) uint8 for the Gather and
-    (d_model, vocab) int8 for the MatMul. The Gather is rewritten to read the MatMul's copy: a column of it,
-    dequantized with its scale, then transposed back, which is the same row quantized with the other scale."""
-    from onnx import helper
+def inference_session(path: str | Path):
+    """An onnxruntime session on the CPU as the page makes it (:data:`SESSION_CONFIG`)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    for key, value in SESSION_CONFIG.items():
+        options.add_session_config_entry(key, value)
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def quantize_weights(model):
+    """:func:`quantize_graphs`' pass on one ONNX model (changed in place and returned)."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
 
     graph = model.graph
-    inits = {i.name: i for i in graph.initializer}
-    ranks = {i.name: len(i.type.tensor_type.shape.dim) for i in graph.input}
-    for gather in [n for n in graph.node if n.op_type == "Gather" and n.input[0].endswith("_quantized")]:
-        weight = gather.input[0].removesuffix("_quantized")
-        shared, indices = f"{weight}_Transposed", gather.input[1]
-        users = [n for n in graph.node if gather.output[0] in n.input]
-        if (
-            f"{shared}_quantized" not in inits
-            or indices not in ranks
-            or [u.op_type for u in users] != ["DequantizeLinear"]
-        ):
+    constants = {i.name: numpy_helper.to_array(i) for i in graph.initializer if len(i.dims) <= 1}
+    axes: dict[str, set[int]] = {}  # a matrix read along two axes, or by another op, is left in fp32
+    for node in graph.node:
+        attributes = {a.name: a.i for a in node.attribute}
+        layout = {
+            "MatMul": True,
+            "Gemm": attributes.get("transB", 0) == 1,  # B as (out, in)
+            "Gather": attributes.get("axis", 0) == 0,  # rows of a table
+            "Slice": len(node.input) > 3 and constants.get(node.input[3], np.array([])).tolist() == [0],  # by rows
+        }.get(node.op_type, False)
+        for position, name in enumerate(node.input):
+            read_as_weight = position == (1 if node.op_type in ("MatMul", "Gemm") else 0)
+            axes.setdefault(name, set()).add(QUANTIZED_OPS[node.op_type] if layout and read_as_weight else -1)
+    dequantize = []
+    for init in list(graph.initializer):
+        if init.data_type != TensorProto.FLOAT or len(init.dims) != 2 or len(axes.get(init.name, ())) != 1:
+            continue  # only fp32 matrices, each read along one channel axis
+        (axis,) = axes[init.name]
+        if axis < 0:
             continue
-        dequantize = users[0]
-        columns, values = f"{gather.output[0]}_columns", f"{gather.output[0]}_columns_fp32"
-        rank = ranks[indices]
-        gather.input[0] = f"{shared}_quantized"  # (d_model, vocab) int8
-        gather.output[0] = columns
-        del gather.attribute[:]
-        gather.attribute.append(helper.make_attribute("axis", 1))  # (d_model, *indices)
-        output = dequantize.output[0]
-        dequantize.input[:] = [columns, f"{shared}_scale", f"{shared}_zero_point"]
-        dequantize.output[0] = values
-        at = list(graph.node).index(dequantize) + 1
-        perm = [*range(1, rank + 1), 0]  # (d_model, *indices) → (*indices, d_model)
-        graph.node.insert(at, helper.make_node("Transpose", [values], [output], perm=perm, name=f"{output}_rows"))
-        for unused in (f"{weight}_quantized", f"{weight}_scale", f"{weight}_zero_point"):
-            graph.initializer.remove(inits[unused])
+        weight = numpy_helper.to_array(init)
+        scale = np.abs(weight).max(axis=1 - axis) / 127.0  # one per output channel
+        scale = np.where(scale > 0, scale, 1.0).astype(np.float32)  # an all-zero channel: any scale gives 0
+        shape = (-1, 1) if axis == 0 else (1, -1)
+        q = np.clip(np.rint(weight / scale.reshape(shape)), -127, 127).astype(np.int8)
+        graph.initializer.remove(init)
+        graph.initializer.extend(
+            [numpy_helper.from_array(q, f"{init.name}_quantized"), numpy_helper.from_array(scale, f"{init.name}_scale")]
+        )
+        inputs = [f"{init.name}_quantized", f"{init.name}_scale"]
+        dequantize.append(helper.make_node("DequantizeLinear", inputs, [init.name], axis=axis, name=f"{init.name}_dq"))
+    for node in reversed(dequantize):
+        graph.node.insert(0, node)
     return model
 
 
 def graph_difference(model, encoder_path: str | Path, step_path: str | Path, src_ids: list[int]) -> float:
     """The largest difference of the graphs' log-probabilities from PyTorch's over the first three steps of
     ``src_ids`` (what an int8 graph's manifest records: quantization moves every output a little)."""
-    import onnxruntime
 
-    encoder = onnxruntime.InferenceSession(str(encoder_path), providers=["CPUExecutionProvider"])
-    step = onnxruntime.InferenceSession(str(step_path), providers=["CPUExecutionProvider"])
+    encoder, step = inference_session(encoder_path), inference_session(step_path)
     src = torch.tensor([src_ids])
     c = model.config
     with torch.no_grad():
@@ -395,6 +407,16 @@ def manifest_for(checkpoint: Checkpoint, files: dict[str, bytes], check: float, 
         "max_len": c.max_len,
         "specials": {"pad": PAD, "unk": UNK, "bos": BOS, "eos": EOS},
         "precision": precision,
+        **(
+            {
+                "int8": {
+                    "weights": "symmetric, one scale per output channel; activations fp32",
+                    "session_config": SESSION_CONFIG,
+                }
+            }
+            if precision == "int8"
+            else {}
+        ),
         "decoding": "greedy or beam search; at most source length + 50 tokens after <s>, and at most max_len "
         "positions in all",
         "beam": {"size": c.beam_size, "length_penalty": c.length_penalty},

@@ -38,7 +38,10 @@
     ort.env.wasm.wasmBinary = await gunzip(base64Bytes("tc-ort-wasm"));
     var glue = new Blob([$("tc-ort-glue").textContent], {type: "text/javascript"});
     ort.env.wasm.wasmPaths = {mjs: URL.createObjectURL(glue)};  // a blob: URL: Chromium imports no file:// module
-    var options = {executionProviders: ["wasm"], graphOptimizationLevel: "all"};
+    // int8 weights come with a DequantizeLinear each: folded once at load (session.disable_quant_qdq), so each
+    // run multiplies fp32 matrices, as the fp32 page does
+    var options = {executionProviders: ["wasm"], graphOptimizationLevel: "all",
+                   extra: {session: {disable_quant_qdq: "1"}}};
     encoder = await ort.InferenceSession.create(await gunzip(base64Bytes("tc-encoder")), options);
     step = await ort.InferenceSession.create(await gunzip(base64Bytes("tc-decoder-step")), options);
     page.timings.runtime_ms = performance.now() - start;

@@ -1,0 +1,133 @@
+"""The page's int8 weights (course_tools.web.export.quantize_weights): each matrix an op reads as a weight is stored
+as int8 with one scale per output channel, PyTorch's per-channel symmetric quantization to the bit, and the graph
+computes what the fp32 graph computes with those rounded weights."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from course_tools.web.export import SESSION_CONFIG, quantize_weights  # noqa: E402
+
+VOCAB, D, HIDDEN = 11, 8, 6
+
+
+def weights() -> dict[str, np.ndarray]:
+    g = np.random.default_rng(0)
+    w = {
+        "tied": g.normal(size=(VOCAB, D)),  # an embedding (Gather) that is also the output layer (Gemm, transB)
+        "up": g.normal(size=(D, HIDDEN)),  # MatMul's B: (in, out)
+        "down": g.normal(size=(HIDDEN, D)) * np.array([1e-3, 1, 1, 1, 1, 10, 1, 1]),  # channels of unequal range
+        "packed": g.normal(size=(3 * D, D)),  # sliced by rows, as the packed query/key/value projection
+        "pos": g.normal(size=(16, D)),  # read by GatherND: stays fp32
+    }
+    w["down"][:, 2] = 0.0  # an all-zero channel
+    return {k: v.astype(np.float32) for k, v in w.items()}
+
+
+def graph(w: dict[str, np.ndarray]):
+    """ids → Gather(tied) + GatherND(pos) → MatMul(up) → Relu → MatMul(down) → MatMul(rows 8–15 of packed, as
+    (out, in), transposed) → Gemm(tied, transB=1) → logits."""
+    constants = {
+        "starts": np.array([D], np.int64),
+        "ends": np.array([2 * D], np.int64),
+        "axes": np.array([0], np.int64),
+        "positions": np.array([[0], [1], [2]], np.int64),
+    }
+    nodes = [
+        helper.make_node("Gather", ["tied", "ids"], ["embedded"]),
+        helper.make_node("GatherND", ["pos", "positions"], ["positional"]),
+        helper.make_node("Add", ["embedded", "positional"], ["x"]),
+        helper.make_node("MatMul", ["x", "up"], ["hidden"]),
+        helper.make_node("Relu", ["hidden"], ["active"]),
+        helper.make_node("MatMul", ["active", "down"], ["y"]),
+        helper.make_node("Slice", ["packed", "starts", "ends", "axes"], ["key_weight"]),
+        helper.make_node("Transpose", ["key_weight"], ["key_weight_t"], perm=[1, 0]),
+        helper.make_node("MatMul", ["y", "key_weight_t"], ["k"]),
+        helper.make_node("Gemm", ["k", "tied"], ["logits"], transB=1),
+    ]
+    inits = [numpy_helper.from_array(a, n) for n, a in {**w, **constants}.items()]
+    g = helper.make_graph(
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [3])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [3, VOCAB])],
+        inits,
+    )
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+
+
+def run(model, ids: np.ndarray, config: dict | None = None) -> np.ndarray:
+    options = ort.SessionOptions()
+    for key, value in (config or {}).items():
+        options.add_session_config_entry(key, value)
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session.run(None, {"ids": ids})[0]
+
+
+def torch_per_channel(weight: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's symmetric per-channel int8 (the range -127..127): the int8 values and the scales."""
+    observer = torch.ao.quantization.PerChannelMinMaxObserver(
+        ch_axis=axis, dtype=torch.qint8, qscheme=torch.per_channel_symmetric, quant_min=-127, quant_max=127
+    )
+    w = torch.from_numpy(weight)
+    observer(w)
+    scale, zero_point = observer.calculate_qparams()
+    q = torch.quantize_per_channel(w, scale.float(), zero_point, axis, torch.qint8)
+    return q.int_repr().numpy(), q.dequantize().numpy()
+
+
+def test_each_weight_is_pytorchs_per_channel_int8_and_the_tied_matrix_is_stored_once():
+    w = weights()
+    model = quantize_weights(graph(w))
+    stored = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    for name, axis in {"tied": 0, "up": 1, "down": 1, "packed": 0}.items():
+        assert name not in stored, f"{name} still stored in fp32"
+        assert stored[f"{name}_quantized"].dtype == np.int8
+        expected, _ = torch_per_channel(w[name], axis)
+        if name == "down":  # the zero channel: PyTorch's scale is its epsilon, ours 1; both store 0
+            assert (stored["down_quantized"][:, 2] == 0).all() and (expected[:, 2] == 0).all()
+        np.testing.assert_array_equal(stored[f"{name}_quantized"], expected, err_msg=name)
+        assert stored[f"{name}_scale"].shape == (w[name].shape[axis],)
+    assert stored["pos"].dtype == np.float32  # GatherND's table is not a layout the pass knows
+    assert sorted(n for n in stored if n.startswith("tied")) == ["tied_quantized", "tied_scale"]  # once
+
+
+def test_the_graph_computes_the_fp32_graph_with_rounded_weights_and_the_session_folds_the_dequantization(tmp_path):
+    w = weights()
+    rounded = dict(w)
+    for name, axis in {"tied": 0, "up": 1, "down": 1, "packed": 0}.items():
+        rounded[name] = torch_per_channel(w[name], axis)[1]
+    rounded["down"][:, 2] = 0.0
+    ids = np.array([3, 0, 10], np.int64)
+    int8 = quantize_weights(graph(w))
+    expected = run(graph(rounded), ids)
+    # the page's session folds the dequantization (without SESSION_CONFIG onnxruntime may fuse a DequantizeLinear
+    # and its MatMul into an int8 product, MatMulNBits, that rounds the activations too)
+    np.testing.assert_allclose(run(int8, ids, SESSION_CONFIG), expected, rtol=1e-5, atol=1e-5)
+    assert np.abs(run(graph(w), ids) - expected).max() > 1e-4  # the rounding is there to see
+
+    options = ort.SessionOptions()
+    for key, value in SESSION_CONFIG.items():
+        options.add_session_config_entry(key, value)
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(int8.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    ops = [n.op_type for n in onnx.load(tmp_path / "optimized.onnx").graph.node]
+    assert "DequantizeLinear" not in ops, ops  # folded at load: each run multiplies fp32 matrices
+
+
+def test_a_matrix_read_two_ways_or_by_another_op_stays_fp32():
+    w = weights()
+    model = graph(w)
+    model.graph.node.append(helper.make_node("Identity", ["up"], ["up_copy"]))  # `up` also read as a value
+    model.graph.node.append(helper.make_node("MatMul", ["packed", "up"], ["twice"]))  # `packed`: as A, not as B
+    stored = {i.name for i in quantize_weights(model).graph.initializer}
+    assert "up" in stored and "up_quantized" not in stored
+    assert "packed" in stored and "packed_quantized" not in stored
+    assert "down_quantized" in stored
