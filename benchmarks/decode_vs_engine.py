@@ -98,7 +98,8 @@ def child_runs(args, sources, ref: str | None) -> dict[int, tuple[float, list[li
             )
             subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
         Path(tmp, "sources.json").write_text(json.dumps(sources))
-        worker = [sys.executable, __file__, args.checkpoint, "--worker", package, "--io", tmp]
+        checkpoint = str(Path(args.checkpoint).resolve())  # the child runs in tmp
+        worker = [sys.executable, __file__, checkpoint, "--worker", package, "--io", tmp]
         worker += ["--threads", str(args.threads), "--beam", str(args.beam), "--repeat", str(args.repeat)]
         subprocess.run(worker, check=True, env={**os.environ, "PYTHONPATH": package}, cwd=tmp)
         runs = json.loads(Path(tmp, "runs.json").read_text())
@@ -241,7 +242,10 @@ def main(argv: list[str] | None = None) -> None:
         return
     identical = same_ids(runs["course", 1][1], runs["ct2 fp32", 1][1])
     print(f"greedy: {identical} of {len(sources)} course outputs are CTranslate2 fp32's, token for token")
+    beam_identical = same_ids(runs["course", args.beam][1], runs["ct2 fp32", args.beam][1])
+    print(f"beam {args.beam}: {beam_identical} of {len(sources)} course outputs are CTranslate2 fp32's")
     if args.record:
+        identical = {"greedy": identical, "beam": beam_identical}
         record(args, checkpoint, model, sources, rows_measured, identical, load_before, load_after, versus)
 
 
@@ -278,7 +282,8 @@ def record(args, checkpoint, model, sources, rows_measured, identical, load_befo
         "test": {"split": "test2016", "sentences": len(sources), "beam": args.beam, "repeat": args.repeat,
                  "length_penalty": alpha},
         "decoders": rows_measured,
-        "greedy_identical": {"identical": identical, "of": len(sources)},
+        "greedy_identical": {"identical": identical["greedy"], "of": len(sources)},
+        "beam_identical": {"identical": identical["beam"], "of": len(sources), "beam": args.beam},
     }  # fmt: skip
     if versus is not None:
         figures["versus_baseline"] = versus

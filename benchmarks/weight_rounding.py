@@ -75,11 +75,11 @@ def input_moments(checkpoint, sentences: list[str]) -> dict[str, list[tuple[slic
     ``sentences`` greedily: per block of rows (a cross-attention's W^Q rows see the decoder, its W^K, W^V rows the
     memory). A matrix shared by two modules (the tied output layer) gets the output layer's."""
     model = checkpoint.model.eval()
-    sums: dict[tuple[str, slice], list] = {}
+    sums: dict[tuple[str, int | None, int | None], list] = {}  # (matrix, first row, end row): [X^T X, n]
 
     def add(name: str, rows: slice, x: Tensor) -> None:
         x = x.detach().reshape(-1, x.size(-1)).double()
-        entry = sums.setdefault((name, rows), [0.0, 0])
+        entry = sums.setdefault((name, rows.start, rows.stop), [0.0, 0])
         entry[0], entry[1] = entry[0] + x.T @ x, entry[1] + x.size(0)
 
     hooks, names = [], {id(p): n for n, p in matrices(model).items()}
@@ -107,8 +107,8 @@ def input_moments(checkpoint, sentences: list[str]) -> dict[str, list[tuple[slic
         for hook in hooks:
             hook.remove()
     moments: dict[str, list[tuple[slice, Tensor]]] = {}
-    for (name, rows), (total, n) in sums.items():
-        moments.setdefault(name, []).append((rows, total / n))
+    for (name, start, stop), (total, n) in sums.items():
+        moments.setdefault(name, []).append((slice(start, stop), total / n))
     return moments
 
 

@@ -620,3 +620,13 @@ def reference_in_language(text: str, notebook: Path) -> str:
     from course_tools.edition.zh import to_chinese
 
     return to_chinese(text)
+
+
+def first_difference(a: list[int], b: list[int]) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def top2_gap(logits: torch.Tensor) -> float:
+    """The gap between the two largest logits of one step: a near-tie when it is at rounding size."""
+    top = logits.topk(2).values
+    return float(top[0] - top[1])

@@ -23,6 +23,8 @@ from course_tools.engine.export import check_expressible  # noqa: E402
 from transformer_course.cli import main  # noqa: E402
 from transformer_course.engine import INSTALL_HINT, engine_ids, load_engine, translate_with_engine  # noqa: E402
 
+from helpers import first_difference, top2_gap  # noqa: E402
+
 # Every option once beside every other (pairwise): LN placement × positions × tying.
 VARIANTS = [
     (False, "sinusoidal", "decoder"),
@@ -63,16 +65,6 @@ def random_checkpoint(path, norm_first: bool, positional: str, tie: str, seed: i
     tgt_vocab = src_vocab if tie == "all" else vocab(tgt_n, "e")
     save_checkpoint(path, model, model.config, src_vocab, tgt_vocab, rng=False)
     return load_checkpoint(path)
-
-
-def first_difference(a: list[int], b: list[int]) -> int:
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-
-
-def top2_gap(logits: torch.Tensor) -> float:
-    """The gap between the two largest logits of one step: a near-tie when it is at rounding size."""
-    top = logits.topk(2).values
-    return float(top[0] - top[1])
 
 
 @pytest.mark.slow

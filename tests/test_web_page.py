@@ -18,7 +18,7 @@ import torch
 from course_tools import edition
 from course_tools.web.tokenizers import subword_spec, tokenizer_spec
 from transformer_course.checkpoint import load_checkpoint, resolve_model
-from transformer_course.data import EOS, detokenize, load_pairs, subword_tokenizer, tokenize_many
+from transformer_course.data import BOS, EOS, detokenize, load_pairs, subword_tokenizer, tokenize_many
 from transformer_course.decode import decode_sentences, translate
 from transformer_course.viz import translate_and_capture
 
@@ -26,7 +26,8 @@ pytestmark = pytest.mark.xdist_group("web")  # one worker builds the session's w
 
 NODE = shutil.which("node")
 CHROMIUM = edition.find_chromium()
-TOKENIZERS_JS = Path(__file__).resolve().parents[1] / "course_tools" / "web" / "static" / "tokenizers.js"
+ROOT = Path(__file__).resolve().parents[1]
+TOKENIZERS_JS = ROOT / "course_tools" / "web" / "static" / "tokenizers.js"
 ODD = [  # beyond Multi30k: emoticons, URLs, abbreviations, quotes, tabs, double spaces, emoji, unknown letters
     "Hallo:)",
     "z.B. 3,5 km/h",
@@ -611,3 +612,49 @@ def test_the_beam_is_drawn_step_by_step_and_hovering_a_hypothesis_shows_its_cros
     assert "log P" in drawn["readout"] and "beam search (k = 4" in drawn["status"]
     chromium.evaluate("tcPage.translate('Zwei Männer sitzen auf einer Bank.').then(() => 0)")
     assert chromium.evaluate("document.getElementById('tc-beam-section').hidden") is True  # greedy: no beam shown
+
+
+@pytest.fixture(scope="module")
+def int8_page(web_checkpoints, tmp_path_factory):
+    from course_tools.web import export_web
+    from course_tools.web.chromium import Chromium
+
+    folder = tmp_path_factory.mktemp("web-page-int8")
+    export_web(web_checkpoints["bpe"], folder)  # the default: int8 weights
+    with Chromium() as chromium:
+        chromium.open(folder / "index.html")
+        chromium.evaluate("tcPage.ready.then(r => r.text)")
+        yield {"browser": chromium, "checkpoint": web_checkpoints["bpe"]}
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@needs_chromium
+def test_the_int8_page_translates_as_pytorch_does_with_the_same_rounded_weights(int8_page, test_pairs):
+    """The default page's int8 weights are the fp32 model's rounded per output channel: fifty test sentences give,
+    token for token, what the PyTorch model with its weights rounded the same way gives
+    (benchmarks/weight_rounding.py's per-channel 8-bit grid, an independent rounding). Two float libraries sum in
+    different orders, so a step where the rounded model's two best words are tied to within 1e-3 may go either
+    way: each sentence that differs must part at such a step, and at most two may."""
+    from transformer_course.decode import greedy_decode
+
+    from helpers import first_difference, load_module, top2_gap
+
+    rounding = load_module(ROOT / "benchmarks" / "weight_rounding.py", "weight_rounding")
+    checkpoint = load_checkpoint(int8_page["checkpoint"])
+    model = rounding.rounded_model(checkpoint, 8, per_channel=True)
+    sentences = [de for de, _ in test_pairs[:50]]
+    decoded = decode_sentences(
+        model, checkpoint.src_vocab, sentences, src_lang=checkpoint.src_lang, tokenizer=checkpoint.tokenizer
+    )
+    expected = [ids[: ids.index(EOS) + 1] if EOS in ids else ids for _, ids in decoded]
+    got = [type_and_translate(int8_page["browser"], s)["ids"] for s in sentences]
+    differ = [i for i, (a, b) in enumerate(zip(got, expected)) if a != b]
+    for i in differ:
+        at = first_difference(expected[i][1:], got[i][1:])
+        src = torch.tensor([checkpoint.src_vocab.encode(decoded[i][0])])
+        out = greedy_decode(model, src, None, len(expected[i]) + 1, BOS, EOS, return_result=True)
+        gap = top2_gap(out.logits[0, at])
+        assert gap < 1e-3, f"sentence {i} parts from the rounded model at step {at}, where its gap is {gap:.2e}"
+    assert len(differ) <= 2, f"{len(differ)} of 50 differ: {differ}"
+    assert int8_page["browser"].console == []

@@ -79,8 +79,9 @@ def torch_per_channel(weight: np.ndarray, axis: int) -> tuple[np.ndarray, np.nda
     w = torch.from_numpy(weight)
     observer(w)
     scale, zero_point = observer.calculate_qparams()
-    q = torch.quantize_per_channel(w, scale.float(), zero_point, axis, torch.qint8)
-    return q.int_repr().numpy(), q.dequantize().numpy()
+    rounded = torch.fake_quantize_per_channel_affine(w, scale.float(), zero_point.int(), axis, -127, 127)
+    shape = [-1 if d == axis else 1 for d in range(w.ndim)]
+    return (rounded / scale.float().view(shape)).round().to(torch.int8).numpy(), rounded.numpy()
 
 
 def test_each_weight_is_pytorchs_per_channel_int8_and_the_tied_matrix_is_stored_once():

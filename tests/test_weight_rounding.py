@@ -1,19 +1,17 @@
 """benchmarks/weight_rounding.py: its grids against PyTorch's fake quantization, and GPTQ against its defining
 properties (round-to-nearest when the inputs are uncorrelated; a smaller output error when they are not)."""
 
-import importlib.util
 from pathlib import Path
 
 import torch
+
+from helpers import load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def benchmark():
-    spec = importlib.util.spec_from_file_location("weight_rounding", ROOT / "benchmarks" / "weight_rounding.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(ROOT / "benchmarks" / "weight_rounding.py", "weight_rounding")
 
 
 def test_the_grids_are_pytorchs_symmetric_fake_quantization():

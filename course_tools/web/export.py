@@ -266,7 +266,8 @@ def quantize_graphs(paths: tuple[Path, Path], out: str | Path) -> tuple[Path, Pa
     it reads it as before. A tied matrix (the target embedding and the output layer) is one initializer and stays
     one. Activations stay fp32, so the only change from the fp32 graphs is each weight's rounding, and a session
     made with :data:`SESSION_CONFIG` folds the dequantization once at load: fp32 speed from a quarter of the bytes.
-    The positional table (a GatherND's) stays fp32. The translations it changes are counted in docs/results.md."""
+    The positional tables stay fp32, and the exporter's notes on each node (its source lines) are dropped. The
+    translations it changes are counted in docs/results.md."""
     import onnx
 
     out = Path(out)
@@ -307,9 +308,13 @@ def quantize_weights(model):
             read_as_weight = position == (1 if node.op_type in ("MatMul", "Gemm") else 0)
             axes.setdefault(name, set()).add(QUANTIZED_OPS[node.op_type] if layout and read_as_weight else -1)
     dequantize = []
+    for node in graph.node:  # the exporter's notes on each node (source lines): bytes the page need not carry
+        del node.metadata_props[:]
     for init in list(graph.initializer):
         if init.data_type != TensorProto.FLOAT or len(init.dims) != 2 or len(axes.get(init.name, ())) != 1:
             continue  # only fp32 matrices, each read along one channel axis
+        if "_pos." in init.name or ".pos." in init.name:
+            continue  # a positional table: not a weight (the sinusoids, or learned positions) and read as it is
         (axis,) = axes[init.name]
         if axis < 0:
             continue
