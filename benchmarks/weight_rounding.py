@@ -1,6 +1,7 @@
 """How many greedy translations a rounding of the weights changes: the question behind the explorer's int8 page.
 
-    python benchmarks/weight_rounding.py CHECKPOINT [--root data] [--threads 2] [--calibration 500] [--record RUN]
+    python benchmarks/weight_rounding.py CHECKPOINT [--root data] [--threads 2] [--calibration 500] [--sensitivity]
+        [--record RUN]
 
 Every weight matrix of the model (the embeddings, the tied output layer, attention and FFN projections; not the
 positional table) is rounded to a grid and dequantized again, in PyTorch, and the whole of test2016 is translated
@@ -14,6 +15,14 @@ model's, and the sacreBLEU change.
 - ``GPTQ 8``: per-channel 8 bits, each matrix's columns rounded in turn with the error pushed onto the columns
   not yet rounded, weighted by the inputs the layer sees (Frantar et al., ICLR 2023, "GPTQ"); its inputs are
   collected while the fp32 model translates the first ``--calibration`` training sentences (never test).
+
+``--sensitivity`` asks where the changes come from (about 40 more translations of test2016):
+
+- ``alone``: each matrix rounded per channel to 8 bits on its own, the rest fp32; the largest count over the
+  matrices, and their sum (each matrix's count is recorded one level down, under ``alone``);
+- ``fp16 output layer``: per-channel 8 with the output layer (tied to the target embedding) kept in float16;
+- ``fp16 sensitive``: per-channel 8 with the matrices that change the most translations per parameter alone kept
+  in float16, up to 1.4 million parameters (what the page's 20 MiB could carry beside the rest in int8).
 
 ``--record RUN`` writes the counts as the run RUN of docs/results.json (``--results FILE`` names another file).
 """
@@ -126,12 +135,49 @@ def rounded_model(checkpoint, bits: int, per_channel: bool, moments: dict | None
     return model
 
 
+def mixed_model(checkpoint, half: set[str], only: set[str] | None = None) -> nn.Module:
+    """A copy with the matrices in ``half`` rounded to float16 and the others (those in ``only``, if given)
+    rounded per channel to 8 bits."""
+    model = copy.deepcopy(checkpoint.model).eval()
+    with torch.no_grad():
+        for name, weight in matrices(model).items():
+            if name in half:
+                weight.copy_(weight.half().float())
+            elif only is None or name in only:
+                weight.copy_(round_to_grid(weight, scales(weight, 8, True), 8))
+    return model
+
+
+def sensitivity(checkpoint, changed, budget: int = 1_400_000) -> dict:
+    """Where the per-channel 8-bit changes come from (the module's docstring); ``changed(model)`` counts."""
+    sizes = {name: p.numel() for name, p in matrices(checkpoint.model).items()}
+    alone = {name: changed(mixed_model(checkpoint, set(), {name})) for name in sizes}
+    for name, count in alone.items():
+        print(f"  {name:<48} {sizes[name]:>9,} parameters {count:>4} changed alone")
+    protected, used = set(), 0
+    for name in sorted(sizes, key=lambda n: -alone[n] / sizes[n]):
+        if alone[name] and used + sizes[name] <= budget:
+            protected.add(name)
+            used += sizes[name]
+    output = next(n for n, p in checkpoint.model.named_parameters() if p is checkpoint.model.generator.proj.weight)
+    return {
+        "changed_alone_max": max(alone.values()),
+        "changed_alone_sum": sum(alone.values()),
+        "changed_fp16_output_layer": changed(mixed_model(checkpoint, {output})),
+        "fp16_output_layer_parameters": sizes[output],
+        "changed_fp16_sensitive": changed(mixed_model(checkpoint, protected)),
+        "fp16_sensitive_parameters": used,
+        "alone": {"changed": alone, "fp16_sensitive": sorted(protected)},  # one level down: not quoted
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", help="a .pt file written by train")
     parser.add_argument("--root", default="data", help="Multi30k data folder (default: data)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default: 2)")
     parser.add_argument("--calibration", type=int, default=500, help="training sentences GPTQ sees (default: 500)")
+    parser.add_argument("--sensitivity", action="store_true", help="also: each matrix alone, and float16 kept")
     parser.add_argument("--record", metavar="RUN", help="write the counts as this run of docs/results.json")
     parser.add_argument("--results", metavar="FILE", help="with --record: this results file")
     args = parser.parse_args(argv)
@@ -153,10 +199,9 @@ def main(argv: list[str] | None = None) -> None:
         "GPTQ 8": (8, True, moments),
     }
     rows = {}
-    print(f"\n{'weights':<14} {'translations changed':>21} {'sacreBLEU change':>17}")
-    for label, (bits, per_channel, scheme_moments) in schemes.items():
-        model = rounded_model(checkpoint, bits, per_channel, scheme_moments)
-        out = translate(
+
+    def translated(model) -> list[str]:
+        return translate(
             model,
             sources,
             1,
@@ -165,11 +210,22 @@ def main(argv: list[str] | None = None) -> None:
             src_lang=checkpoint.src_lang,
             tokenizer=checkpoint.tokenizer,
         )
+
+    print(f"\n{'weights':<14} {'translations changed':>21} {'sacreBLEU change':>17}")
+    for label, (bits, per_channel, scheme_moments) in schemes.items():
+        out = translated(rounded_model(checkpoint, bits, per_channel, scheme_moments))
         changed = sum(a != b for a, b in zip(out, fp32))
         change = sacre_bleu(out, references)[0].score - fp32_bleu
         print(f"{label:<14} {changed:>15} of {len(sources)} {change:>+17.2f}")
         key = label.lower().replace(" ", "_").replace("-", "_")  # per_channel_8: a name prose can quote
         rows[f"changed_{key}"], rows[f"sacrebleu_change_{key}"] = changed, round(change, 2)
+    if args.sensitivity:
+        print("\nwhere the per-channel 8-bit changes come from:")
+        found = sensitivity(checkpoint, lambda model: sum(a != b for a, b in zip(translated(model), fp32)))
+        for key, value in found.items():
+            if key != "alone":
+                print(f"  {key}: {value:,}")
+        rows.update(found)
     if args.record:
         from course_tools.results import record_figures
         from transformer_course.model import count_parameters

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from course_tools.web import graphs
-from course_tools.web.export import SESSION_CONFIG, with_head_mask
+from course_tools.web.export import SESSION_CONFIG, holds, with_head_mask
 from course_tools.web.tokenizers import js_regex
 from transformer_course.checkpoint import load_checkpoint
 from transformer_course.data import BOS, EOS, PAD, load_pairs
@@ -276,6 +276,28 @@ def test_the_edition_exports_the_courses_checkpoint_into_explore(web_checkpoints
     index = course_page(tmp_path / "html", "zh", checkpoint=web_checkpoints["bpe"])
     assert index == tmp_path / "html" / "explore" / "index.html"
     assert '<html lang="zh-CN">' in index.read_text(encoding="utf-8")
+
+
+@pytest.mark.slow  # exports ONNX graphs
+def test_each_graph_holds_only_the_rows_of_the_cross_attention_it_reads(web_exports, web_checkpoints):
+    """The decoder step reads W^Q of each cross-attention (its keys and values come in as inputs), the encoder
+    W^K and W^V (it makes them from the memory): neither graph carries the other's rows."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = load_checkpoint(web_checkpoints["bpe"]).model
+    d = model.config.d_model
+    held = {}
+    for name in ("encoder.onnx", "decoder_step.onnx"):
+        arrays = [numpy_helper.to_array(i) for i in onnx.load(web_exports["bpe"] / name).graph.initializer]
+        held[name] = [a for a in arrays if a.ndim == 2]
+    for layer in model.decoder.layers:
+        w = layer.cross_attn.in_proj.weight.detach().numpy()
+        query, keys, values = w[:d], w[d : 2 * d], w[2 * d :]
+        assert any(holds([query], a) for a in held["decoder_step.onnx"])
+        assert not any(holds([keys], a) or holds([values], a) for a in held["decoder_step.onnx"])
+        assert any(holds([w[d:]], a) for a in held["encoder.onnx"])
+        assert not any(holds([query], a) for a in held["encoder.onnx"])
 
 
 # ---- the default export: int8 weights ---------------------------------------------------------------------------

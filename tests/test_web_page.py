@@ -658,3 +658,33 @@ def test_the_int8_page_translates_as_pytorch_does_with_the_same_rounded_weights(
         assert gap < 1e-3, f"sentence {i} parts from the rounded model at step {at}, where its gap is {gap:.2e}"
     assert len(differ) <= 2, f"{len(differ)} of 50 differ: {differ}"
     assert int8_page["browser"].console == []
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@needs_chromium
+def test_a_page_that_asks_for_webgpu_first_falls_back_to_webassembly_and_translates_the_same(page, tmp_path):
+    """build_page's ``runtime`` (what benchmarks/web_webgpu.py swaps in): the providers reach the runtime in order,
+    and where the first is missing (this build has no WebGPU; headless Chromium here has no adapter) the page
+    still loads, on WebAssembly, with the same translations."""
+    from course_tools.web.chromium import Chromium
+    from course_tools.web.page import _vendor, build_page
+
+    folder = page["folder"]
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    tokenizer = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    graphs = (folder / "encoder.onnx").read_bytes(), (folder / "decoder_step.onnx").read_bytes()
+    runtime = {
+        "ort": _vendor("ort.wasm.min.js").decode("utf-8"),
+        "glue": _vendor("ort-wasm-simd-threaded.mjs").decode("utf-8"),
+        "wasm_gz": _vendor("ort-wasm-simd-threaded.wasm.gz"),
+        "providers": ["webgpu", "wasm"],
+    }
+    path = tmp_path / "index.html"
+    path.write_text(build_page(manifest, tokenizer, *graphs, runtime=runtime), encoding="utf-8")
+    with Chromium() as chromium:
+        chromium.open(path)
+        first = chromium.evaluate("tcPage.ready.then(r => r.text)")
+        asked = chromium.evaluate("JSON.parse(document.getElementById('tc-data').textContent).providers")
+    assert asked == ["webgpu", "wasm"]
+    assert first == page["first"]

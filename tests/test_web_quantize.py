@@ -13,7 +13,7 @@ ort = pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from course_tools.web.export import SESSION_CONFIG, quantize_weights  # noqa: E402
+from course_tools.web.export import SESSION_CONFIG, holds, keep_what_is_read, quantize_weights  # noqa: E402
 
 VOCAB, D, HIDDEN = 11, 8, 6
 
@@ -132,3 +132,104 @@ def test_a_matrix_read_two_ways_or_by_another_op_stays_fp32():
     assert "up" in stored and "up_quantized" not in stored
     assert "packed" in stored and "packed_quantized" not in stored
     assert "down_quantized" in stored
+
+
+def test_a_graph_keeps_only_the_rows_it_reads_and_computes_the_same_numbers():
+    w = weights()
+    ids = np.array([3, 0, 10], np.int64)
+    before = run(graph(w), ids)
+    model = keep_what_is_read(graph(w))
+    stored = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    assert "packed" not in stored  # rows 8-15 of it were read: they alone are kept, as the (in, out) MatMul weight
+    np.testing.assert_array_equal(stored["key_weight_t"], w["packed"][D : 2 * D].T)
+    assert not {"starts", "ends", "axes"} & set(stored)  # constants nothing reads any more go too
+    assert [n.op_type for n in model.graph.node if n.op_type in ("Slice", "Transpose")] == []
+    np.testing.assert_array_equal(run(model, ids), before)  # bit-equal
+    int8 = quantize_weights(keep_what_is_read(graph(w)))  # the same int8 rows as the packed matrix gets
+    quantized = {i.name: numpy_helper.to_array(i) for i in int8.graph.initializer}
+    np.testing.assert_array_equal(
+        quantized["key_weight_t_quantized"], torch_per_channel(w["packed"], 0)[0][D : 2 * D].T
+    )
+    np.testing.assert_allclose(run(int8, ids, SESSION_CONFIG), run(quantize_weights(graph(w)), ids, SESSION_CONFIG))
+
+
+def test_a_weight_another_node_also_reads_is_not_copied():
+    w = weights()
+    model = graph(w)  # `tied`: a Gather's table and the Gemm's B; now also read through a Transpose
+    model.graph.node.append(helper.make_node("Transpose", ["tied"], ["tied_t"], perm=[1, 0]))
+    model.graph.node.append(helper.make_node("MatMul", ["y", "tied_t"], ["logits_again"]))
+    model.graph.output.append(helper.make_tensor_value_info("logits_again", TensorProto.FLOAT, None))
+    kept = keep_what_is_read(model)
+    stored = {i.name for i in kept.graph.initializer}
+    assert "tied" in stored and "tied_t" not in stored  # stored once; the Transpose stays a node
+    assert "key_weight_t" in stored and "packed" not in stored  # read only through its Slice: folded
+
+
+def test_a_weight_a_subgraph_reads_stays():
+    w = weights()
+    model = graph(w)
+    branch = helper.make_graph(
+        [helper.make_node("Identity", ["packed"], ["packed_copy"])],
+        "then",
+        [],
+        [helper.make_tensor_value_info("packed_copy", TensorProto.FLOAT, None)],
+    )
+    model.graph.initializer.append(numpy_helper.from_array(np.array(True), "flag"))
+    model.graph.node.append(helper.make_node("If", ["flag"], ["chosen"], then_branch=branch, else_branch=branch))
+    model.graph.output.append(helper.make_tensor_value_info("chosen", TensorProto.FLOAT, None))
+    stored = {i.name for i in keep_what_is_read(model).graph.initializer}
+    assert "packed" in stored  # an If's branch reads it: neither folded into its Slice's rows nor dropped
+
+
+def test_slices_it_cannot_fold_stay():
+    w = weights()
+    model = graph(w)
+    extra = {
+        "rs": np.array([-1], np.int64),
+        "re": np.array([-100], np.int64),
+        "rst": np.array([-1], np.int64),
+        "zero": np.array([0], np.int64),
+    }
+    model.graph.initializer.extend(numpy_helper.from_array(a, n) for n, a in extra.items())
+    model.graph.node.extend(
+        [
+            helper.make_node("Slice", ["up", "rs", "re", "axes", "rst"], ["up_reversed"]),  # a negative step
+            helper.make_node("Identity", ["up_reversed"], ["reversed"]),
+            helper.make_node("Shape", ["ids"], ["n"]),
+            helper.make_node("Slice", ["down", "zero", "n", "axes"], ["down_rows"]),  # an end known only at run time
+            helper.make_node("Identity", ["down_rows"], ["rows"]),
+        ]
+    )
+    model.graph.output.extend([helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("reversed", "rows")])
+    kept = keep_what_is_read(model)
+    assert [n.input[0] for n in kept.graph.node if n.op_type == "Slice"] == ["up", "down"]
+    ids = np.array([3, 0, 10], np.int64)
+    session = ort.InferenceSession(kept.SerializeToString(), providers=["CPUExecutionProvider"])
+    reversed_, rows = session.run(["reversed", "rows"], {"ids": ids})
+    np.testing.assert_array_equal(reversed_, w["up"][::-1])
+    np.testing.assert_array_equal(rows, w["down"][:3])
+
+
+def with_table(w):
+    """The tiny graph with the positional table also read by rows (a Gather), under a name the exporter might give."""
+    model = graph(w)
+    model.graph.node.append(helper.make_node("Gather", ["val_7", "ids"], ["rows"]))
+    model.graph.initializer.append(numpy_helper.from_array(w["pos"].copy(), "val_7"))
+    model.graph.output.append(helper.make_tensor_value_info("rows", TensorProto.FLOAT, None))
+    return model
+
+
+def test_a_positional_table_given_as_kept_stays_fp32_whatever_its_name():
+    w = weights()
+    stored = {i.name: numpy_helper.to_array(i) for i in quantize_weights(with_table(w), [w["pos"]]).graph.initializer}
+    np.testing.assert_array_equal(stored["val_7"], w["pos"])
+    assert "val_7_quantized" not in stored and "tied_quantized" in stored
+    stored = {i.name for i in quantize_weights(with_table(w)).graph.initializer}
+    assert "val_7_quantized" in stored  # not given: a matrix read by rows like any other
+
+
+def test_holds_finds_a_matrix_its_rows_or_their_transpose_and_nothing_else():
+    a = np.arange(24, dtype=np.float32).reshape(6, 4)
+    assert holds([a], a) and holds([a], a.T.copy()) and holds([a], a[2:5]) and holds([a], a[2:5].T.copy())
+    assert not holds([a], a[:, :3]) and not holds([a], a[[0, 2]]) and not holds([a], a + 1) and not holds([], a)
+    assert not holds([a[:3]], a)  # more rows than the array has

@@ -46,3 +46,37 @@ def test_gptq_is_round_to_nearest_for_uncorrelated_inputs_and_beats_it_for_corre
     assert torch.allclose(on_grid, on_grid.round(), atol=1e-4) and on_grid.round().abs().max() <= 7  # on the 4-bit grid
     error = lambda w: float(((inputs @ (weight - w).T) ** 2).mean())  # noqa: E731
     assert error(q) < 0.7 * error(rtn), (error(q), error(rtn))
+
+
+def test_sensitivity_rounds_each_matrix_alone_and_keeps_the_chosen_ones_in_float16():
+    from types import SimpleNamespace
+
+    from transformer_course.config import get_preset
+    from transformer_course.model import build_model
+
+    wr = benchmark()
+    torch.manual_seed(0)
+    model = build_model(get_preset("toy-copy"), 12, 12).eval()
+    checkpoint = SimpleNamespace(model=model)
+    names = list(wr.matrices(model))
+    output = next(n for n, p in model.named_parameters() if p is model.generator.proj.weight)  # tied: one name
+    seen = []
+
+    def changed(rounded):  # a stand-in count: which matrices this model changed, and how
+        diff = {n: bool((p != wr.matrices(model)[n]).any()) for n, p in wr.matrices(rounded).items()}
+        half = {n for n, p in wr.matrices(rounded).items() if torch.equal(p, wr.matrices(model)[n].half().float())}
+        seen.append(({n for n, d in diff.items() if d}, half & {n for n, d in diff.items() if d}))
+        return sum(diff.values())
+
+    found = wr.sensitivity(checkpoint, changed, budget=10**9)
+    alone = seen[: len(names)]
+    assert [touched for touched, _ in alone] == [{n} for n in names]  # each matrix alone, the rest untouched
+    assert found["changed_alone_max"] == 1 and found["changed_alone_sum"] == len(names)
+    assert found["alone"]["changed"] == dict.fromkeys(names, 1)
+    touched, half = seen[len(names)]  # the output layer in float16, every other matrix rounded
+    assert touched == set(names) and half == {output}
+    assert found["fp16_output_layer_parameters"] == model.generator.proj.weight.numel()
+    touched, half = seen[-1]  # a budget that holds everything: every matrix in float16
+    assert half == set(names) and found["fp16_sensitive_parameters"] == sum(
+        p.numel() for p in wr.matrices(model).values()
+    )

@@ -38,9 +38,15 @@ class Chromium:
     """One headless Chromium with a fresh profile and one page, reached over the DevTools protocol."""
 
     def __init__(
-        self, chromium: str | None = None, window: tuple[int, int] = (1200, 1400), timeout: float = 120
+        self,
+        chromium: str | None = None,
+        window: tuple[int, int] = (1200, 1400),
+        timeout: float = 120,
+        flags: tuple[str, ...] = (),
     ) -> None:
+        """``flags``: more command-line switches, after the project's (WebGPU's, for one benchmark)."""
         self.binary = chromium or find_chromium()
+        self.flags = tuple(flags)
         if self.binary is None:
             raise FileNotFoundError("headless Chromium is not installed; on Debian/Ubuntu: apt-get install chromium")
         self.window, self.timeout = window, timeout
@@ -56,6 +62,7 @@ class Chromium:
             [
                 self.binary,
                 *CHROMIUM_FLAGS,
+                *self.flags,
                 f"--user-data-dir={self._profile.name}",
                 f"--window-size={self.window[0]},{self.window[1]}",
                 "--remote-debugging-port=0",

@@ -8,7 +8,7 @@ writes into ``OUT``:
   :class:`~course_tools.web.graphs.DecoderStepForWeb`, exported with ``torch.onnx.export(dynamo=True)``
   (the exporter torch recommends since 2.9; the graphs are plain tensors in and out, so nothing needs the older
   TorchScript exporter), weights inside the file (no ``.onnx.data`` beside it), the source length and the cache
-  length dynamic;
+  length dynamic, each graph holding only the weights it reads (:func:`keep_what_is_read`);
 - ``tokenizer.json``: the source tokenizer's rules or merges and both vocabularies
   (:func:`~course_tools.web.tokenizers.tokenizer_spec`);
 - ``manifest.json``: the model's sizes, languages, special ids, each graph's inputs and outputs with their shapes,
@@ -65,6 +65,7 @@ __all__ = [
     "export_web",
     "graph_difference",
     "inference_session",
+    "keep_what_is_read",
     "with_head_mask",
     "quantize_graphs",
     "quantize_weights",
@@ -218,7 +219,90 @@ def export_graphs(model, out: str | Path, head_mask: bool = False) -> tuple[Path
             dynamic_shapes=shapes,
             **quiet,
         )
+    import onnx
+
+    for path in paths:
+        onnx.save(keep_what_is_read(onnx.load(path)), path)
     return paths
+
+
+def keep_what_is_read(model):
+    """Each constant Slice or Transpose of a weight becomes a weight of its own (changed in place and returned),
+    and a weight no node reads any more is dropped: a graph carries only the rows it reads. The cross-attention's
+    packed projection (3·d_model, d_model) is read as W^Q in the decoder step and as W^K, W^V in the encoder (the
+    memory's keys and values): each graph kept all three before. The numbers are the same (onnxruntime folds these
+    nodes at load anyway); only the bytes go. A weight that some other node also reads is left as it is, so no
+    weight is ever stored twice (the tied embedding read by a Gather and, transposed, as the output layer)."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    graph = model.graph
+    constants = {i.name: i for i in graph.initializer}
+    outputs = {o.name for o in graph.output}
+    in_subgraphs = {name for node in graph.node for sub in _subgraphs(node) for name in _names_read(sub)}
+
+    def foldable(node) -> bool:
+        return (
+            node.op_type in ("Slice", "Transpose")
+            and bool(node.input)
+            and node.output[0] not in outputs
+            and all(name in constants for name in node.input if name)
+        )
+
+    for node in list(graph.node):
+        if not foldable(node) or node.input[0] in outputs | in_subgraphs:
+            continue
+        if not all(foldable(reader) for reader in graph.node if node.input[0] in reader.input):
+            continue  # the weight stays for another reader: a folded copy would store it twice
+        data = numpy_helper.to_array(constants[node.input[0]])
+        if node.op_type == "Transpose":
+            perm = next((list(a.ints) for a in node.attribute if a.name == "perm"), None)
+            folded = np.transpose(data, perm)
+        else:
+            starts, ends, axes, steps = (
+                [int(v) for v in numpy_helper.to_array(constants[name]).reshape(-1)] if name else None
+                for name in [*node.input[1:], "", ""][:4]
+            )
+            axes = axes if axes is not None else list(range(len(starts)))
+            steps = steps if steps is not None else [1] * len(starts)
+            if any(step < 1 for step in steps):
+                continue  # a reversed slice: left as it is (ONNX clamps its ends otherwise than Python)
+            cut = [slice(None)] * data.ndim
+            for start, end, axis, step in zip(starts, ends, axes, steps):
+                cut[axis] = slice(start, end, step)
+            folded = data[tuple(cut)]
+        graph.node.remove(node)
+        weight = numpy_helper.from_array(np.ascontiguousarray(folded), node.output[0])
+        graph.initializer.append(weight)
+        constants[weight.name] = weight
+    read = _names_read(graph) | outputs
+    for init in list(graph.initializer):
+        if init.name not in read:
+            graph.initializer.remove(init)
+    return model
+
+
+def _names_read(graph) -> set[str]:
+    """Every name a node of ``graph`` reads, in its subgraphs (an If's branches) too."""
+    read = set()
+    for node in graph.node:
+        read.update(node.input)
+        for sub in _subgraphs(node):
+            read |= _names_read(sub)
+    return read
+
+
+def _subgraphs(node) -> list:
+    """The graphs a node holds as attributes (an If's branches, a Loop's body)."""
+    from onnx import AttributeProto
+
+    found = []
+    for attribute in node.attribute:
+        if attribute.type == AttributeProto.GRAPH:
+            found.append(attribute.g)
+        elif attribute.type == AttributeProto.GRAPHS:
+            found.extend(attribute.graphs)
+    return found
 
 
 def check_graphs(model, encoder_path: str | Path, step_path: str | Path, src_ids: list[int]) -> float:
@@ -257,7 +341,7 @@ QUANTIZED_OPS = {"MatMul": 1, "Gemm": 0, "Gather": 0, "Slice": 0}
 SESSION_CONFIG = {"session.disable_quant_qdq": "1"}
 
 
-def quantize_graphs(paths: tuple[Path, Path], out: str | Path) -> tuple[Path, Path]:
+def quantize_graphs(paths: tuple[Path, Path], out: str | Path, keep=()) -> tuple[Path, Path]:
     """The two fp32 graphs with int8 weights, in ``out`` under the same names.
 
     Weight-only quantization: every matrix a MatMul, Gemm, Gather or Slice reads is stored as int8 with one fp32
@@ -266,15 +350,15 @@ def quantize_graphs(paths: tuple[Path, Path], out: str | Path) -> tuple[Path, Pa
     it reads it as before. A tied matrix (the target embedding and the output layer) is one initializer and stays
     one. Activations stay fp32, so the only change from the fp32 graphs is each weight's rounding, and a session
     made with :data:`SESSION_CONFIG` folds the dequantization once at load: fp32 speed from a quarter of the bytes.
-    The positional tables stay fp32, and the exporter's notes on each node (its source lines) are dropped. The
-    translations it changes are counted in docs/results.md."""
+    The arrays in ``keep`` (the model's positional tables) stay fp32, and the exporter's notes on each node (its
+    source lines) are dropped. The translations it changes are counted in docs/results.md."""
     import onnx
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     quantized = out / paths[0].name, out / paths[1].name
     for fp32, int8 in zip(paths, quantized):
-        onnx.save(quantize_weights(onnx.load(fp32)), int8)
+        onnx.save(quantize_weights(onnx.load(fp32), keep), int8)
     return quantized
 
 
@@ -288,12 +372,16 @@ def inference_session(path: str | Path):
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def quantize_weights(model):
-    """:func:`quantize_graphs`' pass on one ONNX model (changed in place and returned)."""
+def quantize_weights(model, keep=()):
+    """:func:`quantize_graphs`' pass on one ONNX model (changed in place and returned). ``keep``: arrays (the
+    positional tables) that stay fp32 wherever the graph holds them (whole, by rows or transposed: :func:`holds`),
+    whatever the exporter named them."""
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
     graph = model.graph
+    for node in graph.node:  # the exporter's notes on each node (source lines): bytes the page need not carry
+        del node.metadata_props[:]
     constants = {i.name: numpy_helper.to_array(i) for i in graph.initializer if len(i.dims) <= 1}
     axes: dict[str, set[int]] = {}  # a matrix read along two axes, or by another op, is left in fp32
     for node in graph.node:
@@ -308,17 +396,13 @@ def quantize_weights(model):
             read_as_weight = position == (1 if node.op_type in ("MatMul", "Gemm") else 0)
             axes.setdefault(name, set()).add(QUANTIZED_OPS[node.op_type] if layout and read_as_weight else -1)
     dequantize = []
-    for node in graph.node:  # the exporter's notes on each node (source lines): bytes the page need not carry
-        del node.metadata_props[:]
     for init in list(graph.initializer):
         if init.data_type != TensorProto.FLOAT or len(init.dims) != 2 or len(axes.get(init.name, ())) != 1:
             continue  # only fp32 matrices, each read along one channel axis
-        if "_pos." in init.name or ".pos." in init.name:
-            continue  # a positional table: not a weight (the sinusoids, or learned positions) and read as it is
         (axis,) = axes[init.name]
-        if axis < 0:
-            continue
         weight = numpy_helper.to_array(init)
+        if axis < 0 or holds(keep, weight):
+            continue  # read otherwise than as a weight, or a positional table (read as it is)
         scale = np.abs(weight).max(axis=1 - axis) / 127.0  # one per output channel
         scale = np.where(scale > 0, scale, 1.0).astype(np.float32)  # an all-zero channel: any scale gives 0
         shape = (-1, 1) if axis == 0 else (1, -1)
@@ -332,6 +416,23 @@ def quantize_weights(model):
     for node in reversed(dequantize):
         graph.node.insert(0, node)
     return model
+
+
+def holds(arrays, weight) -> bool:
+    """Is ``weight`` one of ``arrays``, some of its rows (a row slice), or the transpose of either? (How an
+    exported graph may hold a model's matrix: whole, as the (in, out) weight of a MatMul, or as the rows one
+    graph reads, :func:`keep_what_is_read`.)"""
+    import numpy as np
+
+    for array in arrays:
+        for candidate in (weight, weight.T):
+            rows = candidate.shape[0]
+            if candidate.shape[1:] != array.shape[1:] or not 0 < rows <= array.shape[0]:
+                continue
+            for start in np.flatnonzero((array == candidate[0]).all(axis=1)):
+                if np.array_equal(array[start : start + rows], candidate):
+                    return True
+    return False
 
 
 def graph_difference(model, encoder_path: str | Path, step_path: str | Path, src_ids: list[int]) -> float:
@@ -470,7 +571,9 @@ def export_web(
             src_ids = checkpoint.src_vocab.encode(["Ein", "Hund", "läuft", "durch", "den", "Schnee", "."])
         check = check_graphs(model, encoder_path, step_path, src_ids)  # fp32: PyTorch's numbers, or an error
         if precision == "int8":
-            encoder_path, step_path = quantize_graphs((encoder_path, step_path), Path(tmp) / "int8")
+            tables = [getattr(m, "table", None) for m in (model.src_pos, model.tgt_pos)]
+            keep = [t.detach().numpy() for t in tables if isinstance(t, torch.Tensor)]
+            encoder_path, step_path = quantize_graphs((encoder_path, step_path), Path(tmp) / "int8", keep)
             check = graph_difference(model, encoder_path, step_path, src_ids)
         encoder, decoder_step = encoder_path.read_bytes(), step_path.read_bytes()
         crash_point(COMMAND)  # a test hook (files.crash_point): the graphs made and checked, nothing yet in OUT

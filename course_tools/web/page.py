@@ -237,16 +237,34 @@ def _script_safe(code: str, what: str) -> str:
     return re.sub(r"</(script)", r"<\\/\1", code, flags=re.IGNORECASE)
 
 
-def build_page(manifest: dict, tokenizer: dict, encoder: bytes, decoder_step: bytes, language: str = "en") -> str:
+def build_page(
+    manifest: dict,
+    tokenizer: dict,
+    encoder: bytes,
+    decoder_step: bytes,
+    language: str = "en",
+    runtime: dict | None = None,
+) -> str:
     """The whole page as one HTML string: the manifest and tokenizer (from :func:`~course_tools.web.
-    export_web`), the two ONNX graphs (bytes, weights inside), onnxruntime-web, labels in ``language``."""
+    export_web`), the two ONNX graphs (bytes, weights inside), onnxruntime-web, labels in ``language``.
+    ``runtime``: another build of onnxruntime-web of the same version (``ort``: its script, ``glue``: its
+    Emscripten module, ``wasm_gz``: its gzipped binary, ``providers``: the execution providers to ask for, in
+    order); by default the vendored WebAssembly build and ``["wasm"]`` (benchmarks/web_webgpu.py measures the
+    WebGPU one)."""
     if language not in LANGUAGES:
         raise ValueError(f"language must be one of {list(LANGUAGES)} (English or 中文), got {language!r}")
     beam_size = manifest["beam"]["size"]
     text = _text(language, manifest["src_lang"], manifest["tgt_lang"], manifest.get("precision", "fp32"), beam_size)
     examples = EXAMPLES.get(manifest["src_lang"], [])
+    runtime = runtime or {
+        "ort": _vendor("ort.wasm.min.js").decode("utf-8"),
+        "glue": _vendor("ort-wasm-simd-threaded.mjs").decode("utf-8"),
+        "wasm_gz": _vendor("ort-wasm-simd-threaded.wasm.gz"),
+        "providers": ["wasm"],
+    }
     data = {"manifest": manifest, "tokenizer": tokenizer, "text": text, "examples": examples}
-    ort = _vendor("ort.wasm.min.js").decode("utf-8")
+    data["providers"] = list(runtime["providers"])
+    ort = runtime["ort"]
     ort = "\n".join(line for line in ort.splitlines() if not line.startswith("//# sourceMappingURL="))
     fields = {
         "lang": "zh-CN" if language == "zh" else "en",
@@ -265,8 +283,8 @@ def build_page(manifest: dict, tokenizer: dict, encoder: bytes, decoder_step: by
     fields = {key: _html(value) for key, value in fields.items()}  # plain text into HTML
     blocks = {  # into <script> elements, which take their content as it is
         "data": json_for_script(data),  # JSON with "<", ">", "&" escaped: no string ends the element
-        "ort_glue": _script_safe(_vendor("ort-wasm-simd-threaded.mjs").decode("utf-8"), "the onnxruntime-web glue"),
-        "ort_wasm": base64.b64encode(_vendor("ort-wasm-simd-threaded.wasm.gz")).decode("ascii"),
+        "ort_glue": _script_safe(runtime["glue"], "the onnxruntime-web glue"),
+        "ort_wasm": base64.b64encode(runtime["wasm_gz"]).decode("ascii"),
         "encoder": _packed(encoder),
         "decoder_step": _packed(decoder_step),
         "ort": _script_safe(ort, "onnxruntime-web"),

@@ -40,7 +40,7 @@
     ort.env.wasm.wasmPaths = {mjs: URL.createObjectURL(glue)};  // a blob: URL: Chromium imports no file:// module
     // int8 weights come with a DequantizeLinear each: folded once at load (session.disable_quant_qdq), so each
     // run multiplies fp32 matrices, as the fp32 page does
-    var options = {executionProviders: ["wasm"], graphOptimizationLevel: "all",
+    var options = {executionProviders: data.providers, graphOptimizationLevel: "all",
                    extra: {session: {disable_quant_qdq: "1"}}};
     encoder = await ort.InferenceSession.create(await gunzip(base64Bytes("tc-encoder")), options);
     step = await ort.InferenceSession.create(await gunzip(base64Bytes("tc-decoder-step")), options);
