@@ -29,16 +29,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from web_page import TRANSLATE_ALL, random_checkpoint  # benchmarks/web_page.py, beside this script
+
 from course_tools.web import export_web
 from course_tools.web.chromium import Chromium
 from course_tools.web.page import ORT_VERSION, build_page
 from transformer_course.data import load_pairs
 
-TRANSLATE_ALL = """(async () => {
-  const out = [];
-  for (const s of %s) { const r = await tcPage.translate(s); out.push({text: r.text, ms: r.ms}); }
-  return out;
-})()"""
 BACKEND = "(ort.env.webgpu && ort.env.webgpu.device) ? 'webgpu' : 'wasm'"  # the GPUDevice the runtime made
 
 
@@ -90,8 +87,6 @@ def main() -> None:
         if args.checkpoint:
             checkpoint = Path(args.checkpoint)
         else:
-            from web_page import random_checkpoint
-
             checkpoint = random_checkpoint(Path(tmp) / "random.pt", args.root)
         index = export_web(checkpoint, Path(tmp) / "wasm")
         folder = index.parent
