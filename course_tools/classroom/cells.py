@@ -42,9 +42,6 @@ POINTS_RULE = (
     "1 point when it is given answers (name = ...), and a quiz (check_quiz) 1 point per answer; "
     "a graded cell scores the points of the checks that pass (partial credit)."
 )
-# checkers given a function that returns an object (a model), which a record of plain data cannot stand in for:
-# graded inside the sandbox, like the checks given a class (judge.py)
-RETURNS_OBJECTS = frozenset({"check_make_model"})
 CHECKERS = (
     Path(transformer_course.__file__).resolve().parent / "exercises"
 )  # the checker modules the course is built with
@@ -253,30 +250,25 @@ def graded_source(
     modules: dict[str, str],
     to_write: set[str],
     answers: set[str] = frozenset(),
-    objects: set[str] = frozenset(),
 ) -> tuple[str, int, list[str], list[str]]:
     """A checker part of a cell as a graded cell: a hidden test first, which grades the cell with fresh copies of
     the checkers (:mod:`.verdict`: partial credit, nothing the student's cells rebound), then the cell's own text,
     the self-check the student runs while working; a cell that checks answers only (``name = ...``) runs it
     inside ``sealed()``, so that it tells the answers' form, not whether they are right. Returns the source, its
-    points, the checkers called and the names given to them; a comment naming the solutions folder is dropped.
-    ``objects``: the classes the learner writes (and a build cell's names): a check given one is not replayed by
-    the grader (:mod:`.judge`), its verdict is the sandbox's; the cell's ``replay`` flags say which."""
+    points, the checkers called and the names given to them; a comment naming the solutions folder is dropped."""
     text = released_code(text)
     aliases = set(modules)
     tree = ast.parse(python_lines(text))
     calls = sorted((n for n in ast.walk(tree) if is_check(n, aliases)), key=lambda n: (n.lineno, n.col_offset))
-    plan, checked, answer_only, replay = [], [], True, []
+    plan, checked, answer_only = [], [], True
     for call in calls:
         given = [a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name)]
         checked += given
         answer_only = answer_only and bool(given) and set(given) <= set(answers)
         quiz = call.func.attr == "check_quiz" and call.keywords and not call.args
         plan.append([call.func.attr, len(call.keywords) if quiz else points_of(call, to_write)])
-        replay.append(not set(given) & set(objects) and call.func.attr not in RETURNS_OBJECTS)
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} & aliases
     cell = {"text": python_lines(text), "aliases": {a: modules[a] for a in sorted(used)}, "calls": plan}
-    cell["replay"] = replay
     found = {m: checker_digests(m) for m in sorted(set(cell["aliases"].values()))}
     cell["digests"] = {m: d for m, (d, _) in found.items()}
     cell["sha"] = {m: sha for m, (_, sha) in found.items()}

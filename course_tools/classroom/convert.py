@@ -78,7 +78,6 @@ class _Notebook:
         self.modules = checker_modules([t for t in self.trees if t is not None])
         self.aliases = set(self.modules)
         self.to_write: set[str] = set()  # functions and classes the learner writes
-        self.objects: set[str] = set()  # of them, the classes and a build cell's names: not replayed (judge.py)
         self.answers: set[str] = set()  # `name = ...` placeholders
         self.checked: set[str] = set()  # names passed to a checker
         self.grade_ids: set[str] = set()
@@ -172,7 +171,6 @@ class _Notebook:
                 reference = self.reference.definition(stmt.name, ast.ClassDef)
                 edits += self.class_edits(index, lines, stmt, reference, bound)
                 names.append(stmt.name)
-                self.objects.add(stmt.name)
         self.to_write |= {n for n in names if n not in self.answers}
         for first, stop, replacement in sorted(edits, reverse=True):
             lines[first:stop] = replacement
@@ -260,8 +258,6 @@ def convert_notebook(
         file = build_file(cell.source)
         if file is not None and build_stubs(cell.source):  # a build cell: its stubs are solution regions
             builds.append(SolutionCell(*solve_build_cell(state, index, cell, file, build_references or {}, name)))
-            module = parse_cell(cell.source.partition("\n")[2])  # its classes are not replayed; functions are
-            state.objects |= {n.name for n in (module.body if module else []) if isinstance(n, ast.ClassDef)}
             result.notebook.cells.append(cell), result.solutions.append(builds[-1])
             continue
         if tree is None:
@@ -307,7 +303,7 @@ def convert_notebook(
                     f"{state.where(index)}: {', '.join(fixed)} is written in the checker's cell, which is read-only in "
                     "the classroom; make it an answer line `name = ...` (or with `...` entries) above the checker call"
                 )
-            made = graded_source(check_text, state.modules, state.to_write, state.answers, state.objects)
+            made = graded_source(check_text, state.modules, state.to_write, state.answers)
             graded.source, points, checks, checked = made
             state.checked |= set(checked)
             grade_id = state.grade_id(checks[0])

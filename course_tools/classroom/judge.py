@@ -5,25 +5,20 @@ graded cell's hidden test, run in the sandbox (:mod:`.sandbox`), only **records*
 file per check, written as the check finishes (a crash later keeps it):
 
 - the values given to the checker (answers: numbers, letters, lists, tensors), as plain data;
-- for each function given to the checker, every call the checker made to it: the inputs, the output, the random
-  generator's state after the call and, where the checker took gradients through the output, the gradient that
-  came in and the gradients that went out to the inputs.
+- for each function, class or object given to the checker, everything the checker did with it and with what it
+  handed out (instances, sub-modules, methods, parameters): the operations in order, their inputs and outputs,
+  the random generator's state after each, the dropout calls they made, the gradients the checker sent back through
+  them and those that reached the inputs and parameters (:mod:`.objects`).
 
 The grader (:class:`SandboxedExecute`, in nbgrader's own process, which never runs student code) loads the records
 with ``torch.load(weights_only=True)`` (tensors, numbers, strings, lists and dicts: no pickle of the student's
 objects) and **replays** each check: it calls the same checker, from the grader's own installed package, with a
-stand-in for each function that returns the recorded output once it has seen that the checker's inputs are the
-recorded ones (the checkers draw their inputs from fixed seeds; a difference scores the check 0). The checker's
-verdict in the grader is the score. Forging a record means writing down the right outputs for the checker's
-inputs: computing them, which is the work. A tensor subclass whose ``==`` is always true arrives as a plain tensor
-of its values; an object that is not plain data arrives as an opaque stand-in that fails the check.
-
-What replay cannot reproduce: a check given a **class** (a module the learner writes: ``LayerNorm``,
-``MultiHeadAttention``, the build cells' classes), whose checker builds objects, loads weights into them and
-reads their parameters. Those checks are graded by the fresh checkers inside the sandbox (:mod:`.verdict`), which
-cannot reach the gradebook, the course or the grader's process but can be fooled by code in the same kernel; the
-feedback marks them "checked in the sandbox", and docs/teaching.md lists them. The build knows which they are
-(the cell's ``replay`` flags, written from the source notebook, never from the submission).
+stand-in for each function or class that answers the checker's operations from the record once it has seen that
+they are the recorded ones, with the recorded inputs (the checkers draw their inputs from fixed seeds; a difference
+scores the check 0). The checker's verdict in the grader is the score. Forging a record means writing down the
+right outputs for the checker's inputs: computing them, which is the work. A tensor subclass whose ``==`` is always
+true arrives as a plain tensor of its values; an object that is not plain data arrives as an opaque stand-in that
+fails the check. Every check is replayed: the functions, the answers, the quizzes and the classes alike.
 """
 
 from __future__ import annotations
@@ -32,6 +27,7 @@ import ast
 import builtins
 import contextlib
 import functools
+import inspect
 import io
 import math
 import numbers
@@ -184,33 +180,6 @@ def same(a, b) -> bool:
     return a == b
 
 
-def _tensors(x, found: list) -> None:
-    import torch
-
-    if isinstance(x, torch.Tensor):
-        found.append(x)
-    elif isinstance(x, (list, tuple)):
-        for v in x:
-            _tensors(v, found)
-    elif isinstance(x, dict):
-        for v in x.values():
-            _tensors(v, found)
-
-
-def _replace_tensors(x, new: list):
-    import torch
-
-    if isinstance(x, torch.Tensor):
-        return new.pop(0)
-    if type(x) is list:
-        return [_replace_tensors(v, new) for v in x]
-    if type(x) is tuple:
-        return tuple(_replace_tensors(v, new) for v in x)
-    if type(x) is dict:
-        return {k: _replace_tensors(v, new) for k, v in x.items()}
-    return x
-
-
 # ---- the child: recording ---------------------------------------------------------------------------------------
 
 
@@ -220,6 +189,29 @@ def _is_function(x) -> bool:
     return inspect.isfunction(x) or inspect.ismethod(x) or isinstance(x, functools.partial)
 
 
+_OBJECTS = []
+
+
+def _objects():
+    """objects.py, beside this file, loaded by path (as this file is in the sandbox)."""
+    import importlib.util
+
+    if not _OBJECTS:
+        spec = importlib.util.spec_from_file_location(
+            "_tc_objects", os.path.join(os.path.dirname(__file__), "objects.py")
+        )
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _OBJECTS.append(module)
+    return _OBJECTS[0]
+
+
+def _codec():
+    import types
+
+    return types.SimpleNamespace(encode=encode, decode=decode, same=same, raised=_raised, MAX_DEPTH=MAX_DEPTH)
+
+
 class Recorder:
     """Records one graded cell's checks into the folder ``TC_RECORDS`` names (the sandbox sets it)."""
 
@@ -227,20 +219,15 @@ class Recorder:
         self.folder, self.key, self.index, self.language = folder, cell_key(cell), 0, language
 
     def run(self, name: str, target, args: tuple, kwargs: dict, score):
-        """Call ``target`` (the fresh checker) with each function argument wrapped to record its calls; write the
-        record; return what ``score(result)`` returned (the child's own verdict, kept for the non-replayed)."""
+        """Call ``target`` (the fresh checker) with each function or class it is given behind a recording proxy
+        (:mod:`.objects`); write the record; return what ``score(result)`` returned (the child's own verdict, kept
+        recorded, never counted)."""
         import torch
 
-        calls: list[list[dict]] = []
-        slots: dict[int, int] = {}
+        objects = _objects().Recording(_codec())
 
-        def wrap(value):
-            if not _is_function(value):
-                return value
-            slots.setdefault(id(value), len(calls))
-            if slots[id(value)] == len(calls):
-                calls.append([])
-            return self._recording(value, calls[slots[id(value)]])
+        def given(value):  # what the checker calls or builds from: behind a proxy; answers stay plain data
+            return _is_function(value) or inspect.isclass(value) or isinstance(value, torch.nn.Module)
 
         record = {
             "cell": self.key,
@@ -248,14 +235,11 @@ class Recorder:
             "checker": name,
             "language": self.language,
             "rng_start": torch.get_rng_state(),
-            "args": [{KIND: "function", "slot": len(calls)} if _is_function(a) else encode(a) for a in args],
         }
-        wrapped_args = [wrap(a) for a in args]
-        record["kwargs"] = {}
-        wrapped_kwargs = {}
-        for key, value in kwargs.items():
-            record["kwargs"][key] = {KIND: "function", "slot": len(calls)} if _is_function(value) else encode(value)
-            wrapped_kwargs[key] = wrap(value)
+        wrapped_args = [objects.given(a) if given(a) else a for a in args]
+        wrapped_kwargs = {k: objects.given(v) if given(v) else v for k, v in kwargs.items()}
+        record["args"] = [self._encoded(a) for a in wrapped_args]
+        record["kwargs"] = {k: self._encoded(v) for k, v in wrapped_kwargs.items()}
         self.index += 1
         passed = None
         try:
@@ -263,65 +247,15 @@ class Recorder:
             return passed
         finally:
             record["passed"] = passed
-            record["calls"] = [[self._finished(entry) for entry in slot] for slot in calls]
+            record["objects"] = objects.events
             self._write(record)
 
     @staticmethod
-    def _recording(function, log: list):
-        import torch
-
-        def recorded(*args, **kwargs):
-            with torch._C.DisableTorchFunction():  # the recording is no call of the learner's: no mode sees it
-                entry = {"args": encode(args), "kwargs": encode(kwargs)}
-            log.append(entry)
-            try:
-                out = function(*args, **kwargs)
-            except BaseException as error:
-                entry["raised"], entry["message"] = type(error).__name__, str(error)[:500]
-                raise
-            with torch._C.DisableTorchFunction():
-                return after(out, args, kwargs, entry)
-
-        def after(out, args, kwargs, entry):
-            entry["out"], entry["rng"] = encode(out), torch.get_rng_state()
-            inputs, outputs = [], []
-            _tensors((args, kwargs), inputs)
-            _tensors(out, outputs)
-            inputs = [x for x in inputs if x.requires_grad]
-            outputs = [x for x in outputs if x.requires_grad]
-            if inputs and outputs:
-                entry["grad_out"], entry["grad_in"] = [None] * len(outputs), [None] * len(inputs)
-
-                def keep(where, i, grad):
-                    where[i] = grad.detach().clone()
-
-                class Tap(torch.autograd.Function):  # the gradient each output gets from the checker, not from
-                    @staticmethod  # the other outputs (weights feed the output inside the learner's function)
-                    def forward(ctx, *xs):
-                        return tuple(x.clone() for x in xs)
-
-                    @staticmethod
-                    def backward(ctx, *grads):
-                        for i, grad in enumerate(grads):
-                            if grad is not None:
-                                keep(entry["grad_out"], i, grad)
-                        return grads
-
-                for i, x in enumerate(inputs):
-                    x.register_hook(functools.partial(keep, entry["grad_in"], i))
-                tapped = list(Tap.apply(*outputs))
-                out = _replace_tensors(out, [tapped.pop(0) if t.requires_grad else t for t in _all_tensors(out)])
-            return out
-
-        return recorded
-
-    @staticmethod
-    def _finished(entry: dict) -> dict:
-        done = dict(entry)
-        for key in ("grad_out", "grad_in"):
-            if key in done:
-                done[key] = [None if g is None else encode(g) for g in done[key]]
-        return done
+    def _encoded(value):
+        """A checker's argument as the record holds it: a proxy by its handle, anything else as plain data."""
+        if type(value) is _objects().Proxy:
+            return {KIND: "proxy", "h": object.__getattribute__(value, "_tc_h")}
+        return encode(value)
 
     def _write(self, record: dict) -> None:
         import torch
@@ -333,7 +267,7 @@ class Recorder:
             os.replace(path + ".part", path)
         except Exception as error:  # an answer that is not plain data: record that much
             record = {k: record[k] for k in ("cell", "index", "checker", "language", "passed")}
-            record["args"], record["kwargs"], record["calls"] = [], {}, []
+            record["args"], record["kwargs"], record["objects"] = [], {}, []
             record["unrecorded"] = str(error)[:200]
             torch.save(record, path + ".part")
             os.replace(path + ".part", path)
@@ -364,100 +298,6 @@ def _raised(entry: dict) -> BaseException:
         except Exception:
             pass
     return RuntimeError(f"{entry.get('raised', 'an error')}: {message}")
-
-
-def _stand_in(log: list, problems: list):
-    """A function that answers the checker's calls from ``log`` (the recorded calls, in order)."""
-    import torch
-
-    queue = list(log) if type(log) is list else []
-
-    class Replay(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, box, *inputs):
-            ctx.box = box
-            return tuple(t.clone() for t in box["outputs"])
-
-        @staticmethod
-        def backward(ctx, *grads):
-            box = ctx.box
-            recorded = [decode(g) if g is not None else None for g in box["grad_out"]]
-            for got, want in zip(grads, recorded):
-                if want is None:
-                    if got is not None and bool(got.abs().sum() != 0):
-                        problems.append("a gradient the recorded run did not take")
-                elif got is None or got.shape != want.shape or not torch.allclose(got, want.to(got.dtype), atol=1e-6):
-                    problems.append("gradients other than the recorded run's")
-            out = []
-            for x, g in zip(box["inputs"], box["grad_in"]):
-                g = decode(g) if g is not None else None
-                out.append(g.to(x.dtype) if isinstance(g, torch.Tensor) and g.shape == x.shape else None)
-            return (None, *out)
-
-    def replayed(*args, **kwargs):
-        with torch._C.DisableTorchFunction():  # the stand-in's own work is no call of the learner's: no mode sees it
-            return answer(args, kwargs)
-
-    def answer(args, kwargs):
-        if not queue:
-            problems.append("called more often than in the graded run")
-            raise Mismatch("the function was called more often than in the graded run")
-        entry = queue.pop(0)
-        if (
-            type(entry) is not dict
-            or not same(encode(args), entry.get("args"))
-            or not same(encode(kwargs), entry.get("kwargs"))
-        ):
-            problems.append("inputs other than the graded run's")
-            raise Mismatch("the checker's inputs differ from those of the graded run")
-        if "raised" in entry:
-            raise _raised(entry)
-        out = decode(entry.get("out"))
-        _rng(entry.get("rng"))
-        inputs = []
-        _tensors((args, kwargs), inputs)
-        inputs = [x for x in inputs if x.requires_grad]
-        if inputs and type(entry.get("grad_out")) is list and type(entry.get("grad_in")) is list:
-            outputs = []
-            _tensors(out, outputs)
-            marked = _marked(entry.get("out"))
-            outputs = [t for t, grad in zip(outputs, marked) if grad]
-            if len(entry["grad_out"]) == len(outputs) and len(entry["grad_in"]) == len(inputs):
-                box = {"outputs": outputs, "inputs": inputs, "grad_out": entry["grad_out"], "grad_in": entry["grad_in"]}
-                made = Replay.apply(box, *inputs)
-                made = list(made) if isinstance(made, tuple) else [made]
-                swapped = [made.pop(0) if grad else t for t, grad in zip(_all_tensors(out), marked)]
-                out = _replace_tensors(out, swapped)
-        return out
-
-    return replayed
-
-
-def _all_tensors(x) -> list:
-    found: list = []
-    _tensors(x, found)
-    return found
-
-
-def _marked(encoded) -> list[bool]:
-    """The gradient flags of an encoded value's tensors, in the order :func:`_tensors` walks its decoded form."""
-    found: list[bool] = []
-
-    def walk(x):
-        if type(x) is list:
-            for v in x:
-                walk(v)
-        elif type(x) is dict and x.get(KIND) == "tensor":
-            found.append(bool(x.get("grad")))
-        elif type(x) is dict and x.get(KIND) in ("tuple",):
-            for v in x.get("items", []):
-                walk(v)
-        elif type(x) is dict and x.get(KIND) == "dict":
-            for _, v in x.get("items", []):
-                walk(v)
-
-    walk(encoded)
-    return found
 
 
 def read_records(folder: Path) -> dict[str, list[dict]]:
@@ -521,13 +361,11 @@ def _replay_one(module, record: dict, quiz: bool) -> tuple[float, int | None, li
     checker = getattr(module, str(record.get("checker")), None)
     if not callable(checker) or not str(record.get("checker")).startswith("check_"):
         return 0, None, ["no such checker"]
-    slots = record.get("calls") if type(record.get("calls")) is list else []
+    objects = _objects().Replaying(_codec(), record.get("objects"), problems, Mismatch)
 
     def value(encoded):
-        if type(encoded) is dict and encoded.get(KIND) == "function":
-            slot = encoded.get("slot")
-            log = slots[slot] if type(slot) is int and 0 <= slot < len(slots) else []
-            return _stand_in(log, problems)
+        if type(encoded) is dict and encoded.get(KIND) == "proxy" and type(encoded.get("h")) is int:
+            return objects.given(encoded["h"])
         return decode(encoded)
 
     args = [value(a) for a in record.get("args", [])] if type(record.get("args")) is list else []
@@ -555,7 +393,6 @@ def grade_cell(cell: dict, records: list[dict]) -> tuple[float, int, str]:
     i18n.register("zh", ZH)
 
     total = sum(points for _, points in cell["calls"])
-    replay = cell.get("replay") or [True] * len(cell["calls"])
     by_index: dict[int, list[dict]] = {}
     for record in records:
         by_index.setdefault(record["index"], []).append(record)
@@ -573,18 +410,12 @@ def grade_cell(cell: dict, records: list[dict]) -> tuple[float, int, str]:
                 slot = next((i for i, (_, (checker, _)) in enumerate(pending) if checker == name), None)
                 if slot is None:
                     continue
-                plan_index, (checker, points) = pending.pop(slot)
+                _, (checker, points) = pending.pop(slot)
                 quiz = checker == "check_quiz" and points > 0
                 if len(found) > 1:
                     lines.append(f"{checker}: recorded {len(found)} times in one run; it scores 0")
                     continue
                 record = found[0]
-                if not replay[plan_index]:
-                    passed = record.get("passed")
-                    got = passed if type(passed) in (int, float) and not isinstance(passed, bool) else bool(passed)
-                    score += min(got, points) if quiz else points * bool(got)
-                    lines.append(f"{checker}: checked in the sandbox")
-                    continue
                 module = next((m for m in modules.values() if hasattr(m, checker)), None)
                 try:
                     with unsealed():
