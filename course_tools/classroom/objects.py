@@ -349,7 +349,11 @@ class Recording(_Side):
                 targets = cuts + [objects[h] for h in leaves] + hidden
                 full = [torch.zeros_like(o) if g is None else g for o, g in zip(kept, grads)]
                 with torch.enable_grad():
-                    into = torch.autograd.grad(kept, targets, full, retain_graph=True, allow_unused=True)
+                    into = (
+                        torch.autograd.grad(kept, targets, full, retain_graph=True, allow_unused=True)
+                        if targets
+                        else ()
+                    )
                 with torch._C.DisableTorchFunction():
                     reached = into[len(cuts) : len(cuts) + len(leaves)]
                     event["grads"].append(
