@@ -180,6 +180,22 @@ def _stamp(tensor) -> tuple:
     return tensor._version, id(grad), None if grad is None else grad._version
 
 
+def _cut(x) -> tuple:
+    """(the leaf a call's gradients are taken at, the tensor the learner's code gets) for an input ``x``."""
+    leaf = x.detach().requires_grad_()
+    return (leaf, leaf) if x.is_leaf else (leaf, leaf.clone())
+
+
+def _write_back(given: list, cuts: dict) -> None:
+    """Copies the learner's code wrote into go back into the inputs they stand for, as writes into them would."""
+    torch = _torch()
+    for x in given:
+        leaf, passed = cuts.get(id(x), (None, None))
+        if passed is not None and passed is not leaf and passed._version:
+            with torch.no_grad(), torch._C.DisableTorchFunction():
+                x.copy_(passed)
+
+
 def _needing_grad(tensors: list) -> list:
     """The tensors that need a gradient, each once (self-attention is given one tensor three times)."""
     return list({id(t): t for t in tensors if t.requires_grad}.values())
@@ -267,9 +283,13 @@ class Recording(_Side):
             marks = [len(m.calls) for m in _dropout_modes()]
         self.events.append(event)
         given = _tensors((args, kwargs), [])
-        # a call gets its inputs with a gradient as fresh leaves (the same memory): its backward pass stops at them
-        cuts = {id(x): x.detach().requires_grad_() for x in given if x.requires_grad} if op == "call" else {}
-        inner_args, inner_kwargs = (_unwrap(_rebuild(x, lambda t: cuts.get(id(t), t))) for x in (args, kwargs))
+        # a call's inputs with a gradient start from fresh leaves, so that its backward pass stops there: a leaf
+        # input is passed as a leaf of the same memory, any other as a copy, written back if the call writes into it
+        cuts = {id(x): _cut(x) for x in given if x.requires_grad} if op == "call" else {}
+        inner_args, inner_kwargs = (
+            _unwrap(_rebuild(x, lambda t: cuts[id(t)][1] if id(t) in cuts else t)) for x in (args, kwargs)
+        )
+        versions = [x._version for x in given]  # an input the learner's code writes into: its new values recorded
         self.depth += 1
         try:
             out = _perform(real, op, name, inner_args, inner_kwargs)
@@ -278,20 +298,24 @@ class Recording(_Side):
         except BaseException as error:
             with torch._C.DisableTorchFunction():
                 event["raised"], event["message"] = type(error).__name__, str(error)[:500]
-                self._finish(event, marks)
+                self._finish(event, marks, given, versions)
             raise
         finally:
             self.depth -= 1
+            _write_back(given, cuts)
         with torch._C.DisableTorchFunction():
-            out = _rebuild(out, lambda t: next((x for x in given if cuts.get(id(x)) is t), t))
+            out = _rebuild(out, lambda t: next((x for x in given if id(x) in cuts and cuts[id(x)][1] is t), t))
             inputs = _needing_grad(given) if op == "call" else []  # only a call's gradients reach its inputs
-            out = self._tap(out, inputs, [cuts[id(x)] for x in inputs], event)
+            out = self._tap(out, inputs, [cuts[id(x)][0] for x in inputs], event)
             event["out"] = self._export(out, given)
-            self._finish(event, marks)
+            self._finish(event, marks, given, versions)
             return self._wrap(out)
 
-    def _finish(self, event: dict, marks: list[int]) -> None:
+    def _finish(self, event: dict, marks: list[int], given: list, versions: list[int]) -> None:
         torch = _torch()
+        event["written"] = [
+            [i, self.codec.encode(x)] for i, (x, v) in enumerate(zip(given, versions)) if x._version != v
+        ]
         event["after"] = self._changes()
         event["rng"] = torch.get_rng_state()
         event["dropouts"] = [
@@ -505,19 +529,27 @@ class Replaying(_Side):
         self._match(event.get("before"))
         inputs = _tensors((args, kwargs), [])
         if "raised" in event:
-            self._settle(event)
+            self._settle(event, inputs)
             raise self.codec.raised(event)
         made: list = []
         out = self._import(event.get("out"), inputs, made)
         out = self._route(out, event, inputs, made)
-        self._settle(event)
+        self._settle(event, inputs)
         return out
 
-    def _settle(self, event: dict) -> None:
-        """After the operation: the given tensors it changed, the random state, the dropout calls it made."""
+    def _settle(self, event: dict, inputs: list) -> None:
+        """After the operation: the inputs and given tensors it wrote into, the random state, its dropout calls."""
+        torch = _torch()
+        for entry in event.get("written") if type(event.get("written")) is list else []:
+            ok = type(entry) is list and len(entry) == 2 and type(entry[0]) is int and 0 <= entry[0] < len(inputs)
+            values = self.codec.decode(entry[1]) if ok else None
+            target = inputs[entry[0]] if ok else None
+            if type(values) is not torch.Tensor or target.shape != values.shape or target.dtype != values.dtype:
+                self._fail("inputs the graded run did not write into")
+            with torch.no_grad():
+                target.copy_(values)
         self._apply(event.get("after"))
         rng = event.get("rng")
-        torch = _torch()
         if type(rng) is torch.Tensor and rng.dtype == torch.uint8 and rng.shape == torch.get_rng_state().shape:
             torch.set_rng_state(rng)
         modes = _dropout_modes()
