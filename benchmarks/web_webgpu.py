@@ -24,19 +24,16 @@ import gzip
 import json
 import os
 import re
-import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from web_page import TRANSLATE_ALL, random_checkpoint  # benchmarks/web_page.py, beside this script
+from web_page import measure_page, random_checkpoint  # benchmarks/web_page.py, beside this script
 
 from course_tools.web import export_web
 from course_tools.web.chromium import Chromium
 from course_tools.web.page import ORT_VERSION, build_page
 from transformer_course.data import load_pairs
-
-BACKEND = "(ort.env.webgpu && ort.env.webgpu.device) ? 'webgpu' : 'wasm'"  # the GPUDevice the runtime made
 
 
 def webgpu_runtime(dist: Path) -> dict:
@@ -49,22 +46,6 @@ def webgpu_runtime(dist: Path) -> dict:
         "glue": (dist / "ort-wasm-simd-threaded.jspi.mjs").read_text(encoding="utf-8"),
         "wasm_gz": gzip.compress((dist / "ort-wasm-simd-threaded.jspi.wasm").read_bytes(), 9, mtime=0),
         "providers": ["webgpu", "wasm"],
-    }
-
-
-def measure(browser: Chromium, index: Path, sentences: list[str]) -> dict:
-    browser.open(index)
-    first = browser.evaluate("tcPage.ready.then(r => r.ms)")
-    timings = browser.evaluate("tcPage.timings")
-    backend = browser.evaluate(BACKEND)
-    results = browser.evaluate(TRANSLATE_ALL % json.dumps(sentences, ensure_ascii=False))
-    return {
-        "mib": index.stat().st_size / 2**20,
-        "ready_ms": timings["load_ms"],
-        "first_ms": first,
-        "later_ms": statistics.median(r["ms"] for r in results),
-        "backend": backend,
-        "texts": [r["text"] for r in results],
     }
 
 
@@ -99,7 +80,7 @@ def main() -> None:
         runs = {}
         with Chromium(flags=flags, timeout=1800) as browser:
             for name, page in (("wasm", index), ("webgpu", webgpu)):
-                runs[name] = measure(browser, page, sources)
+                runs[name] = measure_page(page, sources, browser)
             adapter = browser.evaluate("navigator.gpu ? navigator.gpu.requestAdapter().then(a => !!a) : false")
             said = sorted({re.sub(r"^\S+ \S+ ", "", re.sub(r"\x1b\[[0-9;]*m", "", line)) for line in browser.console})
     for line in said:  # onnxruntime's warnings (which nodes WebGPU leaves to the CPU), once each

@@ -181,23 +181,18 @@ def test_gradients_reach_an_input_given_three_times_once_and_the_parameters_read
 ATTENTION_CELL = cell_for("check_attention", "nb02_attention", ["attention"])
 
 
-def dividing_in_place(query, key, value, mask=None, dropout=None):
-    """Right numbers, but it scales the caller's query in place."""
-    query.div_(query.size(-1) ** 0.5)
-    scores = query @ key.transpose(-2, -1)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    weights = scores.softmax(-1)
-    if dropout is not None:
-        weights = dropout(weights)
-    return weights @ value, weights
+def zeroing_its_query(query, key, value, mask=None, dropout=None):
+    """Right numbers, but it leaves the caller's query zeroed."""
+    out = reference("attention").scaled_dot_product_attention(query, key, value, mask, dropout)
+    query.detach().zero_()
+    return out
 
 
 def test_a_function_that_writes_into_its_inputs_gets_the_same_hint_in_the_grader(tmp_path):
     from transformer_course.exercises import nb02_attention
 
-    seen = nb02_attention.check_attention(dividing_in_place)  # what the learner's own notebook says
+    seen = nb02_attention.check_attention(zeroing_its_query)  # what the learner's own notebook says
     assert not seen.passed
-    records = recorded(tmp_path, ATTENTION_CELL, {"attention": dividing_in_place})
+    records = recorded(tmp_path, ATTENTION_CELL, {"attention": zeroing_its_query})
     score, _, text = judge.grade_cell(ATTENTION_CELL, records)
     assert score == 0 and seen.message in text, text

@@ -240,6 +240,10 @@ def keep_what_is_read(model):
     constants = {i.name: i for i in graph.initializer}
     outputs = {o.name for o in graph.output}
     in_subgraphs = {name for node in graph.node for sub in _subgraphs(node) for name in _names_read(sub)}
+    readers: dict[str, list] = {}  # name → the nodes that read it
+    for node in graph.node:
+        for name in set(node.input):
+            readers.setdefault(name, []).append(node)
 
     def foldable(node) -> bool:
         return (
@@ -252,7 +256,7 @@ def keep_what_is_read(model):
     for node in list(graph.node):
         if not foldable(node) or node.input[0] in outputs | in_subgraphs:
             continue
-        if not all(foldable(reader) for reader in graph.node if node.input[0] in reader.input):
+        if not all(foldable(reader) for reader in readers[node.input[0]]):
             continue  # the weight stays for another reader: a folded copy would store it twice
         data = numpy_helper.to_array(constants[node.input[0]])
         if node.op_type == "Transpose":
@@ -272,6 +276,8 @@ def keep_what_is_read(model):
                 cut[axis] = slice(start, end, step)
             folded = data[tuple(cut)]
         graph.node.remove(node)
+        for name in set(node.input):
+            readers[name] = [reader for reader in readers[name] if reader.output != node.output]
         weight = numpy_helper.from_array(np.ascontiguousarray(folded), node.output[0])
         graph.initializer.append(weight)
         constants[weight.name] = weight
