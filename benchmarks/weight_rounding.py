@@ -121,11 +121,24 @@ def input_moments(checkpoint, sentences: list[str]) -> dict[str, list[tuple[slic
     return moments
 
 
-def rounded_model(checkpoint, bits: int, per_channel: bool, moments: dict | None = None) -> nn.Module:
-    """A copy of the checkpoint's model with every weight matrix rounded (GPTQ where ``moments`` has its inputs)."""
+def rounded_model(
+    checkpoint,
+    bits: int = 8,
+    per_channel: bool = True,
+    moments: dict | None = None,
+    half: frozenset[str] = frozenset(),
+    only: set[str] | None = None,
+) -> nn.Module:
+    """A copy of the checkpoint's model with every weight matrix rounded (GPTQ where ``moments`` has its inputs),
+    those in ``half`` to float16 instead, and, when ``only`` is given, no other matrix rounded at all."""
     model = copy.deepcopy(checkpoint.model).eval()
     with torch.no_grad():
         for name, weight in matrices(model).items():
+            if name in half:
+                weight.copy_(weight.half().float())
+                continue
+            if only is not None and name not in only:
+                continue
             scale = scales(weight, bits, per_channel)
             if moments is not None and name in moments:
                 for rows, hessian in moments[name]:
@@ -135,23 +148,10 @@ def rounded_model(checkpoint, bits: int, per_channel: bool, moments: dict | None
     return model
 
 
-def mixed_model(checkpoint, half: set[str], only: set[str] | None = None) -> nn.Module:
-    """A copy with the matrices in ``half`` rounded to float16 and the others (those in ``only``, if given)
-    rounded per channel to 8 bits."""
-    model = copy.deepcopy(checkpoint.model).eval()
-    with torch.no_grad():
-        for name, weight in matrices(model).items():
-            if name in half:
-                weight.copy_(weight.half().float())
-            elif only is None or name in only:
-                weight.copy_(round_to_grid(weight, scales(weight, 8, True), 8))
-    return model
-
-
 def sensitivity(checkpoint, changed, budget: int = 1_400_000) -> dict:
     """Where the per-channel 8-bit changes come from (the module's docstring); ``changed(model)`` counts."""
     sizes = {name: p.numel() for name, p in matrices(checkpoint.model).items()}
-    alone = {name: changed(mixed_model(checkpoint, set(), {name})) for name in sizes}
+    alone = {name: changed(rounded_model(checkpoint, only={name})) for name in sizes}
     for name, count in alone.items():
         print(f"  {name:<48} {sizes[name]:>9,} parameters {count:>4} changed alone")
     protected, used = set(), 0
@@ -163,9 +163,9 @@ def sensitivity(checkpoint, changed, budget: int = 1_400_000) -> dict:
     return {
         "changed_alone_max": max(alone.values()),
         "changed_alone_sum": sum(alone.values()),
-        "changed_fp16_output_layer": changed(mixed_model(checkpoint, {output})),
+        "changed_fp16_output_layer": changed(rounded_model(checkpoint, half=frozenset({output}))),
         "fp16_output_layer_parameters": sizes[output],
-        "changed_fp16_sensitive": changed(mixed_model(checkpoint, protected)),
+        "changed_fp16_sensitive": changed(rounded_model(checkpoint, half=frozenset(protected))),
         "fp16_sensitive_parameters": used,
         "alone": {"changed": alone, "fp16_sensitive": sorted(protected)},  # one level down: not quoted
     }
