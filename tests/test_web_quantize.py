@@ -233,3 +233,42 @@ def test_holds_finds_a_matrix_its_rows_or_their_transpose_and_nothing_else():
     assert holds([a], a) and holds([a], a.T.copy()) and holds([a], a[2:5]) and holds([a], a[2:5].T.copy())
     assert not holds([a], a[:, :3]) and not holds([a], a[[0, 2]]) and not holds([a], a + 1) and not holds([], a)
     assert not holds([a[:3]], a)  # more rows than the array has
+
+
+def grouped(weight: np.ndarray, axis: int, group: int) -> np.ndarray:
+    """PyTorch's per-channel int8 applied to each run of ``group`` inputs of an output channel (``axis``)."""
+    channels = weight if axis == 0 else weight.T  # (out, in)
+    runs = np.ascontiguousarray(channels).reshape(-1, group)  # each run of one channel's inputs, as a row
+    rounded = torch_per_channel(runs, 0)[1].reshape(channels.shape)
+    return rounded if axis == 0 else np.ascontiguousarray(rounded.T)
+
+
+def test_with_groups_each_run_of_a_channels_inputs_gets_its_scale_and_the_session_folds_it_too(tmp_path):
+    w, ids = weights(), np.array([3, 0, 10], np.int64)
+    layouts = {"tied": 0, "up": 1, "down": 1, "packed": 0}
+    rounded = dict(w)
+    for name, axis in layouts.items():
+        rounded[name] = grouped(w[name], axis, 2)
+    rounded["down"][:, 2] = 0.0
+    int8 = quantize_weights(graph(w), group=2)
+    stored = {i.name: numpy_helper.to_array(i) for i in int8.graph.initializer}
+    assert stored["up_scale"].shape == (D // 2, 1, HIDDEN) and stored["tied_scale"].shape == (VOCAB, D // 2, 1)
+    np.testing.assert_allclose(run(int8, ids, SESSION_CONFIG), run(graph(rounded), ids), rtol=1e-5, atol=1e-5)
+    per_channel = quantize_weights(graph(w))
+    exact = run(graph(w), ids)
+    assert (
+        np.abs(run(int8, ids, SESSION_CONFIG) - exact).max()
+        < np.abs(run(per_channel, ids, SESSION_CONFIG) - exact).max()
+    )
+
+    four = {i.name: numpy_helper.to_array(i) for i in quantize_weights(graph(w), group=4).graph.initializer}
+    assert four["down_scale"].shape == (D,)  # 4 does not divide its 6 inputs: one scale per channel
+    assert four["up_scale"].shape == (D // 4, 1, HIDDEN)
+
+    options = ort.SessionOptions()
+    for key, value in SESSION_CONFIG.items():
+        options.add_session_config_entry(key, value)
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(int8.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    ops = [n.op_type for n in onnx.load(tmp_path / "optimized.onnx").graph.node]
+    assert not {"Cast", "Mul", "Reshape", "DequantizeLinear"} & set(ops), ops  # folded at load

@@ -30,6 +30,26 @@ def test_the_grids_are_pytorchs_symmetric_fake_quantization():
         torch.testing.assert_close(wr.round_to_grid(weight, one, bits), expected, rtol=0, atol=0)
 
 
+def test_a_group_grid_is_per_channel_fake_quantization_of_each_run_of_columns():
+    wr = benchmark()
+    weight = torch.randn(12, 20) * torch.logspace(-2, 1, 20)[None, :]  # columns of very different ranges
+    runs = weight.reshape(12 * 5, 4)  # each row's 5 runs of 4 columns, as rows of their own
+    top = 127
+    scale = wr.scales(weight, 8, per_channel=True, group=4)
+    expected = torch.fake_quantize_per_channel_affine(
+        runs, runs.abs().amax(dim=1) / top, torch.zeros(60, dtype=torch.int32), 0, -top, top
+    ).reshape(12, 20)
+    torch.testing.assert_close(wr.round_to_grid(weight, scale, 8), expected, rtol=0, atol=0)
+    per_row = wr.round_to_grid(weight, wr.scales(weight, 8, per_channel=True), 8)
+    assert (wr.round_to_grid(weight, scale, 8) - weight).abs().sum() < (per_row - weight).abs().sum()
+    try:
+        wr.scales(weight, 8, per_channel=True, group=3)
+    except ValueError as error:
+        assert "does not divide a row of 20" in str(error)
+    else:
+        raise AssertionError("a group that does not divide the row was taken")
+
+
 def test_gptq_is_round_to_nearest_for_uncorrelated_inputs_and_beats_it_for_correlated_ones():
     wr = benchmark()
     g = torch.Generator().manual_seed(0)
@@ -46,6 +66,12 @@ def test_gptq_is_round_to_nearest_for_uncorrelated_inputs_and_beats_it_for_corre
     assert torch.allclose(on_grid, on_grid.round(), atol=1e-4) and on_grid.round().abs().max() <= 7  # on the 4-bit grid
     error = lambda w: float(((inputs @ (weight - w).T) ** 2).mean())  # noqa: E731
     assert error(q) < 0.7 * error(rtn), (error(q), error(rtn))
+
+    groups = wr.scales(weight, 4, per_channel=True, group=8)  # the same on a grid of one scale per 8 columns
+    torch.testing.assert_close(wr.gptq(weight, torch.eye(32), groups, 4), wr.round_to_grid(weight, groups, 4))
+    q = wr.gptq(weight, hessian, groups, 4)
+    assert torch.allclose(q / groups, (q / groups).round(), atol=1e-4)
+    assert error(q) < 0.8 * error(wr.round_to_grid(weight, groups, 4))  # 0.72 here: groups leave less to gain
 
 
 def test_sensitivity_rounds_each_matrix_alone_and_keeps_the_chosen_ones_in_float16():

@@ -347,7 +347,7 @@ QUANTIZED_OPS = {"MatMul": 1, "Gemm": 0, "Gather": 0, "Slice": 0}
 SESSION_CONFIG = {"session.disable_quant_qdq": "1"}
 
 
-def quantize_graphs(paths: tuple[Path, Path], out: str | Path, keep=()) -> tuple[Path, Path]:
+def quantize_graphs(paths: tuple[Path, Path], out: str | Path, keep=(), group: int | None = None) -> tuple[Path, Path]:
     """The two fp32 graphs with int8 weights, in ``out`` under the same names.
 
     Weight-only quantization: every matrix a MatMul, Gemm, Gather or Slice reads is stored as int8 with one fp32
@@ -357,14 +357,15 @@ def quantize_graphs(paths: tuple[Path, Path], out: str | Path, keep=()) -> tuple
     one. Activations stay fp32, so the only change from the fp32 graphs is each weight's rounding, and a session
     made with :data:`SESSION_CONFIG` folds the dequantization once at load: fp32 speed from a quarter of the bytes.
     The arrays in ``keep`` (the model's positional tables) stay fp32, and the exporter's notes on each node (its
-    source lines) are dropped. The translations it changes are counted in docs/results.md."""
+    source lines) are dropped. ``group``: one scale per run of that many inputs of a channel
+    (:func:`quantize_weights`). The translations it changes are counted in docs/results.md."""
     import onnx
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     quantized = out / paths[0].name, out / paths[1].name
     for fp32, int8 in zip(paths, quantized):
-        onnx.save(quantize_weights(onnx.load(fp32), keep), int8)
+        onnx.save(quantize_weights(onnx.load(fp32), keep, group), int8)
     return quantized
 
 
@@ -378,10 +379,12 @@ def inference_session(path: str | Path):
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def quantize_weights(model, keep=()):
+def quantize_weights(model, keep=(), group: int | None = None):
     """:func:`quantize_graphs`' pass on one ONNX model (changed in place and returned). ``keep``: arrays (the
     positional tables) that stay fp32 wherever the graph holds them (whole, by rows or transposed: :func:`holds`),
-    whatever the exporter named them."""
+    whatever the exporter named them. ``group``: one scale per run of ``group`` numbers of an output channel
+    (its inputs) instead of one per channel, given back by Cast, Mul and Reshape (any opset), where it divides
+    the channel; a matrix it does not divide keeps one scale per channel."""
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
@@ -409,17 +412,34 @@ def quantize_weights(model, keep=()):
         weight = numpy_helper.to_array(init)
         if axis < 0 or holds(keep, weight):
             continue  # read otherwise than as a weight, or a positional table (read as it is)
+        graph.initializer.remove(init)
+        names = [f"{init.name}_quantized", f"{init.name}_scale"]
+        if group is not None and weight.shape[1 - axis] % group == 0:
+            # the channel's inputs in runs of `group`: (out, in/g, g) for (out, in), (in/g, g, out) for (in, out)
+            runs = (
+                weight.reshape(weight.shape[0], -1, group) if axis == 0 else weight.reshape(-1, group, weight.shape[1])
+            )
+            scale = np.abs(runs).max(axis=2 if axis == 0 else 1, keepdims=True) / 127.0
+            scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
+            q = np.clip(np.rint(runs / scale), -127, 127).astype(np.int8)
+            shape = numpy_helper.from_array(np.array(weight.shape, dtype=np.int64), f"{init.name}_shape")
+            graph.initializer.extend(
+                [numpy_helper.from_array(q, names[0]), numpy_helper.from_array(scale, names[1]), shape]
+            )
+            cast, product = f"{init.name}_float", f"{init.name}_runs"
+            dequantize += [
+                helper.make_node("Cast", [names[0]], [cast], to=TensorProto.FLOAT, name=f"{init.name}_cast"),
+                helper.make_node("Mul", [cast, names[1]], [product], name=f"{init.name}_mul"),
+                helper.make_node("Reshape", [product, shape.name], [init.name], name=f"{init.name}_reshape"),
+            ]
+            continue
         scale = np.abs(weight).max(axis=1 - axis) / 127.0  # one per output channel
         scale = np.where(scale > 0, scale, 1.0).astype(np.float32)  # an all-zero channel: any scale gives 0
         shape = (-1, 1) if axis == 0 else (1, -1)
         q = np.clip(np.rint(weight / scale.reshape(shape)), -127, 127).astype(np.int8)
-        graph.initializer.remove(init)
-        graph.initializer.extend(
-            [numpy_helper.from_array(q, f"{init.name}_quantized"), numpy_helper.from_array(scale, f"{init.name}_scale")]
-        )
-        inputs = [f"{init.name}_quantized", f"{init.name}_scale"]
-        dequantize.append(helper.make_node("DequantizeLinear", inputs, [init.name], axis=axis, name=f"{init.name}_dq"))
-    for node in reversed(dequantize):
+        graph.initializer.extend([numpy_helper.from_array(q, names[0]), numpy_helper.from_array(scale, names[1])])
+        dequantize.append(helper.make_node("DequantizeLinear", names, [init.name], axis=axis, name=f"{init.name}_dq"))
+    for node in reversed(dequantize):  # at the start, in order: each Reshape after its Mul after its Cast
         graph.node.insert(0, node)
     return model
 
