@@ -26,6 +26,8 @@ import collections
 import collections.abc
 import types
 
+__all__ = ["Proxy", "Recording", "Replaying", "class_named", "torch_class"]
+
 KIND = "__kind__"
 
 
