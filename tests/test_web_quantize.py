@@ -71,6 +71,16 @@ def run(model, ids: np.ndarray, config: dict | None = None) -> np.ndarray:
     return session.run(None, {"ids": ids})[0]
 
 
+def optimized_ops(model, folder) -> list[str]:
+    """The ops of ``model`` as the page's session (SESSION_CONFIG) leaves them after its optimizations at load."""
+    options = ort.SessionOptions()
+    for key, value in SESSION_CONFIG.items():
+        options.add_session_config_entry(key, value)
+    options.optimized_model_filepath = str(folder / "optimized.onnx")
+    ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return [n.op_type for n in onnx.load(folder / "optimized.onnx").graph.node]
+
+
 def torch_per_channel(weight: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     """PyTorch's symmetric per-channel int8 (the range -127..127): the int8 values and the scales."""
     observer = torch.ao.quantization.PerChannelMinMaxObserver(
@@ -114,12 +124,7 @@ def test_the_graph_computes_the_fp32_graph_with_rounded_weights_and_the_session_
     np.testing.assert_allclose(run(int8, ids, SESSION_CONFIG), expected, rtol=1e-5, atol=1e-5)
     assert np.abs(run(graph(w), ids) - expected).max() > 1e-4  # the rounding is there to see
 
-    options = ort.SessionOptions()
-    for key, value in SESSION_CONFIG.items():
-        options.add_session_config_entry(key, value)
-    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
-    ort.InferenceSession(int8.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    ops = [n.op_type for n in onnx.load(tmp_path / "optimized.onnx").graph.node]
+    ops = optimized_ops(int8, tmp_path)
     assert "DequantizeLinear" not in ops, ops  # folded at load: each run multiplies fp32 matrices
 
 
@@ -265,10 +270,5 @@ def test_with_groups_each_run_of_a_channels_inputs_gets_its_scale_and_the_sessio
     assert four["down_scale"].shape == (D,)  # 4 does not divide its 6 inputs: one scale per channel
     assert four["up_scale"].shape == (D // 4, 1, HIDDEN)
 
-    options = ort.SessionOptions()
-    for key, value in SESSION_CONFIG.items():
-        options.add_session_config_entry(key, value)
-    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
-    ort.InferenceSession(int8.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    ops = [n.op_type for n in onnx.load(tmp_path / "optimized.onnx").graph.node]
+    ops = optimized_ops(int8, tmp_path)
     assert not {"Cast", "Mul", "Reshape", "DequantizeLinear"} & set(ops), ops  # folded at load
