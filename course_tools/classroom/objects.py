@@ -1,21 +1,23 @@
-"""Checks given a class: what the checker does with the learner's objects, recorded in the sandbox, replayed by the
-grader (:mod:`.judge` does the same for functions).
+"""What a checker does with what the learner wrote (a function, a class, a module), recorded in the sandbox and
+replayed by the grader (:mod:`.judge` holds the records and scores them).
 
 A checker given a class (``LayerNorm``) builds objects from it, reads their parameters, changes them in place,
-calls them, takes gradients through them. In the sandbox the checker gets a :class:`Proxy` of the class instead:
-every operation on it, or on an object it hands out (an instance, a sub-module, a bound method), is carried out on
-the real object and written down as an **event**: what was asked (the operation, the attribute, the inputs as
-plain data), what came back (plain data; a tensor as its values, once, then by its handle; another object as a
-new handle), the random generator's state after it, the dropout calls it made, and the gradients the checker
-later sent back through it. Each event also holds the tensors the checker had been given that changed since the
-last event (``before``: the checker's own writes, and the gradients its backward passes left) and those the
-operation changed (``after``).
+calls them, takes gradients through them; one given a function calls it. In the sandbox the checker gets a
+:class:`Proxy` instead: every operation on it, or on an object it hands out (an instance, a sub-module, a bound
+method, an iterator of parameters), is carried out on the real object and written down as an **event**: what was
+asked (the operation, the attribute, the inputs as plain data), what came back (plain data; a tensor as its
+values, once, then by its handle; another object as a new handle), what it wrote into its inputs, the random
+generator's state after it, the dropout calls it made, and, for each backward pass the checker later took through
+its outputs, the gradients that came in and those that reached the call's inputs and each parameter handed out (a
+call's inputs start from fresh leaves, so one call's gradients never hold another's). Each event also holds the
+tensors the checker had been given that changed since the last event (``before``: the checker's own writes) and
+those the operation changed (``after``).
 
 The grader runs the same checker on a proxy whose operations are answered from the events, in order: an operation
 other than the recorded one, other inputs, or given tensors that differ from what the checker left in them score
 the check 0. What the checker then computes and compares is the grader's own work; a forged event must hold the
 right outputs for the checker's inputs, which is the exercise. The checker must do the same in both processes, so
-a proxy shows both the same face: its class is the nearest ``torch`` class of the object's (``nn.Linear``,
+a proxy shows both the same face: its class is the nearest ``torch.nn`` class of the object's (``nn.Linear``,
 ``nn.Module``, else ``object``), and nothing the learner's code returns reaches the checker except through an
 event. Loaded by path in the sandbox, like :mod:`.judge`, whose plain-data codec it takes as ``codec``.
 """
