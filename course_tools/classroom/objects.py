@@ -31,6 +31,7 @@ import types
 __all__ = ["Proxy", "Recording", "Replaying", "class_named", "torch_class"]
 
 KIND = "__kind__"
+DEPTH = 12  # how deep containers are walked (the codec's MAX_DEPTH)
 
 
 def _torch():
@@ -470,29 +471,26 @@ class _Items(list):
     """What an iterator the learner's code returned yielded (``parameters()``): the checker gets an iterator."""
 
 
-def _unwrap(x, depth: int = 0):
+def _unwrap(x):
     """The checker's inputs as the learner's code gets them: each proxy replaced by its real object."""
-    if type(x) is Proxy:
-        side = object.__getattribute__(x, "_tc_side")
-        return side.objects[object.__getattribute__(x, "_tc_h")]
-    if depth > 12:
+
+    def real(v):
+        if type(v) is not Proxy:
+            return v
+        return object.__getattribute__(v, "_tc_side").objects[object.__getattribute__(v, "_tc_h")]
+
+    return _rebuild(x, real)
+
+
+def _rebuild(x, change, depth: int = 0):
+    """``x`` with each item that is not a list, tuple or dict (a tensor, a proxy) replaced by ``change(item)``."""
+    if depth > DEPTH:
         return x
     if type(x) in (list, tuple):
-        return type(x)(_unwrap(v, depth + 1) for v in x)
+        return type(x)(_rebuild(v, change, depth + 1) for v in x)
     if type(x) in (dict, collections.OrderedDict):
-        return type(x)((k, _unwrap(v, depth + 1)) for k, v in x.items())
-    return x
-
-
-def _rebuild(x, change):
-    torch = _torch()
-    if isinstance(x, torch.Tensor):
-        return change(x)
-    if type(x) in (list, tuple):
-        return type(x)(_rebuild(v, change) for v in x)
-    if type(x) in (dict, collections.OrderedDict):
-        return type(x)((k, _rebuild(v, change)) for k, v in x.items())
-    return x
+        return type(x)((k, _rebuild(v, change, depth + 1)) for k, v in x.items())
+    return change(x)
 
 
 # ---- the grader: replay -----------------------------------------------------------------------------------------
