@@ -151,6 +151,13 @@ def test_the_paper_citation_frees_only_its_own_sentence():
     assert results.check_quotes("26.4 BLEU", DATA, "x")
 
 
+def test_a_tables_citation_in_its_header_covers_its_rows_and_only_them():
+    table = "| model (Table 3) | BLEU |\n|---|---|\n| big | 26.4 |\n| base | 25.8 |\n"
+    assert not results.check_quotes(table, DATA, "x")
+    assert results.check_quotes("| model | BLEU |\n|---|---|\n| ours | 26.4 |\n", DATA, "x")  # no citation
+    assert results.check_quotes(table + "\n| ours | BLEU |\n|---|---|\n| run | 26.4 |\n", DATA, "x")  # another table
+
+
 def test_figure_reads_runs_and_differences():
     assert results.figure("multi30k-cpu/best/test/beam4/sacrebleu", DATA) == 40.18
     assert results.figure("multi30k-cpu/steps", DATA) == 2338

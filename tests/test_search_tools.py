@@ -234,6 +234,24 @@ def test_choose_scores_every_candidate_on_validation_and_records_the_lowest(tmp_
     assert f"chosen: {record['chosen']}" in capsys.readouterr().out
 
 
+def test_a_run_folder_given_as_checkpoint_is_the_one_choose_chose(tmp_path, capsys):
+    from transformer_course.train.choose import checkpoint_or_chosen
+
+    fit(
+        CONFIG.replace(ema_decay=0.9),
+        toy_data(n_train=64, batch_size=32),
+        RunOptions(tmp_path, epochs=1, progress=False),
+    )
+    for command in (["evaluate", "--checkpoint", tmp_path], ["translate", "--checkpoint", tmp_path, "1 2 3"]):
+        assert f"choose --run {tmp_path}" in cli_error(capsys, *command)  # no chosen.json yet: one line, what to run
+    assert cli.main(["choose", "--run", str(tmp_path)]) == 0
+    label = json.loads((tmp_path / "chosen.json").read_text())["chosen"]
+    assert checkpoint_or_chosen(tmp_path) == tmp_path / f"{label}.pt"
+    assert checkpoint_or_chosen(tmp_path / "best.pt") == tmp_path / "best.pt"  # a file is itself
+    (tmp_path / f"{label}.pt").unlink()
+    assert f"chose {label}, but" in cli_error(capsys, "evaluate", "--checkpoint", tmp_path)
+
+
 def test_choose_in_a_folder_without_checkpoints_is_one_line(tmp_path, capsys):
     assert "holds none of best.pt" in cli_error(capsys, "choose", "--run", tmp_path)
 

@@ -3,9 +3,10 @@
 
     python -m transformer_course download
     python -m transformer_course train --preset multi30k-cpu --max-minutes 45 --out runs/multi30k-cpu
-    python -m transformer_course evaluate --checkpoint runs/multi30k-cpu/best.pt --split test --beam 4
-    python -m transformer_course translate --checkpoint runs/multi30k-cpu/best.pt "Ein Mann fährt Fahrrad."
+    python -m transformer_course average --run runs/multi30k-cpu --around-best 5
     python -m transformer_course choose --run runs/multi30k-cpu     # best / best-ema / averaged-… by validation
+    python -m transformer_course evaluate --checkpoint runs/multi30k-cpu --split test --beam 4   # the chosen one
+    python -m transformer_course translate --checkpoint runs/multi30k-cpu "Ein Mann fährt Fahrrad."
     python -m transformer_course train --preset gpt-cpu --out runs/gpt-cpu     # a language model (notebook 12)
     python -m transformer_course generate --checkpoint runs/gpt-cpu/lm.pt --prompt "A dog" --temperature 0.8
 
@@ -109,7 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Translate a split and print sacreBLEU (detokenized, cased, with its "
         "signature) and tokenized lowercase BLEU.",
     )
-    p.add_argument("--checkpoint", required=True, help="a .pt file written by train")
+    p.add_argument(
+        "--checkpoint", required=True, help="a .pt file written by train, or a run folder: the one `choose` chose"
+    )
     p.add_argument("--split", default="test", help="train, val, test or test_2016_flickr (default: test)")
     p.add_argument("--beam", type=int, default=1, help="beam size; 1 = greedy (default: 1)")
     p.add_argument("--limit", type=int, help="only the first N sentences")
@@ -127,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--checkpoint",
         required=True,
-        help="a .pt file written by train (--engine ctranslate2: a folder written by export-ct2)",
+        help="a .pt file written by train, or a run folder: the one `choose` chose (--engine ctranslate2: a "
+        "folder written by export-ct2)",
     )
     p.add_argument("--beam", type=int, default=1, help="beam size; 1 = greedy (default: 1)")
     p.add_argument(
@@ -328,9 +332,11 @@ def check_sampling(temperature: float, top_k: int | None, top_p: float | None) -
 
 def cmd_evaluate(args) -> None:
     from .evaluate import evaluate_checkpoint
+    from .train.choose import checkpoint_or_chosen
 
     check_beam(args.beam)
     check_positive(args, ("limit",))
+    args.checkpoint = str(checkpoint_or_chosen(args.checkpoint))  # a run folder: the checkpoint choose chose
     if args.samples < 0:
         raise ValueError(f"--samples is how many translations to print and must be >= 0, got {args.samples}")
     if args.json:  # checked before the translation's minutes of work
@@ -379,6 +385,7 @@ def is_evaluation_report(path: Path) -> bool:
 def cmd_translate(args) -> None:
     from .checkpoint import resolve_model
     from .decode import translate
+    from .train.choose import checkpoint_or_chosen
 
     check_beam(args.beam)
     if args.engine == "ctranslate2":  # an export-ct2 folder, CTranslate2 decodes: transformer_course.engine
@@ -387,7 +394,7 @@ def cmd_translate(args) -> None:
         for sentence in translate_with_engine(args.checkpoint, args.sentences, beam_size=args.beam):
             print(sentence)
         return
-    resolved = resolve_model(args.checkpoint)  # a subword checkpoint brings its tokenizer
+    resolved = resolve_model(checkpoint_or_chosen(args.checkpoint))  # a subword checkpoint brings its tokenizer
     model, src_vocab, tgt_vocab, src_lang, _ = resolved
     translations = translate(
         model,

@@ -112,6 +112,21 @@ def _sentence(text: str, start: int, end: int) -> str:
     return text[begin : after.start() if after else len(text)]
 
 
+def _table_header(text: str, start: int) -> str:
+    """The header row of the Markdown table whose row holds text[start] ("" outside a table): a table's
+    citation (| model (Table 2) | …) stands in its header and covers each of its rows."""
+    line_start = text.rfind("\n", 0, start) + 1
+    if not text[line_start:start].lstrip().startswith("|"):
+        return ""
+    header = line_start
+    while header > 0:
+        previous = text.rfind("\n", 0, header - 1) + 1
+        if not text[previous:header].lstrip().startswith("|"):
+            break
+        header = previous
+    return text[header : text.find("\n", header) % (len(text) + 1)]
+
+
 def _candidates(text: str, data: dict):
     """(match, the figures it may quote) for every number of ``text`` that could be a quote of a run figure."""
     values = run_figures(data)
@@ -130,7 +145,8 @@ def _candidates(text: str, data: dict):
         before = text[max(0, match.start() - 12) : match.start()]
         if VERSION_BEFORE.search(before) or REFERENCE_BEFORE.search(before):
             continue  # Python 3.10, torch 2.13, §3.2, Table 2: a version or a part of the paper
-        if not precise and CITATION.search(_sentence(text, match.start(), match.end())):
+        cited = _sentence(text, match.start(), match.end()) + _table_header(text, match.start())
+        if not precise and CITATION.search(cited):
             continue  # the paper's one-decimal figure, cited with its section or table: 27.3 (Table 2)
         kind = UNITS.get(unit) if unit and not precise else None
         hits = []

@@ -22,7 +22,7 @@ from .loss import LabelSmoothingLoss
 from .state import data_fingerprint
 from .step import validation_loss
 
-__all__ = ["CHOSEN_FILE", "candidates", "choose_checkpoint", "chosen_label"]
+__all__ = ["CHOSEN_FILE", "candidates", "checkpoint_or_chosen", "choose_checkpoint", "chosen_label"]
 
 CHOSEN_FILE = "chosen.json"  # in a run folder: {"chosen": "best-ema", "by": "val_loss", "scores": {…}}
 
@@ -121,3 +121,20 @@ def chosen_label(run: str | Path) -> str | None:
     if not isinstance(label, str):
         raise ValueError(f"{path} names no chosen checkpoint; run `python -m transformer_course choose` again")
     return label
+
+
+def checkpoint_or_chosen(path: str | Path) -> Path:
+    """``path`` itself when it is a file; for a run folder, the checkpoint ``choose`` recorded in it."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    label = chosen_label(path)
+    if label is None:
+        raise ValueError(
+            f"{path} is a run folder with no {CHOSEN_FILE}: run `python -m transformer_course choose --run {path}` "
+            "first, or give a .pt file"
+        )
+    chosen = path / f"{label}.pt"
+    if not chosen.is_file():
+        raise ValueError(f"{path / CHOSEN_FILE} chose {label}, but {chosen} is missing; run `choose` again")
+    return chosen
