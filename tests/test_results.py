@@ -327,6 +327,7 @@ def test_the_search_table_has_one_row_per_candidate_run_with_its_chosen_checkpoi
                 "evaluations": {
                     "best-ema/test/greedy": scores(41.2, 41.71),
                     "best-ema/test/beam4": scores(42.05, 42.6),
+                    "best-ema/val/beam4": scores(43.1, 43.52),  # the column the search ranks by
                     "best/test/beam4": scores(1.0, 1.0),  # not the chosen checkpoint: not in the table
                 },
             },
@@ -337,7 +338,7 @@ def test_the_search_table_has_one_row_per_candidate_run_with_its_chosen_checkpoi
     assert len(table) == 7  # the header, its rule and the one candidate that ran; then its validation losses
     data["runs"]["b-s1"] = {"set": ["dropout=0.5"], "steps": 988, "val_loss_by_epoch": [5.3]}  # stopped early
     assert results.render_table("search", data).splitlines()[3] == (
-        "| b-s1 | not run yet | `dropout=0.5` | – | 988 | – | – | – | – |"
+        "| b-s1 | not run yet | `dropout=0.5` | – | 988 | – | – | – | – | – |"
     )
     del data["runs"]["b-s1"]
     assert table[4:] == [
@@ -346,9 +347,57 @@ def test_the_search_table_has_one_row_per_candidate_run_with_its_chosen_checkpoi
         "| a-s1 | 5.00 | 4.26 | 3.70 |",
     ]
     assert table[2] == (
-        "| a-s1 | dropout 0.3 | `dropout=0.3`, `ema_decay=0.999` | 1 | 4,321 | 17 | `best-ema` | 41.20 / 41.71 "
-        "| 42.05 / 42.60 |"
+        "| a-s1 | dropout 0.3 | `dropout=0.3`, `ema_decay=0.999` | 1 | 4,321 | 17 | `best-ema` | 43.10 / 43.52 "
+        "| 41.20 / 41.71 | 42.05 / 42.60 |"
     )
+
+
+def _seed_run(seed, steps, val, greedy, beam4, chosen="best-ema"):
+    def scores(sacre):
+        return {"sacrebleu": sacre, "tokenized_bleu": round(sacre + 0.5, 2), "unk_outputs": 0, "sentences": 1000}
+
+    return {
+        "seed": seed,
+        "steps": steps,
+        "best_epoch": 14,
+        "parameters": 7581600,
+        "chosen": chosen,
+        "evaluations": {
+            f"{chosen}/val/beam4": scores(val),
+            f"{chosen}/test/greedy": scores(greedy),
+            f"{chosen}/test/beam4": scores(beam4),
+            "averaged-last-5/test/beam4": scores(99.0),  # not chosen: never in the summary
+        },
+    }
+
+
+def test_a_seeds_run_computes_its_mean_lowest_and_spread_from_the_chosen_checkpoints():
+    data = {
+        "schema": 1,
+        "runs": {
+            "r": {"kind": "seeds", "preset": "multi30k-cpu", "seeds": ["r-s1", "r-s2", "r-s3"]},
+            "r-s1": _seed_run(1, 4000, 41.0, 40.0, 41.5),
+            "r-s2": _seed_run(2, 4100, 42.0, 40.5, 42.25, chosen="best"),
+            "r-s3": _seed_run(3, 3900, 41.5, 39.5, 41.0),
+        },
+    }
+    assert results.figure("r/mean/test/beam4/sacrebleu", data) == pytest.approx(41.58)
+    assert results.figure("r/min/test/beam4/sacrebleu", data) == 41.0
+    assert results.figure("r/spread/test/beam4/sacrebleu", data) == pytest.approx(1.25)
+    assert results.figure("r/mean/test/greedy/tokenized_bleu", data) == pytest.approx(40.5)
+    assert results.figure("r/parameters", data) == 7581600
+    assert "r/mean/val/beam4/sacrebleu" in results.run_figures(data)
+    assert "evaluations" not in data["runs"]["r"]  # computed when read, never stored
+    table = results.render_table("r", data).splitlines()
+    assert table[3] == "| 2 | 4,100 | 14 | `best` | 42.00 / 42.50 | 40.50 / 41.00 | 42.25 / 42.75 |"
+    assert table[5:] == [
+        "| mean | | | | 41.50 / 42.00 | 40.00 / 40.50 | 41.58 / 42.08 |",
+        "| lowest | | | | 41.00 / 41.50 | 39.50 / 40.00 | 41.00 / 41.50 |",
+        "| spread (max − min) | | | | 1.00 / 1.00 | 1.00 / 1.00 | 1.25 / 1.25 |",
+    ]
+    del data["runs"]["r-s3"]
+    with pytest.raises(KeyError, match="r-s3"):
+        results.figure("r/mean/test/beam4/sacrebleu", data)
 
 
 def test_the_engine_table_has_one_row_per_decoder_with_its_speed_over_ctranslate2s():

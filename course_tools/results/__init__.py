@@ -18,7 +18,7 @@ from pathlib import Path
 
 from transformer_course.files import atomic_write_text
 
-from .figures import SCHEMA, figure, load_results, results_path, run_figures
+from .figures import SCHEMA, figure, load_results, results_path, run_figures, seed_summary
 from .quotes import QUOTE, check_quotes
 
 __all__ = [
@@ -63,6 +63,8 @@ def render_table(run_name: str, data: dict) -> str:
         return render_bleu_search(run_name, data)
     if run.get("kind") == "decode-vs-engine":
         return render_decode_vs_engine(run_name, data)
+    if run.get("kind") == "seeds":
+        return render_seeds(run_name, data)
     rows = [
         "| checkpoint | decoding | sacreBLEU (detokenized, cased) | tokenized lowercase BLEU | outputs with `<unk>` "
         "| time for 1,000 sentences |",
@@ -123,10 +125,36 @@ def render_lm_switches(run_name: str, data: dict) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _scores(run: dict, decoding: str) -> str:
-    """``sacre / tok`` of the run's chosen checkpoint on test with ``decoding``, or – where it was not scored."""
-    scores = run.get("evaluations", {}).get(f"{run.get('chosen', 'best')}/test/{decoding}")
+def _scores(run: dict, decoding: str, split: str = "test") -> str:
+    """``sacre / tok`` of the run's chosen checkpoint on ``split`` with ``decoding``, or – where it was not scored."""
+    scores = run.get("evaluations", {}).get(f"{run.get('chosen', 'best')}/{split}/{decoding}")
     return "–" if scores is None else f"{_fmt(scores['sacrebleu'])} / {_fmt(scores['tokenized_bleu'])}"
+
+
+def render_seeds(run_name: str, data: dict) -> str:
+    """One recipe trained with several seeds (a run of kind ``seeds``, :func:`.figures.seed_summary`): one row per
+    seed (steps, best epoch, the checkpoint chosen by validation and its BLEU on validation and test), then their
+    mean, lowest and spread."""
+    summary = seed_summary(run_name, data)
+    rows = [
+        "| seed | steps | best epoch | chosen by validation | validation beam 4 (sacre / tok-lc) "
+        "| test greedy (sacre / tok-lc) | test beam 4 (sacre / tok-lc) |",
+        "|---:|---:|---:|---|---:|---:|---:|",
+    ]
+    for label in summary["seeds"]:
+        run = data["runs"][label]
+        rows.append(
+            f"| {_fmt(run.get('seed'))} | {_fmt(run.get('steps'))} | {_fmt(run.get('best_epoch'))} | "
+            f"`{run['chosen']}` | {_scores(run, 'beam4', 'val')} | {_scores(run, 'greedy')} | {_scores(run, 'beam4')} |"
+        )
+    for stat in ("mean", "min", "spread"):
+        name = {"min": "lowest", "spread": "spread (max − min)"}.get(stat, stat)
+        cells = [
+            _scores({"chosen": stat, **summary}, d, split)
+            for split, d in (("val", "beam4"), ("test", "greedy"), ("test", "beam4"))
+        ]
+        rows.append(f"| {name} | | | | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
 
 
 def render_bleu_search(run_name: str, data: dict) -> str:
@@ -137,8 +165,8 @@ def render_bleu_search(run_name: str, data: dict) -> str:
     summary = data["runs"][run_name]
     rows = [
         "| candidate | idea | settings (`--set`) | seed | steps | best epoch | chosen by validation "
-        "| test greedy (sacre / tok-lc) | test beam 4 (sacre / tok-lc) |",
-        "|---|---|---|---:|---:|---:|---|---:|---:|",
+        "| validation beam 4 (sacre / tok-lc) | test greedy (sacre / tok-lc) | test beam 4 (sacre / tok-lc) |",
+        "|---|---|---|---:|---:|---:|---|---:|---:|---:|",
     ]
     for label, idea in summary.get("candidates", {}).items():
         run = data["runs"].get(label)
@@ -149,7 +177,7 @@ def render_bleu_search(run_name: str, data: dict) -> str:
         chosen = "–" if chosen is None else f"`{chosen}`"
         rows.append(
             f"| {label} | {idea} | {settings} | {_fmt(run.get('seed'))} | {_fmt(run.get('steps'))} | "
-            f"{_fmt(run.get('best_epoch'))} | {chosen} | {_scores(run, 'greedy')} | "
+            f"{_fmt(run.get('best_epoch'))} | {chosen} | {_scores(run, 'beam4', 'val')} | {_scores(run, 'greedy')} | "
             f"{_scores(run, 'beam4')} |"
         )
     curves = {

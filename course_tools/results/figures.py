@@ -13,7 +13,7 @@ from pathlib import Path
 
 from transformer_course.paths import course_root
 
-__all__ = ["SCHEMA", "figure", "load_results", "results_path", "run_figures", "show"]
+__all__ = ["SCHEMA", "figure", "load_results", "results_path", "run_figures", "seed_summary", "show"]
 
 SCHEMA = 1
 
@@ -73,6 +73,41 @@ def show(value) -> str:
     return json.dumps(value)
 
 
+def seed_summary(name: str, data: dict) -> dict:
+    """A run of kind ``seeds`` (one recipe trained with several seeds, each its own run named in ``seeds``) with
+    its figures computed from those runs, never written by hand: for each split/decoding every seed scored with
+    the checkpoint it chose by validation, ``mean/…``, ``min/…``, ``max/…`` and ``spread/…`` (max − min) of
+    sacreBLEU and tokenized BLEU, and the seeds' common ``parameters``. Any other run is returned as it is."""
+    run = data["runs"][name]
+    if run.get("kind") != "seeds":
+        return run
+    seeds = [data["runs"].get(label) for label in run.get("seeds", [])]
+    if not seeds or not all(isinstance(r, dict) and "chosen" in r for r in seeds):
+        missing = [
+            label for label, r in zip(run.get("seeds", []), seeds) if not isinstance(r, dict) or "chosen" not in r
+        ]
+        raise KeyError(f"run {name!r} summarises seeds {missing or '[]'}, which are not runs with a chosen checkpoint")
+    summary = {k: v for k, v in run.items() if k != "evaluations"}
+    chosen = [
+        {k.split("/", 1)[1]: v for k, v in r["evaluations"].items() if k.startswith(r["chosen"] + "/")} for r in seeds
+    ]
+    evaluations = {}
+    for key in [k for k in chosen[0] if all(k in c for c in chosen)]:
+        for field in ("sacrebleu", "tokenized_bleu"):
+            values = [c[key][field] for c in chosen]
+            for stat, value in (
+                ("mean", sum(values) / len(values)),
+                ("min", min(values)),
+                ("max", max(values)),
+                ("spread", max(values) - min(values)),
+            ):
+                evaluations.setdefault(f"{stat}/{key}", {})[field] = round(value, 2)
+    summary["evaluations"] = evaluations
+    if len({r.get("parameters") for r in seeds}) == 1 and "parameters" in seeds[0]:
+        summary["parameters"] = seeds[0]["parameters"]
+    return summary
+
+
 def figure(path: str, data: dict | None = None) -> float:
     """One figure by its path (``run/field`` or ``run/checkpoint/split/decoding/field``), or a difference
     ``a - b`` of two. A path that does not resolve raises a KeyError that lists what exists there."""
@@ -84,7 +119,7 @@ def figure(path: str, data: dict | None = None) -> float:
     runs = data["runs"]
     if parts[0] not in runs:
         raise KeyError(f"no run {parts[0]!r} in results.json; runs: {', '.join(sorted(runs))}")
-    run = runs[parts[0]]
+    run = seed_summary(parts[0], data)
     if len(parts) == 2:
         if parts[1] not in run or isinstance(run[parts[1]], (dict, list, str)):
             numbers = sorted(k for k, v in run.items() if isinstance(v, (int, float)))
@@ -119,7 +154,8 @@ SETTINGS = frozenset({"seed", "load_average"})
 def run_figures(data: dict) -> dict[str, float]:
     """Every number of every run, by path (the values a prose number may be a quote of), less the split sizes."""
     found = {}
-    for name, run in data["runs"].items():
+    for name in data["runs"]:
+        run = seed_summary(name, data)
         for key, value in run.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool) and key not in SETTINGS:
                 found[f"{name}/{key}"] = value
