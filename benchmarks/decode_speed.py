@@ -11,7 +11,10 @@
      length + 50 (the paper's maximum).
    - With ``--checkpoint PATH``: ``translate`` on the German sentences, stopping at </s> as in use.
 
-    python benchmarks/decode_speed.py [--checkpoint PATH] [--cap] [--threads 2]
+    python benchmarks/decode_speed.py [--checkpoint PATH [--against PATH]] [--cap] [--threads 2]
+
+3. With ``--against BASELINE`` as well: beam 4 over the test set with both checkpoints, taken in turn (A B A B …,
+   ``--rounds``), and the ratio of their median times: a new recipe's decoding against the old one's.
 
 Wall-clock and CPU seconds are both printed. On a shared, busy machine wall-clock time measures the
 neighbours; run with ``--threads 1`` and read the CPU seconds: one idle core needs about that long,
@@ -146,11 +149,42 @@ def beam_on_checkpoint(path: str, german: list[str], batch_size: int) -> None:
     )
 
 
+def beam_side_by_side(path: str, against: str, german: list[str], batch_size: int, rounds: int) -> None:
+    """Beam 4 over the test set with two checkpoints, taken in turn ``rounds`` times (A B A B …) so that both see
+    the same machine: the median seconds of each and their ratio."""
+    from transformer_course.checkpoint import load_checkpoint
+
+    checkpoints = {name: load_checkpoint(name) for name in (against, path)}
+    seconds = {name: [] for name in checkpoints}
+    for _ in range(rounds):
+        for name, checkpoint in checkpoints.items():
+            _, wall, _ = timed(lambda c=checkpoint: translate(c, german, beam_size=4, batch_size=batch_size))
+            seconds[name].append(wall)
+    median = {name: sorted(times)[len(times) // 2] for name, times in seconds.items()}
+    for name, times in seconds.items():
+        size = tc.count_parameters(checkpoints[name].model) / 1e6
+        print(
+            f"   {name} ({size:.2f}M parameters): "
+            + ", ".join(f"{t:.1f}" for t in times)
+            + f" s; median {median[name]:.1f} s"
+        )
+    print(
+        f"3. beam 4 side by side, {len(german)} test_2016_flickr sentences, {rounds} rounds: {path} takes "
+        f"{median[path] / median[against]:.2f}x the time of {against} (target <= 1.00)",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip-cache", action="store_true", help="leave out the cache-vs-no-cache timing (1.)")
     parser.add_argument(
         "--checkpoint", help="a trained checkpoint; default: a random model of the multi30k-cpu-words size"
     )
+    parser.add_argument(
+        "--against", help="with --checkpoint: a second checkpoint, timed in turn with it (beam 4), and the ratio"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="with --against: rounds of both (default 3)")
     parser.add_argument("--cap", action="store_true", help="also time decoding every sentence to source length + 50")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2, the course's CPU)")
@@ -161,10 +195,15 @@ def main() -> None:
         f"load average {os.getloadavg()[0]:.1f}",
         flush=True,
     )
+    if args.against and not args.checkpoint:
+        parser.error("--against compares with --checkpoint: give both")
     with torch.inference_mode():
-        cache_vs_no_cache()
+        if not args.skip_cache:
+            cache_vs_no_cache()
         german, src_lengths, tgt_lengths = test_sentences()
-        if args.checkpoint:
+        if args.checkpoint and args.against:
+            beam_side_by_side(args.checkpoint, args.against, german, args.batch_size, args.rounds)
+        elif args.checkpoint:
             beam_on_checkpoint(args.checkpoint, german, args.batch_size)
         else:
             beam_on_random_model(src_lengths, tgt_lengths, args.batch_size, cap=False)

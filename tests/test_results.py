@@ -70,9 +70,9 @@ def test_no_run_figure_is_quoted_without_its_marker(path):
 
 
 def test_a_changed_figure_fails_at_every_quote_in_both_languages():
-    target = "multi30k-cpu/best/test/beam4/sacrebleu"
+    target = "contest-c/best/test/beam4/sacrebleu"
     planted = copy.deepcopy(DATA)
-    planted["runs"]["multi30k-cpu"]["evaluations"]["best/test/beam4"]["sacrebleu"] = 41.07
+    planted["runs"]["contest-c"]["evaluations"]["best/test/beam4"]["sacrebleu"] = 41.07
     marker = re.compile(r"<!--\s*fig:[^>]*" + re.escape(target) + r"[^>]*-->")  # alone or in a difference
     quoted = {where(p): len(marker.findall(markdown_of(p))) for p in PROSE + NOTEBOOKS}
     assert sum(quoted.values()) >= 4, f"the default's beam-4 figure should be quoted (and marked) in prose: {quoted}"
@@ -83,18 +83,18 @@ def test_a_changed_figure_fails_at_every_quote_in_both_languages():
 
 
 def test_check_quotes_reads_the_precision_a_number_is_written_with():
-    assert not results.check_quotes("40.2<!--fig:multi30k-cpu/best/test/beam4/sacrebleu-->", DATA)
-    assert not results.check_quotes("9.6M<!--fig:multi30k-cpu/parameters--> parameters", DATA)
-    assert not results.check_quotes("2,338<!--fig:multi30k-cpu/steps--> steps", DATA)
+    assert not results.check_quotes("40.2<!--fig:contest-c/best/test/beam4/sacrebleu-->", DATA)
+    assert not results.check_quotes("9.6M<!--fig:contest-c/parameters--> parameters", DATA)
+    assert not results.check_quotes("2,338<!--fig:contest-c/steps--> steps", DATA)
     assert not results.check_quotes(
-        "+1.80<!--fig:multi30k-cpu/best/test/beam4/sacrebleu - multi30k-cpu/best/test/greedy/sacrebleu-->", DATA
+        "+1.80<!--fig:contest-c/best/test/beam4/sacrebleu - contest-c/best/test/greedy/sacrebleu-->", DATA
     )
-    assert results.check_quotes("40.3<!--fig:multi30k-cpu/best/test/beam4/sacrebleu-->", DATA)
-    assert results.check_quotes("2,339<!--fig:multi30k-cpu/steps-->", DATA)
+    assert results.check_quotes("40.3<!--fig:contest-c/best/test/beam4/sacrebleu-->", DATA)
+    assert results.check_quotes("2,339<!--fig:contest-c/steps-->", DATA)
 
 
 def test_a_marker_that_names_nothing_says_what_exists():
-    (problem,) = results.check_quotes("40.18<!--fig:multi30k-cpu/best/test/beam5/sacrebleu-->", DATA, "x")
+    (problem,) = results.check_quotes("40.18<!--fig:contest-c/best/test/beam5/sacrebleu-->", DATA, "x")
     assert "no evaluation 'best/test/beam5'" in problem and "best/test/beam4" in problem
     (problem,) = results.check_quotes("1.0<!--fig:no-such-run/steps-->", DATA, "x")
     assert "no run 'no-such-run'" in problem
@@ -109,13 +109,13 @@ def test_an_unmarked_run_figure_is_named_with_the_marker_to_write():
     "quote, path",
     [
         ("the word-level run reaches 37.4 BLEU with beam 4", "multi30k-cpu-words/best/test/beam4/sacrebleu"),
-        ("it trains for 45 minutes on two CPU cores", "multi30k-cpu/train_minutes"),
-        ("the 45-minute run", "multi30k-cpu/train_minutes"),
-        ("a model of 9.6M parameters", "multi30k-cpu/parameters"),
-        ("about 9.6 million parameters", "multi30k-cpu/parameters"),
-        ("it stops after 9.5 epochs", "multi30k-cpu/epochs"),
-        ("训练 2,338 步", "multi30k-cpu/steps"),
-        ("检查点有 39.1 MB", "multi30k-cpu/checkpoint_mb"),
+        ("it trains for 45 minutes on two CPU cores", "contest-c/train_minutes"),
+        ("the 45-minute run", "contest-c/train_minutes"),
+        ("a model of 9.6M parameters", "contest-c/parameters"),
+        ("about 9.6 million parameters", "contest-c/parameters"),
+        ("it stops after 9.5 epochs", "contest-c/epochs"),
+        ("训练 2,338 步", "contest-c/steps"),
+        ("检查点有 39.1 MB", "contest-c/checkpoint_mb"),
     ],
 )
 def test_a_one_decimal_or_unit_quote_of_a_run_figure_needs_its_marker(quote, path):
@@ -159,12 +159,12 @@ def test_a_tables_citation_in_its_header_covers_its_rows_and_only_them():
 
 
 def test_figure_reads_runs_and_differences():
-    assert results.figure("multi30k-cpu/best/test/beam4/sacrebleu", DATA) == 40.18
-    assert results.figure("multi30k-cpu/steps", DATA) == 2338
-    diff = results.figure("multi30k-cpu/best/test/beam4/sacrebleu - multi30k-cpu/best/test/greedy/sacrebleu", DATA)
+    assert results.figure("contest-c/best/test/beam4/sacrebleu", DATA) == 40.18
+    assert results.figure("contest-c/steps", DATA) == 2338
+    diff = results.figure("contest-c/best/test/beam4/sacrebleu - contest-c/best/test/greedy/sacrebleu", DATA)
     assert diff == pytest.approx(1.80)
     with pytest.raises(KeyError, match="has no number 'nope'"):
-        results.figure("multi30k-cpu/nope", DATA)
+        results.figure("contest-c/nope", DATA)
 
 
 def test_record_evaluation_takes_what_evaluate_json_writes(tmp_path):

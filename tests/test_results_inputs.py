@@ -63,15 +63,15 @@ def test_figures_are_shown_as_prose_writes_them():
 @pytest.mark.parametrize(
     "text",
     [
-        "The default `multi30k-cpu` reaches 40.19 sacreBLEU with beam 4.",
-        "`multi30k-cpu` trained for 2,339 steps.",
-        "After 2,338<!--fig:multi30k-cpu/steps--> steps it reaches 40.19 BLEU.",
+        "The contest's `contest-c` reaches 40.19 sacreBLEU with beam 4.",
+        "`contest-c` trained for 2,339 steps.",
+        "After 2,338<!--fig:contest-c/steps--> steps it reaches 40.19 BLEU.",
     ],
 )
 def test_a_number_near_a_figure_of_the_run_its_sentence_names_is_flagged(text):
     data = load_results()
     problems = check_quotes(text, data, "x")
-    assert len(problems) == 1 and "within 1 %" in problems[0] and "multi30k-cpu/" in problems[0], problems
+    assert len(problems) == 1 and "within 1 %" in problems[0] and "contest-c/" in problems[0], problems
 
 
 def test_a_near_number_about_no_run_or_written_as_a_setting_is_no_quote():

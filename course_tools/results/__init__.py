@@ -1,7 +1,7 @@
 """Measured results: the tables of ``docs/results.md``, and the commands that record a measurement.
 
-The data is ``docs/results.json`` (:mod:`.figures`: a figure by its path, ``multi30k-cpu/steps`` is 2338); prose
-quotes a figure with a marker that :mod:`.quotes` checks (``40.18<!--fig:multi30k-cpu/best/test/beam4/sacrebleu-->``).
+The data is ``docs/results.json`` (:mod:`.figures`: a figure by its path, ``contest-c/steps`` is 2338); prose
+quotes a figure with a marker that :mod:`.quotes` checks (``40.18<!--fig:contest-c/best/test/beam4/sacrebleu-->``).
 This package renders docs/results.md's tables from the data (:func:`render_table`; tests/test_results.py checks
 that the file holds the ones it writes) and writes the data: ``python -m course_tools.results add-eval RUN
 KEY EVAL.json`` (the JSON of ``evaluate --json``), ``add-run RUN RUN_FOLDER`` (history.json and best.pt; both

@@ -1,7 +1,7 @@
 """The course's measured runs as data: ``docs/results.json``, and one figure of it by its path.
 
 A figure is named by a path: the run, then (for a score) checkpoint/split/decoding, then the field —
-``multi30k-cpu/best/test/beam4/sacrebleu`` is 40.18, ``multi30k-cpu/steps`` is 2338 (:func:`figure`), and
+``contest-c/best/test/beam4/sacrebleu`` is 40.18, ``contest-c/steps`` is 2338 (:func:`figure`), and
 ``a - b`` is a difference of two. :mod:`.quotes` checks the prose that quotes them; :mod:`.results` renders the
 tables of docs/results.md and records new measurements.
 """
@@ -77,7 +77,8 @@ def seed_summary(name: str, data: dict) -> dict:
     """A run of kind ``seeds`` (one recipe trained with several seeds, each its own run named in ``seeds``) with
     its figures computed from those runs, never written by hand: for each split/decoding every seed scored with
     the checkpoint it chose by validation, ``mean/…``, ``min/…``, ``max/…`` and ``spread/…`` (max − min) of
-    sacreBLEU and tokenized BLEU, and the seeds' common ``parameters``. Any other run is returned as it is."""
+    sacreBLEU and tokenized BLEU, and every number the seeds share (``parameters``, ``train_minutes``). Any other
+    run is returned as it is."""
     run = data["runs"][name]
     if run.get("kind") != "seeds":
         return run
@@ -103,8 +104,10 @@ def seed_summary(name: str, data: dict) -> dict:
             ):
                 evaluations.setdefault(f"{stat}/{key}", {})[field] = round(value, 2)
     summary["evaluations"] = evaluations
-    if len({r.get("parameters") for r in seeds}) == 1 and "parameters" in seeds[0]:
-        summary["parameters"] = seeds[0]["parameters"]
+    for key, value in seeds[0].items():  # what every seed shares: the parameters, the minutes of training
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and key not in SETTINGS:
+            if all(r.get(key) == value for r in seeds):
+                summary.setdefault(key, value)
     return summary
 
 

@@ -1,7 +1,7 @@
 """Figures quoted in prose: every quote of a run figure carries a marker, and agrees with the data.
 
 Prose quotes a figure with a marker right after the number, an HTML comment that Jupyter, GitHub and the HTML
-edition hide: ``40.18<!--fig:multi30k-cpu/best/test/beam4/sacrebleu-->`` (a difference:
+edition hide: ``40.18<!--fig:contest-c/best/test/beam4/sacrebleu-->`` (a difference:
 ``+1.80<!--fig:X - Y-->``). :func:`check_quotes` compares each marked number, at the precision it is written with
 (``40.2``, ``9.6M``, ``2,338``), with the data (:mod:`.figures`), and flags a number that equals a run figure but
 has no marker — a number precise enough to be a measurement (``40.18``, ``2,338``, ``37.4``), or one whose unit
@@ -179,7 +179,7 @@ def _runs_named(sentence: str, data: dict) -> set[str]:
 
 def _near_misses(text: str, data: dict, marked: list[tuple[int, int]]):
     """(match, path, value) for every unmarked number that is within 1 % of a figure of a run its sentence is
-    about, but equals none: ``40.19`` written beside ``multi30k-cpu`` whose figure is 40.18."""
+    about, but equals none: ``40.19`` written beside ``contest-c`` whose figure is 40.18."""
     values = run_figures(data)
     for match in NUMBER.finditer(text):
         if any(start <= match.start() < end for start, end in marked):
