@@ -77,8 +77,8 @@ def seed_summary(name: str, data: dict) -> dict:
     """A run of kind ``seeds`` (one recipe trained with several seeds, each its own run named in ``seeds``) with
     its figures computed from those runs, never written by hand: for each split/decoding every seed scored with
     the checkpoint it chose by validation, ``mean/…``, ``min/…``, ``max/…`` and ``spread/…`` (max − min) of
-    sacreBLEU and tokenized BLEU, and every number the seeds share (``parameters``, ``train_minutes``). Any other
-    run is returned as it is."""
+    sacreBLEU, tokenized BLEU and the outputs with ``<unk>``, and every number the seeds share (``parameters``,
+    ``train_minutes``). Any other run is returned as it is."""
     run = data["runs"][name]
     if run.get("kind") != "seeds":
         return run
@@ -94,7 +94,7 @@ def seed_summary(name: str, data: dict) -> dict:
     ]
     evaluations = {}
     for key in [k for k in chosen[0] if all(k in c for c in chosen)]:
-        for field in ("sacrebleu", "tokenized_bleu"):
+        for field in [f for f in ("sacrebleu", "tokenized_bleu", "unk_outputs") if all(f in c[key] for c in chosen)]:
             values = [c[key][field] for c in chosen]
             for stat, value in (
                 ("mean", sum(values) / len(values)),
