@@ -165,8 +165,8 @@ def beam_side_by_side(path: str, against: str, german: list[str], batch_size: in
         size = tc.count_parameters(checkpoints[name].model) / 1e6
         print(
             f"   {name} ({size:.2f}M parameters): "
-            + ", ".join(f"{t:.1f}" for t in times)
-            + f" s; median {median[name]:.1f} s"
+            + ", ".join(f"{t:.2f}" for t in times)
+            + f" s; median {median[name]:.2f} s"
         )
     print(
         f"3. beam 4 side by side, {len(german)} test_2016_flickr sentences, {rounds} rounds: {path} takes "

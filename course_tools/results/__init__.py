@@ -172,7 +172,7 @@ def render_bleu_search(run_name: str, data: dict) -> str:
         run = data["runs"].get(label)
         if run is None:
             continue
-        settings = ", ".join(f"`{s}`" for s in run.get("set", [])) or "the preset as it is"
+        settings = ", ".join(f"`{s}`" for s in run.get("set", [])) or "the preset as it was when measured"
         chosen = run.get("chosen", "best" if run.get("evaluations") else None)  # a run stopped early chose nothing
         chosen = "–" if chosen is None else f"`{chosen}`"
         rows.append(
