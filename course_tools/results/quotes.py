@@ -124,7 +124,8 @@ def _table_header(text: str, start: int) -> str:
         if not text[previous:header].lstrip().startswith("|"):
             break
         header = previous
-    return text[header : text.find("\n", header) % (len(text) + 1)]
+    end = text.find("\n", header)
+    return text[header:] if end < 0 else text[header:end]
 
 
 def _candidates(text: str, data: dict):
