@@ -1,14 +1,14 @@
-"""The exported page, int8 against fp32: its size, load time, time per translation in headless Chromium, and how
-many translations differ from Python's fp32 greedy ones, with the BLEU change.
+"""The exported page at each precision (int8, int10, int12, fp32): its size, load time, time per translation in
+headless Chromium, and how many translations differ from Python's fp32 greedy ones, with the BLEU change.
 
-    python benchmarks/web_page.py [--checkpoint PATH] [--sentences 1000] [--json-dir DIR]
+    python benchmarks/web_page.py [--checkpoint PATH] [--sentences 1000] [--precisions int8,fp32] [--json-dir DIR]
 
 One row per precision: page MiB, model ready (seconds after navigation), the first translation (ms, run by the page
 when it opens), the median of the later ones (ms), translations that differ from ``translate(checkpoint, …,
 beam_size=1)`` in Python, and sacreBLEU of the page's translations minus Python's on test2016.
 
-Without ``--checkpoint`` the model is the ``multi30k-cpu`` preset (joint BPE 8,000 learned on the train split,
-3 + 3 layers, d_model 256, 8 heads: 9.6M parameters) with random weights: its size and load time are the real
+Without ``--checkpoint`` the model is the ``multi30k-cpu`` preset (its joint BPE learned on the train split) with
+random weights: its size and load time are the real
 model's; a random model seldom says </s>, so its sentences all run to the length limit (source length + 50
 steps), the slowest case, and its BLEU means nothing. With a trained checkpoint the sentences stop at </s>.
 ``--json-dir`` writes one ``evaluate --json``-like file per precision (and python-fp32.json) for
@@ -31,6 +31,7 @@ import torch
 
 from course_tools.web import export_web
 from course_tools.web.chromium import Chromium
+from course_tools.web.export import PRECISIONS, precision_bits
 from transformer_course.checkpoint import save_checkpoint
 from transformer_course.config import get_preset
 from transformer_course.data import load_pairs, subword_tokenizer
@@ -86,8 +87,19 @@ def main() -> None:
     parser.add_argument("--checkpoint", help="a trained checkpoint (default: the multi30k-cpu preset, random)")
     parser.add_argument("--sentences", type=int, default=1000, help="test2016 sentences to translate (default: all)")
     parser.add_argument("--root", default="data", help="data folder (default: data)")
-    parser.add_argument("--json-dir", help="write int8.json, fp32.json and python-fp32.json here (for add-eval)")
+    parser.add_argument(
+        "--precisions",
+        default=",".join(PRECISIONS),
+        help=f"the pages to build and measure, comma-separated (default: {','.join(PRECISIONS)})",
+    )
+    parser.add_argument(
+        "--json-dir", help="write PRECISION.json for each page and python-fp32.json here (for add-eval)"
+    )
+    parser.add_argument("--record", metavar="RUN", help="write the figures as this run of docs/results.json")
     args = parser.parse_args()
+    precisions = args.precisions.split(",")
+    for precision in precisions:
+        precision_bits(precision)  # an unknown one is refused before any work
     pairs = load_pairs("test", args.root)[: args.sentences]
     sources, references = [de for de, _ in pairs], [en for _, en in pairs]
     with tempfile.TemporaryDirectory() as tmp:
@@ -95,7 +107,7 @@ def main() -> None:
         start = time.perf_counter()
         python = translate(checkpoint, sources, beam_size=1)
         runs = {"python-fp32": {"texts": python, "seconds": time.perf_counter() - start}}
-        for precision in ("int8", "fp32"):
+        for precision in precisions:
             index = export_web(checkpoint, Path(tmp) / precision, precision=precision)
             runs[precision] = measure_page(index, sources)
     base = sacre_bleu(python, references)[0].score
@@ -104,15 +116,42 @@ def main() -> None:
         "precision | page MiB | model ready (s after navigation) | first translation (ms) | later (median ms) "
         "| translations changed | sacreBLEU change"
     )
-    for precision in ("int8", "fp32"):
+    figures = {}
+    for precision in precisions:
         r = runs[precision]
         changed = sum(a != b for a, b in zip(r["texts"], python))
         bleu = sacre_bleu(r["texts"], references)[0].score
+        figures |= {
+            f"{precision}_mib": round(r["mib"], 1),
+            f"{precision}_ready_ms": int(round(r["ready_ms"], -1)),
+            f"{precision}_first_ms": round(r["first_ms"]),
+            f"{precision}_later_median_ms": round(r["later_ms"]),
+            f"{precision}_changed": changed,
+            f"{precision}_sacrebleu_change": round(bleu - base, 2),
+        }
         print(
             f"{precision} | {r['mib']:.1f} | {r['ready_ms'] / 1000:.2f} | {r['first_ms']:.0f} | {r['later_ms']:.0f} "
             f"| {changed} of {len(sources)} | {bleu - base:+.2f}"
         )
-    print("load average:", " ".join(f"{x:.1f}" for x in os.getloadavg()))
+    load = os.getloadavg()
+    print("load average:", " ".join(f"{x:.1f}" for x in load))
+    if args.record:
+        from course_tools.results import record_figures
+
+        record_figures(
+            args.record,
+            {
+                "kind": "web-page",
+                "about": "benchmarks/web_page.py: the page at each precision in headless Chromium from file://; "
+                "changed: translations that differ from Python's fp32 greedy; ready: ms after navigation",
+                "measured": time.strftime("%Y-%m-%d"),
+                "machine": {"cpu_count": os.cpu_count(), "load_after": [round(x, 2) for x in load]},
+                "checkpoint": "/".join(Path(args.checkpoint).parts[-2:]) if args.checkpoint else "random multi30k-cpu",
+                "test": {"split": "test2016", "sentences": len(sources)},  # one level down: not a figure
+                **figures,
+            },
+        )
+        print(f"recorded as the run {args.record!r}")
     if args.json_dir:
         Path(args.json_dir).mkdir(parents=True, exist_ok=True)
         for name, r in runs.items():

@@ -11,7 +11,8 @@ model's, and the sacreBLEU change.
 - ``per-tensor 8``: one symmetric scale per matrix, 8 bits (what a single-scale int8 export stores);
 - ``per-channel 8``: one scale per output channel, 8 bits (what ``export-web``'s int8 page stores, with the
   activations in fp32);
-- ``per-channel 9``: the same with 9 bits, half the rounding error: how the count scales with the error;
+- ``per-channel 9``, ``10``, ``11``, ``12``: the same with more bits, each halving the rounding error: how the count
+  scales with the error (``export-web --precision int10`` and ``int12`` store such pages);
 - ``GPTQ 8``: per-channel 8 bits, each matrix's columns rounded in turn with the error pushed onto the columns
   not yet rounded, weighted by the inputs the layer sees (Frantar et al., ICLR 2023, "GPTQ"); its inputs are
   collected while the fp32 model translates the first ``--calibration`` training sentences (never test);
@@ -208,6 +209,9 @@ def main(argv: list[str] | None = None) -> None:
         "per-tensor 8": (8, False, None, None),
         "per-channel 8": (8, True, None, None),
         "per-channel 9": (9, True, None, None),
+        "per-channel 10": (10, True, None, None),
+        "per-channel 11": (11, True, None, None),
+        "per-channel 12": (12, True, None, None),
         "GPTQ 8": (8, True, moments, None),
         "per-group-64 8": (8, True, None, 64),
         "per-group-32 8": (8, True, None, 32),

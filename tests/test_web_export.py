@@ -300,49 +300,73 @@ def test_each_graph_holds_only_the_rows_of_the_cross_attention_it_reads(web_expo
         assert not any(holds([query], a) for a in held["encoder.onnx"])
 
 
-# ---- the default export: int8 weights ---------------------------------------------------------------------------
+# ---- the rounded exports: int8, and past 8 bits two byte planes --------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def int8_export(web_checkpoints, tmp_path_factory):
+def rounded_exports(web_checkpoints, tmp_path_factory):
     from course_tools.web import export_web
 
-    folder = tmp_path_factory.mktemp("web-int8")
-    export_web(web_checkpoints["bpe"], folder)  # the default precision
-    return folder
+    folders = {}
+    for precision in ("int8", "int10"):
+        folders[precision] = tmp_path_factory.mktemp(f"web-{precision}")
+        export_web(web_checkpoints["bpe"], folders[precision], precision=precision)
+    return folders
+
+
+def test_the_default_precision_is_one_the_command_line_and_export_web_share():
+    import inspect
+
+    from course_tools.web.command import build_parser
+    from course_tools.web.export import DEFAULT_PRECISION, PRECISIONS, export_web
+
+    assert DEFAULT_PRECISION in PRECISIONS and DEFAULT_PRECISION != "fp32"
+    assert build_parser().parse_args(["c.pt", "out"]).precision == DEFAULT_PRECISION
+    assert inspect.signature(export_web).parameters["precision"].default == DEFAULT_PRECISION
 
 
 @pytest.mark.slow  # exports ONNX graphs
-def test_the_default_export_stores_every_weight_matrix_once_as_int8(int8_export, web_exports):
+@pytest.mark.parametrize("precision", ["int8", "int10"])
+def test_a_rounded_export_stores_every_weight_matrix_once_in_its_planes(precision, rounded_exports, web_exports):
     import onnx
     from onnx import numpy_helper
 
-    manifest = json.loads((int8_export / "manifest.json").read_text(encoding="utf-8"))
-    assert manifest["precision"] == "int8"
-    assert manifest["int8"]["session_config"] == SESSION_CONFIG  # what another tool's session needs to match
+    folder, bits = rounded_exports[precision], int(precision[3:])
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["precision"] == precision and manifest["quantization"]["bits"] == bits
+    assert manifest["quantization"]["session_config"] == SESSION_CONFIG  # what another tool's session needs to match
     assert json.loads((web_exports["bpe"] / "manifest.json").read_text(encoding="utf-8"))["precision"] == "fp32"
     for name in ("encoder.onnx", "decoder_step.onnx"):
-        graph = onnx.load(int8_export / name).graph
+        graph = onnx.load(folder / name).graph
         arrays = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
         matrices = {n: a for n, a in arrays.items() if a.ndim == 2 and a.size >= 64 * 64}
         fp32 = [n for n, a in matrices.items() if a.dtype == np.float32]
         assert all("pos" in n or n.startswith("val_") for n in fp32), f"{name}: weights left in fp32: {fp32}"
         assert len(fp32) <= 1, f"{name}: only the positional table stays fp32, found {fp32}"
-        tied = [n for n, a in matrices.items() if a.shape == (manifest["vocab"]["tgt"], manifest["d_model"])]
+        tied = [  # its top bits (int8) once; its low plane, past 8 bits, is checked below
+            n
+            for n, a in matrices.items()
+            if a.shape == (manifest["vocab"]["tgt"], manifest["d_model"]) and not n.endswith("_low")
+        ]
         assert len(tied) <= 1 and all(arrays[n].dtype == np.int8 for n in tied), f"{name}: the tied matrix: {tied}"
-        stored = [n for n, a in arrays.items() if a.dtype == np.int8]
-        assert stored and all(n.endswith("_quantized") for n in stored), f"{name}: int8 arrays {stored}"
-        int8 = (int8_export / name).stat().st_size
-        assert int8 < 0.4 * (web_exports["bpe"] / name).stat().st_size, f"{name}: {int8} bytes"
+        high = [n for n, a in arrays.items() if a.dtype == np.int8]
+        assert high and all(n.endswith("_quantized") for n in high), f"{name}: int8 arrays {high}"
+        low = sorted(n for n, a in arrays.items() if a.dtype == np.uint8)
+        assert low == (sorted(n.removesuffix("_quantized") + "_low" for n in high) if bits > 8 else []), name
+        assert all(int(arrays[n].max()) < 2 ** (bits - 8) for n in low), f"{name}: a low plane past {bits - 8} bits"
+        size = (folder / name).stat().st_size
+        assert size < 0.4 * (web_exports["bpe"] / name).stat().st_size * (bits / 8), f"{name}: {size} bytes"
 
 
 @pytest.mark.slow  # exports ONNX graphs
-def test_int8_graphs_stay_close_to_pytorch_and_greedy_mostly_agrees(int8_export, web_checkpoints):
-    """Quantization moves every number a little: the log-probabilities by well under 0.5, and the greedy loop
+@pytest.mark.parametrize("precision", ["int8", "int10"])
+def test_rounded_graphs_stay_close_to_pytorch_and_greedy_mostly_agrees(precision, rounded_exports, web_checkpoints):
+    """Rounding moves every number a little: the log-probabilities by well under 0.5, and the greedy loop
     keeps most translations (benchmarks/web_page.py counts them on test2016: docs/results.md)."""
+    folder = rounded_exports[precision]
     checkpoint = load_checkpoint(web_checkpoints["bpe"])
-    int8 = {"checkpoint": checkpoint, "encoder": session(int8_export / "encoder.onnx")}
-    int8["step"] = session(int8_export / "decoder_step.onnx")
+    page = {"checkpoint": checkpoint, "encoder": session(folder / "encoder.onnx")}
+    page["step"] = session(folder / "decoder_step.onnx")
     test = [de for de, _ in load_pairs("test", web_checkpoints["root"])][:SENTENCES]
     model, same, worst = checkpoint.model.eval(), 0, 0.0
     for src_ids in source_ids(checkpoint, test):
@@ -352,11 +376,11 @@ def test_int8_graphs_stay_close_to_pytorch_and_greedy_mostly_agrees(int8_export,
             expected = greedy_decode(model, src, padding_mask(src, PAD), limit, BOS, EOS, return_result=True)
         tokens = expected.tokens[0].tolist()
         read = tokens[: tokens.index(EOS)] if EOS in tokens else tokens
-        _, steps = run_steps(int8, src_ids, read, limit)
+        _, steps = run_steps(page, src_ids, read, limit)
         for step, logits in zip(steps, expected.logits[0]):
             worst = max(worst, float(np.abs(step["logits"][0] - logits.numpy()).max()))
         chosen = [int(s["log_probs"][0].argmax()) for s in steps]  # along PyTorch's path (teacher forcing)
         generated = [t for t in tokens[1:] if t != PAD]
         same += chosen[: len(generated)] == generated
-    assert worst < 0.5, f"int8 logits differ from PyTorch's by {worst:.3f}"
-    assert same >= 0.7 * SENTENCES, f"int8 greedy agrees with PyTorch on {same} of {SENTENCES} sentences"
+    assert worst < 0.5 * 2 ** (8 - int(precision[3:])), f"{precision} logits differ from PyTorch's by {worst:.3f}"
+    assert same >= 0.7 * SENTENCES, f"{precision} greedy agrees with PyTorch on {same} of {SENTENCES} sentences"

@@ -615,12 +615,12 @@ def test_the_beam_is_drawn_step_by_step_and_hovering_a_hypothesis_shows_its_cros
 
 
 @pytest.fixture(scope="module")
-def int8_page(web_checkpoints, tmp_path_factory):
+def default_page(web_checkpoints, tmp_path_factory):
     from course_tools.web import export_web
     from course_tools.web.chromium import Chromium
 
-    folder = tmp_path_factory.mktemp("web-page-int8")
-    export_web(web_checkpoints["bpe"], folder)  # the default: int8 weights
+    folder = tmp_path_factory.mktemp("web-page-default")
+    export_web(web_checkpoints["bpe"], folder)  # the default precision: rounded weights
     with Chromium() as chromium:
         chromium.open(folder / "index.html")
         chromium.evaluate("tcPage.ready.then(r => r.text)")
@@ -630,25 +630,26 @@ def int8_page(web_checkpoints, tmp_path_factory):
 @pytest.mark.browser
 @pytest.mark.slow
 @needs_chromium
-def test_the_int8_page_translates_as_pytorch_does_with_the_same_rounded_weights(int8_page, test_pairs):
-    """The default page's int8 weights are the fp32 model's rounded per output channel: fifty test sentences give,
+def test_the_default_page_translates_as_pytorch_does_with_the_same_rounded_weights(default_page, test_pairs):
+    """The default page's weights are the fp32 model's rounded per output channel: fifty test sentences give,
     token for token, what the PyTorch model with its weights rounded the same way gives
-    (benchmarks/weight_rounding.py's per-channel 8-bit grid, an independent rounding). Two float libraries sum in
+    (benchmarks/weight_rounding.py's per-channel grid of as many bits, an independent rounding). Two float libraries sum in
     different orders, so a step where the rounded model's two best words are tied to within 1e-3 may go either
     way: each sentence that differs must part at such a step, and at most two may."""
+    from course_tools.web.export import DEFAULT_PRECISION, precision_bits
     from transformer_course.decode import greedy_decode
 
     from helpers import first_difference, load_module, top2_gap
 
     rounding = load_module(ROOT / "benchmarks" / "weight_rounding.py", "weight_rounding")
-    checkpoint = load_checkpoint(int8_page["checkpoint"])
-    model = rounding.rounded_model(checkpoint, 8, per_channel=True)
+    checkpoint = load_checkpoint(default_page["checkpoint"])
+    model = rounding.rounded_model(checkpoint, precision_bits(DEFAULT_PRECISION), per_channel=True)
     sentences = [de for de, _ in test_pairs[:50]]
     decoded = decode_sentences(
         model, checkpoint.src_vocab, sentences, src_lang=checkpoint.src_lang, tokenizer=checkpoint.tokenizer
     )
     expected = [ids[: ids.index(EOS) + 1] if EOS in ids else ids for _, ids in decoded]
-    got = [type_and_translate(int8_page["browser"], s)["ids"] for s in sentences]
+    got = [type_and_translate(default_page["browser"], s)["ids"] for s in sentences]
     differ = [i for i, (a, b) in enumerate(zip(got, expected)) if a != b]
     for i in differ:
         at = first_difference(expected[i][1:], got[i][1:])
@@ -657,7 +658,7 @@ def test_the_int8_page_translates_as_pytorch_does_with_the_same_rounded_weights(
         gap = top2_gap(out.logits[0, at])
         assert gap < 1e-3, f"sentence {i} parts from the rounded model at step {at}, where its gap is {gap:.2e}"
     assert len(differ) <= 2, f"{len(differ)} of 50 differ: {differ}"
-    assert int8_page["browser"].console == []
+    assert default_page["browser"].console == []
 
 
 @pytest.mark.browser

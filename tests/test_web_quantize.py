@@ -272,3 +272,46 @@ def test_with_groups_each_run_of_a_channels_inputs_gets_its_scale_and_the_sessio
 
     ops = optimized_ops(int8, tmp_path)
     assert not {"Cast", "Mul", "Reshape", "DequantizeLinear"} & set(ops), ops  # folded at load
+
+
+def nearest_steps(weight: np.ndarray, axis: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """Brute force: for each number of ``weight``, the nearest of the 2^bits − 1 points k · scale, k = −top … top,
+    with scale = max |w| / top over its output channel (``axis``); the k's and the rounded matrix."""
+    top = 2 ** (bits - 1) - 1
+    channels = weight if axis == 0 else weight.T  # (out, in)
+    scale = np.abs(channels).max(axis=1, keepdims=True) / np.float32(top)
+    scale = np.where(scale > 0, scale, 1).astype(np.float32)
+    grid = np.arange(-top, top + 1)
+    k = grid[np.abs((channels / scale)[..., None] - grid).argmin(-1)]  # every point tried
+    rounded = (k * scale).astype(np.float32)
+    return (k, rounded) if axis == 0 else (k.T, np.ascontiguousarray(rounded.T))
+
+
+@pytest.mark.parametrize("bits", [10, 12])
+def test_past_8_bits_each_weight_is_the_nearest_point_of_the_finer_grid_in_two_byte_planes(bits, tmp_path):
+    w, ids = weights(), np.array([3, 0, 10], np.int64)
+    model = quantize_weights(graph(w), bits=bits)
+    stored = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    rounded = dict(w)
+    for name, axis in {"tied": 0, "up": 1, "down": 1, "packed": 0}.items():
+        assert name not in stored, f"{name} still stored in fp32"
+        high, low = stored[f"{name}_quantized"], stored[f"{name}_low"]
+        assert high.dtype == np.int8 and low.dtype == np.uint8 and int(low.max()) < 2 ** (bits - 8), name
+        k, rounded[name] = nearest_steps(w[name], axis, bits)
+        np.testing.assert_array_equal(high.astype(np.int64) * 2 ** (bits - 8) + low, k, err_msg=name)
+    np.testing.assert_allclose(run(model, ids, SESSION_CONFIG), run(graph(rounded), ids), rtol=1e-5, atol=1e-5)
+    exact, int8 = run(graph(w), ids), run(quantize_weights(graph(w)), ids, SESSION_CONFIG)
+    assert np.abs(run(model, ids, SESSION_CONFIG) - exact).max() < np.abs(int8 - exact).max() / 2
+    assert optimized_ops(model, tmp_path) == optimized_ops(graph(w), tmp_path)  # every plane folded at load
+
+
+def test_a_grid_of_fewer_than_8_or_more_than_16_bits_and_an_unknown_precision_are_refused_in_one_line():
+    from course_tools.web.export import precision_bits
+
+    for bits in (7, 17):
+        with pytest.raises(ValueError, match="bits must be 8 to 16"):
+            quantize_weights(graph(weights()), bits=bits)
+    assert [precision_bits(p) for p in ("int8", "int10", "int12", "fp32")] == [8, 10, 12, None]
+    for wrong in ("int9", "INT8", "fp16", ""):
+        with pytest.raises(ValueError, match=r"--precision must be one of \['int8', 'int10', 'int12', 'fp32'\]"):
+            precision_bits(wrong)

@@ -134,6 +134,33 @@ def test_a_symbolic_link_where_export_web_writes_is_refused_and_its_target_untou
     assert elsewhere.read_text() == "someone else's page"
 
 
+def test_a_run_folder_is_the_checkpoint_choose_chose_and_without_its_choice_one_line_says_what_to_run(
+    checkpoint, tmp_path, capsys
+):
+    import json
+
+    run = checkpoint.parent
+    code, err = export_web_cli(capsys, run, tmp_path / "page")
+    assert code != 0 and one_line(err) and f"choose --run {run}" in err
+    assert not (tmp_path / "page").exists()  # refused before any work
+    (run / "chosen.json").write_text(json.dumps({"chosen": "best-ema"}))
+    code, err = export_web_cli(capsys, run, tmp_path / "page")
+    assert code != 0 and one_line(err) and "chose best-ema, but" in err  # its file is missing
+
+
+@pytest.mark.slow  # one ONNX export
+def test_export_web_of_a_run_folder_exports_the_chosen_checkpoint(checkpoint, tmp_path, capsys):
+    import json
+    import shutil
+
+    run = checkpoint.parent
+    shutil.copy(checkpoint, run / "best-ema.pt")
+    (run / "chosen.json").write_text(json.dumps({"chosen": "best-ema"}))
+    assert export_web_cli(capsys, run, tmp_path / "page")[0] == 0
+    manifest = json.loads((tmp_path / "page" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["model"]["checkpoint"] == "best-ema.pt"
+
+
 def test_a_refused_export_reads_no_checkpoint(tmp_path):
     from course_tools.web import export_web
 

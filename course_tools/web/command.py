@@ -12,13 +12,17 @@ __all__ = ["build_parser", "cmd_export_web", "main"]
 
 
 def build_parser(prog: str = "python -m transformer_course export-web") -> argparse.ArgumentParser:
+    from .export import DEFAULT_PRECISION, PRECISIONS
+
     p = argparse.ArgumentParser(
         prog=prog,
         description="Write OUT/encoder.onnx, OUT/decoder_step.onnx, OUT/tokenizer.json, OUT/manifest.json and "
         "OUT/index.html: one self-contained page (onnxruntime-web, no server, no network) to open or share. "
         "Needs the [web] extra (onnx, onnxscript, onnxruntime).",
     )
-    p.add_argument("checkpoint", metavar="CHECKPOINT", help="a .pt file written by train")
+    p.add_argument(
+        "checkpoint", metavar="CHECKPOINT", help="a .pt file written by train, or a run folder: the one `choose` chose"
+    )
     p.add_argument(
         "out",
         metavar="OUT",
@@ -28,18 +32,23 @@ def build_parser(prog: str = "python -m transformer_course export-web") -> argpa
     p.add_argument("--language", default="en", help="the page's labels: en or zh (default: en)")
     p.add_argument(
         "--precision",
-        default="int8",
-        choices=["int8", "fp32"],
-        help="the graphs' weights: int8 (default; one scale per output channel, a page a third the size that "
-        "starts faster, a few translations change) or fp32 (exactly PyTorch's greedy translations)",
+        default=DEFAULT_PRECISION,
+        choices=list(PRECISIONS),
+        help="the graphs' weights, rounded with one scale per output channel: int10 (default), int8 (a smaller "
+        "page, more translations change) or int12; or fp32 (exactly PyTorch's greedy translations). "
+        "docs/results.md counts the changed translations",
     )
     return p
 
 
 def cmd_export_web(args) -> None:
+    from transformer_course.train.choose import checkpoint_or_chosen
+
     from .export import export_web
 
-    index = export_web(args.checkpoint, args.out, language=args.language, precision=args.precision)
+    index = export_web(
+        checkpoint_or_chosen(args.checkpoint), args.out, language=args.language, precision=args.precision
+    )
     size = index.stat().st_size / 2**20
     print(f"wrote {index} ({size:.1f} MiB, everything inside it): open it in a browser, or put it on any static host")
 

@@ -56,9 +56,11 @@ from .tokenizers import tokenizer_spec
 __all__ = [
     "COMMAND",
     "COURSE_CHECKPOINT",
+    "DEFAULT_PRECISION",
     "FILES",
     "FORMAT",
     "PRECISIONS",
+    "precision_bits",
     "check_graphs",
     "course_page",
     "export_graphs",
@@ -75,7 +77,18 @@ FORMAT = "course_tools/web-v1"
 COMMAND = "export-web"  # the name its manifest records
 FILES = ("encoder.onnx", "decoder_step.onnx", "tokenizer.json", "manifest.json", "index.html")  # what it writes in OUT
 CHECK_TOLERANCE = 1e-4  # onnxruntime against PyTorch, fp32 (measured differences are ~1e-6)
-PRECISIONS = ("int8", "fp32")  # the graphs' weights in the page: int8 (the default, a quarter of the bytes) or fp32
+# The graphs' weights in the page: N-bit integers with one scale per output channel (intN), or fp32 as trained.
+PRECISIONS = ("int8", "int10", "int12", "fp32")
+# export-web's and the edition's page: 10 bits change about a third as many greedy translations as int8 for a page
+# a fifth larger (docs/results.md, "The explorer page")
+DEFAULT_PRECISION = "int10"
+
+
+def precision_bits(precision: str) -> int | None:
+    """The bits of a weight in ``precision`` (``"int10"`` → 10), None for fp32; anything else is refused."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"--precision must be one of {list(PRECISIONS)}, got {precision!r}")
+    return None if precision == "fp32" else int(precision.removeprefix("int"))
 
 
 def _example_inputs(model, src_len: int = 5, cache_len: int = 8):
@@ -347,7 +360,9 @@ QUANTIZED_OPS = {"MatMul": 1, "Gemm": 0, "Gather": 0, "Slice": 0}
 SESSION_CONFIG = {"session.disable_quant_qdq": "1"}
 
 
-def quantize_graphs(paths: tuple[Path, Path], out: str | Path, keep=(), group: int | None = None) -> tuple[Path, Path]:
+def quantize_graphs(
+    paths: tuple[Path, Path], out: str | Path, keep=(), group: int | None = None, bits: int = 8
+) -> tuple[Path, Path]:
     """The two fp32 graphs with int8 weights, in ``out`` under the same names.
 
     Weight-only quantization: every matrix a MatMul, Gemm, Gather or Slice reads is stored as int8 with one fp32
@@ -365,7 +380,7 @@ def quantize_graphs(paths: tuple[Path, Path], out: str | Path, keep=(), group: i
     out.mkdir(parents=True, exist_ok=True)
     quantized = out / paths[0].name, out / paths[1].name
     for fp32, int8 in zip(paths, quantized):
-        onnx.save(quantize_weights(onnx.load(fp32), keep, group), int8)
+        onnx.save(quantize_weights(onnx.load(fp32), keep, group, bits), int8)
     return quantized
 
 
@@ -379,12 +394,16 @@ def inference_session(path: str | Path):
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def quantize_weights(model, keep=(), group: int | None = None):
+def quantize_weights(model, keep=(), group: int | None = None, bits: int = 8):
     """:func:`quantize_graphs`' pass on one ONNX model (changed in place and returned). ``keep``: arrays (the
     positional tables) that stay fp32 wherever the graph holds them (whole, by rows or transposed: :func:`holds`),
     whatever the exporter named them. ``group``: one scale per run of ``group`` numbers of an output channel
     (its inputs) instead of one per channel, given back by Cast, Mul and Reshape (any opset), where it divides
-    the channel; a matrix it does not divide keeps one scale per channel."""
+    the channel; a matrix it does not divide keeps one scale per channel. ``bits``: the grid, ±(2^(bits−1) − 1)
+    steps of the scale; past 8 (up to 16) each number is stored as two byte planes, its top 8 bits and the rest,
+    given back by Cast, Mul and Add."""
+    if not 8 <= bits <= 16:
+        raise ValueError(f"bits must be 8 to 16 (each number stored in one or two bytes), got {bits}")
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
@@ -413,33 +432,65 @@ def quantize_weights(model, keep=(), group: int | None = None):
         if axis < 0 or holds(keep, weight):
             continue  # read otherwise than as a weight, or a positional table (read as it is)
         graph.initializer.remove(init)
-        names = [f"{init.name}_quantized", f"{init.name}_scale"]
-        if group is not None and weight.shape[1 - axis] % group == 0:
-            # the channel's inputs in runs of `group`: (out, in/g, g) for (out, in), (in/g, g, out) for (in, out)
+        top = 2 ** (bits - 1) - 1  # symmetric: -top … top steps of the scale
+        grouped = group is not None and weight.shape[1 - axis] % group == 0
+        if (
+            grouped
+        ):  # the channel's inputs in runs of `group`: (out, in/g, g) for (out, in), (in/g, g, out) for (in, out)
             runs = (
                 weight.reshape(weight.shape[0], -1, group) if axis == 0 else weight.reshape(-1, group, weight.shape[1])
             )
-            scale = np.abs(runs).max(axis=2 if axis == 0 else 1, keepdims=True) / 127.0
-            scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
-            q = np.clip(np.rint(runs / scale), -127, 127).astype(np.int8)
-            shape = numpy_helper.from_array(np.array(weight.shape, dtype=np.int64), f"{init.name}_shape")
-            graph.initializer.extend(
-                [numpy_helper.from_array(q, names[0]), numpy_helper.from_array(scale, names[1]), shape]
-            )
-            cast, product = f"{init.name}_float", f"{init.name}_runs"
-            dequantize += [
-                helper.make_node("Cast", [names[0]], [cast], to=TensorProto.FLOAT, name=f"{init.name}_cast"),
-                helper.make_node("Mul", [cast, names[1]], [product], name=f"{init.name}_mul"),
-                helper.make_node("Reshape", [product, shape.name], [init.name], name=f"{init.name}_reshape"),
-            ]
-            continue
-        scale = np.abs(weight).max(axis=1 - axis) / 127.0  # one per output channel
+            scale = np.abs(runs).max(axis=2 if axis == 0 else 1, keepdims=True) / float(top)
+        else:  # one scale per output channel
+            runs = weight
+            scale = np.abs(weight).max(axis=1 - axis, keepdims=True) / float(top)
         scale = np.where(scale > 0, scale, 1.0).astype(np.float32)  # an all-zero channel: any scale gives 0
-        shape = (-1, 1) if axis == 0 else (1, -1)
-        q = np.clip(np.rint(weight / scale.reshape(shape)), -127, 127).astype(np.int8)
-        graph.initializer.extend([numpy_helper.from_array(q, names[0]), numpy_helper.from_array(scale, names[1])])
-        dequantize.append(helper.make_node("DequantizeLinear", names, [init.name], axis=axis, name=f"{init.name}_dq"))
-    for node in reversed(dequantize):  # at the start, in order: each Reshape after its Mul after its Cast
+        q = np.clip(np.rint(runs / scale), -top, top).astype(np.int32)
+        name = init.name
+        if bits == 8 and not grouped:  # the plain case: onnxruntime's own DequantizeLinear, one scale per channel
+            scale = scale.reshape(-1)
+            stored = [
+                numpy_helper.from_array(q.astype(np.int8), f"{name}_quantized"),
+                numpy_helper.from_array(scale, f"{name}_scale"),
+            ]
+            graph.initializer.extend(stored)
+            dequantize.append(
+                helper.make_node("DequantizeLinear", [s.name for s in stored], [name], axis=axis, name=f"{name}_dq")
+            )
+            continue
+        # Otherwise Cast, Mul (and Reshape for groups) give the matrix back; past 8 bits each number is stored as
+        # two planes, its top 8 bits (int8) and the low ones (uint8, 0 … 2^low − 1): q = high · 2^low + low, every
+        # plane a byte a number, which gzip packs to the bits it really holds.
+        low = bits - 8
+        value = f"{name}_float"
+        planes = [numpy_helper.from_array((q >> low).astype(np.int8), f"{name}_quantized")]
+        nodes = [helper.make_node("Cast", [planes[0].name], [value], to=TensorProto.FLOAT, name=f"{name}_cast")]
+        if low:
+            planes += [
+                numpy_helper.from_array((q & (2**low - 1)).astype(np.uint8), f"{name}_low"),
+                numpy_helper.from_array(np.array(2.0**low, np.float32), f"{name}_step"),
+            ]
+            nodes += [
+                helper.make_node("Mul", [value, planes[2].name], [f"{name}_high"], name=f"{name}_shift"),
+                helper.make_node(
+                    "Cast", [planes[1].name], [f"{name}_low_float"], to=TensorProto.FLOAT, name=f"{name}_low_cast"
+                ),
+                helper.make_node("Add", [f"{name}_high", f"{name}_low_float"], [f"{name}_steps"], name=f"{name}_add"),
+            ]
+            value = f"{name}_steps"
+        planes.append(numpy_helper.from_array(scale, f"{name}_scale"))
+        if grouped:
+            shape = numpy_helper.from_array(np.array(weight.shape, dtype=np.int64), f"{name}_shape")
+            planes.append(shape)
+            nodes += [
+                helper.make_node("Mul", [value, f"{name}_scale"], [f"{name}_runs"], name=f"{name}_mul"),
+                helper.make_node("Reshape", [f"{name}_runs", shape.name], [name], name=f"{name}_reshape"),
+            ]
+        else:
+            nodes.append(helper.make_node("Mul", [value, f"{name}_scale"], [name], name=f"{name}_mul"))
+        graph.initializer.extend(planes)
+        dequantize += nodes
+    for node in reversed(dequantize):  # at the start, in order: each node after the ones it reads
         graph.node.insert(0, node)
     return model
 
@@ -541,12 +592,14 @@ def manifest_for(checkpoint: Checkpoint, files: dict[str, bytes], check: float, 
         "precision": precision,
         **(
             {
-                "int8": {
-                    "weights": "symmetric, one scale per output channel; activations fp32",
+                "quantization": {
+                    "bits": precision_bits(precision),
+                    "weights": "symmetric, one scale per output channel; past 8 bits two byte planes "
+                    "(the top 8 bits and the rest); activations fp32",
                     "session_config": SESSION_CONFIG,
                 }
             }
-            if precision == "int8"
+            if precision != "fp32"
             else {}
         ),
         "decoding": "greedy or beam search; at most source length + 50 tokens after <s>, and at most max_len "
@@ -565,7 +618,7 @@ def manifest_for(checkpoint: Checkpoint, files: dict[str, bytes], check: float, 
 
 
 def export_web(
-    checkpoint: str | Path | Checkpoint, out: str | Path, language: str = "en", precision: str = "int8"
+    checkpoint: str | Path | Checkpoint, out: str | Path, language: str = "en", precision: str = DEFAULT_PRECISION
 ) -> Path:
     """Export ``checkpoint`` (a path or a loaded :class:`~transformer_course.checkpoint.Checkpoint`) for the
     browser into the folder ``out``; returns the path of ``out/index.html``. ``language``: the page's labels,
@@ -580,8 +633,7 @@ def export_web(
         raise ValueError(f"exporting for the browser needs {', '.join(missing)}: pip install 'transformer_course[web]'")
     if language not in LANGUAGES:
         raise ValueError(f"--language must be one of {list(LANGUAGES)} (English or 中文), got {language!r}")
-    if precision not in PRECISIONS:
-        raise ValueError(f"--precision must be one of {list(PRECISIONS)}, got {precision!r}")
+    bits = precision_bits(precision)  # before any work: an unknown precision is refused in one line
     source = checkpoint.path if isinstance(checkpoint, Checkpoint) else Path(checkpoint)
     written = claim_folder(out, COMMAND, protected=[source])  # before any work: '', '.', a repository, a stranger's
     out = Path(out)
@@ -596,10 +648,10 @@ def export_web(
         else:
             src_ids = checkpoint.src_vocab.encode(["Ein", "Hund", "läuft", "durch", "den", "Schnee", "."])
         check = check_graphs(model, encoder_path, step_path, src_ids)  # fp32: PyTorch's numbers, or an error
-        if precision == "int8":
+        if bits is not None:
             tables = [getattr(m, "table", None) for m in (model.src_pos, model.tgt_pos)]
             keep = [t.detach().numpy() for t in tables if isinstance(t, torch.Tensor)]
-            encoder_path, step_path = quantize_graphs((encoder_path, step_path), Path(tmp) / "int8", keep)
+            encoder_path, step_path = quantize_graphs((encoder_path, step_path), Path(tmp) / precision, keep, bits=bits)
             check = graph_difference(model, encoder_path, step_path, src_ids)
         encoder, decoder_step = encoder_path.read_bytes(), step_path.read_bytes()
         crash_point(COMMAND)  # a test hook (files.crash_point): the graphs made and checked, nothing yet in OUT

@@ -79,7 +79,7 @@ PAGE_TEXT = {
     "tested against Python); the model is two ONNX graphs (the encoder and one decoder step with its key/value cache) "
     "run by onnxruntime-web {ort} on WebAssembly, one thread, with {precision} weights. Decoding is greedy, as "
     "translate(checkpoint, sentences, beam_size=1) decodes, or beam search, as translate(…, beam_size={k}) does; "
-    "int8 weights change a few words. Nothing is downloaded "
+    "rounded (int) weights change a few words. Nothing is downloaded "
     "and nothing you type leaves the page. "
     "Rows are queries, columns are keys; each row sums to 1. Made with: python -m transformer_course export-web.",
 }
@@ -131,7 +131,7 @@ ZH = {
     PAGE_TEXT["note"]: "什么在哪里运行：一切都在本页面中运行。分词由 JavaScript 完成（移植自课程的分词器，并与 Python "
     "逐一对照测试）；模型是两个 ONNX 计算图（编码器，以及带键值缓存的单步解码器），由 onnxruntime-web {ort} 在 "
     "WebAssembly 上单线程运行，权重为 {precision}。解码可选贪心解码（与 translate(checkpoint, sentences, beam_size=1) "
-    "相同）或束搜索（与 translate(…, beam_size={k}) 相同）；int8 权重会改变少数词。"
+    "相同）或束搜索（与 translate(…, beam_size={k}) 相同）；取整（int）的权重会改变少数词。"
     "页面不下载任何东西，你输入的内容也不会离开页面。行是查询，列是键；每行之和为 1。生成命令：python -m "
     "transformer_course export-web。",
     "German": "德语",

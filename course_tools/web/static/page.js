@@ -19,7 +19,9 @@
   function maskAt(kind, layer, head) { return (KINDS.indexOf(kind) * m.layers + layer) * m.heads + head; }
 
   function base64Bytes(id) {
-    var text = atob($(id).textContent.trim()), bytes = new Uint8Array(text.length);
+    var base64 = $(id).textContent.trim();
+    if (Uint8Array.fromBase64) return Uint8Array.fromBase64(base64);  // native (Chromium 140, Firefox 133, Safari 18.2)
+    var text = atob(base64), bytes = new Uint8Array(text.length);
     for (var i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
     return bytes;
   }
@@ -35,15 +37,18 @@
     var start = performance.now();
     ort.env.wasm.numThreads = 1;  // threads need SharedArrayBuffer, which a file:// page does not get
     ort.env.wasm.proxy = false;
-    ort.env.wasm.wasmBinary = await gunzip(base64Bytes("tc-ort-wasm"));
+    // the three un-gzips start together; the graphs' go on while the runtime starts
+    var wasm = gunzip(base64Bytes("tc-ort-wasm")), encoderBytes = gunzip(base64Bytes("tc-encoder"));
+    var stepBytes = gunzip(base64Bytes("tc-decoder-step"));
+    ort.env.wasm.wasmBinary = await wasm;
     var glue = new Blob([$("tc-ort-glue").textContent], {type: "text/javascript"});
     ort.env.wasm.wasmPaths = {mjs: URL.createObjectURL(glue)};  // a blob: URL: Chromium imports no file:// module
-    // int8 weights come with a DequantizeLinear each: folded once at load (session.disable_quant_qdq), so each
-    // run multiplies fp32 matrices, as the fp32 page does
+    // rounded (int) weights come with the nodes that give them back (DequantizeLinear; Cast, Mul, Add): folded
+    // once at load (session.disable_quant_qdq), so each run multiplies fp32 matrices, as the fp32 page does
     var options = {executionProviders: data.providers, graphOptimizationLevel: "all",
                    extra: {session: {disable_quant_qdq: "1"}}};
-    encoder = await ort.InferenceSession.create(await gunzip(base64Bytes("tc-encoder")), options);
-    step = await ort.InferenceSession.create(await gunzip(base64Bytes("tc-decoder-step")), options);
+    encoder = await ort.InferenceSession.create(await encoderBytes, options);
+    step = await ort.InferenceSession.create(await stepBytes, options);
     page.timings.runtime_ms = performance.now() - start;
     page.timings.load_ms = performance.now();  // since the navigation started
   }
