@@ -4,7 +4,7 @@
 
 writes into ``OUT``:
 
-- ``encoder.onnx`` and ``decoder_step.onnx`` (int8 weights unless ``precision="fp32"``): :class:`~course_tools.web.graphs.EncoderForWeb` and
+- ``encoder.onnx`` and ``decoder_step.onnx`` (weights rounded to 10 bits unless ``precision`` says otherwise): :class:`~course_tools.web.graphs.EncoderForWeb` and
   :class:`~course_tools.web.graphs.DecoderStepForWeb`, exported with ``torch.onnx.export(dynamo=True)``
   (the exporter torch recommends since 2.9; the graphs are plain tensors in and out, so nothing needs the older
   TorchScript exporter), weights inside the file (no ``.onnx.data`` beside it), the source length and the cache
@@ -17,10 +17,10 @@ writes into ``OUT``:
 
 Before writing the page the export checks itself: onnxruntime (Python) runs both graphs on one sentence and must
 give PyTorch's numbers (tests/test_web_export.py checks 100 test sentences). Then, by default
-(``precision="int8"``, ``--precision int8``), :func:`quantize_graphs` stores every weight matrix as int8 with a scale
-per output channel (weights only: the activations stay fp32): a page about a third the size that loads faster and
-changes a few translations (docs/results.md counts them);
-``--precision fp32`` keeps the checked graphs as they are.
+(``precision="int10"``, ``--precision int10``), :func:`quantize_graphs` rounds every weight matrix to 10 bits with a
+scale per output channel, stored as two byte planes (weights only: the activations stay fp32): a page under half
+the size of the fp32 one that changes a few translations (docs/results.md counts them); ``int8`` and ``int12``
+round to 8 and 12 bits, and ``--precision fp32`` keeps the checked graphs as they are.
 
 ``OUT`` is claimed as every folder-writing command claims its folder (:func:`course_tools.folders.claim_folder`,
 before the checkpoint is read): a new or empty folder, or one ``export-web`` wrote before (its ``.tc-written.json``
@@ -363,11 +363,12 @@ SESSION_CONFIG = {"session.disable_quant_qdq": "1"}
 def quantize_graphs(
     paths: tuple[Path, Path], out: str | Path, keep=(), group: int | None = None, bits: int = 8
 ) -> tuple[Path, Path]:
-    """The two fp32 graphs with int8 weights, in ``out`` under the same names.
+    """The two fp32 graphs with their weights rounded to ``bits`` bits, in ``out`` under the same names.
 
     Weight-only quantization: every matrix a MatMul, Gemm, Gather or Slice reads is stored as int8 with one fp32
     scale per output channel (symmetric: ``w ≈ q · scale``, ``scale = max |w| / 127`` over the channel), and a
-    ``DequantizeLinear`` node at the graph's start gives the matrix back under its own name, so every op that read
+    ``DequantizeLinear`` node at the graph's start gives the matrix back under its own name (past 8 bits, two byte
+    planes and Cast, Mul and Add nodes: :func:`quantize_weights`), so every op that read
     it reads it as before. A tied matrix (the target embedding and the output layer) is one initializer and stays
     one. Activations stay fp32, so the only change from the fp32 graphs is each weight's rounding, and a session
     made with :data:`SESSION_CONFIG` folds the dequantization once at load: fp32 speed from a quarter of the bytes.
@@ -514,7 +515,7 @@ def holds(arrays, weight) -> bool:
 
 def graph_difference(model, encoder_path: str | Path, step_path: str | Path, src_ids: list[int]) -> float:
     """The largest difference of the graphs' log-probabilities from PyTorch's over the first three steps of
-    ``src_ids`` (what an int8 graph's manifest records: quantization moves every output a little)."""
+    ``src_ids`` (what a rounded graph's manifest records: quantization moves every output a little)."""
 
     encoder, step = inference_session(encoder_path), inference_session(step_path)
     src = torch.tensor([src_ids])
@@ -611,7 +612,7 @@ def manifest_for(checkpoint: Checkpoint, files: dict[str, bytes], check: float, 
             "torch": torch.__version__,
             "onnxscript": onnxscript.__version__,
             "onnxruntime_web": ORT_VERSION,
-            "largest_difference_from_pytorch": check,  # fp32: every output; int8: the log-probabilities
+            "largest_difference_from_pytorch": check,  # fp32: every output; rounded: the log-probabilities
         },
         "files": {name: {"bytes": len(b), "sha256": hashlib.sha256(b).hexdigest()} for name, b in files.items()},
     }
@@ -622,8 +623,8 @@ def export_web(
 ) -> Path:
     """Export ``checkpoint`` (a path or a loaded :class:`~transformer_course.checkpoint.Checkpoint`) for the
     browser into the folder ``out``; returns the path of ``out/index.html``. ``language``: the page's labels,
-    ``"en"`` or ``"zh"``. ``precision``: ``"int8"`` (weights quantized by :func:`quantize_graphs`: a page a
-    third the size, that starts and translates faster, and changes a few translations) or ``"fp32"`` (the
+    ``"en"`` or ``"zh"``. ``precision``: one of :data:`PRECISIONS`, ``"int10"`` by default (weights rounded by
+    :func:`quantize_graphs` to that many bits: a smaller page that changes a few translations) or ``"fp32"`` (the
     graphs give PyTorch's numbers). ``out`` must be a new or empty folder, or one this command exported into
     before (see the module's docstring); anything else is refused before any work."""
     from transformer_course.i18n import LANGUAGES
