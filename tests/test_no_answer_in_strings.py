@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 
+from course_tools import quiz
 from transformer_course.exercises import Choice, Lines, Numeric, answer_key
 
 REPO = Path(__file__).resolve().parent.parent
@@ -311,7 +312,7 @@ def test_a_cheap_loop_over_the_bucket_grid_finds_no_entry():
         if question.rel_tol == 0:
             forms = [answer_key.number_form(float(n), 0) for n in range(int(value) - 10_000, int(value) + 10_000)]
         else:
-            centre = answer_key.number_forms(value, question.rel_tol)[1]
+            centre = quiz.number_forms(value, question.rel_tol)[1]
             bucket = int(re.search(r"([-+]\d+)@", centre).group(1))
             sign = "+" if value > 0 else "-"
             forms = [f"bucket:{sign}{b}@{question.rel_tol!r}" for b in range(bucket - 10_000, bucket + 10_000)]
@@ -382,11 +383,11 @@ def test_a_cheap_loop_finds_no_digest_of_the_other_answer_exercises():
 
 @pytest.mark.slow
 def test_the_locked_entries_are_the_plain_texts_locked_again(tmp_path):
-    """``python -m transformer_course.exercises.answer_key notebooks/solutions/quiz`` rewrites each question's
+    """``python -m course_tools.quiz notebooks/solutions/quiz`` rewrites each question's
     ``locked`` entries from the plain texts: locking them again gives the committed files byte for byte, so the
     texts a learner unlocks are the ones kept with the solutions."""
     copy = tmp_path / "questions"
     shutil.copytree(EXERCISES / "questions", copy)
-    answer_key.write_locked(QUIZ_SOURCES, copy)
+    quiz.write_locked(QUIZ_SOURCES, copy)
     for path in sorted((EXERCISES / "questions").glob("*.json")):
         assert (copy / path.name).read_text(encoding="utf-8") == path.read_text(encoding="utf-8"), path.name

@@ -361,7 +361,7 @@ class Choice:
 class Numeric:
     """A question with a number for answer: entries locked with the buckets of the right number (its
     explanation) and of plausible wrong ones (each with its hint), on a logarithmic grid of width ``rel_tol``
-    (:func:`~.answer_key.number_forms`); ``otherwise`` is said of any other number."""
+    (``course_tools.quiz.number_forms``); ``otherwise`` is said of any other number."""
 
     key: str
     salt: str

@@ -6,16 +6,16 @@ from, no explanation that names the answer, and no digest a short loop inverts:
 
 - **One entry per answer the checker speaks about.** A multiple-choice question has an entry for *every* letter,
   the right one's (why it is right) and each wrong one's (what it mixes up) alike; a number has one for each of
-  the three buckets it accepts (:func:`number_forms`) and for those of each plausible wrong number (its hint);
+  the three buckets it accepts (``course_tools.quiz.number_forms``) and for those of each plausible wrong number (its hint);
   a find-the-bug exercise has one for every line and one for the set of wrong lines. Each entry is filed under a *tag* and its text is encrypted, both derived from the
   answer it belongs to, so the entries' keys say nothing, and all the texts of one question are padded to one
   length, so their sizes say nothing either.
 - **The attempt is the key.** A check derives a key from ``salt``, the question's ``key`` and the canonical form
   of the attempt (:func:`derive`), looks up its tag and, only when it is there, decrypts that entry: a right
   attempt unlocks the explanation, a wrong letter its hint, and anything else finds nothing. The plain texts live
-  outside the package, with the reference solutions (``notebooks/solutions/quiz/<module>.json``), and
-  ``python -m transformer_course.exercises.answer_key notebooks/solutions/quiz`` writes the locked entries
-  into ``exercises/questions/<module>.json``.
+  outside the package, with the reference solutions (``notebooks/solutions/quiz/<module>.json``), and the course
+  tooling, ``python -m course_tools.quiz notebooks/solutions/quiz``, writes the locked entries into
+  ``exercises/questions/<module>.json``: the runtime only unlocks.
 - **A slow key.** The derivation is scrypt (n = 2¹⁴, r = 8, p = 1: 16 MiB of memory each), not one SHA-256.
   Measured on the course's 2-core CPU: 42 ms per derivation on a quiet machine (73 ms with four other jobs
   running), so one check stays under 50 ms, and a loop over 10⁴ candidate buckets costs about 7 minutes of one
@@ -37,23 +37,18 @@ import functools
 import hashlib
 import json
 import math
-import sys
-from pathlib import Path
 
 __all__ = [
     "SCRYPT",
     "canonical",
     "derive",
     "lock",
-    "number_forms",
     "number_form",
     "tag",
     "unlock",
-    "write_locked",
 ]
 
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}  # 16 MiB per derivation (128 · r · n bytes): about 42 ms on the course's CPU
-PAD = 64  # every text of a question is padded to one length, a multiple of this
 
 
 def canonical(answer) -> str:
@@ -77,16 +72,6 @@ def number_form(value: float, rel_tol: float) -> str:
         return "bucket:0"
     sign = "+" if value > 0 else "-"
     return f"bucket:{sign}{math.floor(math.log(abs(value)) / math.log1p(rel_tol))}@{rel_tol!r}"
-
-
-def number_forms(value: float, rel_tol: float) -> list[str]:
-    """The forms a right number may take: its bucket and both neighbours (anything within ``rel_tol`` of
-    ``value`` falls in one of them, nothing beyond ``2 · rel_tol`` does); one form when ``rel_tol`` is 0."""
-    if rel_tol == 0 or value == 0:
-        return [number_form(value, rel_tol)]
-    sign = "+" if value > 0 else "-"
-    bucket = math.floor(math.log(abs(value)) / math.log1p(rel_tol))
-    return [f"bucket:{sign}{bucket + d}@{rel_tol!r}" for d in (-1, 0, 1)]
 
 
 @functools.lru_cache(maxsize=256)
@@ -115,81 +100,3 @@ def unlock(derived: bytes, locked: str) -> dict:
     """The entry :func:`lock` encrypted (only the right derived key gives it back)."""
     data = bytes.fromhex(locked)
     return json.loads(bytes(a ^ b for a, b in zip(data, _stream(derived, len(data)))).decode("utf-8"))
-
-
-def _plain_length(entries: list[dict]) -> int:
-    longest = max(len(json.dumps(e, ensure_ascii=False, sort_keys=True).encode("utf-8")) for e in entries)
-    return -(-longest // PAD) * PAD
-
-
-def locked_entries(salt: str, key: str, forms: dict[str, dict]) -> dict[str, str]:
-    """``{tag: locked entry}`` of ``{canonical form: entry}``, sorted by tag (the order says nothing either)."""
-    length = _plain_length(list(forms.values()))
-    found = {}
-    for form, entry in forms.items():
-        derived = derive(salt, key, form)
-        found[tag(derived)] = lock(derived, entry, length)
-    return dict(sorted(found.items()))
-
-
-def source_forms(question: dict, source: dict) -> dict[str, dict]:
-    """``{canonical form: entry}`` of one question: ``question`` from ``exercises/questions/<module>.json``,
-    ``source`` its plain texts (``answer``, ``right`` and, for letters, ``wrong``; for bug lines ``lines``; for
-    numbers ``mistakes``, a list of ``{"value": a wrong number, "text": its hint}``)."""
-    answer = source["answer"]
-    if "letters" in question:
-        forms = {canonical(answer): {"right": True, "text": source["right"]}}
-        for letter, text in source["wrong"].items():
-            forms[canonical(letter)] = {"right": False, "text": text}
-        if sorted(forms) != sorted(canonical(letter) for letter in question["letters"]):
-            raise ValueError(f"{question['key']}: give a text for each of the letters {question['letters']}")
-        return forms
-    if "lines" in question:
-        forms = {canonical(list(answer)): {"right": True, "text": source["right"]}}
-        for line in range(1, question["lines"] + 1):
-            forms[canonical(line)] = {"bug": line in answer, "text": source["lines"][str(line)]}
-        return forms
-    rel_tol = question.get("rel_tol", 1e-3)
-    right = answer if isinstance(answer, list) else [answer]  # a question may accept two readings
-    forms = {
-        form: {"right": True, "text": source["right"]}
-        for value in right
-        for form in number_forms(float(value), rel_tol)
-    }
-    for mistake in source.get("mistakes", []):  # a plausible wrong number and its hint; the right one wins a bucket
-        for form in number_forms(float(mistake["value"]), rel_tol):
-            forms.setdefault(form, {"right": False, "text": mistake["text"]})
-    return forms
-
-
-def write_locked(source_folder: Path, questions_folder: Path) -> list[Path]:
-    """Lock every question of every ``source_folder/<module>.json`` into ``questions_folder/<module>.json``
-    (its ``locked`` field; the rest of the file is kept). Returns the files written."""
-    written = []
-    for path in sorted(Path(source_folder).glob("*.json")):
-        sources = json.loads(path.read_text(encoding="utf-8"))
-        target = Path(questions_folder) / path.name
-        table = json.loads(target.read_text(encoding="utf-8"))
-        if set(sources) != set(table):
-            raise ValueError(
-                f"{path} has {sorted(sources)}, {target} has {sorted(table)}: give both the same questions"
-            )
-        for name, question in table.items():
-            source = sources[name]
-            question["locked"] = locked_entries(source["salt"], question["key"], source_forms(question, source))
-        target.write_text(json.dumps(table, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        written.append(target)
-    return written
-
-
-def _main(argv: list[str]) -> int:
-    """``python -m transformer_course.exercises.answer_key SOURCE_FOLDER``: lock the texts of SOURCE_FOLDER/*.json."""
-    if len(argv) != 1:
-        raise SystemExit(_main.__doc__)
-    for path in write_locked(Path(argv[0]), Path(__file__).with_name("questions")):
-        print(f"wrote {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))
