@@ -435,9 +435,8 @@ def quantize_weights(model, keep=(), group: int | None = None, bits: int = 8):
         graph.initializer.remove(init)
         top = 2 ** (bits - 1) - 1  # symmetric: -top … top steps of the scale
         grouped = group is not None and weight.shape[1 - axis] % group == 0
-        if (
-            grouped
-        ):  # the channel's inputs in runs of `group`: (out, in/g, g) for (out, in), (in/g, g, out) for (in, out)
+        if grouped:
+            # the channel's inputs in runs of `group`: (out, in/g, g) for (out, in), (in/g, g, out) for (in, out)
             runs = (
                 weight.reshape(weight.shape[0], -1, group) if axis == 0 else weight.reshape(-1, group, weight.shape[1])
             )
