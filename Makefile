@@ -55,10 +55,10 @@ course: install-course
 	$(BIN)/jupyter lab $(ALLOW_ROOT) $(LAB_ARGS) notebooks/
 
 # Every test, spread over the cores by pytest-xdist, one test file per worker at a time (tests/conftest.py);
-# TEST_WORKERS=0 runs it in one process.
+# TEST_WORKERS=0 runs it in one process. The 25 slowest tests are listed at the end, so that a slower CI says why.
 TEST_WORKERS ?= auto
 test: install lint
-	TC_FAST=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	TC_FAST=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25 $(PYTEST_ARGS)
 
 # ruff (a [dev] dependency): lint everything, check that the package, tests and benchmarks are formatted.
 lint: install

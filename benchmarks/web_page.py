@@ -2,18 +2,19 @@
 headless Chromium, and how many translations differ from Python's fp32 greedy ones, with the BLEU change.
 
     python benchmarks/web_page.py [--checkpoint PATH] [--sentences 1000] [--precisions int8,fp32] [--json-dir DIR]
+                                  [--record RUN]
 
 One row per precision: page MiB, model ready (seconds after navigation), the first translation (ms, run by the page
 when it opens), the median of the later ones (ms), translations that differ from ``translate(checkpoint, …,
 beam_size=1)`` in Python, and sacreBLEU of the page's translations minus Python's on test2016.
 
 Without ``--checkpoint`` the model is the ``multi30k-cpu`` preset (its joint BPE learned on the train split) with
-random weights: its size and load time are the real
-model's; a random model seldom says </s>, so its sentences all run to the length limit (source length + 50
-steps), the slowest case, and its BLEU means nothing. With a trained checkpoint the sentences stop at </s>.
-``--json-dir`` writes one ``evaluate --json``-like file per precision (and python-fp32.json) for
-``python -m transformer_course results add-eval``. Timings on a shared machine measure the neighbours too: the
-script prints the load average beside them.
+random weights: its size and load time are the real model's; a random model seldom says </s>, so its sentences all
+run to the length limit (source length + 50 steps), the slowest case, and its BLEU means nothing. With a trained
+checkpoint the sentences stop at </s>. ``--json-dir`` writes one ``evaluate --json``-like file per precision (and
+python-fp32.json) for ``python -m transformer_course results add-eval``; ``--record RUN`` adds the rows to
+docs/results.json as the run RUN. Timings on a shared machine measure the neighbours too: the script prints the
+load average beside them.
 """
 
 from __future__ import annotations

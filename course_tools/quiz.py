@@ -14,7 +14,6 @@ encrypted with it (:func:`locked_entries`), all its texts padded to one length.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -32,9 +31,7 @@ def number_forms(value: float, rel_tol: float) -> list[str]:
     ``value`` falls in one of them, nothing beyond ``2 · rel_tol`` does); one form when ``rel_tol`` is 0."""
     if rel_tol == 0 or value == 0:
         return [number_form(value, rel_tol)]
-    sign = "+" if value > 0 else "-"
-    bucket = math.floor(math.log(abs(value)) / math.log1p(rel_tol))
-    return [f"bucket:{sign}{bucket + d}@{rel_tol!r}" for d in (-1, 0, 1)]
+    return [number_form(value, rel_tol, step) for step in (-1, 0, 1)]
 
 
 def _plain_length(entries: list[dict]) -> int:

@@ -6,10 +6,10 @@ from, no explanation that names the answer, and no digest a short loop inverts:
 
 - **One entry per answer the checker speaks about.** A multiple-choice question has an entry for *every* letter,
   the right one's (why it is right) and each wrong one's (what it mixes up) alike; a number has one for each of
-  the three buckets it accepts (``course_tools.quiz.number_forms``) and for those of each plausible wrong number (its hint);
-  a find-the-bug exercise has one for every line and one for the set of wrong lines. Each entry is filed under a *tag* and its text is encrypted, both derived from the
-  answer it belongs to, so the entries' keys say nothing, and all the texts of one question are padded to one
-  length, so their sizes say nothing either.
+  the three buckets it accepts (its own and both neighbours) and for those of each plausible wrong number (its
+  hint); a find-the-bug exercise has one for every line and one for the set of wrong lines. Each entry is filed
+  under a *tag* and its text is encrypted, both derived from the answer it belongs to, so the entries' keys say
+  nothing, and all the texts of one question are padded to one length, so their sizes say nothing either.
 - **The attempt is the key.** A check derives a key from ``salt``, the question's ``key`` and the canonical form
   of the attempt (:func:`derive`), looks up its tag and, only when it is there, decrypts that entry: a right
   attempt unlocks the explanation, a wrong letter its hint, and anything else finds nothing. The plain texts live
@@ -63,15 +63,16 @@ def canonical(answer) -> str:
     raise TypeError(f"no canonical form for {type(answer).__name__}")
 
 
-def number_form(value: float, rel_tol: float) -> str:
+def number_form(value: float, rel_tol: float, step: int = 0) -> str:
     """The bucket of ``value`` on a logarithmic grid of relative width ``rel_tol`` (``rel_tol == 0``: the number
-    itself), as text: what a number is keyed by."""
+    itself), as text: what a number is keyed by. ``step``: the bucket that many places up the grid (the locks of
+    a right number are filed under its bucket and both neighbours'); 0 and exact numbers have no neighbours."""
     if rel_tol == 0:
         return f"exact:{float(value)!r}"
     if value == 0:
         return "bucket:0"
     sign = "+" if value > 0 else "-"
-    return f"bucket:{sign}{math.floor(math.log(abs(value)) / math.log1p(rel_tol))}@{rel_tol!r}"
+    return f"bucket:{sign}{math.floor(math.log(abs(value)) / math.log1p(rel_tol)) + step}@{rel_tol!r}"
 
 
 @functools.lru_cache(maxsize=256)
