@@ -16,11 +16,7 @@ from transformer_course.exercises import Hint, run_check
 from transformer_course.exercises.guard import (
     TORCH_ATTENTION,
     TORCH_NORM,
-    answer_digest,
-    matches_digest,
     no_shortcuts,
-    number_digests,
-    number_matches,
     watch_shortcuts,
 )
 
@@ -108,25 +104,25 @@ def test_the_profile_hook_is_restored():
         sys.setprofile(None)
 
 
-def test_answer_digest_accepts_every_form_of_a_letter_and_of_line_sets():
-    key = "nbXX-q1"
-    digest = answer_digest(key, "c")
-    assert all(matches_digest(key, form, digest) for form in ["c", "C", "(c)", " c "])
-    assert not matches_digest(key, "b", digest)
-    lines = answer_digest("nbXX-bugs", [3, 5])
-    assert all(matches_digest("nbXX-bugs", form, lines) for form in [[5, 3], (3, 5), {3, 5}, [3, 3, 5]])
-    assert not matches_digest("nbXX-bugs", [3], lines)
-    assert answer_digest("other-key", "c") != digest  # keyed: one digest does not answer another question
+def test_an_answers_canonical_form_is_the_same_for_every_way_of_writing_it():
+    from transformer_course.exercises.answer_key import canonical
+
+    assert {canonical(form) for form in ["c", "C", "(c)", " c ", "c)"]} == {"letter:c"}
+    assert {canonical(form) for form in [[5, 3], (3, 5), {3, 5}, [3, 3, 5]]} == {"lines:3,5"}
+    assert canonical([3]) != canonical(3)  # the set of wrong lines and one line are different questions
 
 
 @pytest.mark.parametrize("value", [3.04e18, 1.0, 37.5, -2.5, 125.0])
-def test_number_digests_accept_within_rel_tol_and_refuse_beyond_twice(value):
-    digests = number_digests("k", value)
+def test_a_number_is_accepted_within_rel_tol_and_refused_beyond_twice(value):
+    from course_tools.quiz import number_forms
+    from transformer_course.exercises.answer_key import number_form
+
+    accepted = set(number_forms(value, 1e-3))
     for factor in (1.0, 1 + 9e-4, 1 - 9e-4):
-        assert number_matches("k", value * factor, digests)
+        assert number_form(value * factor, 1e-3) in accepted
     for factor in (1.0025, 0.9975, 2.0, 0.5, -1.0):
-        assert not number_matches("k", value * factor, digests)
-    assert not number_matches("k", float("nan"), digests)
+        assert number_form(value * factor, 1e-3) not in accepted
+    assert number_forms(value, 0) == [number_form(value, 0)] != [number_form(value * (1 + 1e-15), 0)]  # 0: exactly
 
 
 def test_run_check_leaves_the_global_random_state_alone():

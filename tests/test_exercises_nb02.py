@@ -227,16 +227,19 @@ def test_float32_inside_a_float64_call_is_named_as_lost_precision_not_as_two_equ
 
 
 def test_values_that_differ_beyond_the_fourth_digit_are_printed_with_the_digits_that_differ():
-    from transformer_course.exercises.compare import expect_values
+    from transformer_course.exercises import expect_tensor
 
     want = torch.tensor([1.0, 0.5608])
     got = want + torch.tensor([0.0, 3e-6])
     with pytest.raises(ex.Hint) as hint:
-        expect_values(got, want, "x", atol=0, rtol=1e-6)
+        expect_tensor(got, want, "x", atol=0, rtol=1e-6)
     assert "at index [1] got 0.560803, expected 0.5608" in str(hint.value)  # not "got 0.5608, expected 0.5608"
     with pytest.raises(ex.Hint) as hint:
-        expect_values(torch.tensor([0.5, 2.25]), torch.tensor([0.5, 2.0]), "x")
+        expect_tensor(torch.tensor([0.5, 2.25]), torch.tensor([0.5, 2.0]), "x")
     assert "got 2.25, expected 2" in str(hint.value)  # 4 significant digits at most where they suffice
+    with pytest.raises(ex.Hint) as hint:  # whole numbers too: no decimals they do not have
+        expect_tensor(torch.tensor([3, 7]), torch.tensor([3, 5]), "beam")
+    assert "at index [1] got 7, expected 5" in str(hint.value)
 
 
 def test_the_checker_leaves_the_global_random_state_as_it_found_it():

@@ -273,7 +273,7 @@ def test_cache_checker_names_counting_the_package_cache_as_not_yours():
 
 
 def test_the_solutions_answer_every_question():
-    assert ex.check_quiz(**sol.QUIZ).passed and set(sol.QUIZ) == set(ex.QUESTIONS)
+    assert ex.check_quiz(**sol.QUIZ).passed and set(sol.QUIZ) == set(ex.QUESTIONS) - {"cache_big"}  # the checker's
 
 
 @pytest.mark.parametrize(

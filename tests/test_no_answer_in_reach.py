@@ -98,12 +98,13 @@ def reference_value(solutions, checker: str, parameter: str):
     return quiz.get(parameter, ...)
 
 
-def positions(module, checker) -> list[str]:
-    """The parameters to feed: the named ones; for ``**answers``, the questions (the module's QUESTIONS keys)."""
+def positions(module, checker, solutions) -> list[str]:
+    """The parameters to feed: the named ones; for ``**answers``, the quiz's questions (the solutions' QUIZ keys, or
+    else the module's QUESTIONS keys: a module's QUESTIONS may hold locked answers of other exercises too)."""
     names = []
     for parameter in inspect.signature(checker).parameters.values():
         if parameter.kind is inspect.Parameter.VAR_KEYWORD:
-            names += list(getattr(module, "QUESTIONS", {}))
+            names += list(getattr(solutions, "QUIZ", None) or getattr(module, "QUESTIONS", {}))
         elif parameter.kind is not inspect.Parameter.VAR_POSITIONAL:
             names.append(parameter.name)
     return names
@@ -125,7 +126,7 @@ def leaks(name: str) -> list[str]:
     found = []
     for label, value in candidates(module, name[2:4]):
         for checker_name, checker in checkers.items():
-            params = positions(module, checker)
+            params = positions(module, checker, solutions)
             reference = {p: reference_value(solutions, checker_name, p) for p in params}
             for param in params:
                 if call(checker, {**reference, param: value}):

@@ -49,7 +49,7 @@ FEEDBACK_CONFIG = [  # nbgrader_config.py's lines: the feedback shows each cell'
     "from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor",
     "c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ClearHiddenTests]",
 ]
-DIGEST_PATTERN = r'"([0-9a-f]{24})"'  # an answer digest in a checker module (guard.answer_digest)
+DIGEST_PATTERN = r'"([0-9a-f]{24})"'  # a question's salt in a checker module (answer_key, questions(…, q1="…"))
 PLACEHOLDER_PATTERN = r'"sealed:(\d+)"'  # the same, left out of the hub wheel
 
 

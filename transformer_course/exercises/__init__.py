@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import math
 import os
 import random
 import traceback
@@ -44,6 +45,7 @@ __all__ = [
     "run_check",
     "checker",
     "expect_tensor",
+    "shown",
     "divmod_index",
     "same",
     "known_mistake",
@@ -91,10 +93,11 @@ class Result:
         return t("mark_name_message", mark=mark, name=self.name, message=self.message)
 
 
-def run_check(name: str, check: Callable[[], None], success: str | Callable[[], str] | None = None) -> Result:
+def run_check(name: str, check: Callable[[], object], success: str | Callable[[], str] | None = None) -> Result:
     """Run ``check``; a Hint or any error of the learner's code becomes a one-line message. ``name`` and
     ``success`` are messages already put through ``t()`` (``success`` may be a function giving it, called after
-    a pass: an explanation the attempt unlocked); ``success`` defaults to "passed". Inside a sealed
+    a pass); ``success`` defaults to "passed", and a text ``check`` returns (an explanation the attempt unlocked)
+    takes its place. Inside a sealed
     :func:`~.seal.answer_check` only a :class:`FormHint`, a blank or an error is told; a pass or any other hint
     becomes "🔒 noted" (:mod:`.seal`)."""
     result = _run(name, check, success)
@@ -107,7 +110,8 @@ def run_check(name: str, check: Callable[[], None], success: str | Callable[[], 
 def checker(name: str | LazyText, success: str | LazyText | None = None) -> Callable:
     """Decorate a check: its body raises a :class:`Hint` where the learner's answer is wrong; a call runs the body
     through :func:`run_check` under ``name`` (a text made with ``lazy_t``, or a code name) and returns the
-    :class:`Result`, ``success`` (default "passed") when it passes.
+    :class:`Result`, ``success`` (default "passed") when it passes, or the text the body returns (an explanation
+    the right answer unlocked).
 
         @checker(lazy_t("local_mask"), lazy_t("passed_each_position"))
         def check_local_mask(local_mask): ...
@@ -124,10 +128,10 @@ def checker(name: str | LazyText, success: str | LazyText | None = None) -> Call
     return decorate
 
 
-def _run(name: str, check: Callable[[], None], success: str | Callable[[], str] | None) -> Result:
+def _run(name: str, check: Callable[[], object], success: str | Callable[[], str] | None) -> Result:
     try:
         with keep_global_rng():  # a checker draws its own inputs and leaves the learner's random state as it was
-            check()
+            said = check()
     except Sealed:  # a digest the hub wheel left out: only the graded hidden test can tell
         return Result(name, False, str(SEALED_MESSAGE), sealed=True)
     except FormHint as hint:
@@ -143,7 +147,9 @@ def _run(name: str, check: Callable[[], None], success: str | Callable[[], str] 
         else:
             message = t("code_raised_line", error_type=type(error).__name__, error=error, line=frame.lineno)
         return _told(Result(name, False, message))
-    if callable(success):
+    if isinstance(said, (str, LazyText)):  # a body that returns a text passes with it (what the answer unlocked)
+        success = str(said)
+    elif callable(success):
         success = success()
     return Result(name, True, t("passed") if success is None else success)
 
@@ -181,41 +187,56 @@ def keep_global_rng():
     random.setstate(python_state)
 
 
-def expect_tensor(got, expected: torch.Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
-    """Raise a Hint naming the first difference between ``got`` and ``expected``: type, shape, dtype, values."""
+def expect_tensor(got, expected: torch.Tensor, what: str, atol=1e-5, rtol=1e-4, mistakes: dict | None = None) -> None:
+    """Raise a Hint naming the first difference between ``got`` and ``expected``: type, shape, dtype, values.
+
+    Floats are compared at the wider of the two dtypes (a correct float64 result is correct), and wrong values are
+    printed with as many digits as it takes to see them differ. A result that agrees with a float64 reference only
+    as far as float32 can (a ``.float()`` inside, a float32 constant) is said to be that, dtypes named.
+    ``mistakes`` (hint → the tensor a plausible slip gives): a result equal to one of them is named by its hint."""
+    hint = known_mistake(got, expected, mistakes or {}, atol)
+    if hint is not None:
+        raise Hint(t("what_hint", what=what, hint=hint))
     if not isinstance(got, torch.Tensor):
         raise Hint(t("torch_tensor_got", what=what, type=type(got).__name__))
     if got.shape != expected.shape:
         raise Hint(t("shape_expected", what=what, got=tuple(got.shape), expected=tuple(expected.shape)))
-    if expected.dtype == torch.bool and got.dtype != torch.bool:
-        raise Hint(t("boolean_tensor_true", what=what, dtype=got.dtype))
     if expected.dtype == torch.bool:
+        if got.dtype != torch.bool:
+            raise Hint(t("boolean_tensor_true", what=what, dtype=got.dtype))
         if torch.equal(got, ~expected):
             raise Hint(t("inverted_true_mean", what=what))
         if not torch.equal(got, expected):
-            wrong = (got != expected).nonzero()[0].tolist()
-            raise Hint(
-                t(
-                    "differs_index_got",
-                    what=what,
-                    index=wrong,
-                    got=got[tuple(wrong)].item(),
-                    expected=expected[tuple(wrong)].item(),
-                )
-            )
+            index = (got != expected).nonzero()[0].tolist()
+            mine, want = got[tuple(index)].item(), expected[tuple(index)].item()
+            raise Hint(t("differs_index_got", what=what, index=index, got=mine, expected=want))
         return
-    if got.is_floating_point() and expected.is_floating_point() and got.dtype != expected.dtype:
-        # a correct float64 (or float16) result is still correct: compare at the wider of the two
-        wider = torch.promote_types(got.dtype, expected.dtype)
-        got, expected = got.to(wider), expected.to(wider)
-    else:
-        got = got.to(expected.dtype)
-    if not torch.allclose(got, expected, atol=atol, rtol=rtol):
-        diff = (got - expected).abs()
-        index = tuple(divmod_index(int(diff.argmax()), expected.shape))
-        raise Hint(
-            t("right_shape_but", what=what, index=list(index), got=got[index].item(), expected=expected[index].item())
-        )
+    wider = torch.promote_types(got.dtype, expected.dtype) if got.is_floating_point() else expected.dtype
+    mine, want = got.detach().to(wider), expected.detach().to(wider)
+    if torch.allclose(mine, want, atol=atol, rtol=rtol):
+        return
+    gap = (mine - want).abs()
+    if expected.dtype == torch.float64 and got.is_floating_point() and torch.allclose(mine, want, atol=1e-5, rtol=1e-4):
+        if got.dtype != expected.dtype:
+            raise Hint(t("float32_inside_dtype", what=what, got_dtype=got.dtype, expected_dtype=expected.dtype,
+                         gap=float(gap.max())))  # fmt: skip
+        raise Hint(t("float32_inside", what=what, gap=float(gap.max()), dtype=expected.dtype))
+    index = divmod_index(int(gap.double().nan_to_num(float("inf")).argmax()), expected.shape)
+    a, b = mine[tuple(index)].item(), want[tuple(index)].item()
+    raise Hint(t("wrong_values_at", what=what, index=index, got=shown(a, b), expected=shown(b, a)))
+
+
+def digits(value: float, other: float) -> int:
+    """Significant digits that tell ``value`` from ``other``: 4, or more when they differ only further right."""
+    gap, size = abs(value - other), max(abs(value), abs(other))
+    if not math.isfinite(gap) or gap == 0 or size == 0:
+        return 4
+    return max(4, min(17, math.ceil(math.log10(size / gap)) + 2))
+
+
+def shown(value: float, other: float) -> str:
+    """``value`` with the digits that tell it from ``other``."""
+    return f"{value:.{digits(value, other)}g}"
 
 
 def divmod_index(flat: int, shape) -> list[int]:
@@ -423,9 +444,8 @@ def check_question(name: str, question: Choice | Numeric, answer) -> Result:
     """Check one answer to a ``Choice`` (a letter: 'b', 'B', '(b)') or a ``Numeric`` question (a Python
     or numpy number, or a one-number tensor). ``...`` (the notebook's blank) counts as not done yet. A right
     answer unlocks its explanation, a known wrong one its hint."""
-    unlocked: dict[str, str] = {}
 
-    def check():
+    def check() -> str:
         if answer is ... or answer is None:
             raise FormHint(t("not_done_yet_replace"))
         if isinstance(question, Choice):
@@ -439,9 +459,9 @@ def check_question(name: str, question: Choice | Numeric, answer) -> Result:
                 raise Hint(t("got_otherwise", got=got, otherwise=question.otherwise))
         if not entry["right"]:
             raise Hint(unlocked_text(entry))
-        unlocked["why"] = unlocked_text(entry)
+        return t("right", why=unlocked_text(entry))
 
-    return run_check(name, check, lambda: t("right", why=unlocked["why"]))
+    return run_check(name, check)
 
 
 def check_quiz(questions: dict[str, Choice | Numeric], answers: dict) -> Result:

@@ -1,4 +1,4 @@
-"""What a checker needs so that it grades the learner's own work: shortcuts caught, answers hashed.
+"""What a checker needs so that it grades the learner's own work: shortcuts caught, names kept read-only.
 
 **Shortcuts.** A build cell asks the learner to *write* attention, LayerNorm, an encoder layer … A function that
 hands the work to the package (``transformer_course.attention.scaled_dot_product_attention``), to a checker's
@@ -26,16 +26,8 @@ compare against (replacing ``tc.attention.scaled_dot_product_attention`` later c
 :func:`read_only` refuses to rebind a checker module's names (``ex.no_shortcuts = …``). A grade that holds is
 computed outside that process: the classroom's graded path.
 
-**Answers by digest.** A letter, a set of bug lines or a number that is the answer of an exercise outside a
-quiz is stored in a checker module only as :func:`answer_digest` of it, never as the value, so no attribute of
-the module a notebook imports passes a checker. A quiz stores less still: its hints are locked with the answers
-(:mod:`.answer_key`). A digest is scrypt of ``key`` and the normalized answer with the parameters of
-:data:`.answer_key.SCRYPT` (16 MiB, about 42 ms each on the course's CPU), not one SHA-256: a loop over 10⁴
-candidates costs minutes, not milliseconds; the hub wheel leaves every digest out (``"sealed:N"``). Authors
-compute a digest with ``python -m transformer_course.exercises.guard KEY ANSWER`` (``KEY`` names the question,
-e.g. ``nb02-q1``). Numbers are compared by :func:`number_digests`: the answer's bucket on a logarithmic grid of
-relative width ``rel_tol`` and its two neighbours, so anything within ``rel_tol`` of the value passes and nothing
-else does beyond ``2 · rel_tol``; ``rel_tol=0`` means exactly this number.
+**Answers.** The answers of the exercises that ask for one (a letter, bug lines, a number) are not here: each
+is a question locked with its answer (:mod:`.answer_key`), the quizzes' and the others' alike.
 """
 
 from __future__ import annotations
@@ -43,7 +35,6 @@ from __future__ import annotations
 import dis
 import functools
 import importlib
-import math
 import sys
 import threading
 import types
@@ -65,13 +56,8 @@ __all__ = [
     "TORCH_NORM",
     "TORCH_TRANSFORMER",
     "Shortcuts",
-    "answer_digest",
     "earlier_fallbacks",
-    "matches_digest",
     "no_shortcuts",
-    "normalize_answer",
-    "number_digests",
-    "number_matches",
     "package_copy",
     "read_only",
 ]
@@ -354,88 +340,5 @@ def read_only(name: str) -> None:
     module._BOUND_AT_IMPORT = frozenset({*vars(module), "_BOUND_AT_IMPORT"})
     module.__class__ = _ReadOnlyModule
 
-
-# ---- answers by digest -------------------------------------------------------------------------------------
-
-
-def normalize_answer(answer) -> str:
-    """One text per answer, whatever its form: a letter ``'B'``/``'(b)'`` → ``'b'``; a collection of whole
-    numbers (bug lines) → the sorted numbers; a number → ``repr(float)``; anything else → ``repr``."""
-    if isinstance(answer, str):
-        return answer.strip().strip("()").strip().lower()
-    if isinstance(answer, (set, frozenset, list, tuple)):
-        return ",".join(str(int(n)) for n in sorted(set(answer)))
-    if isinstance(answer, (int, float)) and not isinstance(answer, bool):
-        return repr(float(answer))
-    return repr(answer)
-
-
-def answer_digest(key: str, answer) -> str:
-    """scrypt of the normalized ``answer`` salted with ``key`` (24 hex digits): what a checker module stores
-    instead of the answer (:data:`.answer_key.SCRYPT`: slow on purpose)."""
-    from .answer_key import derive
-
-    return derive("digest", key, normalize_answer(answer))[:12].hex()
-
-
-def _placeholders(digests: Iterable[str]) -> None:
-    """Raise :class:`~.seal.Sealed` for a digest the hub wheel left out (``"sealed:N"``): no verdict there."""
-    from .seal import PLACEHOLDER, Sealed
-
-    if any(str(d).startswith(PLACEHOLDER) for d in digests):
-        raise Sealed()  # run_check says "🔒 noted" (seal.SEALED_MESSAGE)
-
-
-def matches_digest(key: str, answer, digest: str) -> bool:
-    _placeholders([digest])
-    return answer_digest(key, answer) == digest
-
-
-def _bucket(value: float, rel_tol: float) -> int:
-    return math.floor(math.log(abs(value)) / math.log1p(rel_tol))
-
-
-def number_digests(key: str, value: float, rel_tol: float = 1e-3) -> tuple[str, ...]:
-    """The digests that accept ``value`` within ``rel_tol``: its bucket on a log grid and both neighbours
-    (sign kept; 0 is its own bucket)."""
-    if rel_tol == 0:  # a whole number, exactly
-        return (answer_digest(key, float(value)),)
-    if value == 0:
-        return (answer_digest(key, "0"),)
-    sign = "+" if value > 0 else "-"
-    b = _bucket(value, rel_tol)
-    return tuple(answer_digest(key, f"{sign}{b + d}@{rel_tol!r}") for d in (-1, 0, 1))
-
-
-def number_matches(key: str, got: float, digests: Iterable[str], rel_tol: float = 1e-3) -> bool:
-    """True when ``got`` falls in one of the buckets ``digests`` accepts (:func:`number_digests`)."""
-    digests = tuple(digests)
-    _placeholders(digests)
-    if not math.isfinite(got):
-        return False
-    if rel_tol == 0:
-        return answer_digest(key, float(got)) in set(digests)
-    if got == 0:
-        return answer_digest(key, "0") in set(digests)
-    sign = "+" if got > 0 else "-"
-    return answer_digest(key, f"{sign}{_bucket(got, rel_tol)}@{rel_tol!r}") in set(digests)
-
-
-def _main(argv: list[str]) -> int:
-    """``python -m transformer_course.exercises.guard KEY ANSWER [--number [REL_TOL]]``: print the digest(s)."""
-    if len(argv) < 2:
-        raise SystemExit(_main.__doc__)
-    key, answer, *rest = argv
-    if rest and rest[0] == "--number":
-        rel_tol = float(rest[1]) if len(rest) > 1 else 1e-3
-        print(repr(number_digests(key, float(answer), rel_tol)))
-    else:
-        parsed = [int(n) for n in answer.split(",")] if answer.replace(",", "").isdigit() and "," in answer else answer
-        print(repr(answer_digest(key, parsed)))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))
 
 read_only(__name__)  # the guard's own names: guard.no_shortcuts = … cannot switch it off

@@ -15,8 +15,8 @@ from torch.overrides import TorchFunctionMode
 
 from .. import model
 from ..i18n import messages
-from . import Hint, same
-from .compare import expect_values, missing_biases
+from . import Hint, expect_tensor, same
+from .compare import missing_biases
 from .guard import TORCH_TRANSFORMER, no_shortcuts, read_only
 
 t, lazy_t = messages("layer_checks")
@@ -160,7 +160,7 @@ def name_mistake(got: Tensor, want: Tensor, mistakes: dict, what: str) -> None:
                 continue
             if same(got, value, atol=1e-5):
                 raise Hint(t("what_hint", what=what, hint=hint))
-    expect_values(got, want, what)
+    expect_tensor(got, want, what)
 
 
 def shares_weights(layers) -> bool:

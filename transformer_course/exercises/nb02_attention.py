@@ -29,11 +29,12 @@ from . import (
     as_sequence,
     check_question,
     checker,
+    expect_tensor,
     print_numbered,  # noqa: F401 (the notebook calls ex.print_numbered)
     questions,
     unlocked_text,
 )
-from .compare import close, expect_values
+from .compare import close
 from .dropout_calls import DROPOUT_WATCH, DropoutCalls
 from .guard import TORCH_ATTENTION, no_shortcuts, read_only
 
@@ -148,21 +149,21 @@ def check_attention(attention):
                                   (math.sqrt(5), t("divided_k_len"))):  # fmt: skip
             if close(weights, (scores / wrong_scale).softmax(-1)):
                 raise Hint(t("scores_divide_q", name=name, root=math.sqrt(16)))
-    expect_values(weights, want_w, "weights (…, q_len, k_len)")
-    expect_values(out, want_out, "output (…, q_len, d_v)")
+    expect_tensor(weights, want_w, "weights (…, q_len, k_len)")
+    expect_tensor(out, want_out, "output (…, q_len, d_v)")
 
     # sentence 0 may see its first 3 keys; sentence 1 all 5; (batch, 1, 1, k_len) broadcasts over heads and queries
     mask = torch.tensor([[True, True, True, False, False], [True] * 5])[:, None, None, :]
     out, weights = _call(attention, "attention(query, key, value, mask)", q, k, v, mask)
     want_out, want_w = package(q, k, v, mask)
     _check_mask_direction(weights, want_w, 3)
-    expect_values(weights, want_w, t("weights_mask"))
-    expect_values(out, want_out, t("output_mask"))
+    expect_tensor(weights, want_w, t("weights_mask"))
+    expect_tensor(out, want_out, t("output_mask"))
 
     # a dropout module in eval mode drops nothing: the same numbers as without one
     out, weights = _call(attention, "attention(query, key, value, mask, dropout)", q, k, v, mask, nn.Dropout(0.5).eval())  # fmt: skip
-    expect_values(weights, want_w, t("weights_dropout_module"))
-    expect_values(out, want_out, t("output_dropout_module"))
+    expect_tensor(weights, want_w, t("weights_dropout_module"))
+    expect_tensor(out, want_out, t("output_dropout_module"))
 
     # a row with every key masked (a pad query under a window mask, notebook 01): finite, not NaN
     empty = torch.ones(3, 5, dtype=torch.bool)
@@ -171,8 +172,8 @@ def check_attention(attention):
     if isinstance(weights, torch.Tensor) and weights.is_floating_point() and torch.isnan(weights).any():
         raise Hint(t("query_whose_keys"))
     want_out, want_w = package(q, k, v, empty)
-    expect_values(weights, want_w, t("weights_when_query"))
-    expect_values(out, want_out, t("output_when_query"))
+    expect_tensor(weights, want_w, t("weights_when_query"))
+    expect_tensor(out, want_out, t("output_when_query"))
 
     # a correct float64 version passes at float64 precision: float32 inside shows as a dtype or as lost digits
     q64, k64, v64 = q.double(), k.double(), v.double()
@@ -181,8 +182,8 @@ def check_attention(attention):
     for name, got in (("output", out), ("weights", weights)):
         if isinstance(got, torch.Tensor) and got.is_floating_point() and got.dtype != torch.float64:
             raise Hint(t("float64_inputs_expected", name=name, dtype=got.dtype))
-    expect_values(weights, want_w, t("weights_float64_inputs"), atol=1e-10, rtol=1e-8)
-    expect_values(out, want_out, t("output_float64_inputs"), atol=1e-10, rtol=1e-8)
+    expect_tensor(weights, want_w, t("weights_float64_inputs"), atol=1e-10, rtol=1e-8)
+    expect_tensor(out, want_out, t("output_float64_inputs"), atol=1e-10, rtol=1e-8)
 
     # dropout on the weights, before weights @ value (the package's place): same seed, same zeros
     dropout = nn.Dropout(0.5).train()
@@ -203,7 +204,7 @@ def check_attention(attention):
             raise Hint(t("dropout_applied_output"))
         if close(out, on_scores):
             raise Hint(t("dropout_applied_scores"))
-    expect_values(out, want_out, t("output_dropout_weights"))
+    expect_tensor(out, want_out, t("output_dropout_weights"))
 
     # gradients reach the query, the key and the value, as the package's do
     leaves = [x.clone().requires_grad_() for x in (q, k, v)]
@@ -217,7 +218,7 @@ def check_attention(attention):
     for name, got, want in zip(("query", "key", "value"), mine, (x.grad for x in reference)):
         if got is None:
             raise Hint(t("no_gradient_reaches", name=name))
-        expect_values(got, want, t("gradient_respect", name=name))
+        expect_tensor(got, want, t("gradient_respect", name=name))
 
 
 # ---- exercise 1: additive attention ------------------------------------------------------------------
@@ -269,8 +270,8 @@ def check_additive_attention(additive_attention):
         for hint, wrong in variants(query, key, W_q, W_k, w_v).items():
             if close(weights, wrong):
                 raise Hint(hint)
-    expect_values(weights, want_w, "weights (batch, q_len, k_len)")
-    expect_values(out, want_out, "output (batch, q_len, d_v)")
+    expect_tensor(weights, want_w, "weights (batch, q_len, k_len)")
+    expect_tensor(out, want_out, "output (batch, q_len, d_v)")
 
     mask = torch.tensor([[True, True, False, False], [True, True, True, True]])[:, None, :]  # (2, 1, 4)
     want_out, want_w = reference(query, key, value, W_q, W_k, w_v, mask)
@@ -278,14 +279,14 @@ def check_additive_attention(additive_attention):
         got = additive_attention(query, key, value, W_q, W_k, w_v, mask)
     out, weights = _pair(got, t("mask"))
     _check_mask_direction(weights, want_w, 2)
-    expect_values(weights, want_w, t("weights_mask"))
-    expect_values(out, want_out, t("output_mask"))
+    expect_tensor(weights, want_w, t("weights_mask"))
+    expect_tensor(out, want_out, t("output_mask"))
 
     args64 = [x.double() for x in (query, key, value, W_q, W_k, w_v)]  # a float64 version passes as well
     with no_shortcuts(t("additive_attention"), TORCH_ATTENTION):
         got = additive_attention(*args64, mask)
     out, weights = _pair(got, "additive_attention(float64 tensors)")
-    expect_values(out, want_out, t("output_float64_inputs"))
+    expect_tensor(out, want_out, t("output_float64_inputs"))
 
 
 # ---- exercise 2: find the bugs, and show each with an input of your own -------------------------------

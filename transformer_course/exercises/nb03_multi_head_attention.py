@@ -20,8 +20,8 @@ import torch.nn.functional as F
 from ..attention import MultiHeadAttention as _PACKAGE_MHA  # the references, bound at import
 from ..attention import scaled_dot_product_attention as _PACKAGE_ATTENTION
 from ..i18n import messages
-from . import Hint, Result, as_int, as_shape, check_question, checker, questions, run_check
-from .compare import close, expect_values, missing_biases
+from . import Hint, Result, as_int, as_shape, check_question, checker, expect_tensor, questions, run_check
+from .compare import close, missing_biases
 from .dropout_calls import DROPOUT_WATCH, DropoutCalls
 from .guard import TORCH_ATTENTION, earlier_fallbacks, no_shortcuts, read_only
 from .limits import too_big_to_build
@@ -100,7 +100,7 @@ def _check_weights_dropout(got, plain, weights, calls, state, package, memory) -
     with torch.no_grad():
         v = package.split_heads(F.linear(memory, w_v, b_v))  # (B, h, S, d_k)
         want = F.linear(package.merge_heads(dropped @ v), state["out_proj.weight"], state["out_proj.bias"])
-    expect_values(got, want, t("built_weights_dropout", what=what))
+    expect_tensor(got, want, t("built_weights_dropout", what=what))
 
 
 def _attention_file_not_written(error: BaseException) -> bool:
@@ -192,13 +192,13 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
             raise Hint(t("split_heads_returns"))  # fmt: skip
         if close(split, memory.reshape(2, heads, 6, d_model // heads)):
             raise Hint(t("split_heads", hint=mistakes["direct_view"]))
-        expect_values(split, package.split_heads(memory), t("split_heads_x"))
+        expect_tensor(split, package.split_heads(memory), t("split_heads_x"))
         heads_out = package.split_heads(memory)  # (2, 3, 6, 4)
         with no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=EARLIER):
             merged = mha.merge_heads(heads_out)
         if close(merged, heads_out.reshape(2, 6, d_model)):
             raise Hint(t("merge_heads", hint=mistakes["merge_no_transpose"]))
-        expect_values(merged, memory, t("merge_heads_split"))
+        expect_tensor(merged, memory, t("merge_heads_split"))
 
         src_mask = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], dtype=torch.bool)[:, None, None, :]
         causal = torch.ones(4, 4, dtype=torch.bool).tril()[None, None]  # (1, 1, T, T)
@@ -222,11 +222,11 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
                 for mistake, hint in mistakes.items():
                     if close(got, variant(query, keys, keys, state, heads, mask, mistake)):
                         raise Hint(t("what_hint", what=what, hint=hint))
-            expect_values(got, want, t("output_shape_what", what=what))
+            expect_tensor(got, want, t("output_shape_what", what=what))
             kept = getattr(mha, "weights", None)
             if kept is None:
                 raise Hint(t("self_weights_none"))
-            expect_values(kept, want_w, t("self_weights_batch", what=what))
+            expect_tensor(kept, want_w, t("self_weights_batch", what=what))
 
         # dropout on the attention weights: the numbers were compared above with dropout off; in training mode the
         # learner's zeros need not be the package's (a loop over heads draws them in another order, and is right),
@@ -242,7 +242,7 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
             with DropoutCalls() as calls, no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=WATCHED):
                 got = dropping.eval()(tgt, memory, memory, src_mask)
             _eval_drops_nothing(calls, what)
-            expect_values(got, plain, what)
+            expect_tensor(got, plain, what)
             with DropoutCalls() as calls, no_shortcuts(t("multi_head_attention"), TORCH_ATTENTION, allow=WATCHED):
                 got = dropping.train()(tgt, memory, memory, src_mask)
         _check_weights_dropout(got, plain, weights, calls, state, package, memory)
@@ -268,7 +268,7 @@ def check_multi_head_attention(MultiHeadAttention) -> Result:  # noqa: N803 (the
                 raise Hint(t("no_gradient_reaches", name=name))
             if name == "in_proj.weight" and torch.equal(grad[: 2 * d_model], torch.zeros_like(grad[: 2 * d_model])):
                 raise Hint(t("no_gradient_reaches_w"))
-            expect_values(grad, p.grad, t("gradient", name=name), atol=1e-4)
+            expect_tensor(grad, p.grad, t("gradient", name=name), atol=1e-4)
 
         try:
             MultiHeadAttention(10, 4)
@@ -403,8 +403,8 @@ def check_grouped_query_attention(grouped_query_attention):
             unmasked, _ = package(query, key.repeat_interleave(share, 1), value.repeat_interleave(share, 1))
             if close(out, unmasked):
                 raise Hint(t("mask_not_used", what=what))
-        expect_values(weights, want_w, t("weights_batch_heads", what=what))
-        expect_values(out, want_out, t("output_batch_heads", what=what))
+        expect_tensor(weights, want_w, t("weights_batch_heads", what=what))
+        expect_tensor(out, want_out, t("output_batch_heads", what=what))
 
 
 # ---- questions: a number to work out and a consequence ---------------------------------------------------------

@@ -21,8 +21,8 @@ import torch
 from torch import Tensor, nn
 
 from ..i18n import messages
-from . import Hint, as_number, checker, known_mistake, questions, quiz_checker
-from .compare import expect_values, missing_biases, shown
+from . import Hint, as_number, checker, expect_tensor, known_mistake, questions, quiz_checker, shown
+from .compare import missing_biases
 from .guard import no_shortcuts, read_only
 
 t, lazy_t = messages("nb05_embeddings_positional_encoding")
@@ -88,14 +88,14 @@ def check_embeddings(Embeddings):  # noqa: N803 (the learner's class)
             t("multiplied_d_model"): looked_up * d_model,
             t("multiplied_vocab_factor"): looked_up * math.sqrt(vocab),
         }
-        expect_values(got.detach() if isinstance(got, Tensor) else got, expected, what, mistakes=mistakes)
+        expect_tensor(got.detach() if isinstance(got, Tensor) else got, expected, what, mistakes=mistakes)
         module.zero_grad()
         with _guarded(t("embedding")):
             got.sum().backward()
         counts = torch.bincount(tokens.flatten(), minlength=vocab).double()[:, None]  # how often each id occurs
         if module.lut.weight.grad is None:
             raise Hint(t("no_gradient_reaches", what=what))
-        expect_values(
+        expect_tensor(
             module.lut.weight.grad,
             (counts * math.sqrt(d_model)).expand(vocab, d_model).float(),
             t("gradient_lut_weight", what=what),
@@ -123,7 +123,7 @@ def check_sinusoidal_table(sinusoidal_table: Callable[[int, int], Tensor]):
             t("each_pair_2i"): _formula_table(max_len, d_model, column=lambda c: c).float(),
             t("positions_start_0"): (_formula_table(max_len, d_model, first=1).float()),
         }
-        expect_values(got, expected, what, atol=1e-4, mistakes=mistakes)
+        expect_tensor(got, expected, what, atol=1e-4, mistakes=mistakes)
 
 
 # ---- The build cell: PositionalEncoding, both kinds -----------------------------------------------------------------
@@ -160,7 +160,7 @@ def _check_common(module, table: Tensor, d_model: int, max_len: int, kind: str) 
             mistakes[t("took_first_x")] = x + table[0]
         if start:
             mistakes[t("used_rows_0")] = x + table[:length]
-        expect_values(got, want, what, mistakes=mistakes)
+        expect_tensor(got, want, what, mistakes=mistakes)
     # dropout acts on the sum, once
     x = torch.randn(4, 6, d_model)
     drop = nn.Dropout(module.dropout.p)
@@ -188,7 +188,7 @@ def _check_common(module, table: Tensor, d_model: int, max_len: int, kind: str) 
     )
     if hint is not None:
         raise Hint(t("positional_encoding_kind_hint", kind=kind, hint=hint))
-    expect_values(got, outcomes["right"], t("positionalencoding_training_mode_dropout", kind=kind))
+    expect_tensor(got, outcomes["right"], t("positionalencoding_training_mode_dropout", kind=kind))
     _check_too_long(module, d_model, max_len, kind)
 
 
@@ -224,7 +224,7 @@ def _check_sinusoidal_kind(PositionalEncoding) -> None:  # noqa: N803
         raise Hint(t("kind_sinusoidal_register"))
     if table.dtype != torch.float32:
         raise Hint(t("kind_sinusoidal_table_dtype", dtype=str(table.dtype).replace("torch.", "")))
-    expect_values(table, _formula_table(max_len, d_model).float(), t("sinusoidal_table_self"), atol=1e-4)
+    expect_tensor(table, _formula_table(max_len, d_model).float(), t("sinusoidal_table_self"), atol=1e-4)
     _check_common(module, table.detach(), d_model, max_len, "sinusoidal")
 
 
@@ -294,7 +294,7 @@ def check_feed_forward(PositionwiseFeedForward):  # noqa: N803 (the learner's cl
         hint = known_mistake(got, expected, mistakes)
         if hint is not None:
             raise Hint(t("positionwisefeedforward_eval_mode", hint=hint))
-        expect_values(got, expected, t("feed_forward_eval_what"))
+        expect_tensor(got, expected, t("feed_forward_eval_what"))
         drop = nn.Dropout(0.5)
         outcomes = {}
         for name, step in {
@@ -319,7 +319,7 @@ def check_feed_forward(PositionwiseFeedForward):  # noqa: N803 (the learner's cl
     )
     if hint is not None:
         raise Hint(t("positionwisefeedforward_8_32_dropout", hint=hint))
-    expect_values(got, outcomes["right"], t("positionwisefeedforward_8_32_dropout_0"))
+    expect_tensor(got, outcomes["right"], t("positionwisefeedforward_8_32_dropout_0"))
 
 
 # ---- Exercise 1: the dot product of two positions' encodings depends only on their distance k, without the table ----
@@ -422,7 +422,7 @@ def check_rotary(rotate: Callable[[Tensor], Tensor]):
             t("first_position_p"): _rotary_reference(x, first=1),
             t("each_number_scaled"): _scaled_only(x),
         }
-        expect_values(got, expected, what, atol=1e-4, mistakes=mistakes)
+        expect_tensor(got, expected, what, atol=1e-4, mistakes=mistakes)
         if not torch.equal(got[:, 0], x[:, 0]) and not torch.allclose(got[:, 0], x[:, 0], atol=1e-6):
             raise Hint(t("position_0_come", what=what))
 

@@ -21,7 +21,7 @@ from ..decode import greedy_decode as _PACKAGE_GREEDY_DECODE
 from ..i18n import messages
 from ..model import make_model as _PACKAGE_MAKE_MODEL
 from . import Hint, as_int, as_number, as_sequence, checker, expect_tensor, questions, quiz_checker
-from .guard import no_shortcuts, number_matches, read_only
+from .guard import no_shortcuts, read_only
 from .seal import answer_check
 
 t, lazy_t = messages("nb09_decoding")
@@ -279,7 +279,6 @@ def _numbers_in(obj, seen=None) -> int:
 _CACHE_CASES = [(2, 3, 4, 5, 6, 11), (3, 4, 2, 8, 9, 5)]
 # too large to build (48 layers of d_model 4096: about 10 billion weights): a closed form only
 _BIG_CACHE_CASE = (256, 48, 32, 128, 2048, 1024)
-_BIG_CACHE_DIGESTS = ("c410adb01d07f185610f7b4f",)  # guard.number_digests("nb09-cache-big", its count, 0)
 
 
 @checker(lazy_t("cache_numbers"), lazy_t("passed_cache_formula"))
@@ -312,7 +311,8 @@ def check_cache_numbers(cache_numbers):
             answer = cache_numbers(*case)
         got = as_int(answer, what)
         if case == _BIG_CACHE_CASE:
-            if not number_matches("nb09-cache-big", got, _BIG_CACHE_DIGESTS, 0):
+            entry = QUESTIONS["cache_big"].unlock(got)  # locked with the right count (.answer_key)
+            if entry is None or not entry["right"]:
                 raise Hint(t("right_small_models", what=what, got=got))
             continue
         want = counted(*case)
@@ -341,9 +341,10 @@ QUESTIONS = questions(
     q1="63f323e94458d78c05619d47",
     q2="db1e2204f6cff58fde0e15a0",
     q3="54b7d2b5887c230d6a6cf195",
+    cache_big="d59ca697fd4abc38e06bc550",
 )
 
 
-check_quiz = quiz_checker(QUESTIONS)  # one line per question
+check_quiz = quiz_checker({name: QUESTIONS[name] for name in ("q1", "q2", "q3")})  # one line per question
 
 read_only(__name__)  # what the checks use stays what it was at import (ex.no_shortcuts = … is refused)

@@ -26,8 +26,8 @@ from ..i18n import messages
 from ..model import lm_loss as _PACKAGE_LM_LOSS
 from ..sampling import filter_top_k as _PACKAGE_TOP_K
 from ..sampling import filter_top_p as _PACKAGE_TOP_P
-from . import Hint, as_sequence, checker, questions, quiz_checker
-from .compare import close, expect_values
+from . import Hint, as_sequence, checker, expect_tensor, questions, quiz_checker
+from .compare import close
 from .guard import no_shortcuts, read_only
 
 t, lazy_t = messages("nb12_gpt_from_the_same_parts")
@@ -285,7 +285,7 @@ def check_rope(rope):
             t("rope_backwards"): rotate(source, -positions),
             t("rope_frequencies"): rotate(source, positions, base=math.sqrt(10000.0)),
         }
-        expect_values(x, want, f"{what}: {name}", mistakes=mistakes)
+        expect_tensor(x, want, f"{what}: {name}", mistakes=mistakes)
 
     if isinstance(got_v, Tensor) and close(got_v, rotate(v, positions)):
         raise Hint(t("rope_turns_values"))
@@ -293,7 +293,7 @@ def check_rope(rope):
         raise Hint(t("rope_swapped"))
     named(got_q, want_q, "q", q)
     named(got_k, want_k, "k", k)
-    expect_values(got_v, v, f"{what}: v")
+    expect_tensor(got_v, v, f"{what}: v")
 
 
 # ---- Questions ------------------------------------------------------------------------------------------------------
