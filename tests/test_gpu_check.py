@@ -25,6 +25,7 @@ def test_the_gpu_recipe_is_the_papers_base_model_with_what_the_cpu_contest_and_s
     assert (base.tokenizer, base.shared_vocab, base.subword_vocab) == (cpu.tokenizer, True, cpu.subword_vocab)
     assert base.tie_embeddings == cpu.tie_embeddings == "decoder"  # three-way tying stalled (docs/results.md)
     assert base.ema_decay == cpu.ema_decay > 0  # the CPU search's EMA of the weights (docs/results.md)
+    assert base.word_dropout == cpu.word_dropout == 0.1  # and its word dropout, kept after three seeds
     assert base.dropout == 0.3 and base.label_smoothing == 0.1  # fairseq transformer_iwslt_de_en
     assert noam_peak(base.d_model, base.warmup, base.lr_factor) == pytest.approx(5e-4)  # fairseq's peak rate
     assert base.schedule == "budget" and base.tokens_per_batch == 8000 and base.validate_every == 5
