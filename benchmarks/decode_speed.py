@@ -11,10 +11,12 @@
      length + 50 (the paper's maximum).
    - With ``--checkpoint PATH``: ``translate`` on the German sentences, stopping at </s> as in use.
 
-    python benchmarks/decode_speed.py [--checkpoint PATH [--against PATH]] [--cap] [--threads 2]
+    python benchmarks/decode_speed.py [--checkpoint PATH [--against PATH [--length-penalty A]]] [--cap] [--threads 2]
 
 3. With ``--against BASELINE`` as well: beam 4 over the test set with both checkpoints, taken in turn (A B A B …,
    ``--rounds``), and the ratio of their median times: a new recipe's decoding against the old one's.
+   ``--length-penalty A`` decodes ``--checkpoint`` with the beam's α = A instead of its config's: one file
+   against itself at two α, or an old checkpoint decoded as a new recipe would.
 
 Wall-clock and CPU seconds are both printed. On a shared, busy machine wall-clock time measures the
 neighbours; run with ``--threads 1`` and read the CPU seconds: one idle core needs about that long,
@@ -149,28 +151,43 @@ def beam_on_checkpoint(path: str, german: list[str], batch_size: int) -> None:
     )
 
 
-def beam_side_by_side(path: str, against: str, german: list[str], batch_size: int, rounds: int) -> None:
+def beam_side_by_side(
+    path: str, against: str, german: list[str], batch_size: int, rounds: int, alpha: float | None = None
+) -> None:
     """Beam 4 over the test set with two checkpoints, taken in turn ``rounds`` times (A B A B …) so that both see
-    the same machine: the median seconds of each and their ratio."""
+    the same machine: the median seconds of each and their ratio. ``alpha``: the length penalty of ``path``'s
+    beam (None: its config's); ``against`` decodes with its own. The two may be one file at two α."""
     from transformer_course.checkpoint import load_checkpoint
 
-    checkpoints = {name: load_checkpoint(name) for name in (against, path)}
-    seconds = {name: [] for name in checkpoints}
+    def alpha_of(checkpoint, given):
+        return checkpoint.config.length_penalty if given is None else given
+
+    baseline, new = load_checkpoint(against), load_checkpoint(path)
+    runs = {
+        f"{against} (α {alpha_of(baseline, None):g})": (baseline, alpha_of(baseline, None)),
+        f"{path} (α {alpha_of(new, alpha):g})": (new, alpha_of(new, alpha)),
+    }
+    if len(runs) < 2:
+        raise SystemExit("--checkpoint and --against are one file at one α: give another file or --length-penalty")
+    seconds = {name: [] for name in runs}
     for _ in range(rounds):
-        for name, checkpoint in checkpoints.items():
-            _, wall, _ = timed(lambda c=checkpoint: translate(c, german, beam_size=4, batch_size=batch_size))
+        for name, (checkpoint, a) in runs.items():
+            _, wall, _ = timed(
+                lambda c=checkpoint, a=a: translate(c, german, beam_size=4, batch_size=batch_size, length_penalty=a)
+            )
             seconds[name].append(wall)
     median = {name: sorted(times)[len(times) // 2] for name, times in seconds.items()}
     for name, times in seconds.items():
-        size = tc.count_parameters(checkpoints[name].model) / 1e6
+        size = tc.count_parameters(runs[name][0].model) / 1e6
         print(
             f"   {name} ({size:.2f}M parameters): "
             + ", ".join(f"{t:.2f}" for t in times)
             + f" s; median {median[name]:.2f} s"
         )
+    old_name, new_name = runs
     print(
-        f"3. beam 4 side by side, {len(german)} test_2016_flickr sentences, {rounds} rounds: {path} takes "
-        f"{median[path] / median[against]:.2f}x the time of {against} (target <= 1.00)",
+        f"3. beam 4 side by side, {len(german)} test_2016_flickr sentences, {rounds} rounds: {new_name} takes "
+        f"{median[new_name] / median[old_name]:.2f}x the time of {old_name} (target <= 1.00)",
         flush=True,
     )
 
@@ -185,6 +202,9 @@ def main() -> None:
         "--against", help="with --checkpoint: a second checkpoint, timed in turn with it (beam 4), and the ratio"
     )
     parser.add_argument("--rounds", type=int, default=3, help="with --against: rounds of both (default 3)")
+    parser.add_argument(
+        "--length-penalty", type=float, help="with --against: the α --checkpoint decodes with (default: its config's)"
+    )
     parser.add_argument("--cap", action="store_true", help="also time decoding every sentence to source length + 50")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2, the course's CPU)")
@@ -202,7 +222,7 @@ def main() -> None:
             cache_vs_no_cache()
         german, src_lengths, tgt_lengths = test_sentences()
         if args.checkpoint and args.against:
-            beam_side_by_side(args.checkpoint, args.against, german, args.batch_size, args.rounds)
+            beam_side_by_side(args.checkpoint, args.against, german, args.batch_size, args.rounds, args.length_penalty)
         elif args.checkpoint:
             beam_on_checkpoint(args.checkpoint, german, args.batch_size)
         else:

@@ -96,3 +96,9 @@ def test_evaluate_checkpoint_translates_with_the_checkpoints_vocabularies_and_la
     assert result.sources == [s for s, _ in pairs] and result.references == [t for _, t in pairs]
     assert result.hypotheses == translate(load_checkpoint(path), result.sources, beam_size=2, src_lang="en")
     assert result.bleu == pytest.approx(sacre_bleu(result.hypotheses, result.references)[0].score)
+    assert result.length_penalty == config.length_penalty  # the checkpoint's α unless one is given
+    longer = evaluate_checkpoint(path, "test", beam_size=2, progress=False, length_penalty=2.5)
+    assert longer.length_penalty == 2.5 and "α 2.5" in longer.summary()
+    assert longer.hypotheses == translate(
+        load_checkpoint(path), longer.sources, beam_size=2, src_lang="en", length_penalty=2.5
+    )

@@ -501,7 +501,11 @@ def test_a_download_deadline_that_would_never_end_or_never_start_is_refused(tmp_
     assert f"--deadline must be a positive number, got {float(value)}" in error_line(capsys)
 
 
-@pytest.mark.parametrize("option, value", [("--limit", "-1"), ("--limit", "0"), ("--samples", "-1"), ("--beam", "0")])
+@pytest.mark.parametrize(
+    "option, value",
+    [("--limit", "-1"), ("--limit", "0"), ("--samples", "-1"), ("--beam", "0"), ("--length-penalty", "-0.5"),
+     ("--length-penalty", "nan"), ("--length-penalty", "11")],
+)  # fmt: skip
 def test_evaluate_refuses_bad_numbers_before_loading_anything(tmp_path, capsys, option, value):
     assert cli.main(["evaluate", "--checkpoint", str(tmp_path / "missing.pt"), option, value]) == 1
     assert option in error_line(capsys)

@@ -27,7 +27,7 @@ import sys
 import threading
 from pathlib import Path
 
-from .cli_checks import check_beam, check_device, check_positive, check_train_options
+from .cli_checks import check_beam, check_device, check_length_penalty_option, check_positive, check_train_options
 from .config import PRESETS, get_preset
 from .failures import WRITE_ERRORS, Terminated, expected_errors, on_sigterm, one_line, write_text
 from .files import check_writable_folder, claim_file, refuse_writing_onto_inputs
@@ -115,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--split", default="test", help="train, val, test or test_2016_flickr (default: test)")
     p.add_argument("--beam", type=int, default=1, help="beam size; 1 = greedy (default: 1)")
+    p.add_argument(
+        "--length-penalty", type=float, help="the beam's α, ((5 + length) / 6)^α (default: the checkpoint's config)"
+    )
     p.add_argument("--limit", type=int, help="only the first N sentences")
     p.add_argument("--root", default="data", help="data folder (default: data)")
     p.add_argument("--samples", type=int, default=5, help="print this many sample translations (default: 5)")
@@ -335,6 +338,7 @@ def cmd_evaluate(args) -> None:
     from .train.choose import checkpoint_or_chosen
 
     check_beam(args.beam)
+    check_length_penalty_option(args.length_penalty)
     check_positive(args, ("limit",))
     args.checkpoint = str(checkpoint_or_chosen(args.checkpoint))  # a run folder: the checkpoint choose chose
     if args.samples < 0:
@@ -343,7 +347,13 @@ def cmd_evaluate(args) -> None:
         refuse_writing_onto_inputs(args.json, [args.checkpoint], "--json")
         claim_file(args.json, "evaluate --json", is_evaluation_report, "--json")
     result = evaluate_checkpoint(
-        args.checkpoint, args.split, args.beam, args.root, args.limit, progress=not args.no_progress
+        args.checkpoint,
+        args.split,
+        args.beam,
+        args.root,
+        args.limit,
+        progress=not args.no_progress,
+        length_penalty=args.length_penalty,
     )
     print(result.summary())
     for src, ref, hyp in list(zip(result.sources, result.references, result.hypotheses))[: args.samples]:
@@ -356,6 +366,7 @@ def cmd_evaluate(args) -> None:
                     "checkpoint": args.checkpoint,
                     "split": args.split,
                     "beam_size": args.beam,
+                    "length_penalty": result.length_penalty,
                     "bleu": result.bleu,
                     "signature": result.signature,
                     "tokenized_bleu": result.tokenized_bleu,

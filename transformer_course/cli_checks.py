@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import os
 
-from .config import MAX_BEAM_SIZE
+from .config import MAX_BEAM_SIZE, MAX_LENGTH_PENALTY
 
 __all__ = ["check_beam", "check_device", "check_positive", "check_train_options"]
 
@@ -24,6 +24,13 @@ def check_beam(beam: int) -> None:
     if not 1 <= beam <= MAX_BEAM_SIZE:
         raise ValueError(
             f"--beam must be at least 1 (1 = greedy) and at most {MAX_BEAM_SIZE}, got {beam}; the paper uses 4"
+        )
+
+
+def check_length_penalty_option(alpha: float | None) -> None:
+    if alpha is not None and not 0 <= alpha <= MAX_LENGTH_PENALTY:  # NaN fails too
+        raise ValueError(
+            f"--length-penalty is the beam's α, from 0 (none) to {MAX_LENGTH_PENALTY}, got {alpha}; the paper uses 0.6"
         )
 
 

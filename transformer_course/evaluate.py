@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 from .checkpoint import resolve_model
 from .data import detokenize, load_pairs, tokenize_many
-from .decode import check_beam_size, translate
+from .decode import check_beam_size, check_length_penalty, translate
 
 
 def sacre_bleu(hypotheses: list[str], references: list[str]) -> tuple[sacrebleu.metrics.BLEUScore, str]:
@@ -66,9 +66,10 @@ class EvalResult:
     references: list[str] = field(repr=False)
     hypotheses: list[str] = field(repr=False)
     seconds: float = 0.0
+    length_penalty: float = 0.6  # α of the beam's length penalty (unused by greedy decoding)
 
     def summary(self) -> str:
-        decoding = "greedy" if self.beam_size == 1 else f"beam {self.beam_size}"
+        decoding = "greedy" if self.beam_size == 1 else f"beam {self.beam_size}, α {self.length_penalty:g}"
         return (
             f"{self.split}, {decoding}, {len(self.hypotheses)} sentences, {self.seconds:.0f} s\n"
             f"  sacreBLEU (detokenized, cased): {self.bleu:.2f}   signature: {self.signature}\n"
@@ -84,15 +85,23 @@ def evaluate_checkpoint(
     limit: int | None = None,
     batch_size: int = 64,
     progress: bool = True,
+    length_penalty: float | None = None,
 ) -> EvalResult:
     """Translate ``split`` with ``checkpoint`` (a path or a loaded :class:`~transformer_course.checkpoint.Checkpoint`,
-    in the checkpoint's own source language) and score it against the references."""
+    in the checkpoint's own source language) and score it against the references. ``length_penalty``: the beam's
+    α; None takes the one the checkpoint's config holds."""
     check_beam_size(beam_size)
+    if length_penalty is not None:
+        check_length_penalty(length_penalty)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(
             f"limit is a number of sentences and must be >= 1 (None: the whole split), got limit={limit!r}"
         )
     resolved = resolve_model(checkpoint)
+    if length_penalty is None:
+        length_penalty = getattr(
+            getattr(resolved.model, "config", None), "length_penalty", 0.6
+        )  # as translate takes it
     pairs = load_pairs(split, root, src_lang=resolved.src_lang, tgt_lang=resolved.tgt_lang)
     if limit is not None:
         pairs = pairs[:limit]
@@ -106,6 +115,7 @@ def evaluate_checkpoint(
                 resolved.model,
                 sources[first : first + chunk],
                 beam_size=beam_size,
+                length_penalty=length_penalty,
                 src_vocab=resolved.src_vocab,
                 tgt_vocab=resolved.tgt_vocab,
                 src_lang=resolved.src_lang,
@@ -125,6 +135,7 @@ def evaluate_checkpoint(
         references,
         hypotheses,
         seconds,
+        length_penalty,
     )
 
 

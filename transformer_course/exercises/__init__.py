@@ -93,11 +93,10 @@ class Result:
         return t("mark_name_message", mark=mark, name=self.name, message=self.message)
 
 
-def run_check(name: str, check: Callable[[], object], success: str | Callable[[], str] | None = None) -> Result:
+def run_check(name: str, check: Callable[[], object], success: str | None = None) -> Result:
     """Run ``check``; a Hint or any error of the learner's code becomes a one-line message. ``name`` and
-    ``success`` are messages already put through ``t()`` (``success`` may be a function giving it, called after
-    a pass); ``success`` defaults to "passed", and a text ``check`` returns (an explanation the attempt unlocked)
-    takes its place. Inside a sealed
+    ``success`` are messages already put through ``t()``; ``success`` defaults to "passed", and a text ``check``
+    returns (an explanation the attempt unlocked) takes its place. Inside a sealed
     :func:`~.seal.answer_check` only a :class:`FormHint`, a blank or an error is told; a pass or any other hint
     becomes "🔒 noted" (:mod:`.seal`)."""
     result = _run(name, check, success)
@@ -128,7 +127,7 @@ def checker(name: str | LazyText, success: str | LazyText | None = None) -> Call
     return decorate
 
 
-def _run(name: str, check: Callable[[], object], success: str | Callable[[], str] | None) -> Result:
+def _run(name: str, check: Callable[[], object], success: str | None) -> Result:
     try:
         with keep_global_rng():  # a checker draws its own inputs and leaves the learner's random state as it was
             said = check()
@@ -149,8 +148,6 @@ def _run(name: str, check: Callable[[], object], success: str | Callable[[], str
         return _told(Result(name, False, message))
     if isinstance(said, (str, LazyText)):  # a body that returns a text passes with it (what the answer unlocked)
         success = str(said)
-    elif callable(success):
-        success = success()
     return Result(name, True, t("passed") if success is None else success)
 
 

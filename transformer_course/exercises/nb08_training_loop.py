@@ -193,13 +193,13 @@ def check_loss_floor(loss_floor) -> Result:
         if got < 0:
             raise Hint(t("loss_floor_q", got=got))
         if math.isclose(got, floor, rel_tol=rel_tol):
-            return
+            return t("right", why=t("minimum_p_q", floor=floor))
         for hint, value in mistakes.items():
             if math.isclose(got, value, rel_tol=rel_tol, abs_tol=1e-12):
                 raise Hint(t("what_got_hint", what="loss_floor", got=got, hint=hint))
         raise Hint(t("what_got_hint", what="loss_floor", got=got, hint=t("floor_how_to_compute")))
 
-    return run_check(t("loss_floor"), check, lambda: t("right", why=t("minimum_p_q", floor=floor)))
+    return run_check(t("loss_floor"), check)
 
 
 # ---- exercise 4: the peak of a schedule ------------------------------------------------------------------
