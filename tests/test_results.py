@@ -134,6 +134,8 @@ def test_a_one_decimal_or_unit_quote_of_a_run_figure_needs_its_marker(quote, pat
         "the big model's 26.4 BLEU on newstest2013 (Table 3)",  # = 26.42 of contest-b2, rounded: the paper's
         "§6.1 reports 26.4 BLEU for the big model on the development set",
         "dropout 0.1, label smoothing ε = 0.1, β₂ = 0.98, α = 0.6",  # hyper-parameters below 1
+        "the weights of each query sum to 1.0",  # an identity, whatever figure rounds to 1.0
+        "the beam's length penalty α = 1.2",  # a setting: the α a run decoded with, or the one a grid chose
         "train for 10 epochs",  # an integer does not quote 9.5 epochs, which it rounds to
         "grading took 17.0 seconds",  # 17 s is a count: a run quotes it as 17, never 17.0
         "about 9.7 billion parameters",  # a scale word: 9.7e9, not 9.7 epochs
@@ -191,6 +193,14 @@ def test_record_evaluation_takes_what_evaluate_json_writes(tmp_path):
     scores = results.record_evaluation("x", "best/test/beam4", evaluation, data_file)
     assert scores["sacrebleu"] == 40.18 and scores["tokenized_bleu"] == 40.73 and scores["unk_outputs"] == 2
     assert results.figure("x/best/test/beam4/seconds", results.load_results(data_file)) == 46
+    assert "length_penalty" not in scores  # a report from before evaluate wrote its α: the paper's 0.6
+    written = json.loads(evaluation.read_text(encoding="utf-8"))
+    evaluation.write_text(json.dumps({**written, "length_penalty": 1.2}), encoding="utf-8")
+    assert results.record_evaluation("x", "best-ema/test/beam4", evaluation, data_file)["length_penalty"] == 1.2
+    table = results.render_table("x", results.load_results(data_file))
+    assert "| `best` | beam 4, α = 0.6 | 40.18 |" in table and "| `best-ema` | beam 4, α = 1.2 | 40.18 |" in table
+    evaluation.write_text(json.dumps({**written, "beam_size": 1, "length_penalty": 1.2}), encoding="utf-8")
+    assert "length_penalty" not in results.record_evaluation("x", "best/test/greedy", evaluation, data_file)
     with pytest.raises(ValueError, match="checkpoint/split/decoding"):
         results.record_evaluation("x", "beam4", evaluation, data_file)
     bad = tmp_path / "bad.json"
@@ -398,6 +408,36 @@ def test_a_seeds_run_computes_its_mean_lowest_and_spread_from_the_chosen_checkpo
     del data["runs"]["r-s3"]
     with pytest.raises(KeyError, match="r-s3"):
         results.figure("r/mean/test/beam4/sacrebleu", data)
+
+
+def test_the_length_penalty_table_has_one_row_per_alpha_with_each_seeds_score_and_the_chosen_one_in_bold():
+    def grid(s1, s2, mean, tok, ratio=0.9586):
+        return {"sacrebleu_r-s1": s1, "sacrebleu_r-s2": s2, "sacrebleu": mean, "tokenized_bleu": tok,
+                "ratio": ratio, "seconds": 15}  # fmt: skip
+
+    data = {
+        "schema": 1,
+        "runs": {
+            "r-s1": {"seed": 1},
+            "r-s2": {"seed": 2},
+            "lp": {
+                "kind": "length-penalty",
+                "seeds": ["r-s1", "r-s2"],
+                "chosen": 1.2,
+                "evaluations": {
+                    "a0.6/val/beam4": grid(41.0, 40.0, 40.5, 41.0),
+                    "a1.2/val/beam4": grid(42, 41, 41.5, 42, ratio=1.0083),
+                },
+            },
+        },
+    }
+    assert results.render_table("lp", data).splitlines() == [
+        "| α | seed 1 | seed 2 | mean (sacre / tok-lc) | output / reference length | brevity penalty | seconds |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| 0.6 | 41.00 | 40.00 | 40.50 / 41.00 | 0.959 | 0.958 | 15 |",
+        "| **1.2** | 42 | 41 | **41.50 / 42** | 1.008 | 1.000 | 15 |",  # longer than the references: no penalty
+    ]
+    assert results.figure("lp/a1.2/val/beam4/sacrebleu - lp/a0.6/val/beam4/sacrebleu", data) == 1.0
 
 
 def test_the_engine_table_has_one_row_per_decoder_with_its_speed_over_ctranslate2s():

@@ -12,6 +12,7 @@ take ``--seed N`` and ``--chosen LABEL``, the seed of the run and the checkpoint
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -39,7 +40,7 @@ __all__ = [
 
 TABLE = re.compile(r"<!-- results:table (?P<run>[\w.-]+) -->\n(?P<body>.*?)<!-- /results:table -->", re.DOTALL)
 SCORE_FIELDS = ("sacrebleu", "tokenized_bleu", "unk_outputs", "seconds")
-DECODINGS = {"greedy": "greedy", "beam4": "beam 4, α = 0.6"}
+DECODINGS = {"greedy": "greedy", "beam4": "beam 4"}
 
 
 # ---- the tables of docs/results.md --------------------------------------------------------------------------
@@ -65,6 +66,8 @@ def render_table(run_name: str, data: dict) -> str:
         return render_decode_vs_engine(run_name, data)
     if run.get("kind") == "seeds":
         return render_seeds(run_name, data)
+    if run.get("kind") == "length-penalty":
+        return render_length_penalty(run_name, data)
     rows = [
         "| checkpoint | decoding | sacreBLEU (detokenized, cased) | tokenized lowercase BLEU | outputs with `<unk>` "
         "| time for 1,000 sentences |",
@@ -81,9 +84,42 @@ def render_table(run_name: str, data: dict) -> str:
         seen.add(checkpoint)
         seconds = scores.get("seconds")
         rows.append(
-            f"| {label} | {DECODINGS.get(decoding, decoding)} | {_fmt(scores['sacrebleu'])} | "
+            f"| {label} | {_decoding(decoding, scores)} | {_fmt(scores['sacrebleu'])} | "
             f"{_fmt(scores['tokenized_bleu'])} | {_fmt(scores.get('unk_outputs'))} | "
             f"{'–' if seconds is None else f'{seconds:.0f} s'} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def _decoding(decoding: str, scores: dict) -> str:
+    """How an evaluation decoded: "greedy", or "beam 4, α = 0.6" with the length penalty it used (recorded since
+    `evaluate` writes it; the paper's 0.6, every run's α before)."""
+    if decoding.startswith("beam"):
+        return f"{DECODINGS.get(decoding, decoding)}, α = {scores.get('length_penalty', 0.6):g}"
+    return DECODINGS.get(decoding, decoding)
+
+
+def render_length_penalty(run_name: str, data: dict) -> str:
+    """The beam's length penalty α chosen on validation (a run of kind ``length-penalty``): for each α of the grid
+    (its evaluations, ``aALPHA/val/beam4``), each seed's sacreBLEU (the checkpoint the seed chose), their mean
+    (sacre / tok-lc), the output's length over the references' (mean), BLEU's brevity penalty at that ratio,
+    exp(1 − 1 / ratio) below 1, and the seconds per decoding (mean); the chosen α in bold."""
+    run = data["runs"][run_name]
+    seeds = run["seeds"]
+    rows = [
+        "| α | "
+        + " | ".join(f"seed {data['runs'][label]['seed']}" for label in seeds)
+        + " | mean (sacre / tok-lc) | output / reference length | brevity penalty | seconds |",
+        "|---:|" + "---:|" * (len(seeds) + 4),
+    ]
+    for key, scores in run["evaluations"].items():
+        alpha, ratio = float(key.split("/")[0][1:]), scores["ratio"]
+        bold = "**" if alpha == run["chosen"] else ""
+        rows.append(
+            f"| {bold}{alpha:g}{bold} | "
+            + " | ".join(_fmt(scores[f"sacrebleu_{label}"]) for label in seeds)
+            + f" | {bold}{_fmt(scores['sacrebleu'])} / {_fmt(scores['tokenized_bleu'])}{bold} | "
+            f"{_fmt(ratio, 3)} | {_fmt(min(1.0, math.exp(1 - 1 / ratio)), 3)} | {scores['seconds']} |"
         )
     return "\n".join(rows) + "\n"
 
@@ -306,6 +342,9 @@ def record_evaluation(
     }
     if source.get("seconds") is not None:
         scores["seconds"] = round(_field(source, "seconds", evaluation_json))
+    beam = source.get("beam_size")
+    if isinstance(beam, int) and beam > 1 and source.get("length_penalty") is not None:  # the α the beam used
+        scores["length_penalty"] = _field(source, "length_penalty", evaluation_json)
     entry = data["runs"].setdefault(run, {})
     _seed_and_choice(entry, seed, chosen)
     entry.setdefault("evaluations", {})[key] = scores

@@ -151,7 +151,7 @@ SPLIT_SIZES = frozenset({"sentences"})
 # A run's seed (results add-run keeps it) is a setting the run was given, and the load average beside it the state
 # of the machine it ran on: conditions of the measurement, not what it measured ("seed 1" or "1.6" in prose is no
 # quote of either).
-SETTINGS = frozenset({"seed", "load_average"})
+SETTINGS = frozenset({"seed", "load_average", "length_penalty", "chosen"})  # chosen: the α a grid chose
 
 
 def run_figures(data: dict) -> dict[str, float]:
@@ -164,6 +164,10 @@ def run_figures(data: dict) -> dict[str, float]:
                 found[f"{name}/{key}"] = value
         for evaluation, scores in run.get("evaluations", {}).items():
             for key, value in scores.items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and key not in SPLIT_SIZES:
+                if (
+                    isinstance(value, (int, float))
+                    and not isinstance(value, bool)
+                    and key not in SPLIT_SIZES | SETTINGS
+                ):
                     found[f"{name}/{evaluation}/{key}"] = value
     return found

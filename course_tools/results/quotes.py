@@ -139,9 +139,9 @@ def _candidates(text: str, data: dict):
         precise = decimals >= 2 or "," in number
         if not (precise or decimals or suffix or unit):
             continue  # a bare integer (3 layers, warmup 300, 8 heads) is a setting, not a figure
-        # Below 1, a number of one or two significant digits is a hyper-parameter (dropout 0.1, α = 0.6,
-        # β₂ = 0.98, ε_ls = 0.1): the runs' figures below 1 are counts of zero, never written as a quote.
-        if quoted * scale < 1 and len(number.replace(".", "").lstrip("0")) < 3:
+        # Up to 1, a number of one or two significant digits is a hyper-parameter or an identity (dropout 0.1,
+        # α = 0.6, β₂ = 0.98, weights that sum to 1.0): the runs' figures up to 1 are never quoted that coarsely.
+        if quoted * scale <= 1 and len(number.replace(".", "").lstrip("0")) < 3:
             continue
         before = text[max(0, match.start() - 12) : match.start()]
         if VERSION_BEFORE.search(before) or REFERENCE_BEFORE.search(before):
