@@ -52,7 +52,7 @@ FLAGS = {
     ],
     "translate": ["--checkpoint", "--beam"],
     "average": ["--run", "--last", "--around-best", "--out"],
-    "choose": ["--run", "--by", "--beam", "--root", "--limit", "--device"],
+    "choose": ["--run", "--by", "--beam", "--length-penalty", "--root", "--limit", "--device"],
 }
 
 

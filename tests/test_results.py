@@ -154,8 +154,8 @@ def test_the_paper_citation_frees_only_its_own_sentence():
 
 
 def test_a_tables_citation_in_its_header_covers_its_rows_and_only_them():
-    table = "| model (Table 3) | BLEU |\n|---|---|\n| big | 26.4 |\n| base | 25.8 |\n"
-    assert not results.check_quotes(table, DATA, "x")
+    table = "| model (Table 3) | BLEU |\n|---|---|\n| big | 26.4 |\n| base | 25.8 |\n| conv | 40.18 |\n"
+    assert not results.check_quotes(table, DATA, "x")  # 40.18 is contest-c's too, but this table is the paper's
     assert results.check_quotes("| model | BLEU |\n|---|---|\n| ours | 26.4 |\n", DATA, "x")  # no citation
     assert results.check_quotes(table + "\n| ours | BLEU |\n|---|---|\n| run | 26.4 |\n", DATA, "x")  # another table
 

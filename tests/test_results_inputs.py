@@ -14,7 +14,7 @@ import pytest
 
 from course_tools import results
 from course_tools.results import check_quotes, figure, load_results
-from course_tools.results.figures import show
+from course_tools.results.figures import run_figures, show
 from transformer_course import cli
 
 GOOD = {"schema": 1, "runs": {"r": {"steps": 2338, "flag": True, "missing": None, "evaluations": {}}}}
@@ -60,23 +60,29 @@ def test_figures_are_shown_as_prose_writes_them():
     assert "results.json has 9,633,600" in problem
 
 
+def _equal_figures(number: float, data: dict) -> list[str]:
+    return [path for path, value in run_figures(data).items() if round(value, 2) == number]
+
+
 @pytest.mark.parametrize(
     "text",
     [
-        "The contest's `contest-c` reaches 40.19 sacreBLEU with beam 4.",
+        "The contest's `contest-c` reaches 40.21 sacreBLEU with beam 4.",
         "`contest-c` trained for 2,339 steps.",
-        "After 2,338<!--fig:contest-c/steps--> steps it reaches 40.19 BLEU.",
+        "After 2,338<!--fig:contest-c/steps--> steps it reaches 40.21 BLEU.",
     ],
 )
 def test_a_number_near_a_figure_of_the_run_its_sentence_names_is_flagged(text):
     data = load_results()
+    assert not _equal_figures(40.21, data), "40.21 must be near contest-c's 40.18 and equal to no figure"
     problems = check_quotes(text, data, "x")
     assert len(problems) == 1 and "within 1 %" in problems[0] and "contest-c/" in problems[0], problems
 
 
 def test_a_near_number_about_no_run_or_written_as_a_setting_is_no_quote():
     data = load_results()
-    assert check_quotes("Another course reports 40.19 BLEU on this test set.", data, "x") == []
+    assert not _equal_figures(40.21, data), "40.21 must equal no figure"
+    assert check_quotes("Another course reports 40.21 BLEU on this test set.", data, "x") == []
     assert check_quotes("`multi30k-cpu` uses a joint vocabulary of 8,000 pieces.", data, "x") == []
 
 

@@ -324,12 +324,18 @@ def test_choose_by_bleu_takes_the_highest_validation_bleu_and_never_reads_test(t
     )
     asked = []
 
-    def fake_bleu(checkpoint, split, beam, root, limit, progress=True):  # one score per file, the split recorded
-        asked.append((Path(checkpoint).name, split, beam))
+    def fake_bleu(checkpoint, split, beam, root, limit, progress=True, length_penalty=None):  # one score per file
+        asked.append((Path(checkpoint).name, split, beam, length_penalty))
         return type("Result", (), {"bleu": {"best.pt": 20.0, "best-ema.pt": 30.0}[Path(checkpoint).name]})()
 
     monkeypatch.setattr(evaluate, "evaluate_checkpoint", fake_bleu)
     assert cli.main(["choose", "--run", str(tmp_path), "--by", "bleu", "--beam", "4"]) == 0
     record = json.loads((tmp_path / "chosen.json").read_text())
     assert record["chosen"] == "best-ema" and record["beam_size"] == 4 and record["by"] == "bleu"
-    assert sorted(asked) == [("best-ema.pt", "val", 4), ("best.pt", "val", 4)]
+    assert "length_penalty" not in record  # each checkpoint's own α
+    assert sorted(asked) == [("best-ema.pt", "val", 4, None), ("best.pt", "val", 4, None)]
+    asked.clear()
+    assert cli.main(["choose", "--run", str(tmp_path), "--by", "bleu", "--beam", "4", "--length-penalty", "1.2"]) == 0
+    assert json.loads((tmp_path / "chosen.json").read_text())["length_penalty"] == 1.2
+    assert sorted(asked) == [("best-ema.pt", "val", 4, 1.2), ("best.pt", "val", 4, 1.2)]
+    assert cli.main(["choose", "--run", str(tmp_path), "--by", "bleu", "--length-penalty", "-1"]) == 1  # one line

@@ -177,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="val_loss: the lowest validation loss (default); bleu: the highest validation sacreBLEU",
     )
     p.add_argument("--beam", type=int, default=1, help="with --by bleu: beam size (default: 1, greedy)")
+    p.add_argument(
+        "--length-penalty", type=float, help="with --by bleu: the beam's α (default: each checkpoint's config)"
+    )
     p.add_argument("--root", default="data", help="Multi30k: data folder (default: data)")
     p.add_argument("--limit", type=int, help="Multi30k: the --limit the run was trained with")
     p.add_argument("--device", default="cpu", help="cpu, cuda … (default: cpu)")
@@ -454,9 +457,10 @@ def cmd_choose(args) -> None:
     from .train.choose import choose_checkpoint
 
     check_beam(args.beam)
+    check_length_penalty_option(args.length_penalty)
     check_positive(args, ("limit",))
     check_device(args.device)
-    record = choose_checkpoint(args.run, args.by, args.root, args.limit, args.beam, args.device)
+    record = choose_checkpoint(args.run, args.by, args.root, args.limit, args.beam, args.device, args.length_penalty)
     for label, score in record["scores"].items():
         print(f"{label:>28}: validation {args.by} {score:.4f}" + ("  ← chosen" if label == record["chosen"] else ""))
     print(f"chosen: {record['chosen']} ({record['checkpoint']}), recorded in {Path(args.run) / 'chosen.json'}")

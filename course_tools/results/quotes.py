@@ -146,8 +146,10 @@ def _candidates(text: str, data: dict):
         before = text[max(0, match.start() - 12) : match.start()]
         if VERSION_BEFORE.search(before) or REFERENCE_BEFORE.search(before):
             continue  # Python 3.10, torch 2.13, §3.2, Table 2: a version or a part of the paper
-        cited = _sentence(text, match.start(), match.end()) + _table_header(text, match.start())
-        if not precise and CITATION.search(cited):
+        header = _table_header(text, match.start())
+        if CITATION.search(header):
+            continue  # a row of a table whose header cites the paper's: its numbers are the paper's (40.46)
+        if not precise and CITATION.search(_sentence(text, match.start(), match.end())):
             continue  # the paper's one-decimal figure, cited with its section or table: 27.3 (Table 2)
         kind = UNITS.get(unit) if unit and not precise else None
         hits = []

@@ -56,12 +56,13 @@ def _validation_data(checkpoint, root: str | Path, limit: int | None):
     return data
 
 
-def _scores(paths: dict[str, Path], by: str, root, limit, beam: int, device) -> dict[str, float]:
+def _scores(paths: dict[str, Path], by: str, root, limit, beam: int, device, alpha) -> dict[str, float]:
     if by == "bleu":
         from ..evaluate import evaluate_checkpoint
 
         return {
-            label: evaluate_checkpoint(p, "val", beam, root, limit, progress=False).bleu for label, p in paths.items()
+            label: evaluate_checkpoint(p, "val", beam, root, limit, progress=False, length_penalty=alpha).bleu
+            for label, p in paths.items()
         }
     scores, data = {}, None
     for label, path in paths.items():
@@ -81,14 +82,16 @@ def choose_checkpoint(
     limit: int | None = None,
     beam: int = 1,
     device: str = "cpu",
+    length_penalty: float | None = None,
 ) -> dict:
     """Score every candidate of ``run`` on the validation split — ``by="val_loss"`` (lowest wins) or
-    ``"bleu"`` (sacreBLEU with ``beam``, highest wins) — and write ``RUN/chosen.json``: the winner's label
-    (``chosen``), what decided, and every candidate's score. Test is never read. Returns that record."""
+    ``"bleu"`` (sacreBLEU with ``beam`` and the beam's α ``length_penalty``, None: each checkpoint's own; highest
+    wins) — and write ``RUN/chosen.json``: the winner's label (``chosen``), what decided, and every candidate's
+    score. Test is never read. Returns that record."""
     if by not in ("val_loss", "bleu"):
         raise ValueError(f"choose by 'val_loss' or 'bleu' (on the validation split), got by={by!r}")
     paths = candidates(run)
-    scores = _scores(paths, by, root, limit, beam, device)
+    scores = _scores(paths, by, root, limit, beam, device, length_penalty)
     bad = [label for label, score in scores.items() if not math.isfinite(score)]
     if bad:
         raise ValueError(f"the validation {by} of {', '.join(bad)} is not finite: that checkpoint cannot be chosen")
@@ -100,6 +103,7 @@ def choose_checkpoint(
         "by": by,
         "split": "val",
         **({"beam_size": beam} if by == "bleu" else {}),
+        **({"length_penalty": length_penalty} if by == "bleu" and length_penalty is not None else {}),
         "scores": {label: round(score, 6) for label, score in scores.items()},
     }
     atomic_write_text(Path(run) / CHOSEN_FILE, json.dumps(record, indent=1) + "\n")
