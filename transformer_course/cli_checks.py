@@ -8,7 +8,7 @@ import os
 
 from .config import MAX_BEAM_SIZE, MAX_LENGTH_PENALTY
 
-__all__ = ["check_beam", "check_device", "check_positive", "check_train_options"]
+__all__ = ["check_beam", "check_device", "check_length_penalty_option", "check_positive", "check_train_options"]
 
 
 def check_positive(args, names: tuple[str, ...]) -> None:

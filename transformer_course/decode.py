@@ -63,6 +63,7 @@ from .layers import token_ids_checked
 from .masks import padding_mask, subsequent_mask
 
 __all__ = [
+    "beam_alpha",
     "check_beam_size",
     "check_decode_args",
     "gnmt_length_penalty",
@@ -135,6 +136,12 @@ def check_beam_size(beam_size: int) -> None:
 def positions_of(model: nn.Module) -> int | None:
     """The positions the model's table holds (``model_config.max_len``), None for a model without one."""
     return getattr(getattr(model, "model_config", None), "max_len", None)
+
+
+def beam_alpha(model: nn.Module, given: float | None = None) -> float:
+    """The beam's length penalty α: ``given``, else the run's decoding setting (``Config.length_penalty``), else
+    the paper's 0.6 for a bare model."""
+    return getattr(getattr(model, "config", None), "length_penalty", 0.6) if given is None else given
 
 
 def check_length_penalty(alpha) -> None:
@@ -466,8 +473,7 @@ def decode_sentences(
     and ``viz.translate_and_capture`` both decode through here, so the attention views show the very
     translation ``translate`` gives.
     """
-    if length_penalty is None:  # the run's decoding setting (Config.length_penalty); the paper's α for a bare model
-        length_penalty = getattr(getattr(model, "config", None), "length_penalty", 0.6)
+    length_penalty = beam_alpha(model, length_penalty)
     table = positions_of(model)  # positions the model can encode or decode
     args = (beam_size, max_len, length_penalty, batch_size, table)
     tokens = source_tokens("decode_sentences", sentences, *args, src_lang, tokenizer)

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 from .checkpoint import resolve_model
 from .data import detokenize, load_pairs, tokenize_many
-from .decode import check_beam_size, check_length_penalty, translate
+from .decode import beam_alpha, check_beam_size, check_length_penalty, translate
 
 
 def sacre_bleu(hypotheses: list[str], references: list[str]) -> tuple[sacrebleu.metrics.BLEUScore, str]:
@@ -98,10 +98,7 @@ def evaluate_checkpoint(
             f"limit is a number of sentences and must be >= 1 (None: the whole split), got limit={limit!r}"
         )
     resolved = resolve_model(checkpoint)
-    if length_penalty is None:
-        length_penalty = getattr(
-            getattr(resolved.model, "config", None), "length_penalty", 0.6
-        )  # as translate takes it
+    length_penalty = beam_alpha(resolved.model, length_penalty)  # the α translate decodes with
     pairs = load_pairs(split, root, src_lang=resolved.src_lang, tgt_lang=resolved.tgt_lang)
     if limit is not None:
         pairs = pairs[:limit]
