@@ -67,8 +67,9 @@ def sync_test() -> str:
 
 def notebook_run(minutes: float, tiny: bool) -> dict:
     """Execute notebook 11 (a copy in memory, with the metrics cell appended) and return its figures."""
-    import nbclient
     import nbformat
+
+    from course_tools.kernels import notebook_client
 
     path = REPO / "notebooks" / "11_train_multi30k.ipynb"
     nb = nbformat.read(path, as_version=4)
@@ -79,11 +80,11 @@ def notebook_run(minutes: float, tiny: bool) -> dict:
     )  # this checkout
     if tiny:
         os.environ["TC_FAST"] = "1"
-    client = nbclient.NotebookClient(
-        nb, kernel_name="python3", timeout=900, startup_timeout=120, resources={"metadata": {"path": str(path.parent)}}
-    )
     try:
-        client.execute()
+        with notebook_client(
+            nb, timeout=900, startup_timeout=120, resources={"metadata": {"path": str(path.parent)}}
+        ) as client:
+            client.execute()
     finally:
         os.environ.pop("TC_FAST", None) if tiny else None
     for output in nb.cells[-1].outputs:

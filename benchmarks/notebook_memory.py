@@ -24,6 +24,7 @@ import nbclient
 import nbformat
 
 from course_tools.classroom.solve import solve_notebooks
+from course_tools.kernels import notebook_client
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
@@ -47,11 +48,11 @@ def data_segment(pid: int) -> int:
 def measure(path: Path) -> tuple[int, int, str | None]:
     """Run ``path`` in a fresh kernel; return (data segment after the first cell, its peak, error or None)."""
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(
-        nb, kernel_name="python3", timeout=900, resources={"metadata": {"path": str(path.parent)}}
-    )
     peak, stop = [0], threading.Event()
-    with client.setup_kernel():
+    with (
+        notebook_client(nb, timeout=900, resources={"metadata": {"path": str(path.parent)}}) as client,
+        client.setup_kernel(),
+    ):
         pid = client.km.provisioner.pid
 
         def sample() -> None:

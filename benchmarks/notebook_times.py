@@ -21,6 +21,8 @@ from pathlib import Path
 import nbclient
 import nbformat
 
+from course_tools.kernels import notebook_client
+
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 # target in seconds and whether the target is for fast mode, by notebook number
 TARGETS = {f"{n:02d}": (60, False) for n in range(8)} | {
@@ -39,16 +41,12 @@ def run_notebook(path: Path, fast: bool, cell_timeout: int) -> tuple[float, str 
     else:
         os.environ.pop("TC_FAST", None)
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(
-        nb,
-        kernel_name="python3",
-        timeout=cell_timeout,
-        startup_timeout=180,
-        resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
-    )
     start = time.perf_counter()
     try:
-        client.execute()
+        with notebook_client(
+            nb, timeout=cell_timeout, startup_timeout=180, resources={"metadata": {"path": str(NOTEBOOKS_DIR)}}
+        ) as client:
+            client.execute()
     except nbclient.exceptions.CellTimeoutError:
         return time.perf_counter() - start, f"a cell ran past {cell_timeout} s"
     except nbclient.exceptions.CellExecutionError as error:

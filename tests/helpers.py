@@ -163,6 +163,7 @@ def run_in_fast_mode(path: Path, monkeypatch, tmp_path, solved: bool = False) ->
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     from course_tools.classroom.solve import solve_notebooks
+    from course_tools.kernels import notebook_client
 
     monkeypatch.setenv("TC_FAST", "1")  # the kernel inherits this environment
     monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
@@ -175,15 +176,11 @@ def run_in_fast_mode(path: Path, monkeypatch, tmp_path, solved: bool = False) ->
             (here / other.name).write_bytes(other.read_bytes())
     write_earlier_files(here / path.name, here)
     nb = nbformat.read(here / path.name, as_version=4)
-    client = nbclient.NotebookClient(
-        nb,
-        kernel_name="python3",
-        timeout=CELL_TIMEOUT_S,
-        startup_timeout=KERNEL_STARTUP_S,
-        resources={"metadata": {"path": str(here)}},
-    )
     try:
-        client.execute()
+        with notebook_client(
+            nb, timeout=CELL_TIMEOUT_S, startup_timeout=KERNEL_STARTUP_S, resources={"metadata": {"path": str(here)}}
+        ) as client:
+            client.execute()
     except nbclient.exceptions.CellTimeoutError as error:
         pytest.fail(f"{path.name}: a cell ran longer than {CELL_TIMEOUT_S} s in fast mode\n{error}", pytrace=False)
     except nbclient.exceptions.CellExecutionError:

@@ -41,7 +41,7 @@ def assert_offline_page(page):
 @pytest.fixture(scope="module")
 def executed_notebook():
     """A small notebook executed by a real kernel, as notebook 10 does it: setup(), capture, explorer, mask."""
-    from nbclient import NotebookClient
+    from course_tools.kernels import notebook_client
 
     nb = nbformat.v4.new_notebook(
         cells=[
@@ -55,7 +55,8 @@ def executed_notebook():
             nbformat.v4.new_code_cell("viz.plot_mask(subsequent_mask(5))"),
         ]
     )
-    NotebookClient(nb, timeout=180, kernel_name="python3").execute()
+    with notebook_client(nb, timeout=180) as client:
+        client.execute()
     return nb
 
 

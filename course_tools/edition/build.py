@@ -87,17 +87,18 @@ def execute(path: Path, timeout: int) -> tuple[object, str | None]:
     import nbclient
     import nbformat
 
+    from course_tools.kernels import notebook_client
+
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(
-        nb,
-        timeout=timeout,
-        kernel_name="python3",
-        startup_timeout=300,  # busy machines
-        resources={"metadata": {"path": str(path.parent)}},
-    )
     nb.metadata["tc_folder"] = str(path.parent)  # where notebook_to_html finds the notebook's own images
     try:
-        client.execute()
+        with notebook_client(
+            nb,
+            timeout=timeout,
+            startup_timeout=300,
+            resources={"metadata": {"path": str(path.parent)}},  # busy machines
+        ) as client:
+            client.execute()
     except nbclient.exceptions.CellTimeoutError:
         return nb, f"a cell ran longer than {timeout} s"
     except nbclient.exceptions.CellExecutionError as error:
