@@ -130,6 +130,7 @@ LATER_FIELDS = {
     "word_dropout": None,
     "word_dropout_on": None,
     "rdrop": None,
+    "both_directions": None,
 }
 
 

@@ -107,6 +107,10 @@ class Config:
     shared_vocab: bool = False  # one vocabulary for both languages (needed for tie_embeddings="all")
     tokenizer: str = "words"  # "words": spaCy words, min_freq vocabularies; "bpe": one joint subword model (§5.1)
     subword_vocab: int = 8000  # with tokenizer="bpe": pieces in the shared vocabulary, specials included
+    # True: train on the reversed pairs too (en→de beside de→en), on one shared vocabulary: a German target starts
+    # with </s> where an English one starts with <s>, an id the decoder never reads otherwise, so the first input
+    # names the language to write; validation, decoding and every export stay de→en (data/loaders.py)
+    both_directions: bool = False
     context: int = 64  # task="captions": the ids a language model reads before each prediction (a row is context + 1)
     # training (§5.3, §5.4)
     tokens_per_batch: int = 4000  # target tokens per batch
@@ -213,6 +217,12 @@ class Config:
             raise ValueError(
                 "tokenizer='bpe' learns one joint German+English subword model with one vocabulary for both "
                 "languages; set shared_vocab=True (or use tokenizer='words')"
+            )
+        if self.both_directions and (self.task != "multi30k" or not self.shared_vocab):
+            raise ValueError(
+                "both_directions=True trains Multi30k in both directions with one model, so both languages need "
+                f"one vocabulary: set task='multi30k' and shared_vocab=True (got task={self.task!r}, "
+                f"shared_vocab={self.shared_vocab})"
             )
         if self.task == "captions" and self.context + 1 > self.max_len:
             raise ValueError(

@@ -17,7 +17,8 @@ One topic per module, imported in this order (each one only from those above it)
     multi30k   load_pairs, prepare_multi30k → Multi30k (download, tokenize, vocabularies, datasets)
     captions   the language model's corpus (notebook 12): one side's captions as one subword id stream, with
                add-k unigram and bigram baselines
-    loaders    TrainingData, toy_data, multi30k_data (spaCy words or subwords), subword_tokenizer: what ``fit`` reads
+    loaders    TrainingData, toy_data, multi30k_data (spaCy words or subwords, one or both directions),
+               subword_tokenizer: what ``fit`` reads
 
 Every name is re-exported here, so ``from transformer_course.data import Vocab, collate`` keeps working.
 """
@@ -46,7 +47,15 @@ from .download import (
     multi30k_filename,
     multi30k_path,
 )
-from .loaders import TrainingData, multi30k_data, prepare_multi30k_subwords, subword_tokenizer, toy_data
+from .loaders import (
+    REVERSED_START,
+    TrainingData,
+    both_ways_batch,
+    multi30k_data,
+    prepare_multi30k_subwords,
+    subword_tokenizer,
+    toy_data,
+)
 from .multi30k import Multi30k, load_pairs, prepare_multi30k
 from .subword import SUBWORD_FORMAT, SubwordTokenizer
 from .tokenization import (
@@ -100,7 +109,9 @@ __all__ = [
     "PairDataset",
     "TokenBatchSampler",
     "word_dropout",
+    "REVERSED_START",
     "TrainingData",
+    "both_ways_batch",
     "prepare_multi30k_subwords",
     "subword_tokenizer",
     "Vocab",

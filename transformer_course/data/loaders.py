@@ -22,16 +22,18 @@ import torch
 
 from ..config import Config
 from ..files import atomic_write_text
-from .batching import Batch, TokenBatchSampler, collate
+from .batching import Batch, PairDataset, TokenBatchSampler, collate
 from .corpus import sha256_file
 from .download import multi30k_path
 from .multi30k import Multi30k, check_limit, encode_split, load_pairs, prepare_multi30k
 from .subword import SubwordTokenizer
 from .toy import toy_pairs, toy_vocab
-from .vocab import Vocab
+from .vocab import EOS, Vocab
 
 __all__ = [
+    "REVERSED_START",
     "TrainingData",
+    "both_ways_batch",
     "multi30k_data",
     "prepare_multi30k_subwords",
     "subword_tokenizer",
@@ -118,8 +120,11 @@ def multi30k_data(
     else:
         m = prepare_multi30k(root, min_freq=config.min_freq, shared_vocab=config.shared_vocab, limit=limit)
         tokenizer = None
+    lengths = m.train.lengths()
+    if config.both_directions:  # index len(m.train) + i is pair i reversed (both_ways_batch)
+        lengths += [(t, s) for s, t in lengths]
     train_sampler = TokenBatchSampler(
-        m.train, config.tokens_per_batch, shuffle=True, seed=config.seed, num_replicas=world_size, rank=rank
+        lengths, config.tokens_per_batch, shuffle=True, seed=config.seed, num_replicas=world_size, rank=rank
     )
     val_sampler = TokenBatchSampler(m.val, config.tokens_per_batch, shuffle=False, num_replicas=world_size, rank=rank)
     if progress:
@@ -130,6 +135,7 @@ def multi30k_data(
                 if tokenizer is not None
                 else f"vocabularies de {len(m.src_vocab):,} / en {len(m.tgt_vocab):,}"
             )
+            + (", both directions" if config.both_directions else "")
             + f", {len(train_sampler)} batches per epoch per process",
             flush=True,
         )
@@ -137,7 +143,9 @@ def multi30k_data(
     def train_batches(epoch: int, start: int = 0) -> Iterator[Batch]:
         train_sampler.set_epoch(epoch)
         for indices in itertools.islice(iter(train_sampler), start, None):
-            yield collate([m.train[i] for i in indices])
+            yield (
+                both_ways_batch(m.train, indices) if config.both_directions else collate([m.train[i] for i in indices])
+            )
 
     def val_batches() -> Iterator[Batch]:
         for indices in val_sampler:
@@ -150,6 +158,22 @@ def multi30k_data(
     return TrainingData(
         m.src_vocab, m.tgt_vocab, train_batches, val_batches, batches_per_epoch, m.src_lang, m.tgt_lang, tokenizer
     )
+
+
+REVERSED_START = EOS  # the first decoder input of a reversed pair's target: never an input otherwise
+
+
+def both_ways_batch(train: PairDataset, indices: list[int]) -> Batch:
+    """The batch of ``indices`` into ``train`` followed by its reversed pairs: index ``len(train) + i`` is pair
+    ``i`` with source and target swapped. A reversed pair's target starts with :data:`REVERSED_START` (``</s>``)
+    where the others start with ``<s>``: the decoder's first input says which language to write, and the forward
+    direction, ``<s>`` first, is what decoding asks for (Johnson et al., 2017, name the language on the source side;
+    here the source side stays as it is, so nothing changes at inference)."""
+    n = len(train)
+    batch = collate([train[i] if i < n else train[i - n][::-1] for i in indices])
+    reversed_rows = torch.tensor([i >= n for i in indices])  # (B,)
+    batch.tgt_in[reversed_rows, 0] = REVERSED_START  # tgt_in (B, T): <s> y1 …, now </s> y1 … for those rows
+    return batch
 
 
 def subword_tokenizer(
