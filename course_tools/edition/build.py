@@ -95,8 +95,8 @@ def execute(path: Path, timeout: int) -> tuple[object, str | None]:
         with notebook_client(
             nb,
             timeout=timeout,
-            startup_timeout=300,
-            resources={"metadata": {"path": str(path.parent)}},  # busy machines
+            startup_timeout=300,  # busy machines
+            resources={"metadata": {"path": str(path.parent)}},
         ) as client:
             client.execute()
     except nbclient.exceptions.CellTimeoutError:

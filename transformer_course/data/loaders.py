@@ -164,8 +164,9 @@ REVERSED_START = EOS  # the first decoder input of a reversed pair's target: nev
 
 
 def both_ways_batch(train: PairDataset, indices: list[int]) -> Batch:
-    """The batch of ``indices`` into ``train`` followed by its reversed pairs: index ``len(train) + i`` is pair
-    ``i`` with source and target swapped. A reversed pair's target starts with :data:`REVERSED_START` (``</s>``)
+    """The batch of ``indices`` into ``train`` and its reversed pairs, as one sequence of ``2 · len(train)``
+    pairs: index ``i`` below ``len(train)`` is pair ``i``, index ``len(train) + i`` is pair ``i`` with source and
+    target swapped. A reversed pair's target starts with :data:`REVERSED_START` (``</s>``)
     where the others start with ``<s>``: the decoder's first input says which language to write, and the forward
     direction, ``<s>`` first, is what decoding asks for (Johnson et al., 2017, name the language on the source side;
     here the source side stays as it is, so nothing changes at inference)."""
